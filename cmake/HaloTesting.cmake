@@ -1,0 +1,59 @@
+# halo_add_test(name [SOURCES file...] [LIBRARIES target...] [MPI_SIZE n] [GPUS n]
+#               LABELS label...)
+#
+# Builds one GoogleTest executable (sources default to <name>.cpp) and registers it with CTest.
+# Labels: unit (CPU, always), mpi (runs under mpiexec), gpu (needs a CUDA device; the test skips
+# itself with a message when none is present), gpu-mpi (one GPU per rank).
+# With MPI_SIZE n the test runs as `mpiexec -n n` with a main that initializes MPI; Open MPI gets
+# --oversubscribe (n may exceed the cores, as on 2-core CI) and --allow-run-as-root (CI and the GPU
+# machine run as root). GPUS n records how many devices the test wants in HALO_TEST_GPUS.
+set(HALO_TEST_DATA_DIR "${PROJECT_SOURCE_DIR}/../shared/data" CACHE PATH
+    "Directory with the shared real graphs (tests skip when it is absent)")
+
+execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _halo_mpiexec_version
+                ERROR_QUIET)
+set(HALO_MPIEXEC_EXTRA_FLAGS "" CACHE STRING "Extra flags for mpiexec in tests")
+if(_halo_mpiexec_version MATCHES "Open MPI|OpenRTE")
+  set(_halo_openmpi_flags --oversubscribe --allow-run-as-root)
+endif()
+
+function(halo_add_test name)
+  cmake_parse_arguments(T "" "MPI_SIZE;GPUS;TIMEOUT" "SOURCES;LIBRARIES;LABELS" ${ARGN})
+  if(NOT T_SOURCES)
+    set(T_SOURCES ${name}.cpp)
+  endif()
+  if(NOT T_LABELS)
+    message(FATAL_ERROR "halo_add_test(${name}): LABELS is required")
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBRARIES} halo_test_support GTest::gtest)
+  target_compile_definitions(${name} PRIVATE HALO_TEST_DATA_DIR="${HALO_TEST_DATA_DIR}")
+  halo_set_warnings(${name})
+
+  if(T_MPI_SIZE)
+    target_link_libraries(${name} PRIVATE halo_test_mpi_main)
+    add_test(NAME ${name}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_MPI_SIZE}
+                     ${_halo_openmpi_flags} ${HALO_MPIEXEC_EXTRA_FLAGS} ${MPIEXEC_PREFLAGS}
+                     $<TARGET_FILE:${name}> ${MPIEXEC_POSTFLAGS})
+    set(_procs ${T_MPI_SIZE})
+  else()
+    target_link_libraries(${name} PRIVATE GTest::gtest_main)
+    add_test(NAME ${name} COMMAND ${name})
+    set(_procs 1)
+  endif()
+  if(NOT T_GPUS)
+    set(T_GPUS 0)
+  endif()
+  # Ranks run single-threaded in MPI tests so that n ranks do not fight over 2 cores.
+  set(_env "HALO_TEST_GPUS=${T_GPUS}" "OMPI_MCA_btl_vader_single_copy_mechanism=none"
+           "OMPI_MCA_rmaps_base_oversubscribe=1")
+  if(T_MPI_SIZE)
+    list(APPEND _env "OMP_NUM_THREADS=1")
+  endif()
+  set_tests_properties(${name} PROPERTIES
+    LABELS "${T_LABELS}" PROCESSORS ${_procs} TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${_env}")
+endfunction()

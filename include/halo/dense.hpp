@@ -1,0 +1,46 @@
+// Dense row-major matrix views and the activation functions that layers apply.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace halo {
+
+/// Non-owning row-major matrix: element (i, j) is data[i * ld + j]. T may be const-qualified.
+template <typename T>
+struct DenseView {
+    T* data = nullptr;
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+    std::int64_t ld = 0;  // distance between consecutive rows, >= cols
+
+    T& operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
+    T* row(std::int64_t i) const { return data + i * ld; }
+
+    /// Implicit conversion to a view of const elements.
+    operator DenseView<const std::remove_const_t<T>>() const
+    {
+        return {data, rows, cols, ld};
+    }
+};
+
+/// A contiguous (ld == cols) view over rows x cols elements at `data`.
+template <typename T>
+DenseView<T> dense_view(T* data, std::int64_t rows, std::int64_t cols)
+{
+    return {data, rows, cols, cols};
+}
+
+/// Element-wise activation applied after a layer's combination step.
+enum class Activation {
+    none,
+    relu,
+};
+
+/// Parses "none" | "relu"; throws halo::InputError otherwise.
+Activation parse_activation(std::string_view text);
+std::string to_string(Activation activation);
+
+}  // namespace halo

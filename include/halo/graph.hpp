@@ -1,0 +1,69 @@
+// Edge lists and the CSR builder that turns them into the adjacency every later stage uses.
+//
+// build_csr applies, in this order: optional transpose (row = destination), symmetrization
+// (A | A^T), duplicate removal, the self-loop policy, and normalization. Duplicate entries of a
+// weighted list, including the two directions of a symmetrized edge, merge by taking the larger
+// weight, so "A | A^T" stays idempotent on lists that already hold both directions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halo/csr.hpp"
+
+namespace halo {
+
+/// A list of directed edges src -> dst over nodes [0, num_nodes).
+struct EdgeList {
+    std::int64_t num_nodes = 0;
+    std::vector<global_id> src;
+    std::vector<global_id> dst;
+    std::vector<float> weights;  // empty: unweighted (all 1)
+
+    std::int64_t num_edges() const noexcept { return static_cast<std::int64_t>(src.size()); }
+    bool has_weights() const noexcept { return !weights.empty(); }
+};
+
+/// What build_csr does with diagonal entries (i, i).
+enum class SelfLoops {
+    keep,  // as the input has them
+    drop,  // remove every diagonal entry
+    add,   // give every row a diagonal entry: existing ones keep their weight, new ones get 1
+           // (PyG's add_remaining_self_loops)
+};
+
+/// How build_csr scales the values; d_i is the sum of row i's values (its degree when unweighted)
+/// after the self-loop policy. Rows with d_i == 0 stay zero.
+enum class Normalization {
+    none,  // values as built (pattern matrix when unweighted)
+    gcn,   // a_ij / sqrt(d_i * d_j): D^-1/2 A D^-1/2 (with --self-loops add: D^-1/2 (A+I) D^-1/2)
+    mean,  // a_ij / d_i: the row mean
+};
+
+struct BuildOptions {
+    bool symmetrize = true;           // A | A^T
+    SelfLoops self_loops = SelfLoops::keep;
+    Normalization normalization = Normalization::none;
+    bool use_weights = true;          // false: ignore the edge list's weights
+    bool transpose = false;           // row = destination (PyG's source_to_target aggregation)
+};
+
+/// Builds the CSR adjacency: sorted columns in every row, no duplicates. Throws halo::InputError
+/// when an id is outside [0, num_nodes) or num_nodes exceeds the int32 column range.
+Csr build_csr(const EdgeList& edges, const BuildOptions& options);
+
+/// Scales `csr` in place (materializing ones for a pattern matrix unless `kind` is none).
+void normalize(Csr& csr, Normalization kind);
+
+/// Adds the missing diagonal entries (value 1) or drops all of them; keeps rows sorted.
+void apply_self_loops(Csr& csr, SelfLoops policy);
+
+/// Parses "keep" | "drop" | "add" and "none" | "gcn" | "mean"; throws halo::InputError otherwise.
+SelfLoops parse_self_loops(std::string_view text);
+Normalization parse_normalization(std::string_view text);
+std::string to_string(SelfLoops policy);
+std::string to_string(Normalization kind);
+
+}  // namespace halo

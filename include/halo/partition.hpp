@@ -1,0 +1,60 @@
+// Graph partitioners: assign every node of a (symmetric) adjacency to one of P parts.
+//
+// metis  METIS_PartGraphKway on the symmetrized pattern without self-loops; vertex weights
+//        1 + degree, so that parts balance nonzeros as well as rows.
+// block  contiguous ranges of node ids, equal in node count (a baseline).
+// random a seeded uniform assignment (a baseline; what hashing-based systems do).
+// P = 1 puts every node in part 0 whatever the method.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halo/csr.hpp"
+
+namespace halo {
+
+enum class Partitioner {
+    metis,
+    block,
+    random,
+};
+
+struct PartitionOptions {
+    Partitioner method = Partitioner::metis;
+    int num_parts = 1;
+    double imbalance = 1.03;     // METIS ufactor = (imbalance - 1) * 1000: max part weight / mean
+    std::uint64_t seed = 1;      // METIS_OPTION_SEED, and the random partitioner's seed
+    bool weight_by_degree = true;  // METIS vertex weights 1 + degree (else 1)
+};
+
+/// owner[v] in [0, num_parts) for every node v of `adjacency` (square). The adjacency should be
+/// symmetric (METIS requires it; its pattern is symmetrized here if it is not). Throws
+/// halo::InputError when num_parts < 1 or exceeds the node count, or when the adjacency has 2^31 or
+/// more entries (METIS's 32-bit idx_t).
+std::vector<std::int32_t> partition_graph(const CsrView& adjacency, const PartitionOptions& options);
+
+Partitioner parse_partitioner(std::string_view text);
+std::string to_string(Partitioner method);
+
+/// Quality of an assignment, as halo-partition reports it.
+struct PartitionQuality {
+    struct Part {
+        std::int64_t owned_rows = 0;
+        std::int64_t nnz = 0;         // nonzeros of the owned rows
+        std::int64_t halo_rows = 0;   // distinct off-part columns referenced by owned rows
+        std::int32_t neighbours = 0;  // parts that own one of those columns
+    };
+    std::vector<Part> parts;
+    std::int64_t edge_cut = 0;        // nonzeros (i, j), i < j, with owner[i] != owner[j]
+    std::int64_t halo_volume = 0;     // sum of halo_rows over parts
+    double row_imbalance = 1.0;       // max / mean owned rows
+    double nnz_imbalance = 1.0;       // max / mean nonzeros
+};
+
+PartitionQuality partition_quality(const CsrView& adjacency, const std::vector<std::int32_t>& owner,
+                                   int num_parts);
+
+}  // namespace halo

@@ -1,0 +1,72 @@
+// The HDF5 dataset (docs/FORMAT.md): one file holding every shard of a partitioned graph, read
+// concurrently by the ranks. Writers write to "<path>.tmp-<pid>" and rename on success, so an
+// interrupted write never leaves a file that looks valid. Readers check the format and version and
+// every invariant they rely on, and name the file, part and dataset in their errors.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halo/shard.hpp"
+
+namespace halo {
+
+inline constexpr const char* dataset_format_name = "halo-dataset";
+inline constexpr int dataset_format_version = 1;
+
+/// Root attributes of a dataset.
+struct DatasetInfo {
+    std::string format = dataset_format_name;
+    int version = dataset_format_version;
+    std::int64_t num_nodes = 0;
+    std::int64_t num_nonzeros = 0;
+    std::int32_t num_parts = 0;
+    std::string partitioner;     // metis | block | random
+    std::string normalization;   // none | gcn | mean
+    std::string self_loops;      // keep | drop | add
+    std::int64_t feature_dim = 0;  // 0: no features
+    bool has_labels = false;
+    std::string created_by;      // tool, version and command line
+};
+
+/// Streams a dataset part by part: construct, write_part for every part (any order), commit.
+/// Destroying an uncommitted writer removes the temporary file.
+class DatasetWriter {
+public:
+    DatasetWriter(const std::filesystem::path& path, const DatasetInfo& info,
+                  const std::vector<std::int32_t>& owner);
+    ~DatasetWriter();
+    DatasetWriter(const DatasetWriter&) = delete;
+    DatasetWriter& operator=(const DatasetWriter&) = delete;
+
+    void write_part(const Shard& shard);
+    /// Checks that every part was written, closes and renames into place.
+    void commit();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+/// Convenience: writes a whole dataset at once.
+void write_dataset(const std::filesystem::path& path, const DatasetInfo& info,
+                   const std::vector<std::int32_t>& owner, const std::vector<Shard>& shards);
+
+/// Reads and checks the root attributes (format name, version, sizes).
+DatasetInfo read_dataset_info(const std::filesystem::path& path);
+
+/// /partition/owner, checked to hold num_nodes values in [0, num_parts).
+std::vector<std::int32_t> read_owner(const std::filesystem::path& path);
+
+/// Reads part `part` with its features and labels, and validates it (validate_shard).
+Shard read_shard(const std::filesystem::path& path, int part);
+
+/// Every check halo-inspect --check performs: root attributes, each part, the pairwise agreement
+/// of halo plans, halo ids against /partition/owner, and the nonzero total. Throws on the first
+/// violation.
+void check_dataset(const std::filesystem::path& path);
+
+}  // namespace halo

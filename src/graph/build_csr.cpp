@@ -1,0 +1,270 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "halo/error.hpp"
+#include "halo/graph.hpp"
+
+namespace halo {
+namespace {
+
+void check_ids(const EdgeList& edges)
+{
+    if (edges.num_nodes < 0 || edges.num_nodes > std::numeric_limits<local_id>::max()) {
+        HALO_THROW(InputError, "graph has ", edges.num_nodes,
+                   " nodes; supported are 0 to 2^31-1 (int32 column ids)");
+    }
+    if (edges.dst.size() != edges.src.size() ||
+        (edges.has_weights() && edges.weights.size() != edges.src.size())) {
+        HALO_THROW(LogicError, "edge list arrays differ in length: src ", edges.src.size(),
+                   ", dst ", edges.dst.size(), ", weights ", edges.weights.size());
+    }
+    const auto n = edges.num_nodes;
+    const auto m = edges.num_edges();
+    std::int64_t bad = m;
+#pragma omp parallel for reduction(min : bad)
+    for (std::int64_t e = 0; e < m; ++e) {
+        if (edges.src[e] < 0 || edges.src[e] >= n || edges.dst[e] < 0 || edges.dst[e] >= n) {
+            bad = std::min(bad, e);
+        }
+    }
+    if (bad < m) {
+        HALO_THROW(InputError, "edge ", bad, " (", edges.src[bad], " -> ", edges.dst[bad],
+                   ") has a node id outside [0, ", n, ")");
+    }
+}
+
+// Sorts each row's columns and merges duplicates (max weight). Rows are independent.
+void sort_and_dedupe(Csr& csr)
+{
+    const auto n = csr.num_rows;
+    const bool weighted = csr.has_values();
+    std::vector<offset_t> kept(n + 1, 0);
+#pragma omp parallel
+    {
+        std::vector<std::pair<local_id, float>> buffer;
+#pragma omp for schedule(dynamic, 1024)
+        for (std::int64_t i = 0; i < n; ++i) {
+            const auto begin = csr.indptr[i];
+            const auto end = csr.indptr[i + 1];
+            offset_t out = begin;
+            if (weighted) {
+                buffer.clear();
+                for (auto k = begin; k < end; ++k) {
+                    buffer.emplace_back(csr.indices[k], csr.values[k]);
+                }
+                std::sort(buffer.begin(), buffer.end());
+                for (const auto& [col, w] : buffer) {
+                    if (out > begin && csr.indices[out - 1] == col) {
+                        csr.values[out - 1] = std::max(csr.values[out - 1], w);
+                    } else {
+                        csr.indices[out] = col;
+                        csr.values[out] = w;
+                        ++out;
+                    }
+                }
+            } else {
+                std::sort(csr.indices.begin() + begin, csr.indices.begin() + end);
+                out = std::unique(csr.indices.begin() + begin, csr.indices.begin() + end) -
+                      csr.indices.begin();
+            }
+            kept[i + 1] = out - begin;
+        }
+    }
+    std::partial_sum(kept.begin(), kept.end(), kept.begin());
+    std::vector<local_id> indices(kept[n]);
+    std::vector<float> values(weighted ? kept[n] : 0);
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto len = kept[i + 1] - kept[i];
+        std::copy_n(csr.indices.begin() + csr.indptr[i], len, indices.begin() + kept[i]);
+        if (weighted) {
+            std::copy_n(csr.values.begin() + csr.indptr[i], len, values.begin() + kept[i]);
+        }
+    }
+    csr.indptr = std::move(kept);
+    csr.indices = std::move(indices);
+    csr.values = std::move(values);
+}
+
+}  // namespace
+
+Csr build_csr(const EdgeList& edges, const BuildOptions& options)
+{
+    check_ids(edges);
+    const auto n = edges.num_nodes;
+    const auto m = edges.num_edges();
+    const bool weighted = options.use_weights && edges.has_weights();
+    const auto& rows = options.transpose ? edges.dst : edges.src;
+    const auto& cols = options.transpose ? edges.src : edges.dst;
+
+    Csr csr;
+    csr.num_rows = n;
+    csr.num_cols = n;
+    csr.indptr.assign(n + 1, 0);
+    for (std::int64_t e = 0; e < m; ++e) {
+        ++csr.indptr[rows[e] + 1];
+        if (options.symmetrize && rows[e] != cols[e]) {
+            ++csr.indptr[cols[e] + 1];
+        }
+    }
+    std::partial_sum(csr.indptr.begin(), csr.indptr.end(), csr.indptr.begin());
+    csr.indices.resize(csr.indptr[n]);
+    if (weighted) {
+        csr.values.resize(csr.indptr[n]);
+    }
+    std::vector<offset_t> next(csr.indptr.begin(), csr.indptr.end() - 1);
+    auto place = [&](global_id r, global_id c, std::int64_t e) {
+        const auto k = next[r]++;
+        csr.indices[k] = static_cast<local_id>(c);
+        if (weighted) {
+            csr.values[k] = edges.weights[e];
+        }
+    };
+    for (std::int64_t e = 0; e < m; ++e) {
+        place(rows[e], cols[e], e);
+        if (options.symmetrize && rows[e] != cols[e]) {
+            place(cols[e], rows[e], e);
+        }
+    }
+    sort_and_dedupe(csr);
+    apply_self_loops(csr, options.self_loops);
+    normalize(csr, options.normalization);
+    return csr;
+}
+
+void apply_self_loops(Csr& csr, SelfLoops policy)
+{
+    if (policy == SelfLoops::keep) {
+        return;
+    }
+    HALO_EXPECTS(csr.num_rows == csr.num_cols, "self-loops need a square matrix, got ",
+                 csr.num_rows, " x ", csr.num_cols);
+    const auto n = csr.num_rows;
+    const bool weighted = csr.has_values();
+    std::vector<offset_t> indptr(n + 1, 0);
+    // First pass: each row's new length.
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto first = csr.indices.begin() + csr.indptr[i];
+        const auto last = csr.indices.begin() + csr.indptr[i + 1];
+        const bool has = std::binary_search(first, last, static_cast<local_id>(i));
+        const auto len = last - first;
+        indptr[i + 1] = policy == SelfLoops::drop ? len - (has ? 1 : 0) : len + (has ? 0 : 1);
+    }
+    std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
+    std::vector<local_id> indices(indptr[n]);
+    std::vector<float> values(weighted ? indptr[n] : 0);
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = 0; i < n; ++i) {
+        auto out = indptr[i];
+        bool placed = policy == SelfLoops::drop;
+        for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
+            const auto c = csr.indices[k];
+            if (!placed && c >= i) {
+                placed = true;
+                if (c > i) {  // insert the missing diagonal before the first larger column
+                    indices[out] = static_cast<local_id>(i);
+                    if (weighted) {
+                        values[out] = 1.0f;
+                    }
+                    ++out;
+                }
+            }
+            if (policy == SelfLoops::drop && c == i) {
+                continue;
+            }
+            indices[out] = c;
+            if (weighted) {
+                values[out] = csr.values[k];
+            }
+            ++out;
+        }
+        if (!placed) {
+            indices[out] = static_cast<local_id>(i);
+            if (weighted) {
+                values[out] = 1.0f;
+            }
+        }
+    }
+    csr.indptr = std::move(indptr);
+    csr.indices = std::move(indices);
+    csr.values = std::move(values);
+}
+
+void normalize(Csr& csr, Normalization kind)
+{
+    if (kind == Normalization::none) {
+        return;
+    }
+    const auto n = csr.num_rows;
+    if (!csr.has_values()) {
+        csr.values.assign(csr.indices.size(), 1.0f);
+    }
+    // Degrees in double: a row sum of many float weights should not lose the low bits.
+    std::vector<double> degree(n, 0.0);
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = 0; i < n; ++i) {
+        double sum = 0.0;
+        for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
+            sum += csr.values[k];
+        }
+        degree[i] = sum;
+    }
+    if (kind == Normalization::gcn) {
+        HALO_EXPECTS(csr.num_rows == csr.num_cols, "gcn normalization needs a square matrix, got ",
+                     csr.num_rows, " x ", csr.num_cols);
+    }
+    auto inv_sqrt = [](double d) { return d > 0.0 ? 1.0 / std::sqrt(d) : 0.0; };
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = 0; i < n; ++i) {
+        for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
+            const double a = csr.values[k];
+            const double scaled = kind == Normalization::mean
+                                      ? (degree[i] > 0.0 ? a / degree[i] : 0.0)
+                                      : a * inv_sqrt(degree[i]) * inv_sqrt(degree[csr.indices[k]]);
+            csr.values[k] = static_cast<float>(scaled);
+        }
+    }
+}
+
+SelfLoops parse_self_loops(std::string_view text)
+{
+    if (text == "keep") return SelfLoops::keep;
+    if (text == "drop") return SelfLoops::drop;
+    if (text == "add") return SelfLoops::add;
+    HALO_THROW(InputError, "unknown self-loop policy '", text, "' (expected keep, drop or add)");
+}
+
+Normalization parse_normalization(std::string_view text)
+{
+    if (text == "none") return Normalization::none;
+    if (text == "gcn") return Normalization::gcn;
+    if (text == "mean") return Normalization::mean;
+    HALO_THROW(InputError, "unknown normalization '", text, "' (expected none, gcn or mean)");
+}
+
+std::string to_string(SelfLoops policy)
+{
+    switch (policy) {
+    case SelfLoops::keep: return "keep";
+    case SelfLoops::drop: return "drop";
+    case SelfLoops::add: return "add";
+    }
+    return "?";
+}
+
+std::string to_string(Normalization kind)
+{
+    switch (kind) {
+    case Normalization::none: return "none";
+    case Normalization::gcn: return "gcn";
+    case Normalization::mean: return "mean";
+    }
+    return "?";
+}
+
+}  // namespace halo

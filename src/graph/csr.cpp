@@ -1,0 +1,67 @@
+#include "halo/csr.hpp"
+
+#include <algorithm>
+
+#include "halo/error.hpp"
+
+namespace halo {
+
+void validate(const Csr& csr, const char* what)
+{
+    const auto nnz = csr.nnz();
+    if (csr.num_rows < 0 || csr.num_cols < 0) {
+        HALO_THROW(InputError, what, ": negative shape ", csr.num_rows, " x ", csr.num_cols);
+    }
+    if (static_cast<std::int64_t>(csr.indptr.size()) != csr.num_rows + 1) {
+        HALO_THROW(InputError, what, ": indptr has ", csr.indptr.size(), " entries, expected ",
+                   csr.num_rows + 1);
+    }
+    if (csr.indptr.front() != 0) {
+        HALO_THROW(InputError, what, ": indptr[0] is ", csr.indptr.front(), ", expected 0");
+    }
+    for (std::int64_t i = 0; i < csr.num_rows; ++i) {
+        if (csr.indptr[i + 1] < csr.indptr[i]) {
+            HALO_THROW(InputError, what, ": indptr decreases at row ", i, " (", csr.indptr[i],
+                       " > ", csr.indptr[i + 1], ")");
+        }
+    }
+    if (csr.indptr.back() != nnz) {
+        HALO_THROW(InputError, what, ": indptr ends at ", csr.indptr.back(), " but there are ",
+                   nnz, " column indices");
+    }
+    for (std::int64_t k = 0; k < nnz; ++k) {
+        const auto c = csr.indices[k];
+        if (c < 0 || c >= csr.num_cols) {
+            HALO_THROW(InputError, what, ": column index ", c, " at nonzero ", k,
+                       " is outside [0, ", csr.num_cols, ")");
+        }
+    }
+    if (!csr.values.empty() && static_cast<std::int64_t>(csr.values.size()) != nnz) {
+        HALO_THROW(InputError, what, ": ", csr.values.size(), " values for ", nnz, " nonzeros");
+    }
+}
+
+std::int64_t max_row_nnz(const CsrView& csr)
+{
+    std::int64_t best = 0;
+    for (std::int64_t i = 0; i < csr.num_rows; ++i) {
+        best = std::max(best, csr.indptr[i + 1] - csr.indptr[i]);
+    }
+    return best;
+}
+
+std::int64_t count_diagonal(const CsrView& csr)
+{
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < csr.num_rows; ++i) {
+        for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
+            if (csr.indices[k] == i) {
+                ++count;
+                break;
+            }
+        }
+    }
+    return count;
+}
+
+}  // namespace halo

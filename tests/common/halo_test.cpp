@@ -1,0 +1,58 @@
+#include "halo_test.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "halo/cuda/device.hpp"
+
+namespace halo::testing {
+
+std::filesystem::path shared_data_dir()
+{
+    if (const char* env = std::getenv("HALO_DATA_DIR"); env != nullptr && *env != '\0') {
+        return env;
+    }
+    return HALO_TEST_DATA_DIR;
+}
+
+std::filesystem::path shared_data_file(const std::string& name)
+{
+    const auto path = shared_data_dir() / name;
+    std::error_code ec;
+    return std::filesystem::is_regular_file(path, ec) ? path : std::filesystem::path{};
+}
+
+std::filesystem::path scratch_dir(const std::string& tag)
+{
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = tag;
+    if (info != nullptr) {
+        name += std::string("-") + info->test_suite_name() + "-" + info->name();
+    }
+    for (auto& c : name) {
+        if (c == '/' || c == ' ') {
+            c = '_';
+        }
+    }
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("halo-test-" + std::to_string(::getpid()) + "-" + name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+int gpu_count() { return halo::cuda::device_count(); }
+
+std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo, float hi)
+{
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> out(count);
+    for (auto& v : out) {
+        v = dist(rng);
+    }
+    return out;
+}
+
+}  // namespace halo::testing

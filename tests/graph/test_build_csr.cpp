@@ -1,0 +1,188 @@
+#include <cmath>
+#include <vector>
+
+#include "halo/error.hpp"
+#include "halo/graph.hpp"
+#include "halo_test.hpp"
+
+namespace {
+
+halo::EdgeList edges(std::int64_t n, std::vector<std::pair<std::int64_t, std::int64_t>> list,
+                     std::vector<float> weights = {})
+{
+    halo::EdgeList e;
+    e.num_nodes = n;
+    for (auto [s, d] : list) {
+        e.src.push_back(s);
+        e.dst.push_back(d);
+    }
+    e.weights = std::move(weights);
+    return e;
+}
+
+std::vector<std::vector<int>> dense(const halo::Csr& csr)
+{
+    std::vector<std::vector<int>> m(csr.num_rows, std::vector<int>(csr.num_cols, 0));
+    for (std::int64_t i = 0; i < csr.num_rows; ++i) {
+        for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
+            m[i][csr.indices[k]] += 1;
+        }
+    }
+    return m;
+}
+
+}  // namespace
+
+TEST(BuildCsr, DirectedKeepsOrientationAndSortsColumns)
+{
+    halo::BuildOptions opt;
+    opt.symmetrize = false;
+    const auto csr = halo::build_csr(edges(4, {{0, 3}, {0, 1}, {2, 0}, {0, 1}}), opt);
+    halo::validate(csr, "test");
+    EXPECT_EQ(csr.indptr, (std::vector<halo::offset_t>{0, 2, 2, 3, 3}));
+    EXPECT_EQ(csr.indices, (std::vector<halo::local_id>{1, 3, 0}));  // duplicate (0,1) merged
+    EXPECT_FALSE(csr.has_values());
+}
+
+TEST(BuildCsr, TransposePutsDestinationInRows)
+{
+    halo::BuildOptions opt;
+    opt.symmetrize = false;
+    opt.transpose = true;
+    const auto csr = halo::build_csr(edges(3, {{0, 2}, {1, 2}}), opt);
+    EXPECT_EQ(csr.indptr, (std::vector<halo::offset_t>{0, 0, 0, 2}));
+    EXPECT_EQ(csr.indices, (std::vector<halo::local_id>{0, 1}));
+}
+
+TEST(BuildCsr, SymmetrizeIsUnionAndIdempotent)
+{
+    halo::BuildOptions opt;
+    const auto once = halo::build_csr(edges(3, {{0, 1}, {1, 2}}), opt);
+    const auto both = halo::build_csr(edges(3, {{0, 1}, {1, 0}, {1, 2}, {2, 1}}), opt);
+    EXPECT_EQ(dense(once), (std::vector<std::vector<int>>{{0, 1, 0}, {1, 0, 1}, {0, 1, 0}}));
+    EXPECT_EQ(once.indptr, both.indptr);
+    EXPECT_EQ(once.indices, both.indices);
+}
+
+TEST(BuildCsr, WeightedDuplicatesKeepTheLargerWeight)
+{
+    halo::BuildOptions opt;
+    const auto csr = halo::build_csr(edges(2, {{0, 1}, {1, 0}}, {2.0f, 5.0f}), opt);
+    ASSERT_TRUE(csr.has_values());
+    EXPECT_EQ(csr.values, (std::vector<float>{5.0f, 5.0f}));
+}
+
+TEST(BuildCsr, SelfLoopPolicies)
+{
+    const auto e = edges(3, {{0, 0}, {0, 1}, {2, 1}});
+    halo::BuildOptions opt;
+    opt.self_loops = halo::SelfLoops::keep;
+    EXPECT_EQ(halo::count_diagonal(halo::build_csr(e, opt).view()), 1);
+    opt.self_loops = halo::SelfLoops::drop;
+    const auto dropped = halo::build_csr(e, opt);
+    EXPECT_EQ(halo::count_diagonal(dropped.view()), 0);
+    EXPECT_EQ(dropped.nnz(), 4);
+    opt.self_loops = halo::SelfLoops::add;
+    const auto added = halo::build_csr(e, opt);
+    EXPECT_EQ(halo::count_diagonal(added.view()), 3);
+    EXPECT_EQ(added.nnz(), 7);
+    halo::validate(added, "added");
+    for (std::int64_t i = 0; i < added.num_rows; ++i) {  // rows stay sorted
+        for (auto k = added.indptr[i] + 1; k < added.indptr[i + 1]; ++k) {
+            EXPECT_LT(added.indices[k - 1], added.indices[k]);
+        }
+    }
+}
+
+TEST(BuildCsr, AddSelfLoopsKeepsExistingWeight)
+{
+    halo::BuildOptions opt;
+    opt.self_loops = halo::SelfLoops::add;
+    const auto csr = halo::build_csr(edges(2, {{0, 0}, {0, 1}}, {3.0f, 2.0f}), opt);
+    // row 0: (0,0)=3 (kept), (0,1)=2; row 1: (1,0)=2, (1,1)=1 (added)
+    EXPECT_EQ(csr.indices, (std::vector<halo::local_id>{0, 1, 0, 1}));
+    EXPECT_EQ(csr.values, (std::vector<float>{3.0f, 2.0f, 2.0f, 1.0f}));
+}
+
+TEST(BuildCsr, GcnNormalizationMatchesHandComputation)
+{
+    // Path 0-1-2 with self-loops: degrees 2, 3, 2.
+    halo::BuildOptions opt;
+    opt.self_loops = halo::SelfLoops::add;
+    opt.normalization = halo::Normalization::gcn;
+    const auto csr = halo::build_csr(edges(3, {{0, 1}, {1, 2}}), opt);
+    const std::vector<float> expected = {
+        1.0f / 2.0f, 1.0f / std::sqrt(6.0f),                       // row 0: (0,0) (0,1)
+        1.0f / std::sqrt(6.0f), 1.0f / 3.0f, 1.0f / std::sqrt(6.0f),  // row 1
+        1.0f / std::sqrt(6.0f), 1.0f / 2.0f};                       // row 2
+    ASSERT_EQ(csr.values.size(), expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+        EXPECT_NEAR(csr.values[k], expected[k], halo::testing::tolerance<float>(4, 1.0)) << k;
+    }
+}
+
+TEST(BuildCsr, MeanNormalizationRowsSumToOne)
+{
+    halo::BuildOptions opt;
+    opt.normalization = halo::Normalization::mean;
+    const auto csr = halo::build_csr(edges(4, {{0, 1}, {0, 2}, {0, 3}, {1, 2}}), opt);
+    for (std::int64_t i = 0; i < csr.num_rows; ++i) {
+        float sum = 0.0f;
+        for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
+            sum += csr.values[k];
+        }
+        EXPECT_NEAR(sum, 1.0f, halo::testing::tolerance<float>(4, 1.0));
+    }
+    EXPECT_FLOAT_EQ(csr.values[0], 1.0f / 3.0f);  // row 0 has 3 neighbours
+}
+
+TEST(BuildCsr, IsolatedNodesGiveEmptyRowsAndZeroNormalization)
+{
+    halo::BuildOptions opt;
+    opt.normalization = halo::Normalization::gcn;
+    const auto csr = halo::build_csr(edges(5, {{0, 1}}), opt);
+    EXPECT_EQ(csr.num_rows, 5);
+    EXPECT_EQ(csr.row_nnz(4), 0);
+    for (const auto v : csr.values) {
+        EXPECT_TRUE(std::isfinite(v));
+    }
+}
+
+TEST(BuildCsr, OutOfRangeIdIsAnInputErrorNamingTheEdge)
+{
+    try {
+        halo::build_csr(edges(3, {{0, 1}, {1, 7}}), {});
+        FAIL() << "expected halo::InputError";
+    } catch (const halo::InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("edge 1 (1 -> 7)"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(halo::build_csr(edges(3, {{-1, 1}}), {}), halo::InputError);
+}
+
+TEST(BuildCsr, ParsersRejectUnknownNames)
+{
+    EXPECT_EQ(halo::parse_normalization("gcn"), halo::Normalization::gcn);
+    EXPECT_EQ(halo::parse_self_loops("add"), halo::SelfLoops::add);
+    EXPECT_THROW(halo::parse_normalization("sym"), halo::InputError);
+    EXPECT_THROW(halo::parse_self_loops("yes"), halo::InputError);
+}
+
+TEST(Csr, ValidateNamesTheViolation)
+{
+    halo::Csr csr;
+    csr.num_rows = 2;
+    csr.num_cols = 2;
+    csr.indptr = {0, 2, 1};
+    csr.indices = {0, 1};
+    try {
+        halo::validate(csr, "parts/0/csr");
+        FAIL();
+    } catch (const halo::InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("parts/0/csr: indptr decreases at row 1"),
+                  std::string::npos)
+            << e.what();
+    }
+    csr.indptr = {0, 1, 2};
+    csr.indices = {0, 2};
+    EXPECT_THROW(halo::validate(csr, "x"), halo::InputError);
+}

@@ -1,0 +1,115 @@
+#include <algorithm>
+#include <vector>
+
+#include "halo/error.hpp"
+#include "halo/graph.hpp"
+#include "halo/partition.hpp"
+#include "halo_test.hpp"
+
+namespace {
+
+// A 2D grid graph: a partitioner that understands locality cuts few edges of it.
+halo::Csr grid(int side)
+{
+    halo::EdgeList e;
+    e.num_nodes = static_cast<std::int64_t>(side) * side;
+    for (int r = 0; r < side; ++r) {
+        for (int c = 0; c < side; ++c) {
+            const auto v = static_cast<std::int64_t>(r) * side + c;
+            if (c + 1 < side) {
+                e.src.push_back(v);
+                e.dst.push_back(v + 1);
+            }
+            if (r + 1 < side) {
+                e.src.push_back(v);
+                e.dst.push_back(v + side);
+            }
+        }
+    }
+    return halo::build_csr(e, {});
+}
+
+}  // namespace
+
+TEST(Partition, EveryMethodAssignsEveryNodeToAValidPart)
+{
+    const auto g = grid(20);
+    for (auto method : {halo::Partitioner::metis, halo::Partitioner::block,
+                        halo::Partitioner::random}) {
+        for (int p : {1, 2, 3, 7}) {
+            halo::PartitionOptions opt;
+            opt.method = method;
+            opt.num_parts = p;
+            const auto owner = halo::partition_graph(g.view(), opt);
+            ASSERT_EQ(static_cast<std::int64_t>(owner.size()), g.num_rows);
+            std::vector<int> count(p, 0);
+            for (auto o : owner) {
+                ASSERT_GE(o, 0);
+                ASSERT_LT(o, p);
+                ++count[o];
+            }
+            for (int q = 0; q < p; ++q) {
+                EXPECT_GT(count[q], 0) << halo::to_string(method) << " P=" << p << " part " << q;
+            }
+        }
+    }
+}
+
+TEST(Partition, MetisCutsFewerEdgesThanRandomOnAGrid)
+{
+    const auto g = grid(40);
+    halo::PartitionOptions opt;
+    opt.num_parts = 4;
+    opt.method = halo::Partitioner::metis;
+    const auto metis = halo::partition_quality(g.view(), halo::partition_graph(g.view(), opt), 4);
+    opt.method = halo::Partitioner::random;
+    const auto random = halo::partition_quality(g.view(), halo::partition_graph(g.view(), opt), 4);
+    EXPECT_LT(metis.edge_cut * 5, random.edge_cut);
+    EXPECT_LT(metis.row_imbalance, 1.1);
+}
+
+TEST(Partition, SeedMakesMetisAndRandomDeterministic)
+{
+    const auto g = grid(30);
+    for (auto method : {halo::Partitioner::metis, halo::Partitioner::random}) {
+        halo::PartitionOptions opt;
+        opt.method = method;
+        opt.num_parts = 3;
+        opt.seed = 17;
+        EXPECT_EQ(halo::partition_graph(g.view(), opt), halo::partition_graph(g.view(), opt));
+    }
+}
+
+TEST(Partition, QualityOfABlockSplitOfAPath)
+{
+    halo::EdgeList e;
+    e.num_nodes = 6;
+    for (int v = 0; v + 1 < 6; ++v) {
+        e.src.push_back(v);
+        e.dst.push_back(v + 1);
+    }
+    const auto g = halo::build_csr(e, {});
+    halo::PartitionOptions opt;
+    opt.method = halo::Partitioner::block;
+    opt.num_parts = 2;
+    const auto owner = halo::partition_graph(g.view(), opt);
+    EXPECT_EQ(owner, (std::vector<std::int32_t>{0, 0, 0, 1, 1, 1}));
+    const auto q = halo::partition_quality(g.view(), owner, 2);
+    EXPECT_EQ(q.edge_cut, 1);
+    EXPECT_EQ(q.halo_volume, 2);
+    EXPECT_EQ(q.parts[0].halo_rows, 1);
+    EXPECT_EQ(q.parts[0].neighbours, 1);
+    EXPECT_EQ(q.parts[0].nnz, 5);
+    EXPECT_DOUBLE_EQ(q.row_imbalance, 1.0);
+}
+
+TEST(Partition, RejectsImpossibleRequests)
+{
+    const auto g = grid(3);
+    halo::PartitionOptions opt;
+    opt.num_parts = 0;
+    EXPECT_THROW(halo::partition_graph(g.view(), opt), halo::InputError);
+    opt.num_parts = 10;  // 9 nodes
+    EXPECT_THROW(halo::partition_graph(g.view(), opt), halo::InputError);
+    EXPECT_THROW(halo::parse_partitioner("kahip"), halo::InputError);
+}
