@@ -49,7 +49,10 @@ function(halo_add_test name)
     set(T_GPUS 0)
   endif()
   # Ranks run single-threaded in MPI tests so that n ranks do not fight over 2 cores.
-  set(_env "HALO_TEST_GPUS=${T_GPUS}" "OMPI_MCA_btl_vader_single_copy_mechanism=none"
+  # Passive OpenMP waits: with ctest -j, spinning idle threads would steal the cores of the tests
+  # running beside them.
+  set(_env "HALO_TEST_GPUS=${T_GPUS}" "OMP_WAIT_POLICY=PASSIVE"
+           "OMPI_MCA_btl_vader_single_copy_mechanism=none"
            "OMPI_MCA_rmaps_base_oversubscribe=1")
   if(T_MPI_SIZE)
     list(APPEND _env "OMP_NUM_THREADS=1")

@@ -17,23 +17,28 @@ namespace halo {
 inline constexpr const char* dataset_format_name = "halo-dataset";
 inline constexpr int dataset_format_version = 1;
 
-/// Root attributes of a dataset.
+/// Root attributes of a dataset (docs/FORMAT.md, "Root").
 struct DatasetInfo {
-    std::string format = dataset_format_name;
-    int version = dataset_format_version;
+    std::string format = dataset_format_name;  // the writer always writes the current format
+    int version = dataset_format_version;      // and version; these two are read back only
     std::int64_t num_nodes = 0;
-    std::int64_t num_nonzeros = 0;
+    std::int64_t num_nonzeros = 0;  // sum of the parts' nnz (the global adjacency's nnz)
     std::int32_t num_parts = 0;
-    std::string partitioner;     // metis | block | random
-    std::string normalization;   // none | gcn | mean
-    std::string self_loops;      // keep | drop | add
+    std::string partitioner;       // metis | block | random (free text: recorded, not interpreted)
+    std::string normalization;     // none | gcn | mean
+    std::string self_loops;        // keep | drop | add
     std::int64_t feature_dim = 0;  // 0: no features
     bool has_labels = false;
-    std::string created_by;      // tool, version and command line
+    bool has_values = false;  // parts store csr/values (else a pattern matrix). The writer
+                              // derives it from the shards and ignores this field.
+    std::string created_by;   // tool, version and command line ("HaloGNN <version>" if empty)
 };
 
 /// Streams a dataset part by part: construct, write_part for every part (any order), commit.
-/// Destroying an uncommitted writer removes the temporary file.
+/// Destroying an uncommitted writer removes the temporary file. The writer checks what it is
+/// given as check_dataset checks a file (each shard, its ids against `owner`, the pairwise plan
+/// agreement at commit, the nonzero total), so a committed file passes check_dataset; it keeps a
+/// copy of `owner` and the halo global ids of the parts written so far, never whole shards.
 class DatasetWriter {
 public:
     DatasetWriter(const std::filesystem::path& path, const DatasetInfo& info,
@@ -55,13 +60,21 @@ private:
 void write_dataset(const std::filesystem::path& path, const DatasetInfo& info,
                    const std::vector<std::int32_t>& owner, const std::vector<Shard>& shards);
 
-/// Reads and checks the root attributes (format name, version, sizes).
+/// Reads and checks the root attributes (format name, version, sizes) and that /parts holds
+/// exactly the groups 0 .. num_parts - 1.
+///
+/// Errors of every reader: halo::IoError when the file does not exist; halo::InputError when it is
+/// not an HDF5 file, not a halo dataset, of a newer version, or breaks an invariant;
+/// halo::Hdf5Error when an HDF5 call fails (a truncated or damaged file). Messages start with
+/// "<file>: <object>: ", e.g. "data.h5: /parts/2/csr/indices: ...".
 DatasetInfo read_dataset_info(const std::filesystem::path& path);
 
 /// /partition/owner, checked to hold num_nodes values in [0, num_parts).
 std::vector<std::int32_t> read_owner(const std::filesystem::path& path);
 
-/// Reads part `part` with its features and labels, and validates it (validate_shard).
+/// Reads part `part` with its features and labels, and validates it (validate_shard) and its
+/// sizes against the root attributes. Opens the file read-only, so all ranks may read one file at
+/// once.
 Shard read_shard(const std::filesystem::path& path, int part);
 
 /// Every check halo-inspect --check performs: root attributes, each part, the pairwise agreement

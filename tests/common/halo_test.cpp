@@ -7,6 +7,31 @@
 #include "halo/cuda/device.hpp"
 
 namespace halo::testing {
+namespace {
+
+// Removes every scratch directory when the test process ends, unless HALO_KEEP_SCRATCH is set
+// (to look at what a failing test wrote).
+struct ScratchRegistry {
+    std::vector<std::filesystem::path> dirs;
+    ~ScratchRegistry()
+    {
+        if (std::getenv("HALO_KEEP_SCRATCH") != nullptr) {
+            return;
+        }
+        for (const auto& dir : dirs) {
+            std::error_code ec;
+            std::filesystem::remove_all(dir, ec);
+        }
+    }
+};
+
+ScratchRegistry& scratch_registry()
+{
+    static ScratchRegistry registry;
+    return registry;
+}
+
+}  // namespace
 
 std::filesystem::path shared_data_dir()
 {
@@ -39,6 +64,7 @@ std::filesystem::path scratch_dir(const std::string& tag)
                      ("halo-test-" + std::to_string(::getpid()) + "-" + name);
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
+    scratch_registry().dirs.push_back(dir);
     return dir;
 }
 

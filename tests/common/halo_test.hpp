@@ -19,7 +19,8 @@ std::filesystem::path shared_data_dir();
 /// Full path of one shared data file; empty when the file (or the directory) is absent.
 std::filesystem::path shared_data_file(const std::string& name);
 
-/// A fresh, empty directory under the system temp dir, unique to this process and test.
+/// A fresh, empty directory under the system temp dir, unique to this process and test; removed
+/// when the process ends unless HALO_KEEP_SCRATCH is set.
 std::filesystem::path scratch_dir(const std::string& tag);
 
 /// Number of CUDA devices visible to this process (0 without CUDA or without a device).

@@ -1,0 +1,88 @@
+// The layer-wise inference engine (DESIGN.md "Data flow"): for each layer, start the halo
+// exchange, aggregate interior rows, finish the exchange, aggregate boundary rows, combine, apply
+// the activation. Backend-free: the backend and the exchanger are interfaces.
+//
+// Reduction order. Every output row is a fixed function of its own input rows: the SpMM visits a
+// row's nonzeros in the shard's stored order, which is ascending global column id for every rank
+// count (partition/shard.cpp), and GEMM sums over the inner dimension in order. So the result of
+// P ranks equals the result of one rank bit for bit on the CPU backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/exchanger.hpp"
+#include "halo/model.hpp"
+#include "halo/shard.hpp"
+
+namespace halo {
+
+/// The aggregation operator a layer type needs, derived from the dataset's adjacency.
+enum class Aggregation {
+    gcn,   // D^-1/2 (A + I) D^-1/2, remaining self-loops added
+    mean,  // row mean over the stored neighbours
+    sum,   // plain sum over the stored neighbours (edge weights if any)
+};
+
+/// Per-layer timing on one rank, in seconds.
+struct LayerTiming {
+    double total = 0.0;     // wall time of the layer
+    double compute = 0.0;   // SpMM + GEMM + elementwise
+    double exchange = 0.0;  // time in start() and finish() of the exchange
+    double waiting = 0.0;   // part of `exchange` spent blocked in finish()
+    std::int64_t exchanged_bytes = 0;
+};
+
+struct EngineOptions {
+    bool overlap = true;        // aggregate interior rows while the exchange is in flight
+    bool keep_layers = false;   // keep every layer's output (for --save-layers)
+    /// What the dataset's stored values are ("none", "gcn", "mean"); see make_aggregation.
+    std::string dataset_normalization = "none";
+};
+
+/// Degrees of A + I with remaining self-loops added (row sums of the stored values, plus 1 for a
+/// row without a diagonal entry) of the owned rows, rounded to float: the gcn operator's d_i.
+std::vector<float> gcn_degrees(const Shard& shard);
+
+/// The local operator for `kind` from the shard's CSR, rows in the stored (global column) order.
+/// `degree` holds the gcn degrees of all num_owned + num_halo local columns (gcn only; owned from
+/// gcn_degrees, halo ones exchanged). When the dataset is already normalized for `kind` its values
+/// are used as stored; a dataset normalized for another kind is a halo::InputError naming both.
+Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& dataset_normalization,
+                     const std::vector<float>& degree);
+
+class Engine {
+public:
+    /// Prepares the operators the model needs (exchanging degrees once through `exchanger` when a
+    /// gcn layer needs them) and the backend buffers. `exchanger` must serve matrices up to
+    /// model.max_dim() wide.
+    Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, const Model& model,
+           EngineOptions options);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    /// Runs the model on `features` (host, num_owned x model.input_dim(), row-major) and returns
+    /// the output of the last layer (host, num_owned x output_dim).
+    std::vector<float> run(const std::vector<float>& features);
+
+    const std::vector<LayerTiming>& timings() const { return timings_; }
+    /// Host copies of every layer's output when EngineOptions::keep_layers is set.
+    const std::vector<std::vector<float>>& layer_outputs() const { return layer_outputs_; }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    std::vector<LayerTiming> timings_;
+    std::vector<std::vector<float>> layer_outputs_;
+};
+
+/// Seeded input features: row r of the result is a function of (global_ids[r], seed) only, so
+/// every rank count produces the same input. Values uniform in [-1, 1).
+std::vector<float> random_node_features(const std::vector<global_id>& global_ids, std::int64_t dim,
+                                        std::uint64_t seed);
+
+}  // namespace halo

@@ -1,0 +1,44 @@
+// Halo exchange: before a layer aggregates, every rank sends the feature rows its neighbours need
+// (HaloPlan::send_rows) and receives theirs into the halo region of its own feature matrix,
+// rows [num_owned, num_owned + num_halo). The exchange is split into start() and finish() so that
+// the aggregation of interior rows runs while it is in flight (DESIGN.md).
+//
+// Implementations: MPI (host buffers, here), NCCL and MPI with device buffers (CUDA path). The
+// engine sees only this interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "halo/dense.hpp"
+#include "halo/shard.hpp"
+
+namespace halo {
+
+/// Counters an exchanger accumulates over its lifetime (for the per-layer report).
+struct ExchangeStats {
+    std::int64_t exchanges = 0;
+    std::int64_t bytes_sent = 0;
+    std::int64_t bytes_received = 0;
+    std::int64_t messages_sent = 0;   // after splitting large blocks
+    double start_seconds = 0.0;       // time inside start(): posting and packing
+    double finish_seconds = 0.0;      // time inside finish(): waiting for completion
+};
+
+class HaloExchanger {
+public:
+    virtual ~HaloExchanger() = default;
+
+    /// Begins an exchange of `x`, a matrix of num_owned + num_halo rows: packs the send rows of
+    /// the owned region and posts all sends and receives. `x` must stay valid and its owned rows
+    /// unmodified, and its halo rows untouched, until finish() returns.
+    virtual void start(DenseView<float> x) = 0;
+
+    /// Completes the exchange begun by start(): on return the halo rows of x hold the neighbours'
+    /// rows and every send buffer may be reused.
+    virtual void finish() = 0;
+
+    virtual const ExchangeStats& stats() const = 0;
+};
+
+}  // namespace halo

@@ -1,0 +1,185 @@
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "halo/error.hpp"
+#include "halo/model.hpp"
+#include "random.hpp"
+
+namespace halo {
+
+LayerType parse_layer_type(std::string_view text)
+{
+    if (text == "gcn") return LayerType::gcn;
+    if (text == "sage") return LayerType::sage;
+    if (text == "gin") return LayerType::gin;
+    HALO_THROW(InputError, "unknown layer type '", text, "' (expected gcn, sage or gin)");
+}
+
+std::string to_string(LayerType type)
+{
+    switch (type) {
+    case LayerType::gcn: return "gcn";
+    case LayerType::sage: return "sage";
+    case LayerType::gin: return "gin";
+    }
+    return "?";
+}
+
+bool Layer::aggregate_first() const
+{
+    const auto transformed = type == LayerType::gin ? hidden_dim : out_dim;
+    return in_dim <= transformed;
+}
+
+std::int64_t Model::max_dim() const
+{
+    std::int64_t best = 0;
+    for (const auto& layer : layers) {
+        best = std::max({best, layer.in_dim, layer.out_dim, layer.hidden_dim});
+    }
+    return best;
+}
+
+namespace {
+
+void check_array(const std::vector<float>& values, std::int64_t expected, const std::string& where,
+                 std::size_t layer, const char* name, bool optional)
+{
+    if (values.empty() && optional) {
+        return;
+    }
+    if (static_cast<std::int64_t>(values.size()) != expected) {
+        HALO_THROW(InputError, where, ": layer ", layer, " ", name, " has ", values.size(),
+                   " values, expected ", expected);
+    }
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        if (!std::isfinite(values[k])) {
+            HALO_THROW(InputError, where, ": layer ", layer, " ", name, "[", k, "] is ",
+                       values[k], " (weights must be finite)");
+        }
+    }
+}
+
+}  // namespace
+
+void validate_model(const Model& model, const std::string& where)
+{
+    if (model.layers.empty()) {
+        HALO_THROW(InputError, where, ": the model has no layers");
+    }
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const auto& layer = model.layers[l];
+        if (layer.in_dim <= 0 || layer.out_dim <= 0) {
+            HALO_THROW(InputError, where, ": layer ", l, " has widths ", layer.in_dim, " -> ",
+                       layer.out_dim);
+        }
+        if (l > 0 && model.layers[l - 1].out_dim != layer.in_dim) {
+            HALO_THROW(InputError, where, ": layer ", l, " takes width ", layer.in_dim,
+                       " but layer ", l - 1, " produces ", model.layers[l - 1].out_dim);
+        }
+        if (layer.type == LayerType::gin) {
+            if (layer.hidden_dim <= 0) {
+                HALO_THROW(InputError, where, ": gin layer ", l, " has hidden width ",
+                           layer.hidden_dim);
+            }
+            if (!std::isfinite(layer.eps)) {
+                HALO_THROW(InputError, where, ": gin layer ", l, " has eps ", layer.eps);
+            }
+            check_array(layer.weight, layer.in_dim * layer.hidden_dim, where, l, "weight", false);
+            check_array(layer.bias, layer.hidden_dim, where, l, "bias", true);
+            check_array(layer.weight2, layer.hidden_dim * layer.out_dim, where, l, "weight2",
+                        false);
+            check_array(layer.bias2, layer.out_dim, where, l, "bias2", true);
+        } else {
+            check_array(layer.weight, layer.in_dim * layer.out_dim, where, l, "weight", false);
+            check_array(layer.bias, layer.out_dim, where, l, "bias", true);
+            check_array(layer.root_weight, layer.in_dim * layer.out_dim, where, l, "root_weight",
+                        layer.type != LayerType::sage);
+        }
+    }
+}
+
+namespace {
+
+// Glorot-uniform [rows, cols] from (seed, stream).
+std::vector<float> glorot(std::int64_t rows, std::int64_t cols, std::uint64_t seed,
+                          std::uint64_t stream)
+{
+    const float limit = std::sqrt(6.0f / static_cast<float>(rows + cols));
+    std::vector<float> w(static_cast<std::size_t>(rows * cols));
+    for (std::size_t k = 0; k < w.size(); ++k) {
+        w[k] = limit * detail::uniform_pm1(seed, stream, k);
+    }
+    return w;
+}
+
+std::vector<float> small_bias(std::int64_t n, std::uint64_t seed, std::uint64_t stream)
+{
+    std::vector<float> b(n);
+    for (std::int64_t k = 0; k < n; ++k) {
+        b[k] = 0.1f * detail::uniform_pm1(seed, stream, k);
+    }
+    return b;
+}
+
+}  // namespace
+
+Model random_model(LayerType type, const std::vector<std::int64_t>& dims, std::uint64_t seed)
+{
+    if (dims.size() < 2) {
+        HALO_THROW(InputError, "a random model needs at least two widths (input, output), got ",
+                   dims.size());
+    }
+    Model model;
+    model.name = "random-" + to_string(type);
+    for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
+        Layer layer;
+        layer.type = type;
+        layer.in_dim = dims[l];
+        layer.out_dim = dims[l + 1];
+        layer.activation = l + 2 < dims.size() ? Activation::relu : Activation::none;
+        const std::uint64_t stream = 16 * l;
+        if (type == LayerType::gin) {
+            layer.hidden_dim = dims[l + 1];
+            layer.eps = 0.1f;
+            layer.weight = glorot(layer.in_dim, layer.hidden_dim, seed, stream + 1);
+            layer.bias = small_bias(layer.hidden_dim, seed, stream + 2);
+            layer.weight2 = glorot(layer.hidden_dim, layer.out_dim, seed, stream + 3);
+            layer.bias2 = small_bias(layer.out_dim, seed, stream + 4);
+        } else {
+            layer.weight = glorot(layer.in_dim, layer.out_dim, seed, stream + 1);
+            layer.bias = small_bias(layer.out_dim, seed, stream + 2);
+            if (type == LayerType::sage) {
+                layer.root_weight = glorot(layer.in_dim, layer.out_dim, seed, stream + 5);
+            }
+        }
+        model.layers.push_back(std::move(layer));
+    }
+    validate_model(model, "random model");
+    return model;
+}
+
+std::vector<std::int64_t> parse_dims(std::string_view text)
+{
+    std::vector<std::int64_t> dims;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        const auto comma = text.find(',', pos);
+        const auto token = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
+        std::int64_t value = 0;
+        const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+        if (token.empty() || ec != std::errc{} || end != token.data() + token.size() || value <= 0) {
+            HALO_THROW(InputError, "bad width '", token, "' in '", text,
+                       "' (expected positive integers separated by commas, e.g. 128,128,64)");
+        }
+        dims.push_back(value);
+        if (comma == std::string_view::npos) {
+            break;
+        }
+        pos = comma + 1;
+    }
+    return dims;
+}
+
+}  // namespace halo

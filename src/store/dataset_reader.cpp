@@ -1,0 +1,287 @@
+#include "dataset_reader.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string_view>
+
+#include "halo/error.hpp"
+
+namespace halo::store {
+
+namespace {
+
+bool is_one_of(const std::string& value, std::initializer_list<std::string_view> allowed)
+{
+    return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+bool read_flag(hid_t loc, const Where& where, const char* name)
+{
+    const auto value = read_int_attribute(loc, where, name);
+    if (value != 0 && value != 1) {
+        HALO_THROW(InputError, where.str(), ": attribute ", name, ": ", value,
+                   " is not a flag (0 or 1)");
+    }
+    return value == 1;
+}
+
+std::int64_t read_count(hid_t loc, const Where& where, const char* name)
+{
+    const auto value = read_int_attribute(loc, where, name);
+    if (value < 0) {
+        HALO_THROW(InputError, where.str(), ": attribute ", name, ": ", value, " is negative");
+    }
+    return value;
+}
+
+// Parses a member name of /parts: a decimal part id without sign or leading zeros.
+bool parse_part_name(const std::string& name, std::int64_t& part)
+{
+    if (name.empty() || name.size() > 9 || (name.size() > 1 && name[0] == '0') ||
+        !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return false;
+    }
+    part = std::stoll(name);
+    return true;
+}
+
+void check_ids(const std::vector<global_id>& ids, const Where& where, std::int64_t num_nodes)
+{
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= num_nodes) {
+            HALO_THROW(InputError, where.str(), "[", i, "] = ", ids[i], " outside [0, ", num_nodes,
+                       ") (root attribute num_nodes)");
+        }
+    }
+}
+
+}  // namespace
+
+DatasetReader::DatasetReader(const std::filesystem::path& path)
+    : file_(path.string()), handle_(open_file_read_only(file_))
+{
+    const Where root{file_, "/"};
+    const auto h = handle_.get();
+    if (!has_attribute(h, root, "format")) {
+        HALO_THROW(InputError, file_,
+                   ": not a halo dataset (the root group has no attribute 'format'; an "
+                   "interrupted write leaves none either)");
+    }
+    info_.format = read_string_attribute(h, root, "format");
+    if (info_.format != dataset_format_name) {
+        HALO_THROW(InputError, file_, ": not a halo dataset (root attribute format is '",
+                   info_.format, "', expected '", dataset_format_name, "')");
+    }
+    const auto version = read_int_attribute(h, root, "version");
+    if (version > dataset_format_version) {
+        HALO_THROW(InputError, file_, ": format version ", version,
+                   " is newer than this build of HaloGNN reads (version ", dataset_format_version,
+                   "); read it with a newer HaloGNN or write it again with this one");
+    }
+    if (version < 1) {
+        HALO_THROW(InputError, file_, ": root attribute version is ", version,
+                   ", not a valid format version (1 .. ", dataset_format_version, ")");
+    }
+    info_.version = static_cast<int>(version);
+
+    info_.num_nodes = read_count(h, root, "num_nodes");
+    info_.num_nonzeros = read_count(h, root, "num_nonzeros");
+    const auto num_parts = read_int_attribute(h, root, "num_parts");
+    if (num_parts < 1 || num_parts > std::numeric_limits<std::int32_t>::max()) {
+        HALO_THROW(InputError, root.str(), ": attribute num_parts: ", num_parts,
+                   " is not a part count (at least 1)");
+    }
+    info_.num_parts = static_cast<std::int32_t>(num_parts);
+    info_.feature_dim = read_count(h, root, "feature_dim");
+    info_.has_labels = read_flag(h, root, "has_labels");
+    info_.has_values = read_flag(h, root, "has_values");
+    info_.partitioner = read_string_attribute(h, root, "partitioner");
+    info_.normalization = read_string_attribute(h, root, "normalization");
+    if (!is_one_of(info_.normalization, {"none", "gcn", "mean"})) {
+        HALO_THROW(InputError, root.str(), ": attribute normalization: '", info_.normalization,
+                   "' is not none, gcn or mean");
+    }
+    info_.self_loops = read_string_attribute(h, root, "self_loops");
+    if (!is_one_of(info_.self_loops, {"keep", "drop", "add"})) {
+        HALO_THROW(InputError, root.str(), ": attribute self_loops: '", info_.self_loops,
+                   "' is not keep, drop or add");
+    }
+    info_.created_by = read_string_attribute(h, root, "created_by");
+
+    // /parts must hold exactly the groups "0" .. "num_parts - 1": a reader trusts num_parts to
+    // size its communicator, and a stray or missing part would surface only on some rank.
+    const auto parts = open_group(h, root, "parts");
+    const auto parts_where = root.child("parts");
+    const auto names = link_names(parts.get(), parts_where);
+    for (const auto& name : names) {
+        std::int64_t p = -1;
+        if (!parse_part_name(name, p) || p >= info_.num_parts) {
+            HALO_THROW(InputError, parts_where.str(), ": unexpected member '", name,
+                       "' (parts are named 0 .. ", info_.num_parts - 1,
+                       " after the root attribute num_parts = ", info_.num_parts, ")");
+        }
+    }
+    if (static_cast<std::int64_t>(names.size()) != info_.num_parts) {
+        HALO_THROW(InputError, parts_where.str(), ": holds ", names.size(),
+                   " parts but the root attribute num_parts is ", info_.num_parts);
+    }
+}
+
+std::vector<std::int32_t> DatasetReader::owner() const
+{
+    const Where root{file_, "/"};
+    const auto group = open_group(handle_.get(), root, "partition");
+    const auto where = root.child("partition");
+    auto owner = read_array<std::int32_t>(group.get(), where, "owner",
+                                          {info_.num_nodes, "root attribute num_nodes"});
+    for (std::size_t v = 0; v < owner.size(); ++v) {
+        if (owner[v] < 0 || owner[v] >= info_.num_parts) {
+            HALO_THROW(InputError, where.child("owner").str(), "[", v, "] = ", owner[v],
+                       " outside [0, ", info_.num_parts, ") (root attribute num_parts)");
+        }
+    }
+    return owner;
+}
+
+Shard DatasetReader::part(int part) const
+{
+    if (part < 0 || part >= info_.num_parts) {
+        HALO_THROW(InputError, file_, ": part ", part, " does not exist (the dataset has ",
+                   info_.num_parts, " parts)");
+    }
+    const Where root{file_, "/"};
+    const auto parts = open_group(handle_.get(), root, "parts");
+    const auto name = std::to_string(part);
+    const auto group = open_group(parts.get(), root.child("parts"), name.c_str());
+    const auto where = root.child("parts").child(name);
+    const auto g = group.get();
+
+    Shard shard;
+    shard.part = part;
+    shard.num_parts = info_.num_parts;
+    shard.num_owned = read_count(g, where, "num_owned");
+    shard.num_halo = read_count(g, where, "num_halo");
+    shard.num_interior = read_count(g, where, "num_interior");
+    const auto nnz = read_count(g, where, "nnz");
+    if (shard.num_owned + shard.num_halo > std::numeric_limits<local_id>::max()) {
+        HALO_THROW(InputError, where.str(),
+                   ": num_owned + num_halo = ", shard.num_owned + shard.num_halo,
+                   " exceeds the int32 local id range");
+    }
+    if (shard.num_interior > shard.num_owned) {
+        HALO_THROW(InputError, where.str(), ": num_interior = ", shard.num_interior,
+                   " exceeds num_owned = ", shard.num_owned);
+    }
+
+    shard.global_ids =
+        read_array<global_id>(g, where, "global_ids", {shard.num_owned, "attribute num_owned"});
+    check_ids(shard.global_ids, where.child("global_ids"), info_.num_nodes);
+
+    {
+        const auto csr = open_group(g, where, "csr");
+        const auto cw = where.child("csr");
+        const auto c = csr.get();
+        const auto encoding = read_string_attribute(c, cw, "encoding-type");
+        if (encoding != "csr_matrix") {
+            HALO_THROW(InputError, cw.str(), ": attribute encoding-type is '", encoding,
+                       "', expected 'csr_matrix'");
+        }
+        const auto shape = read_int_array_attribute(c, cw, "shape", 2);
+        const std::array<std::int64_t, 2> expected{shard.num_owned,
+                                                   shard.num_owned + shard.num_halo};
+        if (shape[0] != expected[0] || shape[1] != expected[1]) {
+            HALO_THROW(InputError, cw.str(), ": attribute shape is [", shape[0], ", ", shape[1],
+                       "], expected [num_owned, num_owned + num_halo] = [", expected[0], ", ",
+                       expected[1], "]");
+        }
+        shard.csr.num_rows = expected[0];
+        shard.csr.num_cols = expected[1];
+        shard.csr.indptr =
+            read_array<offset_t>(c, cw, "indptr", {shard.num_owned + 1, "attribute num_owned + 1"});
+        shard.csr.indices = read_array<local_id>(c, cw, "indices", {nnz, "attribute nnz"});
+        const bool has_values = has_link(c, cw, "values");
+        if (has_values) {
+            if (!info_.has_values) {
+                HALO_THROW(InputError, cw.child("values").str(),
+                           ": present although the root attribute has_values is 0");
+            }
+            shard.csr.values = read_array<float>(c, cw, "values", {nnz, "attribute nnz"});
+        } else if (info_.has_values && nnz > 0) {
+            HALO_THROW(InputError, cw.child("values").str(),
+                       ": missing dataset (the root attribute has_values is 1)");
+        }
+        if (has_link(c, cw, "data") && (!has_values || !same_object(c, cw, "data", "values"))) {
+            HALO_THROW(InputError, cw.child("data").str(),
+                       ": is not a hard link to csr/values (the AnnData name of the values must "
+                       "be the same dataset)");
+        }
+    }
+
+    {
+        const auto halo = open_group(g, where, "halo");
+        const auto hw = where.child("halo");
+        const auto h = halo.get();
+        shard.halo_global_ids =
+            read_array<global_id>(h, hw, "global_ids", {shard.num_halo, "attribute num_halo"});
+        check_ids(shard.halo_global_ids, hw.child("global_ids"), info_.num_nodes);
+        auto& plan = shard.plan;
+        const Length peers{info_.num_parts - 1, "num_parts - 1 peers", false};
+        plan.recv_ranks = read_array<std::int32_t>(h, hw, "recv_ranks", peers);
+        plan.recv_offsets = read_array<std::int64_t>(
+            h, hw, "recv_offsets",
+            {static_cast<std::int64_t>(plan.recv_ranks.size()) + 1, "length of recv_ranks + 1"});
+        plan.send_ranks = read_array<std::int32_t>(h, hw, "send_ranks", peers);
+        plan.send_offsets = read_array<std::int64_t>(
+            h, hw, "send_offsets",
+            {static_cast<std::int64_t>(plan.send_ranks.size()) + 1, "length of send_ranks + 1"});
+        plan.send_rows = read_array<std::int32_t>(
+            h, hw, "send_rows", {plan.send_offsets.back(), "last entry of send_offsets"});
+    }
+
+    if (info_.feature_dim > 0) {
+        const auto features = open_group(g, where, "features");
+        shard.feature_dim = info_.feature_dim;
+        shard.features = read_matrix<float>(features.get(), where.child("features"), "values",
+                                            shard.num_owned, info_.feature_dim,
+                                            "attribute num_owned x root attribute feature_dim");
+    } else if (has_link(g, where, "features")) {
+        HALO_THROW(InputError, where.child("features").str(),
+                   ": present although the root attribute feature_dim is 0");
+    }
+
+    if (info_.has_labels) {
+        shard.labels =
+            read_array<std::int32_t>(g, where, "labels", {shard.num_owned, "attribute num_owned"});
+    } else if (has_link(g, where, "labels")) {
+        HALO_THROW(InputError, where.child("labels").str(),
+                   ": present although the root attribute has_labels is 0");
+    }
+
+    validate_shard(shard, where.str());
+    return shard;
+}
+
+}  // namespace halo::store
+
+namespace halo {
+
+DatasetInfo read_dataset_info(const std::filesystem::path& path)
+{
+    const store::QuietErrors quiet;
+    return store::DatasetReader(path).info();
+}
+
+std::vector<std::int32_t> read_owner(const std::filesystem::path& path)
+{
+    const store::QuietErrors quiet;
+    return store::DatasetReader(path).owner();
+}
+
+Shard read_shard(const std::filesystem::path& path, int part)
+{
+    const store::QuietErrors quiet;
+    return store::DatasetReader(path).part(part);
+}
+
+}  // namespace halo

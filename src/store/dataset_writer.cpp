@@ -1,0 +1,265 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "dataset_ledger.hpp"
+#include "halo/error.hpp"
+#include "halo/store.hpp"
+#include "hdf5_util.hpp"
+
+#ifndef HALO_VERSION_STRING
+#define HALO_VERSION_STRING "unknown"
+#endif
+
+namespace halo {
+
+namespace {
+
+// Flushes a file (or directory) to stable storage, so that the rename that publishes a dataset
+// never points at data still in the page cache after a power loss.
+bool sync_path(const std::filesystem::path& path, bool directory)
+{
+    const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+    if (fd < 0) {
+        return false;
+    }
+    const bool ok = ::fsync(fd) == 0;
+    ::close(fd);
+    return ok;
+}
+
+template <typename T>
+std::span<const T> span_of(const std::vector<T>& v)
+{
+    return {v.data(), v.size()};
+}
+
+}  // namespace
+
+struct DatasetWriter::Impl {
+    std::filesystem::path path;
+    std::filesystem::path temp;
+    std::string file;  // the target's name, which errors show
+    DatasetInfo info;
+    std::vector<std::int32_t> owner;
+    std::optional<store::DatasetLedger> ledger;  // refers to `owner`
+    store::Handle handle;
+    store::Handle parts;
+    std::vector<bool> written;
+    std::optional<bool> has_values;  // decided by the first part with a nonzero
+    bool committed = false;
+    bool broken = false;  // a write failed half-way: the file is unusable
+
+    ~Impl()
+    {
+        if (committed) {
+            return;
+        }
+        const store::QuietErrors quiet;
+        parts.reset();
+        handle.reset();
+        std::error_code ignored;
+        std::filesystem::remove(temp, ignored);
+    }
+};
+
+DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInfo& info,
+                             const std::vector<std::int32_t>& owner)
+    : impl_(std::make_unique<Impl>())
+{
+    const store::QuietErrors quiet;
+    auto& w = *impl_;
+    w.path = path;
+    w.file = path.string();
+    w.info = info;
+    const auto& f = w.file;
+    HALO_EXPECTS(info.num_parts >= 1, f, ": num_parts is ", info.num_parts);
+    HALO_EXPECTS(static_cast<std::int64_t>(owner.size()) == info.num_nodes, f, ": owner has ",
+                 owner.size(), " entries for num_nodes = ", info.num_nodes);
+    HALO_EXPECTS(info.num_nonzeros >= 0 && info.feature_dim >= 0, f, ": num_nonzeros ",
+                 info.num_nonzeros, ", feature_dim ", info.feature_dim);
+    for (std::size_t v = 0; v < owner.size(); ++v) {
+        HALO_EXPECTS(owner[v] >= 0 && owner[v] < info.num_parts, f, ": owner[", v, "] = ", owner[v],
+                     " outside [0, ", info.num_parts, ")");
+    }
+    HALO_EXPECTS(
+        info.normalization == "none" || info.normalization == "gcn" || info.normalization == "mean",
+        f, ": normalization '", info.normalization, "'");
+    HALO_EXPECTS(info.self_loops == "keep" || info.self_loops == "drop" || info.self_loops == "add",
+                 f, ": self_loops '", info.self_loops, "'");
+    w.owner = owner;
+    w.ledger.emplace(w.owner, info.num_parts);
+    w.written.assign(static_cast<std::size_t>(info.num_parts), false);
+
+    const auto parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec)) {
+        HALO_THROW(IoError, f, ": directory ", parent.string(), " does not exist");
+    }
+    w.temp = path;
+    w.temp += ".tmp-" + std::to_string(::getpid());
+    w.handle = store::create_file(w.temp.string(), f);
+
+    // "format" is written last, by commit(): until then the file is not a halo dataset to any
+    // reader, even if the temporary file survives a crash.
+    const store::Where root{f, "/"};
+    const auto h = w.handle.get();
+    store::write_attribute<std::int32_t>(h, root, "version", dataset_format_version);
+    store::write_attribute<std::int64_t>(h, root, "num_nodes", info.num_nodes);
+    store::write_attribute<std::int64_t>(h, root, "num_nonzeros", info.num_nonzeros);
+    store::write_attribute<std::int32_t>(h, root, "num_parts", info.num_parts);
+    store::write_attribute_string(h, root, "partitioner", info.partitioner);
+    store::write_attribute_string(h, root, "normalization", info.normalization);
+    store::write_attribute_string(h, root, "self_loops", info.self_loops);
+    store::write_attribute<std::int64_t>(h, root, "feature_dim", info.feature_dim);
+    store::write_attribute<std::int8_t>(h, root, "has_labels", info.has_labels ? 1 : 0);
+    store::write_attribute_string(
+        h, root, "created_by",
+        info.created_by.empty() ? std::string("HaloGNN ") + HALO_VERSION_STRING : info.created_by);
+
+    const auto partition = store::create_group(h, root, "partition");
+    store::write_array<std::int32_t>(partition.get(), root.child("partition"), "owner",
+                                     span_of(w.owner));
+    w.parts = store::create_group(h, root, "parts");
+}
+
+DatasetWriter::~DatasetWriter() = default;
+
+void DatasetWriter::write_part(const Shard& shard)
+{
+    const store::QuietErrors quiet;
+    auto& w = *impl_;
+    const auto& f = w.file;
+    const auto p = shard.part;
+    HALO_EXPECTS(!w.committed && !w.broken, f, ": write_part after ",
+                 w.committed ? "commit" : "a failed write");
+    HALO_EXPECTS(p >= 0 && p < w.info.num_parts, f, ": part ", p, " outside [0, ", w.info.num_parts,
+                 ")");
+    HALO_EXPECTS(!w.written[static_cast<std::size_t>(p)], f, ": part ", p, " written twice");
+    HALO_EXPECTS(shard.num_parts == w.info.num_parts, f, ": part ", p, " has num_parts ",
+                 shard.num_parts, ", the dataset ", w.info.num_parts);
+    HALO_EXPECTS(shard.feature_dim == w.info.feature_dim, f, ": part ", p, " has feature_dim ",
+                 shard.feature_dim, ", the dataset ", w.info.feature_dim);
+    HALO_EXPECTS(shard.labels.empty() != w.info.has_labels, f, ": part ", p,
+                 shard.labels.empty() ? " has no labels but has_labels is set"
+                                      : " has labels but has_labels is not set");
+    const std::string where = f + ": /parts/" + std::to_string(p);
+    validate_shard(shard, where);
+    const auto nnz = shard.csr.nnz();
+    if (nnz > 0) {
+        if (!w.has_values) {
+            w.has_values = shard.csr.has_values();
+        }
+        HALO_EXPECTS(*w.has_values == shard.csr.has_values(), f, ": part ", p,
+                     shard.csr.has_values() ? " has values but earlier parts are patterns"
+                                            : " is a pattern but earlier parts have values");
+    }
+
+    // From here on a failure leaves a half-written part: the writer refuses further use.
+    w.broken = true;
+    w.ledger->add(shard, where);
+
+    const auto name = std::to_string(p);
+    const store::Where parts_where{f, "/parts"};
+    const store::Where pw = parts_where.child(name);
+    const auto group = store::create_group(w.parts.get(), parts_where, name.c_str());
+    const auto g = group.get();
+    store::write_attribute<std::int64_t>(g, pw, "num_owned", shard.num_owned);
+    store::write_attribute<std::int64_t>(g, pw, "num_halo", shard.num_halo);
+    store::write_attribute<std::int64_t>(g, pw, "num_interior", shard.num_interior);
+    store::write_attribute<std::int64_t>(g, pw, "nnz", nnz);
+    store::write_array(g, pw, "global_ids", span_of(shard.global_ids));
+    {
+        const auto csr = store::create_group(g, pw, "csr");
+        const auto cw = pw.child("csr");
+        const auto c = csr.get();
+        store::write_attribute_string(c, cw, "encoding-type", "csr_matrix");
+        store::write_attribute_string(c, cw, "encoding-version", "0.1.0");
+        const std::int64_t shape[2] = {shard.csr.num_rows, shard.csr.num_cols};
+        store::write_attribute_array(c, cw, "shape", shape);
+        store::write_array(c, cw, "indptr", span_of(shard.csr.indptr));
+        store::write_array(c, cw, "indices", span_of(shard.csr.indices));
+        if (shard.csr.has_values()) {
+            store::write_array(c, cw, "values", span_of(shard.csr.values));
+            // AnnData's name for the values: a second hard link, not a copy.
+            HALO_HDF5_TRY(H5Lcreate_hard(c, "values", c, "data", H5P_DEFAULT, H5P_DEFAULT),
+                          cw.child("data").str());
+        }
+    }
+    {
+        const auto halo = store::create_group(g, pw, "halo");
+        const auto hw = pw.child("halo");
+        const auto h = halo.get();
+        const auto& plan = shard.plan;
+        store::write_array(h, hw, "global_ids", span_of(shard.halo_global_ids));
+        store::write_array(h, hw, "recv_ranks", span_of(plan.recv_ranks));
+        store::write_array(h, hw, "recv_offsets", span_of(plan.recv_offsets));
+        store::write_array(h, hw, "send_ranks", span_of(plan.send_ranks));
+        store::write_array(h, hw, "send_offsets", span_of(plan.send_offsets));
+        store::write_array(h, hw, "send_rows", span_of(plan.send_rows));
+    }
+    if (shard.feature_dim > 0) {
+        const auto features = store::create_group(g, pw, "features");
+        store::write_matrix(features.get(), pw.child("features"), "values", span_of(shard.features),
+                            shard.num_owned, shard.feature_dim);
+    }
+    if (!shard.labels.empty()) {
+        store::write_array(g, pw, "labels", span_of(shard.labels));
+    }
+    w.written[static_cast<std::size_t>(p)] = true;
+    w.broken = false;
+}
+
+void DatasetWriter::commit()
+{
+    const store::QuietErrors quiet;
+    auto& w = *impl_;
+    const auto& f = w.file;
+    HALO_EXPECTS(!w.committed && !w.broken, f, ": commit after ",
+                 w.committed ? "commit" : "a failed write");
+    std::string missing;
+    for (std::size_t p = 0; p < w.written.size(); ++p) {
+        if (!w.written[p]) {
+            missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+        }
+    }
+    HALO_EXPECTS(missing.empty(), f, ": commit with part(s) ", missing, " not written");
+    w.ledger->finish(w.info.num_nonzeros, f);
+
+    const store::Where root{f, "/"};
+    const auto h = w.handle.get();
+    store::write_attribute<std::int8_t>(h, root, "has_values", w.has_values.value_or(false));
+    store::write_attribute_string(h, root, "format", dataset_format_name);
+    w.parts.reset();
+    if (w.handle.close() < 0) {
+        store::detail::throw_hdf5_error("H5Fclose", f + " (temporary file " + w.temp.string() + ")",
+                                        __FILE__, __LINE__);
+    }
+    if (!sync_path(w.temp, false)) {
+        HALO_THROW(IoError, f, ": cannot flush ", w.temp.string(), ": ", std::strerror(errno));
+    }
+    std::error_code ec;
+    std::filesystem::rename(w.temp, w.path, ec);
+    if (ec) {
+        HALO_THROW(IoError, f, ": cannot rename ", w.temp.string(), " into place: ", ec.message());
+    }
+    w.committed = true;
+    // Makes the rename itself durable; some file systems refuse to sync a directory, and the
+    // data is already safe, so a failure here is not an error.
+    sync_path(w.path.has_parent_path() ? w.path.parent_path() : std::filesystem::path("."), true);
+}
+
+void write_dataset(const std::filesystem::path& path, const DatasetInfo& info,
+                   const std::vector<std::int32_t>& owner, const std::vector<Shard>& shards)
+{
+    DatasetWriter writer(path, info, owner);
+    for (const auto& shard : shards) {
+        writer.write_part(shard);
+    }
+    writer.commit();
+}
+
+}  // namespace halo

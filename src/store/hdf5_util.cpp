@@ -1,0 +1,375 @@
+#include "hdf5_util.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace halo::store {
+
+namespace detail {
+
+namespace {
+
+herr_t collect_description(unsigned, const H5E_error2_t* error, void* data)
+{
+    auto* out = static_cast<std::vector<std::string>*>(data);
+    if (error->desc != nullptr && error->desc[0] != '\0') {
+        out->emplace_back(error->desc);
+    }
+    return 0;
+}
+
+}  // namespace
+
+void throw_hdf5_error(std::string_view call, const std::string& where, const char* file, int line)
+{
+    // Downward: the API call's own description first, then the innermost cause, which is the
+    // one that says what is wrong with the file ("truncated file", "bad checksum").
+    std::vector<std::string> descriptions;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_description, &descriptions);
+    H5Eclear2(H5E_DEFAULT);
+
+    auto function = call.substr(0, call.find('('));
+    while (!function.empty() && function.back() == ' ') {
+        function.remove_suffix(1);
+    }
+    std::string message = where + ": " + std::string(function) + " failed";
+    if (!descriptions.empty()) {
+        message += ": " + descriptions.front();
+        if (descriptions.size() > 1 && descriptions.back() != descriptions.front()) {
+            message += " (" + descriptions.back() + ")";
+        }
+    }
+    throw Hdf5Error(message, file, line);
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string describe_type(hid_t type)
+{
+    const auto cls = H5Tget_class(type);
+    const auto bits = std::to_string(8 * H5Tget_size(type));
+    switch (cls) {
+        case H5T_INTEGER:
+            return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + bits;
+        case H5T_FLOAT:
+            return "float" + bits;
+        case H5T_STRING:
+            return "string";
+        case H5T_COMPOUND:
+            return "compound";
+        case H5T_ENUM:
+            return "enum";
+        case H5T_ARRAY:
+            return "array";
+        default:
+            return "HDF5 type class " + std::to_string(static_cast<int>(cls));
+    }
+}
+
+std::string attribute_where(const Where& loc_where, const char* name)
+{
+    return loc_where.str() + ": attribute " + name;
+}
+
+Handle open_attribute(hid_t loc, const Where& loc_where, const char* name)
+{
+    const auto where = attribute_where(loc_where, name);
+    if (!has_attribute(loc, loc_where, name)) {
+        HALO_THROW(InputError, where, ": missing");
+    }
+    return Handle(HALO_HDF5_TRY(H5Aopen(loc, name, H5P_DEFAULT), where), H5Aclose);
+}
+
+hssize_t attribute_points(hid_t attr, const std::string& where)
+{
+    const Handle space(HALO_HDF5_TRY(H5Aget_space(attr), where), H5Sclose);
+    return HALO_HDF5_TRY(H5Sget_simple_extent_npoints(space.get()), where);
+}
+
+std::vector<std::int64_t> read_int_values(hid_t loc, const Where& loc_where, const char* name,
+                                          std::size_t count)
+{
+    const auto where = attribute_where(loc_where, name);
+    const auto attr = open_attribute(loc, loc_where, name);
+    const Handle type(HALO_HDF5_TRY(H5Aget_type(attr.get()), where), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_INTEGER) {
+        HALO_THROW(InputError, where, ": stored as ", describe_type(type.get()),
+                   ", expected an integer");
+    }
+    const auto points = attribute_points(attr.get(), where);
+    if (points != static_cast<hssize_t>(count)) {
+        HALO_THROW(InputError, where, ": holds ", points, " values, expected ", count);
+    }
+    std::vector<std::int64_t> values(count);
+    HALO_HDF5_TRY(H5Aread(attr.get(), H5T_NATIVE_INT64, values.data()), where);
+    return values;
+}
+
+}  // namespace
+
+// ---- files and groups ----------------------------------------------------------------------
+
+Handle open_file_read_only(const std::string& file)
+{
+    std::error_code ec;
+    const auto status = std::filesystem::status(file, ec);
+    if (!std::filesystem::exists(status)) {
+        HALO_THROW(IoError, file, ": no such file");
+    }
+    if (std::filesystem::is_directory(status)) {
+        HALO_THROW(IoError, file, ": is a directory, not a dataset file");
+    }
+#if H5_VERSION_GE(1, 12, 0)
+    const htri_t is_hdf5 = HALO_HDF5_TRY(H5Fis_accessible(file.c_str(), H5P_DEFAULT), file);
+#else
+    const htri_t is_hdf5 = HALO_HDF5_TRY(H5Fis_hdf5(file.c_str()), file);
+#endif
+    if (is_hdf5 == 0) {
+        HALO_THROW(InputError, file,
+                   ": not an HDF5 file (no HDF5 signature; is it empty, cut short, or another "
+                   "format?)");
+    }
+    return Handle(HALO_HDF5_TRY(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), file,
+                                ": cannot open as HDF5 (truncated or damaged?)"),
+                  H5Fclose);
+}
+
+Handle create_file(const std::string& file, const std::string& name_in_errors)
+{
+    return Handle(HALO_HDF5_TRY(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                                name_in_errors, " (temporary file ", file, ")"),
+                  H5Fclose);
+}
+
+bool has_link(hid_t loc, const Where& loc_where, const char* name)
+{
+    return HALO_HDF5_TRY(H5Lexists(loc, name, H5P_DEFAULT), loc_where.child(name).str()) > 0;
+}
+
+Handle open_group(hid_t loc, const Where& loc_where, const char* name)
+{
+    const auto where = loc_where.child(name).str();
+    if (!has_link(loc, loc_where, name)) {
+        HALO_THROW(InputError, where, ": missing group");
+    }
+    return Handle(HALO_HDF5_TRY(H5Gopen2(loc, name, H5P_DEFAULT), where), H5Gclose);
+}
+
+Handle create_group(hid_t loc, const Where& loc_where, const char* name)
+{
+    return Handle(HALO_HDF5_TRY(H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                                loc_where.child(name).str()),
+                  H5Gclose);
+}
+
+std::vector<std::string> link_names(hid_t group, const Where& where)
+{
+    H5G_info_t info{};
+    HALO_HDF5_TRY(H5Gget_info(group, &info), where.str());
+    std::vector<std::string> names;
+    names.reserve(info.nlinks);
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+        const auto length = HALO_HDF5_TRY(
+            H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT),
+            where.str());
+        std::string name(static_cast<std::size_t>(length) + 1, '\0');
+        HALO_HDF5_TRY(H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
+                                         name.size(), H5P_DEFAULT),
+                      where.str());
+        name.resize(static_cast<std::size_t>(length));
+        names.push_back(std::move(name));
+    }
+    return names;
+}
+
+bool same_object(hid_t loc, const Where& loc_where, const char* a, const char* b)
+{
+    const auto where_a = loc_where.child(a).str();
+    const auto where_b = loc_where.child(b).str();
+#if H5_VERSION_GE(1, 12, 0)
+    H5O_info2_t info_a{};
+    H5O_info2_t info_b{};
+    HALO_HDF5_TRY(H5Oget_info_by_name3(loc, a, &info_a, H5O_INFO_BASIC, H5P_DEFAULT), where_a);
+    HALO_HDF5_TRY(H5Oget_info_by_name3(loc, b, &info_b, H5O_INFO_BASIC, H5P_DEFAULT), where_b);
+    int order = 0;
+    HALO_HDF5_TRY(H5Otoken_cmp(loc, &info_a.token, &info_b.token, &order), where_a);
+    return info_a.fileno == info_b.fileno && order == 0;
+#else
+    H5O_info_t info_a{};
+    H5O_info_t info_b{};
+    HALO_HDF5_TRY(H5Oget_info_by_name2(loc, a, &info_a, H5O_INFO_BASIC, H5P_DEFAULT), where_a);
+    HALO_HDF5_TRY(H5Oget_info_by_name2(loc, b, &info_b, H5O_INFO_BASIC, H5P_DEFAULT), where_b);
+    return info_a.fileno == info_b.fileno && info_a.addr == info_b.addr;
+#endif
+}
+
+// ---- datasets ------------------------------------------------------------------------------
+
+void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
+                   hid_t memory_type, std::size_t element_size, const void* data,
+                   std::span<const hsize_t> dims)
+{
+    const auto where = loc_where.child(name).str();
+    const int rank = static_cast<int>(dims.size());
+    HALO_EXPECTS(rank == 1 || rank == 2, where, ": rank ", rank);
+    hsize_t count = 1;
+    for (const auto d : dims) {
+        count *= d;
+    }
+    const Handle space(HALO_HDF5_TRY(H5Screate_simple(rank, dims.data(), nullptr), where),
+                       H5Sclose);
+    const Handle dcpl(HALO_HDF5_TRY(H5Pcreate(H5P_DATASET_CREATE), where), H5Pclose);
+    if (count * element_size > contiguous_limit_bytes) {
+        // A chunk holds whole rows, so that reading a row range touches the fewest chunks.
+        std::vector<hsize_t> chunk(dims.begin(), dims.end());
+        const hsize_t row_bytes = element_size * (rank == 2 ? dims[1] : 1);
+        chunk[0] = std::clamp<hsize_t>(chunk_target_bytes / row_bytes, 1, dims[0]);
+        HALO_HDF5_TRY(H5Pset_chunk(dcpl.get(), rank, chunk.data()), where);
+        HALO_HDF5_TRY(H5Pset_fletcher32(dcpl.get()), where);
+    }
+    const Handle dataset(HALO_HDF5_TRY(H5Dcreate2(loc, name, file_type, space.get(), H5P_DEFAULT,
+                                                  dcpl.get(), H5P_DEFAULT),
+                                       where),
+                         H5Dclose);
+    if (count > 0) {
+        HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                      where);
+    }
+}
+
+OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, ElementClass cls,
+                         std::size_t element_size, const char* type_name, int rank)
+{
+    const auto where = loc_where.child(name).str();
+    if (!has_link(loc, loc_where, name)) {
+        HALO_THROW(InputError, where, ": missing dataset");
+    }
+    OpenDataset out;
+    out.dataset = Handle(HALO_HDF5_TRY(H5Dopen2(loc, name, H5P_DEFAULT), where), H5Dclose);
+    const Handle type(HALO_HDF5_TRY(H5Dget_type(out.dataset.get()), where), H5Tclose);
+    const auto stored_class = H5Tget_class(type.get());
+    const auto stored_size = H5Tget_size(type.get());
+    // HDF5 converts on read; accept only conversions that cannot change a value.
+    const bool ok = cls == ElementClass::integer
+                        ? stored_class == H5T_INTEGER && stored_size <= element_size &&
+                              (stored_size < element_size || H5Tget_sign(type.get()) == H5T_SGN_2)
+                        : stored_class == H5T_FLOAT && stored_size <= element_size;
+    if (!ok) {
+        HALO_THROW(InputError, where, ": stored as ", describe_type(type.get()), ", expected ",
+                   type_name);
+    }
+    const Handle space(HALO_HDF5_TRY(H5Dget_space(out.dataset.get()), where), H5Sclose);
+    const int ndims = HALO_HDF5_TRY(H5Sget_simple_extent_ndims(space.get()), where);
+    if (ndims != rank) {
+        HALO_THROW(InputError, where, ": has ", ndims, " dimensions, expected ", rank);
+    }
+    out.dims.resize(static_cast<std::size_t>(rank));
+    HALO_HDF5_TRY(H5Sget_simple_extent_dims(space.get(), out.dims.data(), nullptr), where);
+    return out;
+}
+
+void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out)
+{
+    hsize_t count = 1;
+    for (const auto d : ds.dims) {
+        count *= d;
+    }
+    if (count == 0) {
+        return;  // HDF5 rejects a null buffer even for an empty selection
+    }
+    HALO_HDF5_TRY(H5Dread(ds.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+                  where.str());
+}
+
+// ---- attributes ----------------------------------------------------------------------------
+
+void write_scalar_attribute(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
+                            hid_t memory_type, const void* value)
+{
+    const auto where = attribute_where(loc_where, name);
+    const Handle space(HALO_HDF5_TRY(H5Screate(H5S_SCALAR), where), H5Sclose);
+    const Handle attr(
+        HALO_HDF5_TRY(H5Acreate2(loc, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                      where),
+        H5Aclose);
+    HALO_HDF5_TRY(H5Awrite(attr.get(), memory_type, value), where);
+}
+
+void write_attribute_array(hid_t loc, const Where& loc_where, const char* name,
+                           std::span<const std::int64_t> values)
+{
+    const auto where = attribute_where(loc_where, name);
+    const hsize_t dims[1] = {static_cast<hsize_t>(values.size())};
+    const Handle space(HALO_HDF5_TRY(H5Screate_simple(1, dims, nullptr), where), H5Sclose);
+    const Handle attr(
+        HALO_HDF5_TRY(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                      where),
+        H5Aclose);
+    HALO_HDF5_TRY(H5Awrite(attr.get(), H5T_NATIVE_INT64, values.data()), where);
+}
+
+void write_attribute_string(hid_t loc, const Where& loc_where, const char* name,
+                            const std::string& value)
+{
+    const auto where = attribute_where(loc_where, name);
+    const Handle type(HALO_HDF5_TRY(H5Tcopy(H5T_C_S1), where), H5Tclose);
+    HALO_HDF5_TRY(H5Tset_size(type.get(), H5T_VARIABLE), where);
+    HALO_HDF5_TRY(H5Tset_cset(type.get(), H5T_CSET_UTF8), where);
+    const Handle space(HALO_HDF5_TRY(H5Screate(H5S_SCALAR), where), H5Sclose);
+    const Handle attr(
+        HALO_HDF5_TRY(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                      where),
+        H5Aclose);
+    const char* text = value.c_str();
+    HALO_HDF5_TRY(H5Awrite(attr.get(), type.get(), &text), where);
+}
+
+bool has_attribute(hid_t loc, const Where& loc_where, const char* name)
+{
+    return HALO_HDF5_TRY(H5Aexists(loc, name), attribute_where(loc_where, name)) > 0;
+}
+
+std::int64_t read_int_attribute(hid_t loc, const Where& loc_where, const char* name)
+{
+    return read_int_values(loc, loc_where, name, 1).front();
+}
+
+std::vector<std::int64_t> read_int_array_attribute(hid_t loc, const Where& loc_where,
+                                                   const char* name, std::size_t count)
+{
+    return read_int_values(loc, loc_where, name, count);
+}
+
+std::string read_string_attribute(hid_t loc, const Where& loc_where, const char* name)
+{
+    const auto where = attribute_where(loc_where, name);
+    const auto attr = open_attribute(loc, loc_where, name);
+    const Handle type(HALO_HDF5_TRY(H5Aget_type(attr.get()), where), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_STRING) {
+        HALO_THROW(InputError, where, ": stored as ", describe_type(type.get()),
+                   ", expected a string");
+    }
+    const auto points = attribute_points(attr.get(), where);
+    if (points != 1) {
+        HALO_THROW(InputError, where, ": holds ", points, " strings, expected 1");
+    }
+    if (HALO_HDF5_TRY(H5Tis_variable_str(type.get()), where) > 0) {
+        char* text = nullptr;
+        HALO_HDF5_TRY(H5Aread(attr.get(), type.get(), &text), where);
+        std::string value = text != nullptr ? text : "";
+        H5free_memory(text);
+        return value;
+    }
+    std::string value(H5Tget_size(type.get()), '\0');
+    HALO_HDF5_TRY(H5Aread(attr.get(), type.get(), value.data()), where);
+    // Fixed-length strings are padded with NULs or spaces; the padding is not part of the value.
+    value.resize(std::min(value.size(), value.find('\0')));
+    if (H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD) {
+        value.erase(value.find_last_not_of(' ') + 1);
+    }
+    return value;
+}
+
+}  // namespace halo::store

@@ -1,0 +1,312 @@
+// Private helpers of the HDF5 store: RAII handles, the HALO_HDF5_TRY check, and typed dataset and
+// attribute I/O that check what they read (type, rank, shape) before trusting it.
+//
+// Every helper names the object it works on as "<file>: <path in the file>" (a Where) at the head
+// of its errors, so that a user can find the offending dataset with h5ls. HDF5's own error
+// printing is switched off around every public store call (QuietErrors): a failure becomes one
+// exception holding HDF5's message, not a stack dump on stderr.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "halo/error.hpp"
+
+namespace halo::store {
+
+/// Datasets up to this many bytes are stored contiguous; larger ones chunked with a Fletcher32
+/// checksum per chunk (docs/FORMAT.md, "Storage"). Small datasets gain nothing from chunking but
+/// its index overhead.
+inline constexpr std::size_t contiguous_limit_bytes = 64 * 1024;
+/// Target size of one chunk: HDF5's default chunk cache holds 1 MiB, so a chunk of at most that
+/// is read once however it is accessed.
+inline constexpr std::size_t chunk_target_bytes = 1024 * 1024;
+
+/// Names an object in errors: "<file>: <path>".
+struct Where {
+    std::string file;
+    std::string path = "/";
+
+    Where child(std::string_view name) const
+    {
+        Where out{file, path};
+        if (out.path != "/") {
+            out.path += '/';
+        }
+        out.path.append(name);
+        return out;
+    }
+    std::string str() const { return file + ": " + path; }
+};
+
+/// Owns one HDF5 identifier and closes it with the matching H5?close.
+class Handle {
+public:
+    using Closer = herr_t (*)(hid_t);
+
+    Handle() noexcept = default;
+    Handle(hid_t id, Closer closer) noexcept : id_(id), closer_(closer) {}
+    Handle(Handle&& other) noexcept
+        : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_)
+    {
+    }
+    Handle& operator=(Handle&& other) noexcept
+    {
+        if (this != &other) {
+            reset();
+            id_ = std::exchange(other.id_, H5I_INVALID_HID);
+            closer_ = other.closer_;
+        }
+        return *this;
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    ~Handle() { reset(); }
+
+    hid_t get() const noexcept { return id_; }
+    bool valid() const noexcept { return id_ >= 0; }
+
+    /// Closes, ignoring failure (destructors and error paths).
+    void reset() noexcept { static_cast<void>(close()); }
+
+    /// Closes and returns the closer's status: a file's close flushes, and its failure matters.
+    herr_t close() noexcept
+    {
+        herr_t status = 0;
+        if (id_ >= 0 && closer_ != nullptr) {
+            status = closer_(id_);
+        }
+        id_ = H5I_INVALID_HID;
+        return status;
+    }
+
+private:
+    hid_t id_ = H5I_INVALID_HID;
+    Closer closer_ = nullptr;
+};
+
+/// Turns HDF5's automatic error printing off for its lifetime and restores the previous handler.
+/// Declare one first in every public entry point, so it outlives the handles closed on unwinding.
+class QuietErrors {
+public:
+    QuietErrors() noexcept
+    {
+        H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    }
+    ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+    QuietErrors(const QuietErrors&) = delete;
+    QuietErrors& operator=(const QuietErrors&) = delete;
+
+private:
+    H5E_auto2_t func_ = nullptr;
+    void* data_ = nullptr;
+};
+
+namespace detail {
+
+/// Throws halo::Hdf5Error "<where>: <function> failed: <HDF5's messages>" and clears HDF5's
+/// error stack. `call` is the call's source text; only the function name is kept.
+[[noreturn]] void throw_hdf5_error(std::string_view call, const std::string& where,
+                                   const char* file, int line);
+
+template <typename T, typename WhereFn>
+T check_hdf5(T result, std::string_view call, WhereFn&& where, const char* file, int line)
+{
+    if (result < 0) {
+        throw_hdf5_error(call, where(), file, line);
+    }
+    return result;
+}
+
+}  // namespace detail
+
+/// Maps a C++ element type to its HDF5 file type (little-endian, fixed size) and memory type.
+template <typename T>
+struct H5Type;
+template <>
+struct H5Type<std::int8_t> {
+    static hid_t file() { return H5T_STD_I8LE; }
+    static hid_t memory() { return H5T_NATIVE_INT8; }
+    static constexpr const char* name = "int8";
+};
+template <>
+struct H5Type<std::int32_t> {
+    static hid_t file() { return H5T_STD_I32LE; }
+    static hid_t memory() { return H5T_NATIVE_INT32; }
+    static constexpr const char* name = "int32";
+};
+template <>
+struct H5Type<std::int64_t> {
+    static hid_t file() { return H5T_STD_I64LE; }
+    static hid_t memory() { return H5T_NATIVE_INT64; }
+    static constexpr const char* name = "int64";
+};
+template <>
+struct H5Type<float> {
+    static hid_t file() { return H5T_IEEE_F32LE; }
+    static hid_t memory() { return H5T_NATIVE_FLOAT; }
+    static constexpr const char* name = "float32";
+};
+
+// ---- files and groups ----------------------------------------------------------------------
+
+/// Opens an existing file read-only (so that many processes may read it at once). A missing file
+/// is a halo::IoError, a file without the HDF5 signature a halo::InputError, a file HDF5 cannot
+/// open (truncated, damaged) a halo::Hdf5Error.
+Handle open_file_read_only(const std::string& file);
+
+/// Creates (truncating) a file for writing.
+Handle create_file(const std::string& file, const std::string& name_in_errors);
+
+/// Whether `loc` has a link called `name` (one path component).
+bool has_link(hid_t loc, const Where& loc_where, const char* name);
+
+/// Opens group `name` of `loc`; a missing one is a halo::InputError.
+Handle open_group(hid_t loc, const Where& loc_where, const char* name);
+
+Handle create_group(hid_t loc, const Where& loc_where, const char* name);
+
+/// Names of the links of a group, in name order.
+std::vector<std::string> link_names(hid_t group, const Where& where);
+
+/// Whether links a and b of `loc` name the same object (hard links to one dataset).
+bool same_object(hid_t loc, const Where& loc_where, const char* a, const char* b);
+
+// ---- datasets ------------------------------------------------------------------------------
+
+/// Writes a dataset of `dims` (rank 1 or 2) from `data`, contiguous when small, chunked with a
+/// Fletcher32 checksum when larger than contiguous_limit_bytes. Zero-length datasets are fine.
+void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
+                   hid_t memory_type, std::size_t element_size, const void* data,
+                   std::span<const hsize_t> dims);
+
+template <typename T>
+void write_array(hid_t loc, const Where& loc_where, const char* name, std::span<const T> data)
+{
+    const hsize_t dims[1] = {static_cast<hsize_t>(data.size())};
+    write_dataset(loc, loc_where, name, H5Type<T>::file(), H5Type<T>::memory(), sizeof(T),
+                  data.data(), dims);
+}
+
+template <typename T>
+void write_matrix(hid_t loc, const Where& loc_where, const char* name, std::span<const T> data,
+                  std::int64_t rows, std::int64_t cols)
+{
+    const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+    write_dataset(loc, loc_where, name, H5Type<T>::file(), H5Type<T>::memory(), sizeof(T),
+                  data.data(), dims);
+}
+
+/// What a reader expects of an element type: its class and the most bytes it accepts. Integers
+/// and floats may be stored narrower than the memory type (HDF5 widens them exactly) but never
+/// wider, and never as unsigned of the same width, since those conversions can lose values.
+enum class ElementClass { integer, floating };
+
+/// Opens dataset `name` of `loc` and checks its element type and rank; returns its dimensions.
+/// A missing dataset, a wrong type or rank is a halo::InputError naming the dataset.
+struct OpenDataset {
+    Handle dataset;
+    std::vector<hsize_t> dims;
+};
+OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, ElementClass cls,
+                         std::size_t element_size, const char* type_name, int rank);
+
+/// Reads the whole of an opened dataset into `out` (which has its element count).
+void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out);
+
+/// How long a 1-D dataset must be: exactly (or, with exact = false, at most) `count` elements;
+/// `why` says where the bound comes from, for the error message.
+struct Length {
+    std::int64_t count = 0;
+    const char* why = "";
+    bool exact = true;
+};
+
+/// Reads a 1-D dataset after checking its length ("<where>: 40 elements, expected 41 (attribute
+/// nnz)"), before allocating anything: a damaged length fails here, not in the allocator.
+template <typename T>
+std::vector<T> read_array(hid_t loc, const Where& loc_where, const char* name, Length length)
+{
+    constexpr auto cls =
+        std::is_floating_point_v<T> ? ElementClass::floating : ElementClass::integer;
+    const auto where = loc_where.child(name);
+    const auto ds = open_dataset(loc, loc_where, name, cls, sizeof(T), H5Type<T>::name, 1);
+    const auto n = static_cast<std::int64_t>(ds.dims[0]);
+    if (length.exact ? n != length.count : n > length.count) {
+        HALO_THROW(InputError, where.str(), ": ", n, " elements, expected ",
+                   length.exact ? "" : "at most ", length.count, " (", length.why, ")");
+    }
+    std::vector<T> out(static_cast<std::size_t>(n));
+    read_into(ds, where, H5Type<T>::memory(), out.data());
+    return out;
+}
+
+/// Reads a 2-D dataset of exactly rows x cols into a row-major vector.
+template <typename T>
+std::vector<T> read_matrix(hid_t loc, const Where& loc_where, const char* name, std::int64_t rows,
+                           std::int64_t cols, const char* expected_what)
+{
+    constexpr auto cls =
+        std::is_floating_point_v<T> ? ElementClass::floating : ElementClass::integer;
+    const auto where = loc_where.child(name);
+    const auto ds = open_dataset(loc, loc_where, name, cls, sizeof(T), H5Type<T>::name, 2);
+    if (static_cast<std::int64_t>(ds.dims[0]) != rows ||
+        static_cast<std::int64_t>(ds.dims[1]) != cols) {
+        HALO_THROW(InputError, where.str(), ": shape [", ds.dims[0], ", ", ds.dims[1],
+                   "], expected [", rows, ", ", cols, "] (", expected_what, ")");
+    }
+    std::vector<T> out(static_cast<std::size_t>(rows * cols));
+    read_into(ds, where, H5Type<T>::memory(), out.data());
+    return out;
+}
+
+// ---- attributes ----------------------------------------------------------------------------
+
+/// Scalar attribute of `file_type`, from one value of `memory_type` at `value`.
+void write_scalar_attribute(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
+                            hid_t memory_type, const void* value);
+
+template <typename T>
+void write_attribute(hid_t loc, const Where& loc_where, const char* name, T value)
+{
+    write_scalar_attribute(loc, loc_where, name, H5Type<T>::file(), H5Type<T>::memory(), &value);
+}
+
+/// 1-D int64 attribute (e.g. the csr group's shape).
+void write_attribute_array(hid_t loc, const Where& loc_where, const char* name,
+                           std::span<const std::int64_t> values);
+
+/// Scalar variable-length UTF-8 string attribute (h5py reads it as str).
+void write_attribute_string(hid_t loc, const Where& loc_where, const char* name,
+                            const std::string& value);
+
+bool has_attribute(hid_t loc, const Where& loc_where, const char* name);
+
+/// Reads a scalar integer attribute of any integer type. Missing or non-integer: InputError.
+std::int64_t read_int_attribute(hid_t loc, const Where& loc_where, const char* name);
+
+/// Reads a 1-D integer attribute of `count` values.
+std::vector<std::int64_t> read_int_array_attribute(hid_t loc, const Where& loc_where,
+                                                   const char* name, std::size_t count);
+
+/// Reads a scalar string attribute, fixed- or variable-length, ASCII or UTF-8.
+std::string read_string_attribute(hid_t loc, const Where& loc_where, const char* name);
+
+}  // namespace halo::store
+
+/// Checks an HDF5 call's result (a negative hid_t, herr_t or htri_t is a failure) and returns it;
+/// on failure throws halo::Hdf5Error naming the call, the object (the streamed remaining
+/// arguments, evaluated only then) and HDF5's own messages:
+///     Handle f(HALO_HDF5_TRY(H5Fopen(name, H5F_ACC_RDONLY, fapl), name), H5Fclose);
+#define HALO_HDF5_TRY(call, ...)       \
+    ::halo::store::detail::check_hdf5( \
+        (call), #call, [&] { return ::halo::detail::concat(__VA_ARGS__); }, __FILE__, __LINE__)
