@@ -5,6 +5,8 @@
 // O(nnz + num_nodes); a part is then built from its own rows, except for the send lists, which in a
 // directed graph only the other parts' rows reveal.
 
+#include "halo/shard.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "halo/error.hpp"
-#include "halo/shard.hpp"
 
 namespace halo {
 namespace {
@@ -24,9 +25,9 @@ constexpr local_id claimed = -2;
 struct Layout {
     std::int64_t num_nodes = 0;
     int num_parts = 0;
-    std::vector<std::int64_t> num_owned;     // per part
-    std::vector<std::int64_t> num_interior;  // per part
-    std::vector<local_id> local_row;         // local_row[v]: v's row id on its owner
+    std::vector<std::int64_t> num_owned;             // per part
+    std::vector<std::int64_t> num_interior;          // per part
+    std::vector<local_id> local_row;                 // local_row[v]: v's row id on its owner
     std::vector<std::vector<global_id>> global_ids;  // per part, in local order (if asked for)
 };
 
@@ -91,8 +92,8 @@ Layout make_layout(const Csr& global, const std::vector<std::int32_t>& owner, in
                    num_parts, ") (number of parts)");
     }
     if (bad_column < nnz) {
-        HALO_THROW(InputError, "global CSR: indices[", bad_column, "] = ",
-                   global.indices[bad_column], " outside [0, ", n, ")");
+        HALO_THROW(InputError, "global CSR: indices[", bad_column,
+                   "] = ", global.indices[bad_column], " outside [0, ", n, ")");
     }
 
     Layout layout;
@@ -213,30 +214,31 @@ Shard build_part(const Csr& global, const std::vector<std::int32_t>& owner, cons
     const bool weighted = global.has_values();
     csr.indices.resize(nnz);
     csr.values.resize(weighted ? nnz : 0);
+    // Each row keeps ascending *global* column order (not local order): a row's sum then visits
+    // its nonzeros in the same order for every rank count, which makes distributed results
+    // bit-identical to one rank's (engine.hpp, "Reduction order").
 #pragma omp parallel if (parallel)
     {
-        std::vector<std::pair<local_id, float>> buffer;
+        std::vector<std::pair<std::int64_t, float>> buffer;
 #pragma omp for schedule(dynamic, 512)
         for (std::int64_t l = 0; l < num_owned; ++l) {
             const auto i = ids[l];
             const auto first = global.indptr[i];
             const auto last = global.indptr[i + 1];
             const auto out = csr.indptr[l];
-            if (weighted) {
-                buffer.clear();
-                for (auto k = first; k < last; ++k) {
-                    buffer.emplace_back(column_of[global.indices[k]], global.values[k]);
-                }
+            buffer.clear();
+            for (auto k = first; k < last; ++k) {
+                buffer.emplace_back(global.indices[k], weighted ? global.values[k] : 0.0f);
+            }
+            // build_csr leaves rows sorted; other sources (a binary CSR) may not.
+            if (!std::is_sorted(buffer.begin(), buffer.end())) {
                 std::sort(buffer.begin(), buffer.end());
-                for (std::size_t e = 0; e < buffer.size(); ++e) {
-                    csr.indices[out + e] = buffer[e].first;
+            }
+            for (std::size_t e = 0; e < buffer.size(); ++e) {
+                csr.indices[out + e] = column_of[buffer[e].first];
+                if (weighted) {
                     csr.values[out + e] = buffer[e].second;
                 }
-            } else {
-                for (auto k = first; k < last; ++k) {
-                    csr.indices[out + (k - first)] = column_of[global.indices[k]];
-                }
-                std::sort(csr.indices.begin() + out, csr.indices.begin() + out + (last - first));
             }
         }
     }
@@ -319,8 +321,8 @@ Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int
     HALO_EXPECTS(part >= 0 && part < num_parts, "part ", part, " outside [0, ", num_parts, ")");
     auto layout = make_layout(global, owner, num_parts, part);
     std::vector<local_id> column_of(layout.num_nodes, unmarked);
-    auto shard = build_part(global, owner, layout, part, std::move(layout.global_ids[part]),
-                            column_of);
+    auto shard =
+        build_part(global, owner, layout, part, std::move(layout.global_ids[part]), column_of);
     build_send_plan(global, owner, layout, shard);
     return shard;
 }
@@ -430,8 +432,8 @@ Csr reassemble(const std::vector<Shard>& shards, std::int64_t num_nodes)
         for (std::int64_t h = 0; h < s.num_halo; ++h) {
             const auto g = s.halo_global_ids[h];
             if (g < 0 || g >= num_nodes) {
-                HALO_THROW(InputError, "reassemble: part ", p, ": halo/global_ids[", h, "] = ",
-                           g, " outside [0, ", num_nodes, ")");
+                HALO_THROW(InputError, "reassemble: part ", p, ": halo/global_ids[", h, "] = ", g,
+                           " outside [0, ", num_nodes, ")");
             }
         }
     }

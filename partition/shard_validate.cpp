@@ -25,8 +25,8 @@ void check_blocks(const Shard& s, const std::string& where, const char* ranks_na
                   std::int64_t total)
 {
     if (offsets.size() != ranks.size() + 1) {
-        HALO_SHARD_FAIL(offsets_name, " has ", offsets.size(), " entries, expected ",
-                        ranks_name, " size + 1 = ", ranks.size() + 1);
+        HALO_SHARD_FAIL(offsets_name, " has ", offsets.size(), " entries, expected ", ranks_name,
+                        " size + 1 = ", ranks.size() + 1);
     }
     if (offsets.front() != 0) {
         HALO_SHARD_FAIL(offsets_name, "[0] = ", offsets.front(), ", expected 0");
@@ -58,21 +58,26 @@ void check_blocks(const Shard& s, const std::string& where, const char* ranks_na
 void check_csr(const Shard& s, const std::string& where)
 {
     const auto& a = s.csr;
+    // Callers check the id arrays' sizes first; a column is in range before it is mapped.
+    auto global_of = [&s](local_id c) {
+        return c < s.num_owned ? s.global_ids[c] : s.halo_global_ids[c - s.num_owned];
+    };
     if (a.num_rows != s.num_owned || a.num_cols != s.num_owned + s.num_halo) {
-        HALO_SHARD_FAIL("csr is ", a.num_rows, " x ", a.num_cols, ", expected num_owned x "
-                        "(num_owned + num_halo) = ", s.num_owned, " x ", s.num_owned + s.num_halo);
+        const auto expected = " expected num_owned x (num_owned + num_halo) = ";
+        HALO_SHARD_FAIL("csr is ", a.num_rows, " x ", a.num_cols, ",", expected, s.num_owned, " x ",
+                        s.num_owned + s.num_halo);
     }
     if (static_cast<std::int64_t>(a.indptr.size()) != a.num_rows + 1) {
-        HALO_SHARD_FAIL("csr/indptr has ", a.indptr.size(), " entries, expected num_owned + 1 = ",
-                        a.num_rows + 1);
+        HALO_SHARD_FAIL("csr/indptr has ", a.indptr.size(),
+                        " entries, expected num_owned + 1 = ", a.num_rows + 1);
     }
     if (a.indptr.front() != 0) {
         HALO_SHARD_FAIL("csr/indptr[0] = ", a.indptr.front(), ", expected 0");
     }
     for (std::int64_t i = 0; i < a.num_rows; ++i) {
         if (a.indptr[i + 1] < a.indptr[i]) {
-            HALO_SHARD_FAIL("csr/indptr[", i + 1, "] = ", a.indptr[i + 1], " below csr/indptr[",
-                            i, "] = ", a.indptr[i]);
+            HALO_SHARD_FAIL("csr/indptr[", i + 1, "] = ", a.indptr[i + 1], " below csr/indptr[", i,
+                            "] = ", a.indptr[i]);
         }
     }
     if (a.indptr.back() != a.nnz()) {
@@ -80,8 +85,7 @@ void check_csr(const Shard& s, const std::string& where)
                         a.nnz(), " entries");
     }
     if (a.has_values() && a.values.size() != a.indices.size()) {
-        HALO_SHARD_FAIL("csr/values has ", a.values.size(), " entries for ", a.nnz(),
-                        " nonzeros");
+        HALO_SHARD_FAIL("csr/values has ", a.values.size(), " entries for ", a.nnz(), " nonzeros");
     }
     for (std::int64_t i = 0; i < a.num_rows; ++i) {
         bool uses_halo = false;
@@ -90,17 +94,18 @@ void check_csr(const Shard& s, const std::string& where)
             if (c < 0 || c >= a.num_cols) {
                 HALO_SHARD_FAIL("csr/indices[", k, "] = ", c, " outside [0, ", a.num_cols, ")");
             }
-            if (k > a.indptr[i] && c <= a.indices[k - 1]) {
-                HALO_SHARD_FAIL("csr/indices[", k, "] = ", c, " not above csr/indices[", k - 1,
-                                "] = ", a.indices[k - 1], " (row ", i,
-                                "'s columns must ascend without duplicates)");
+            if (k > a.indptr[i] && global_of(c) <= global_of(a.indices[k - 1])) {
+                HALO_SHARD_FAIL("csr/indices[", k, "] = ", c, " (node ", global_of(c),
+                                ") not above csr/indices[", k - 1, "] = ", a.indices[k - 1],
+                                " (node ", global_of(a.indices[k - 1]), ") (row ", i,
+                                "'s columns must ascend by global id without duplicates)");
             }
             if (c >= s.num_owned) {
                 uses_halo = true;
                 if (i < s.num_interior) {
-                    HALO_SHARD_FAIL("csr/indices[", k, "] = ", c, " is a halo column (>= "
-                                    "num_owned = ", s.num_owned, ") in row ", i,
-                                    ", an interior row (< num_interior = ", s.num_interior, ")");
+                    HALO_SHARD_FAIL("csr/indices[", k, "] = ", c,
+                                    " is a halo column (>= num_owned = ", s.num_owned, ") in row ",
+                                    i, ", an interior row (< num_interior = ", s.num_interior, ")");
                 }
             }
         }
@@ -114,8 +119,8 @@ void check_csr(const Shard& s, const std::string& where)
 void check_ids(const Shard& s, const std::string& where)
 {
     if (static_cast<std::int64_t>(s.global_ids.size()) != s.num_owned) {
-        HALO_SHARD_FAIL("global_ids has ", s.global_ids.size(), " entries, expected num_owned = ",
-                        s.num_owned);
+        HALO_SHARD_FAIL("global_ids has ", s.global_ids.size(),
+                        " entries, expected num_owned = ", s.num_owned);
     }
     if (static_cast<std::int64_t>(s.halo_global_ids.size()) != s.num_halo) {
         HALO_SHARD_FAIL("halo/global_ids has ", s.halo_global_ids.size(),
@@ -127,9 +132,9 @@ void check_ids(const Shard& s, const std::string& where)
             HALO_SHARD_FAIL("global_ids[", l, "] = ", g, " is negative");
         }
         if (l > 0 && l != s.num_interior && g <= s.global_ids[l - 1]) {
-            HALO_SHARD_FAIL("global_ids[", l, "] = ", g, " not above global_ids[", l - 1, "] = ",
-                            s.global_ids[l - 1], " (", l < s.num_interior ? "interior" : "boundary",
-                            " rows must ascend)");
+            HALO_SHARD_FAIL("global_ids[", l, "] = ", g, " not above global_ids[", l - 1,
+                            "] = ", s.global_ids[l - 1], " (",
+                            l < s.num_interior ? "interior" : "boundary", " rows must ascend)");
         }
     }
     for (std::int64_t h = 0; h < s.num_halo; ++h) {
@@ -196,8 +201,8 @@ void check_node_data(const Shard& s, const std::string& where)
                         s.feature_dim);
     }
     if (!s.labels.empty() && static_cast<std::int64_t>(s.labels.size()) != s.num_owned) {
-        HALO_SHARD_FAIL("labels has ", s.labels.size(), " entries, expected num_owned = ",
-                        s.num_owned, " (or none)");
+        HALO_SHARD_FAIL("labels has ", s.labels.size(),
+                        " entries, expected num_owned = ", s.num_owned, " (or none)");
     }
     for (std::size_t l = 0; l < s.labels.size(); ++l) {
         if (s.labels[l] < -1) {
@@ -227,8 +232,8 @@ void validate_shard(const Shard& s, const std::string& where)
         HALO_SHARD_FAIL("num_halo = ", s.num_halo, " is negative");
     }
     if (s.num_interior < 0 || s.num_interior > s.num_owned) {
-        HALO_SHARD_FAIL("num_interior = ", s.num_interior, " outside [0, num_owned = ",
-                        s.num_owned, "]");
+        HALO_SHARD_FAIL("num_interior = ", s.num_interior, " outside [0, num_owned = ", s.num_owned,
+                        "]");
     }
     check_ids(s, where);
     check_csr(s, where);
@@ -268,8 +273,9 @@ void validate_shard_owner(const Shard& s, const std::vector<std::int32_t>& owner
             const auto q = owner_of("halo/global_ids", h, s.halo_global_ids[h]);
             if (q != plan.recv_ranks[b]) {
                 HALO_SHARD_FAIL("halo/global_ids[", h, "] = ", s.halo_global_ids[h],
-                                " is owned by part ", q, " in partition/owner, but its receive "
-                                "block comes from part ", plan.recv_ranks[b]);
+                                " is owned by part ", q,
+                                " in partition/owner, but its receive block comes from part ",
+                                plan.recv_ranks[b]);
             }
         }
     }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,8 @@ struct EngineOptions {
     bool keep_layers = false;   // keep every layer's output (for --save-layers)
     /// What the dataset's stored values are ("none", "gcn", "mean"); see make_aggregation.
     std::string dataset_normalization = "none";
+    /// Called before each layer with its index (progress reports; fault injection in tests).
+    std::function<void(std::size_t)> before_layer;
 };
 
 /// Degrees of A + I with remaining self-loops added (row sums of the stored values, plus 1 for a
@@ -79,6 +82,10 @@ private:
     std::vector<LayerTiming> timings_;
     std::vector<std::vector<float>> layer_outputs_;
 };
+
+/// The exchanger of a single-part run (no peers: start and finish do nothing). Throws
+/// halo::InputError when the shard's plan has any peer.
+std::unique_ptr<HaloExchanger> make_local_exchanger(const Shard& shard);
 
 /// Seeded input features: row r of the result is a function of (global_ids[r], seed) only, so
 /// every rank count produces the same input. Values uniform in [-1, 1).

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/csr.hpp"
@@ -105,5 +106,9 @@ std::vector<std::int32_t> read_labels(const std::filesystem::path& path);
 /// num_nodes >= 0 every id must also lie below it.
 std::vector<global_id> read_index_list(const std::filesystem::path& path,
                                        std::int64_t num_nodes = -1);
+
+/// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed and
+/// renamed over the target (manifests, small text outputs). Throws halo::IoError naming the file.
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
 
 }  // namespace halo

@@ -5,6 +5,9 @@
 // [num_owned, num_owned + num_halo), grouped by owning rank in ascending rank order, and inside a
 // group in the order that rank sends them (ascending local row id on the owner). A received block
 // therefore lands directly in the halo region of the feature matrix: no unpack copy.
+//
+// Column order inside a row: ascending global id of the column (not local id), so that a row's
+// reduction visits its nonzeros in the same order for every part count.
 #pragma once
 
 #include <cstdint>
@@ -39,14 +42,14 @@ struct Shard {
     std::int32_t num_parts = 1;
     std::int64_t num_owned = 0;
     std::int64_t num_halo = 0;
-    std::int64_t num_interior = 0;               // rows [0, num_interior) use no halo column
-    std::vector<global_id> global_ids;           // num_owned: global id of each owned row
-    std::vector<global_id> halo_global_ids;      // num_halo: global id of each halo column
-    Csr csr;                                     // num_owned x (num_owned + num_halo)
+    std::int64_t num_interior = 0;           // rows [0, num_interior) use no halo column
+    std::vector<global_id> global_ids;       // num_owned: global id of each owned row
+    std::vector<global_id> halo_global_ids;  // num_halo: global id of each halo column
+    Csr csr;                                 // num_owned x (num_owned + num_halo)
     HaloPlan plan;
-    std::int64_t feature_dim = 0;                // 0: no features stored
-    std::vector<float> features;                 // num_owned x feature_dim, row-major, local order
-    std::vector<std::int32_t> labels;            // num_owned, local order; empty: none (-1: none)
+    std::int64_t feature_dim = 0;      // 0: no features stored
+    std::vector<float> features;       // num_owned x feature_dim, row-major, local order
+    std::vector<std::int32_t> labels;  // num_owned, local order; empty: none (-1: none)
 
     RowRange interior_rows() const { return {0, num_interior}; }
     RowRange boundary_rows() const { return {num_interior, num_owned}; }
@@ -56,8 +59,8 @@ struct Shard {
 /// per part. `owner[v]` is v's part; every part must own at least one node (halo::InputError names
 /// the empty part otherwise), and an owner outside [0, num_parts) or a column outside the graph is
 /// an InputError too. Local CSR values are the global ones (a pattern matrix stays a pattern).
-/// Time O(nnz log(max degree) + num_nodes + H log H), H the total halo size (rows are re-sorted
-/// after renumbering); the send lists are derived from the peers' receive blocks, so the two agree
+/// Time O(nnz log(max degree) + num_nodes + H log H), H the total halo size (rows keep global
+/// column order); the send lists are derived from the peers' receive blocks, so the two agree
 /// by construction.
 std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_t>& owner,
                                 int num_parts);
@@ -79,7 +82,7 @@ void attach_node_data(Shard& shard, const std::vector<float>& features, std::int
 
 /// Checks one shard's internal invariants: sizes of every array; owned global ids ascending inside
 /// the interior and the boundary group, all owned and halo ids distinct; CSR structure (indptr
-/// from 0, monotone, ending at nnz; columns in range and strictly ascending per row; values empty
+/// from 0, monotone, ending at nnz; columns in range and strictly ascending by global id per row; values empty
 /// or nnz long); interior rows without halo column and boundary rows with one; the plan's offsets
 /// (from 0, strictly ascending, ending at num_halo / send_rows.size()), peers ascending, in range
 /// and not the part itself; send rows in range and strictly ascending per peer; features and

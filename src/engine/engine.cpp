@@ -135,6 +135,30 @@ Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& da
     return out;
 }
 
+namespace {
+
+class LocalExchanger final : public HaloExchanger {
+public:
+    void start(DenseView<float>) override { ++stats_.exchanges; }
+    void finish() override {}
+    const ExchangeStats& stats() const override { return stats_; }
+
+private:
+    ExchangeStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<HaloExchanger> make_local_exchanger(const Shard& shard)
+{
+    if (shard.num_halo != 0 || !shard.plan.send_ranks.empty() || !shard.plan.recv_ranks.empty()) {
+        HALO_THROW(InputError, "part ", shard.part, " of ", shard.num_parts, " has ",
+                   shard.num_halo, " halo rows and ", shard.plan.send_ranks.size(),
+                   " peers: a local run needs a single-part dataset");
+    }
+    return std::make_unique<LocalExchanger>();
+}
+
 std::vector<float> random_node_features(const std::vector<global_id>& global_ids, std::int64_t dim,
                                         std::uint64_t seed)
 {
@@ -363,6 +387,9 @@ std::vector<float> Engine::run(const std::vector<float>& features)
     int cur = 0;
     for (std::size_t l = 0; l < im.model.layers.size(); ++l) {
         auto& t = timings_[l];
+        if (im.options.before_layer) {
+            im.options.before_layer(l);
+        }
         const auto stats_before = im.exchanger.stats();
         const auto t0 = std::chrono::steady_clock::now();
         cur = im.forward(l, cur, t);

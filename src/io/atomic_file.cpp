@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "halo/io.hpp"
 #include "io_detail.hpp"
 
 namespace halo::io_detail {
@@ -89,3 +90,14 @@ void AtomicFile::commit()
 }
 
 }  // namespace halo::io_detail
+
+namespace halo {
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents)
+{
+    io_detail::AtomicFile file(path);
+    file.write(contents.data(), contents.size());
+    file.commit();
+}
+
+}  // namespace halo

@@ -1,8 +1,3 @@
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <optional>
 
 #include "dataset_ledger.hpp"
@@ -18,19 +13,6 @@ namespace halo {
 
 namespace {
 
-// Flushes a file (or directory) to stable storage, so that the rename that publishes a dataset
-// never points at data still in the page cache after a power loss.
-bool sync_path(const std::filesystem::path& path, bool directory)
-{
-    const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-    if (fd < 0) {
-        return false;
-    }
-    const bool ok = ::fsync(fd) == 0;
-    ::close(fd);
-    return ok;
-}
-
 template <typename T>
 std::span<const T> span_of(const std::vector<T>& v)
 {
@@ -40,13 +22,11 @@ std::span<const T> span_of(const std::vector<T>& v)
 }  // namespace
 
 struct DatasetWriter::Impl {
-    std::filesystem::path path;
-    std::filesystem::path temp;
     std::string file;  // the target's name, which errors show
     DatasetInfo info;
     std::vector<std::int32_t> owner;
     std::optional<store::DatasetLedger> ledger;  // refers to `owner`
-    store::Handle handle;
+    std::optional<store::AtomicH5File> out;
     store::Handle parts;
     std::vector<bool> written;
     std::optional<bool> has_values;  // decided by the first part with a nonzero
@@ -55,14 +35,8 @@ struct DatasetWriter::Impl {
 
     ~Impl()
     {
-        if (committed) {
-            return;
-        }
         const store::QuietErrors quiet;
-        parts.reset();
-        handle.reset();
-        std::error_code ignored;
-        std::filesystem::remove(temp, ignored);
+        parts.reset();  // before the file, which removes itself when uncommitted
     }
 };
 
@@ -72,7 +46,6 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
 {
     const store::QuietErrors quiet;
     auto& w = *impl_;
-    w.path = path;
     w.file = path.string();
     w.info = info;
     const auto& f = w.file;
@@ -94,19 +67,12 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
     w.ledger.emplace(w.owner, info.num_parts);
     w.written.assign(static_cast<std::size_t>(info.num_parts), false);
 
-    const auto parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    std::error_code ec;
-    if (!std::filesystem::is_directory(parent, ec)) {
-        HALO_THROW(IoError, f, ": directory ", parent.string(), " does not exist");
-    }
-    w.temp = path;
-    w.temp += ".tmp-" + std::to_string(::getpid());
-    w.handle = store::create_file(w.temp.string(), f);
+    w.out.emplace(path);
 
     // "format" is written last, by commit(): until then the file is not a halo dataset to any
     // reader, even if the temporary file survives a crash.
     const store::Where root{f, "/"};
-    const auto h = w.handle.get();
+    const auto h = w.out->get();
     store::write_attribute<std::int32_t>(h, root, "version", dataset_format_version);
     store::write_attribute<std::int64_t>(h, root, "num_nodes", info.num_nodes);
     store::write_attribute<std::int64_t>(h, root, "num_nonzeros", info.num_nonzeros);
@@ -230,26 +196,12 @@ void DatasetWriter::commit()
     w.ledger->finish(w.info.num_nonzeros, f);
 
     const store::Where root{f, "/"};
-    const auto h = w.handle.get();
+    const auto h = w.out->get();
     store::write_attribute<std::int8_t>(h, root, "has_values", w.has_values.value_or(false));
     store::write_attribute_string(h, root, "format", dataset_format_name);
     w.parts.reset();
-    if (w.handle.close() < 0) {
-        store::detail::throw_hdf5_error("H5Fclose", f + " (temporary file " + w.temp.string() + ")",
-                                        __FILE__, __LINE__);
-    }
-    if (!sync_path(w.temp, false)) {
-        HALO_THROW(IoError, f, ": cannot flush ", w.temp.string(), ": ", std::strerror(errno));
-    }
-    std::error_code ec;
-    std::filesystem::rename(w.temp, w.path, ec);
-    if (ec) {
-        HALO_THROW(IoError, f, ": cannot rename ", w.temp.string(), " into place: ", ec.message());
-    }
+    w.out->commit();
     w.committed = true;
-    // Makes the rename itself durable; some file systems refuse to sync a directory, and the
-    // data is already safe, so a failure here is not an error.
-    sync_path(w.path.has_parent_path() ? w.path.parent_path() : std::filesystem::path("."), true);
 }
 
 void write_dataset(const std::filesystem::path& path, const DatasetInfo& info,

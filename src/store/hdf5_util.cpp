@@ -1,6 +1,11 @@
 #include "hdf5_util.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 namespace halo::store {
@@ -141,6 +146,71 @@ Handle create_file(const std::string& file, const std::string& name_in_errors)
     return Handle(HALO_HDF5_TRY(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
                                 name_in_errors, " (temporary file ", file, ")"),
                   H5Fclose);
+}
+
+namespace {
+
+// Flushes a file (or directory) to stable storage, so that the rename that publishes a file never
+// points at data still in the page cache after a power loss.
+bool sync_path(const std::filesystem::path& path, bool directory)
+{
+    const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+    if (fd < 0) {
+        return false;
+    }
+    const bool ok = ::fsync(fd) == 0;
+    ::close(fd);
+    return ok;
+}
+
+}  // namespace
+
+AtomicH5File::AtomicH5File(const std::filesystem::path& target)
+    : target_(target), name_(target.string())
+{
+    const auto parent =
+        target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec)) {
+        HALO_THROW(IoError, name_, ": directory ", parent.string(), " does not exist");
+    }
+    temp_ = target;
+    temp_ += ".tmp-" + std::to_string(::getpid());
+    handle_ = create_file(temp_.string(), name_);
+}
+
+AtomicH5File::~AtomicH5File()
+{
+    if (committed_) {
+        return;
+    }
+    const QuietErrors quiet;
+    handle_.reset();
+    std::error_code ignored;
+    std::filesystem::remove(temp_, ignored);
+}
+
+void AtomicH5File::commit()
+{
+    HALO_EXPECTS(!committed_, name_, ": committed twice");
+    if (handle_.close() < 0) {
+        detail::throw_hdf5_error("H5Fclose", name_ + " (temporary file " + temp_.string() + ")",
+                                 __FILE__, __LINE__);
+    }
+    if (!sync_path(temp_, false)) {
+        HALO_THROW(IoError, name_, ": cannot flush ", temp_.string(), ": ", std::strerror(errno));
+    }
+    std::error_code ec;
+    std::filesystem::rename(temp_, target_, ec);
+    if (ec) {
+        HALO_THROW(IoError, name_, ": cannot rename ", temp_.string(), " into place: ",
+                   ec.message());
+    }
+    committed_ = true;
+    // Makes the rename itself durable; some file systems refuse to sync a directory, and the data
+    // is already safe, so a failure here is not an error.
+    sync_path(target_.has_parent_path() ? target_.parent_path() : std::filesystem::path("."),
+              true);
 }
 
 bool has_link(hid_t loc, const Where& loc_where, const char* name)
@@ -340,6 +410,25 @@ std::vector<std::int64_t> read_int_array_attribute(hid_t loc, const Where& loc_w
                                                    const char* name, std::size_t count)
 {
     return read_int_values(loc, loc_where, name, count);
+}
+
+double read_float_attribute(hid_t loc, const Where& loc_where, const char* name)
+{
+    const auto where = attribute_where(loc_where, name);
+    const auto attr = open_attribute(loc, loc_where, name);
+    const Handle type(HALO_HDF5_TRY(H5Aget_type(attr.get()), where), H5Tclose);
+    const auto cls = H5Tget_class(type.get());
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+        HALO_THROW(InputError, where, ": stored as ", describe_type(type.get()),
+                   ", expected a number");
+    }
+    const auto points = attribute_points(attr.get(), where);
+    if (points != 1) {
+        HALO_THROW(InputError, where, ": holds ", points, " values, expected 1");
+    }
+    double value = 0.0;
+    HALO_HDF5_TRY(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value), where);
+    return value;
 }
 
 std::string read_string_attribute(hid_t loc, const Where& loc_where, const char* name)

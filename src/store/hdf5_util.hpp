@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -167,6 +168,33 @@ Handle open_file_read_only(const std::string& file);
 /// Creates (truncating) a file for writing.
 Handle create_file(const std::string& file, const std::string& name_in_errors);
 
+/// An HDF5 file written under a temporary name ("<target>.tmp-<pid>") and renamed into place by
+/// commit() after a flush to stable storage; destroyed uncommitted, it removes the temporary file.
+/// So a crash never leaves a file at the target path that looks complete.
+class AtomicH5File {
+public:
+    explicit AtomicH5File(const std::filesystem::path& target);
+    ~AtomicH5File();
+    AtomicH5File(const AtomicH5File&) = delete;
+    AtomicH5File& operator=(const AtomicH5File&) = delete;
+
+    hid_t get() const noexcept { return handle_.get(); }
+    /// The target's name, which errors show.
+    const std::string& name() const noexcept { return name_; }
+    const std::filesystem::path& temp_path() const noexcept { return temp_; }
+    bool committed() const noexcept { return committed_; }
+
+    /// Closes (every object opened in the file must be closed first), syncs and renames.
+    void commit();
+
+private:
+    std::filesystem::path target_;
+    std::filesystem::path temp_;
+    std::string name_;
+    Handle handle_;
+    bool committed_ = false;
+};
+
 /// Whether `loc` has a link called `name` (one path component).
 bool has_link(hid_t loc, const Where& loc_where, const char* name);
 
@@ -297,6 +325,9 @@ std::int64_t read_int_attribute(hid_t loc, const Where& loc_where, const char* n
 /// Reads a 1-D integer attribute of `count` values.
 std::vector<std::int64_t> read_int_array_attribute(hid_t loc, const Where& loc_where,
                                                    const char* name, std::size_t count);
+
+/// Reads a scalar integer or floating-point attribute as double.
+double read_float_attribute(hid_t loc, const Where& loc_where, const char* name);
 
 /// Reads a scalar string attribute, fixed- or variable-length, ASCII or UTF-8.
 std::string read_string_attribute(hid_t loc, const Where& loc_where, const char* name);

@@ -214,18 +214,33 @@ TEST(Shard, OnePartHasNoHaloAndOnlyInteriorRows)
 TEST(Shard, EmptyPartAndBadOwnersAreRejected)
 {
     const auto g = path_graph(4);
-    expect_input_error([&] { halo::build_shards(g, {0, 0, 2, 2}, 3); },
-                       {"part 1 of 3 owns no node"});
-    expect_input_error([&] { halo::build_shard(g, {0, 0, 2, 2}, 3, 0); },
-                       {"part 1 of 3 owns no node"});
-    expect_input_error([&] { halo::build_shards(g, {0, 0, 5, 1}, 2); },
-                       {"owner[2] = 5 outside [0, 2)"});
-    expect_input_error([&] { halo::build_shards(g, {0, 1, 1}, 2); },
-                       {"owner has 3 entries for a graph of 4 nodes"});
+    expect_input_error(
+        [&] {
+            halo::build_shards(g, {0, 0, 2, 2}, 3);
+        },
+        {"part 1 of 3 owns no node"});
+    expect_input_error(
+        [&] {
+            halo::build_shard(g, {0, 0, 2, 2}, 3, 0);
+        },
+        {"part 1 of 3 owns no node"});
+    expect_input_error(
+        [&] {
+            halo::build_shards(g, {0, 0, 5, 1}, 2);
+        },
+        {"owner[2] = 5 outside [0, 2)"});
+    expect_input_error(
+        [&] {
+            halo::build_shards(g, {0, 1, 1}, 2);
+        },
+        {"owner has 3 entries for a graph of 4 nodes"});
     auto bad = g;
     bad.indices[3] = 9;
-    expect_input_error([&] { halo::build_shards(bad, {0, 0, 1, 1}, 2); },
-                       {"indices[3] = 9 outside [0, 4)"});
+    expect_input_error(
+        [&] {
+            halo::build_shards(bad, {0, 0, 1, 1}, 2);
+        },
+        {"indices[3] = 9 outside [0, 4)"});
 }
 
 TEST(Shard, AttachNodeDataCopiesRowsInLocalOrder)
@@ -329,7 +344,9 @@ TEST(ShardValidation, SendIdsThatDisagree)
 {
     // Part 1 sends nodes 0, 5 (rows 0, 2) where part 0 expects 0, 4.
     expect_corruption_caught(
-        [](auto& s) { s[1].plan.send_rows = {0, 2, 2}; },
+        [](auto& s) {
+            s[1].plan.send_rows = {0, 2, 2};
+        },
         {"part 1 sends node 5 (halo/send_rows[1] = 2) as row 1 of its block to part 0",
          "part 0 expects node 4 there (halo/global_ids[1])"});
 }
@@ -337,23 +354,31 @@ TEST(ShardValidation, SendIdsThatDisagree)
 TEST(ShardValidation, ReceiveOffsetsNotMonotone)
 {
     expect_corruption_caught(
-        [](auto& s) { s[1].plan.recv_offsets = {0, 4, 3}; },
+        [](auto& s) {
+            s[1].plan.recv_offsets = {0, 4, 3};
+        },
         {"test.h5 part 1: halo/recv_offsets[2] = 3 not above halo/recv_offsets[1] = 4"});
-    expect_corruption_caught([](auto& s) { s[1].plan.recv_offsets = {0, 2, 4}; },
-                             {"halo/recv_offsets[2] = 4 but num_halo = 3"});
+    expect_corruption_caught(
+        [](auto& s) {
+            s[1].plan.recv_offsets = {0, 2, 4};
+        },
+        {"halo/recv_offsets[2] = 4 but num_halo = 3"});
 }
 
 TEST(ShardValidation, PeersAndIds)
 {
-    expect_corruption_caught([](auto& s) { s[1].plan.recv_ranks = {2, 0}; },
-                             {"halo/recv_ranks[1] = 0 not above halo/recv_ranks[0] = 2"});
+    expect_corruption_caught(
+        [](auto& s) {
+            s[1].plan.recv_ranks = {2, 0};
+        },
+        {"halo/recv_ranks[1] = 0 not above halo/recv_ranks[0] = 2"});
     expect_corruption_caught([](auto& s) { s[0].plan.send_ranks = {0}; },
                              {"test.h5 part 0: halo/send_ranks[0] = 0 is the part itself"});
     expect_corruption_caught([](auto& s) { s[1].halo_global_ids[2] = 4; },
                              {"halo/global_ids[2] = 4 repeats global_ids[1]"});
-    expect_corruption_caught([](auto& s) { std::swap(s[0].global_ids[1], s[0].global_ids[2]); },
-                             {"global_ids[2] = 1 not above global_ids[1] = 3",
-                              "boundary rows must ascend"});
+    expect_corruption_caught(
+        [](auto& s) { std::swap(s[0].global_ids[1], s[0].global_ids[2]); },
+        {"global_ids[2] = 1 not above global_ids[1] = 3", "boundary rows must ascend"});
     expect_corruption_caught([](auto& s) { std::swap(s[0], s[1]); },
                              {"test.h5: shard 0 holds part 1"});
     expect_corruption_caught([](auto& s) { s.pop_back(); },
@@ -368,8 +393,11 @@ TEST(ShardValidation, NodeDataSizes)
             s[2].features.assign(5, 0.0f);
         },
         {"test.h5 part 2: features/values has 5 values, expected num_owned * feature_dim"});
-    expect_corruption_caught([](auto& s) { s[0].labels = {1, -2, 0}; },
-                             {"labels[1] = -2 below -1"});
+    expect_corruption_caught(
+        [](auto& s) {
+            s[0].labels = {1, -2, 0};
+        },
+        {"labels[1] = -2 below -1"});
 }
 
 TEST(ShardValidation, OwnerDisagreement)

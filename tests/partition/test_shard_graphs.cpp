@@ -15,8 +15,8 @@
 namespace {
 
 const std::vector<int> part_counts = {1, 2, 3, 4, 7};
-const std::vector<halo::Partitioner> methods = {
-    halo::Partitioner::metis, halo::Partitioner::block, halo::Partitioner::random};
+const std::vector<halo::Partitioner> methods = {halo::Partitioner::metis, halo::Partitioner::block,
+                                                halo::Partitioner::random};
 
 // Each shared graph is read and built once per test binary.
 const halo::Csr& shared_graph(const std::filesystem::path& path, const halo::BuildOptions& options)
@@ -66,8 +66,7 @@ void check_shards(const halo::Csr& g, const std::vector<std::int32_t>& owner, in
         EXPECT_EQ(s.num_owned, quality.parts[p].owned_rows);
         EXPECT_EQ(s.csr.nnz(), quality.parts[p].nnz);
         EXPECT_EQ(s.num_halo, quality.parts[p].halo_rows);
-        EXPECT_EQ(static_cast<std::int32_t>(s.plan.recv_ranks.size()),
-                  quality.parts[p].neighbours);
+        EXPECT_EQ(static_cast<std::int32_t>(s.plan.recv_ranks.size()), quality.parts[p].neighbours);
         EXPECT_EQ(s.csr.has_values(), g.has_values());
         owned += s.num_owned;
         nnz += s.csr.nnz();
@@ -115,10 +114,10 @@ void expect_single_part_builds_agree(const halo::Csr& g, int parts)
     }
 }
 
-halo::Csr power_law_graph()
+halo::Csr power_law_graph(int scale = 12)
 {
     halo::RmatOptions options;
-    options.scale = 12;
+    options.scale = scale;
     options.edge_factor = 8;
     options.seed = 3;
     return halo::build_csr(halo::generate_rmat(options), {});
@@ -164,6 +163,25 @@ TEST(ShardGraphs, PowerLawGraphReassemblesForEveryPartitioner)
     const auto g = power_law_graph();
     check_all_partitions(g, "rmat-12");
     expect_single_part_builds_agree(g, 4);
+}
+
+// Parts this large (over 2^18 nonzeros each) take the builder's OpenMP-parallel paths, which the
+// small graphs above do not reach.
+TEST(ShardGraphs, LargePartsReassembleThroughTheParallelPaths)
+{
+    const auto g = power_law_graph(16);
+    ASSERT_GT(g.nnz(), std::int64_t{1} << 19);  // two parts
+    for (const auto method : {halo::Partitioner::block, halo::Partitioner::random}) {
+        check_shards(g, partition(g, method, 2), 2, "rmat-16 " + halo::to_string(method) + " P=2");
+    }
+    const auto owner = partition(g, halo::Partitioner::random, 2);
+    const auto shards = halo::build_shards(g, owner, 2);
+    for (int p = 0; p < 2; ++p) {
+        const auto s = halo::build_shard(g, owner, 2, p);
+        EXPECT_EQ(s.halo_global_ids, shards[p].halo_global_ids);
+        EXPECT_EQ(s.csr.indices, shards[p].csr.indices);
+        EXPECT_EQ(s.plan.send_rows, shards[p].plan.send_rows);
+    }
 }
 
 // A directed graph: sends are not the mirror of the halo, so the single-part builder's scan of the

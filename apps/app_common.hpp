@@ -1,0 +1,61 @@
+// Small helpers shared by the command-line drivers: timing, progress lines, the command line as
+// one string, and the top-level error handler that turns exceptions into messages and exit codes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "halo/error.hpp"
+
+namespace halo::app {
+
+class Stopwatch {
+public:
+    Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+    double seconds() const
+    {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+    void restart() { start_ = std::chrono::steady_clock::now(); }
+
+private:
+    std::chrono::steady_clock::time_point start_;
+};
+
+/// The whole command line, for created_by attributes and logs.
+inline std::string command_line(int argc, char** argv)
+{
+    std::string line;
+    for (int i = 0; i < argc; ++i) {
+        line += (i ? " " : "") + std::string(argv[i]);
+    }
+    return line;
+}
+
+/// Peak resident set size of this process in bytes (Linux getrusage), 0 if unknown.
+std::int64_t peak_rss_bytes();
+
+/// Human-readable byte count ("1.5 GiB").
+std::string format_bytes(double bytes);
+
+/// Runs `body`, printing "<tool>: error: <message>" for exceptions; returns the exit code
+/// (0 success, 1 error, 2 bad usage is left to CLI11).
+template <typename Body>
+int run_guarded(const char* tool, Body&& body)
+{
+    try {
+        return body();
+    } catch (const halo::Error& e) {
+        fmt::print(stderr, "{}: error: {}\n", tool, e.message());
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: error: {}\n", tool, e.what());
+    }
+    return 1;
+}
+
+}  // namespace halo::app

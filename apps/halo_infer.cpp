@@ -1,0 +1,330 @@
+// halo-infer: layer-wise GNN inference, one rank per shard (mpirun -np P halo-infer ...).
+//
+// Every rank reads its own part, checks the halo plans collectively, runs the model with the halo
+// exchange overlapped with interior aggregation, and writes its own rows. Rank 0 writes the
+// manifest last, after every rank reported success, so an interrupted run never looks complete.
+// A failure on any rank aborts the whole job (MPI_Abort): no rank is left waiting.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "app_common.hpp"
+#include "halo/backend.hpp"
+#include "halo/engine.hpp"
+#include "halo/io.hpp"
+#include "halo/model.hpp"
+#include "halo/mpi_error.hpp"
+#include "halo/mpi_exchanger.hpp"
+#include "halo/mpi_world.hpp"
+#include "halo/result.hpp"
+#include "halo/store.hpp"
+
+namespace {
+
+struct Options {
+    std::string dataset;
+    std::string model;
+    std::string random_model;
+    std::string layer = "gcn";
+    std::uint64_t seed = 1;
+    std::string out;
+    std::string backend = "cpu";
+    bool save_layers = false;
+    bool no_overlap = false;
+    std::string eval_nodes;
+    int repeat = 1;
+    bool quiet = false;
+};
+
+// HALO_FAULT_INJECT="rank=R,layer=L": rank R throws before layer L (tests of the abort path).
+void maybe_inject_fault(int rank, std::size_t layer)
+{
+    const char* spec = std::getenv("HALO_FAULT_INJECT");
+    if (spec == nullptr) {
+        return;
+    }
+    int fault_rank = -1;
+    int fault_layer = -1;
+    if (std::sscanf(spec, "rank=%d,layer=%d", &fault_rank, &fault_layer) != 2) {
+        HALO_THROW(halo::InputError, "HALO_FAULT_INJECT='", spec,
+                   "' (expected rank=R,layer=L)");
+    }
+    if (fault_rank == rank && fault_layer == static_cast<int>(layer)) {
+        HALO_THROW(halo::Error, "injected fault before layer ", layer, " (HALO_FAULT_INJECT)");
+    }
+}
+
+struct Stat {
+    double max = 0.0;
+    double mean = 0.0;
+};
+
+Stat reduce_stat(MPI_Comm comm, double value, int size)
+{
+    Stat s;
+    HALO_MPI_TRY(MPI_Allreduce(&value, &s.max, 1, MPI_DOUBLE, MPI_MAX, comm));
+    HALO_MPI_TRY(MPI_Allreduce(&value, &s.mean, 1, MPI_DOUBLE, MPI_SUM, comm));
+    s.mean /= size;
+    return s;
+}
+
+int run(halo::MpiWorld& world, const Options& o, const std::string& command)
+{
+    const int rank = world.rank();
+    const int size = world.size();
+    const bool lead = rank == 0 && !o.quiet;
+    halo::app::Stopwatch total;
+
+    // The rank count must match the dataset: every rank reads the root attributes and decides
+    // alike, so a mismatch is reported once and every rank exits without any collective.
+    const auto info = halo::read_dataset_info(o.dataset);
+    if (info.num_parts != size) {
+        HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
+                   size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
+                   ", or partition again with --parts ", size);
+    }
+    if (o.backend != "cpu") {
+        HALO_THROW(halo::InputError, "backend '", o.backend,
+                   "' is not available in this build yet (available: cpu)");
+    }
+
+    // Model: from a file, or random from the seed (the same on every rank).
+    halo::Model model;
+    if (!o.model.empty()) {
+        model = halo::read_model(o.model);
+    } else {
+        model = halo::random_model(halo::parse_layer_type(o.layer),
+                                   halo::parse_dims(o.random_model), o.seed);
+    }
+    if (info.feature_dim > 0 && info.feature_dim != model.input_dim()) {
+        HALO_THROW(halo::InputError, o.dataset, " has features of width ", info.feature_dim,
+                   " but the model's first layer takes ", model.input_dim());
+    }
+
+    // Load and check this rank's part, then the halo plans across ranks (before any exchange).
+    halo::app::Stopwatch load;
+    const auto shard = halo::read_shard(o.dataset, rank);
+    halo::check_halo_plan(world.comm(), shard, o.dataset);
+    const double load_seconds = load.seconds();
+    auto features = info.feature_dim > 0
+                        ? shard.features
+                        : halo::random_node_features(shard.global_ids, model.input_dim(), o.seed);
+
+    auto backend = halo::make_cpu_backend();
+    auto exchanger = halo::make_mpi_exchanger(world.comm(), shard, model.max_dim());
+    halo::EngineOptions eopt;
+    eopt.overlap = !o.no_overlap;
+    eopt.keep_layers = o.save_layers;
+    eopt.dataset_normalization = info.normalization;
+    eopt.before_layer = [rank](std::size_t layer) { maybe_inject_fault(rank, layer); };
+    halo::Engine engine(*backend, *exchanger, shard, model, eopt);
+
+    std::vector<float> output;
+    std::vector<double> run_seconds;
+    for (int r = 0; r < o.repeat; ++r) {
+        HALO_MPI_TRY(MPI_Barrier(world.comm()));
+        halo::app::Stopwatch watch;
+        output = engine.run(features);
+        HALO_MPI_TRY(MPI_Barrier(world.comm()));
+        run_seconds.push_back(watch.seconds());
+    }
+    std::sort(run_seconds.begin(), run_seconds.end());
+    const double median_seconds = run_seconds[run_seconds.size() / 2];
+
+    // Results: each rank its own rows; then rank 0 the manifest, only after all succeeded.
+    halo::ResultPiece piece;
+    piece.part = rank;
+    piece.num_parts = size;
+    piece.global_ids = shard.global_ids;
+    piece.output_dim = model.output_dim();
+    piece.output = output;
+    piece.prediction = halo::argmax_rows(output, model.output_dim());
+    if (o.save_layers) {
+        piece.layers = engine.layer_outputs();
+        for (const auto& layer : model.layers) {
+            piece.layer_dims.push_back(layer.out_dim);
+        }
+    }
+    halo::write_result_piece(o.out, piece);
+
+    // Accuracy over the evaluation nodes this rank owns, summed over ranks.
+    std::int64_t counts[2] = {0, 0};  // correct, evaluated
+    if (!o.eval_nodes.empty()) {
+        if (shard.labels.empty()) {
+            HALO_THROW(halo::InputError, "--eval-nodes given, but ", o.dataset, " has no labels");
+        }
+        const auto ids = halo::read_index_list(o.eval_nodes, info.num_nodes);
+        const std::unordered_set<halo::global_id> wanted(ids.begin(), ids.end());
+        for (std::int64_t i = 0; i < shard.num_owned; ++i) {
+            if (wanted.count(shard.global_ids[i]) != 0 && shard.labels[i] >= 0) {
+                ++counts[1];
+                counts[0] += piece.prediction[i] == shard.labels[i] ? 1 : 0;
+            }
+        }
+    }
+    std::int64_t totals[2] = {0, 0};
+    HALO_MPI_TRY(MPI_Allreduce(counts, totals, 2, MPI_INT64_T, MPI_SUM, world.comm()));
+
+    // Per-layer times reduced over ranks.
+    nlohmann::json layers_json = nlohmann::json::array();
+    if (lead) {
+        fmt::print("{:>5} {:>6} {:>10} | {:>21} | {:>21} | {:>21} | {:>11}\n", "layer", "type",
+                   "width", "total ms (max/mean)", "compute ms (max/mean)",
+                   "exchange ms (max/mean)", "waiting max");
+    }
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const auto& t = engine.timings()[l];
+        const auto tot = reduce_stat(world.comm(), t.total * 1e3, size);
+        const auto comp = reduce_stat(world.comm(), t.compute * 1e3, size);
+        const auto exch = reduce_stat(world.comm(), t.exchange * 1e3, size);
+        const auto wait = reduce_stat(world.comm(), t.waiting * 1e3, size);
+        const auto bytes = reduce_stat(world.comm(), static_cast<double>(t.exchanged_bytes), size);
+        const auto& layer = model.layers[l];
+        if (lead) {
+            fmt::print("{:>5} {:>6} {:>4}->{:<5} | {:>10.3f} {:>10.3f} | {:>10.3f} {:>10.3f} | "
+                       "{:>10.3f} {:>10.3f} | {:>11.3f}\n",
+                       l, halo::to_string(layer.type), layer.in_dim, layer.out_dim, tot.max,
+                       tot.mean, comp.max, comp.mean, exch.max, exch.mean, wait.max);
+        }
+        layers_json.push_back({{"layer", l},
+                               {"type", halo::to_string(layer.type)},
+                               {"in_dim", layer.in_dim},
+                               {"out_dim", layer.out_dim},
+                               {"aggregate_first", layer.aggregate_first()},
+                               {"total_ms", {{"max", tot.max}, {"mean", tot.mean}}},
+                               {"compute_ms", {{"max", comp.max}, {"mean", comp.mean}}},
+                               {"exchange_ms", {{"max", exch.max}, {"mean", exch.mean}}},
+                               {"waiting_ms", {{"max", wait.max}, {"mean", wait.mean}}},
+                               {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}}});
+    }
+    const auto load_stat = reduce_stat(world.comm(), load_seconds, size);
+
+    // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
+    int ok = 1;
+    int all_ok = 0;
+    HALO_MPI_TRY(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world.comm()));
+    if (rank == 0 && all_ok == 1) {
+        nlohmann::json manifest;
+        manifest["format"] = halo::result_manifest_format;
+        manifest["version"] = halo::result_format_version;
+        manifest["dataset"] = std::filesystem::absolute(o.dataset).string();
+        manifest["model"] = o.model.empty() ? "random:" + o.layer + ":" + o.random_model : o.model;
+        manifest["seed"] = o.seed;
+        manifest["backend"] = o.backend;
+        manifest["overlap"] = !o.no_overlap;
+        manifest["num_parts"] = size;
+        manifest["num_nodes"] = info.num_nodes;
+        manifest["output_dim"] = model.output_dim();
+        manifest["created_by"] = "halo-infer: " + command;
+        manifest["run_seconds_median"] = median_seconds;
+        manifest["layers"] = layers_json;
+        if (totals[1] > 0) {
+            manifest["accuracy"] = {{"eval_nodes", o.eval_nodes},
+                                    {"evaluated", totals[1]},
+                                    {"correct", totals[0]},
+                                    {"accuracy", double(totals[0]) / double(totals[1])}};
+        }
+        nlohmann::json pieces = nlohmann::json::array();
+        for (int p = 0; p < size; ++p) {
+            pieces.push_back({{"part", p},
+                              {"file", halo::result_piece_path("", p).filename().string()}});
+        }
+        manifest["pieces"] = pieces;
+        halo::write_file_atomic(halo::result_manifest_path(o.out), manifest.dump(2) + "\n");
+    }
+    if (lead) {
+        fmt::print("\n{} nodes on {} rank(s), backend {}, model {} ({} layers): inference {:.3f} ms "
+                   "(median of {}), load {:.3f} s (max over ranks), total {:.2f} s\n",
+                   info.num_nodes, size, o.backend, model.name.empty() ? o.model : model.name,
+                   model.layers.size(), median_seconds * 1e3, o.repeat, load_stat.max,
+                   total.seconds());
+        if (totals[1] > 0) {
+            fmt::print("accuracy on {}: {:.4f} ({} of {})\n", o.eval_nodes,
+                       double(totals[0]) / double(totals[1]), totals[0], totals[1]);
+        }
+        fmt::print("results in {}/ (manifest.json written last)\n", o.out);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    // MPI first: a rank that fails anywhere below can still abort the whole job.
+    std::unique_ptr<halo::MpiWorld> world;
+    try {
+        world = std::make_unique<halo::MpiWorld>(&argc, &argv);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "halo-infer: cannot start MPI: {}\n", e.what());
+        return 1;
+    }
+    Options o;
+    CLI::App app{"halo-infer: distributed layer-wise GNN inference, one rank per dataset part"};
+    app.add_option("dataset", o.dataset, "dataset written by halo-partition")->required();
+    auto* model = app.add_option("--model", o.model, "HDF5 model file");
+    auto* random = app.add_option("--random-model", o.random_model,
+                                  "random model with these widths, input first (e.g. 128,128,64)");
+    model->excludes(random);
+    app.add_option("--layer", o.layer, "layer type of --random-model: gcn | sage | gin")
+        ->check(CLI::IsMember({"gcn", "sage", "gin"}))
+        ->capture_default_str();
+    app.add_option("--seed", o.seed, "seed of random weights and random input features")
+        ->capture_default_str();
+    app.add_option("--out", o.out, "output directory (one piece per rank + manifest.json)")
+        ->required();
+    app.add_option("--backend", o.backend, "cpu | cuda")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+    app.add_flag("--save-layers", o.save_layers, "also store every layer's output");
+    app.add_flag("--no-overlap", o.no_overlap,
+                 "finish the halo exchange before aggregating any row (for measurements)");
+    app.add_option("--eval-nodes", o.eval_nodes,
+                   "node ids (one per line) to report accuracy on, against the dataset's labels");
+    app.add_option("--repeat", o.repeat, "run inference this many times, report the median")
+        ->check(CLI::Range(1, 10000))
+        ->capture_default_str();
+    app.add_flag("-q,--quiet", o.quiet, "print nothing but errors");
+    try {
+        app.parse(argc, argv);
+        if (o.model.empty() && o.random_model.empty()) {
+            throw CLI::RequiredError("--model or --random-model");
+        }
+    } catch (const CLI::ParseError& e) {
+        const int code = world->rank() == 0 ? app.exit(e) : (e.get_exit_code());
+        return code;
+    }
+    const auto command = halo::app::command_line(argc, argv);
+    try {
+        if (world->rank() == 0) {
+            // A manifest from an earlier run must not survive into this one.
+            std::filesystem::create_directories(o.out);
+            std::filesystem::remove(halo::result_manifest_path(o.out));
+        }
+        HALO_MPI_TRY(MPI_Barrier(world->comm()));
+        return run(*world, o, command);
+    } catch (const halo::InputError& e) {
+        // Input errors found alike on every rank (rank count, model shape) need no abort; others
+        // may be local to one rank, and abort the job so that no rank waits for it.
+        const bool collective = e.message().find(" parts but the job has ") != std::string::npos;
+        if (collective) {
+            if (world->rank() == 0) {
+                fmt::print(stderr, "halo-infer: error: {}\n", e.message());
+            }
+            return 1;
+        }
+        world->abort(fmt::format("halo-infer: error: {}", e.message()));
+    } catch (const halo::Error& e) {
+        world->abort(fmt::format("halo-infer: error: {}", e.message()));
+    } catch (const std::exception& e) {
+        world->abort(fmt::format("halo-infer: error: {}", e.what()));
+    }
+}

@@ -1,0 +1,198 @@
+// halo-partition: graph file (or generator spec) -> global CSR -> partition -> shards -> dataset.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app_common.hpp"
+#include "halo/generators.hpp"
+#include "halo/graph.hpp"
+#include "halo/io.hpp"
+#include "halo/partition.hpp"
+#include "halo/shard.hpp"
+#include "halo/store.hpp"
+
+namespace {
+
+struct Options {
+    std::string input;
+    int parts = 1;
+    std::string partitioner = "metis";
+    bool symmetrize = false;
+    std::string self_loops = "keep";
+    std::string normalize = "none";
+    std::string features;
+    std::int64_t feature_width = 0;
+    std::string labels;
+    std::uint64_t seed = 1;
+    double imbalance = 1.03;
+    std::int64_t num_nodes = -1;
+    std::string output;
+    std::string save_csr;
+    bool quiet = false;
+};
+
+bool is_generator_spec(const std::string& input)
+{
+    return input.rfind("rmat:", 0) == 0 || input.rfind("er:", 0) == 0;
+}
+
+int run(const Options& o, const std::string& command)
+{
+    using halo::app::Stopwatch;
+    Stopwatch total;
+    auto step = [&](const std::string& what) {
+        if (!o.quiet) {
+            fmt::print("[{:7.2f}s] {}\n", total.seconds(), what);
+            std::fflush(stdout);
+        }
+    };
+
+    // 1. The edge list.
+    halo::EdgeList edges;
+    if (is_generator_spec(o.input)) {
+        const auto spec = halo::parse_graph_spec(o.input);
+        step("generating " + halo::to_string(spec));
+        edges = halo::generate(spec);
+    } else {
+        const auto format = halo::detect_graph_format(o.input);
+        step(fmt::format("reading {} ({})", o.input, halo::to_string(format)));
+        halo::GraphReadOptions read_options;
+        read_options.num_nodes = o.num_nodes;
+        edges = halo::read_graph(o.input, read_options);
+    }
+    step(fmt::format("{} nodes, {} edges", edges.num_nodes, edges.num_edges()));
+
+    // 2. The global CSR.
+    halo::BuildOptions build;
+    build.symmetrize = o.symmetrize;
+    build.self_loops = halo::parse_self_loops(o.self_loops);
+    build.normalization = halo::parse_normalization(o.normalize);
+    step("building the CSR (symmetrize " + std::string(o.symmetrize ? "yes" : "no") +
+         ", self-loops " + o.self_loops + ", normalize " + o.normalize + ")");
+    const auto csr = halo::build_csr(edges, build);
+    edges = {};  // the CSR holds everything from here on
+    step(fmt::format("CSR: {} rows, {} nonzeros, max row {}", csr.num_rows, csr.nnz(),
+                     halo::max_row_nnz(csr.view())));
+    if (!o.save_csr.empty()) {
+        halo::write_binary_csr(o.save_csr, csr);
+        step("wrote " + o.save_csr);
+    }
+
+    // 3. Node data, checked against the graph before any partitioning work.
+    halo::DenseMatrix features;
+    if (!o.features.empty()) {
+        step("reading features " + o.features);
+        features = halo::read_features(o.features, o.feature_width);
+        if (features.rows != csr.num_rows) {
+            HALO_THROW(halo::InputError, o.features, ": ", features.rows,
+                       " feature rows, but the graph has ", csr.num_rows, " nodes");
+        }
+    }
+    std::vector<std::int32_t> labels;
+    if (!o.labels.empty()) {
+        labels = halo::read_labels(o.labels);
+        if (static_cast<std::int64_t>(labels.size()) != csr.num_rows) {
+            HALO_THROW(halo::InputError, o.labels, ": ", labels.size(),
+                       " labels, but the graph has ", csr.num_rows, " nodes");
+        }
+    }
+
+    // 4. Partition.
+    halo::PartitionOptions popt;
+    popt.method = halo::parse_partitioner(o.partitioner);
+    popt.num_parts = o.parts;
+    popt.seed = o.seed;
+    popt.imbalance = o.imbalance;
+    step(fmt::format("partitioning into {} parts with {}", o.parts, o.partitioner));
+    Stopwatch partition_time;
+    const auto owner = halo::partition_graph(csr.view(), popt);
+    const double partition_seconds = partition_time.seconds();
+    const auto quality = halo::partition_quality(csr.view(), owner, o.parts);
+
+    // 5. Shards, written one at a time.
+    halo::DatasetInfo info;
+    info.num_nodes = csr.num_rows;
+    info.num_nonzeros = csr.nnz();
+    info.num_parts = o.parts;
+    info.partitioner = o.partitioner;
+    info.normalization = o.normalize;
+    info.self_loops = o.self_loops;
+    info.feature_dim = features.cols;
+    info.has_labels = !labels.empty();
+    info.created_by = "halo-partition: " + command;
+    halo::DatasetWriter writer(o.output, info, owner);
+    std::vector<std::int64_t> interior(o.parts, 0);
+    for (int p = 0; p < o.parts; ++p) {
+        auto shard = halo::build_shard(csr, owner, o.parts, p);
+        halo::attach_node_data(shard, features.values, features.cols, labels);
+        interior[p] = shard.num_interior;
+        writer.write_part(shard);
+        step(fmt::format("part {}/{} written ({} rows, {} halo)", p + 1, o.parts, shard.num_owned,
+                         shard.num_halo));
+    }
+    writer.commit();
+    const auto file_size = std::filesystem::file_size(o.output);
+
+    // 6. Summary.
+    fmt::print("\n{:>5} {:>12} {:>14} {:>12} {:>12} {:>10}\n", "part", "owned rows", "nonzeros",
+               "interior", "halo rows", "neighbours");
+    for (int p = 0; p < o.parts; ++p) {
+        const auto& q = quality.parts[p];
+        fmt::print("{:>5} {:>12} {:>14} {:>12} {:>12} {:>10}\n", p, q.owned_rows, q.nnz,
+                   interior[p], q.halo_rows, q.neighbours);
+    }
+    fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
+               quality.edge_cut, quality.halo_volume, quality.row_imbalance,
+               quality.nnz_imbalance);
+    fmt::print("partition {:.2f} s  total {:.2f} s  peak memory {}  file {} ({})\n",
+               partition_seconds, total.seconds(), halo::app::format_bytes(halo::app::peak_rss_bytes()),
+               o.output, halo::app::format_bytes(static_cast<double>(file_size)));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    CLI::App app{"halo-partition: partition a graph into one shard per rank and write the HDF5 "
+                 "dataset that halo-infer reads"};
+    app.add_option("input", o.input,
+                   "graph: edge list (.el, .txt, optionally .gz), Matrix Market (.mtx), HaloGNN "
+                   "binary CSR (.hcsr), or a generator: rmat:SCALE:EF[:SEED], er:N:M[:SEED]")
+        ->required();
+    app.add_option("-p,--parts", o.parts, "number of parts (= ranks that will run it)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->required();
+    app.add_option("--partitioner", o.partitioner, "metis | block | random")
+        ->check(CLI::IsMember({"metis", "block", "random"}))
+        ->capture_default_str();
+    app.add_flag("--symmetrize", o.symmetrize, "use A | A^T (undirected)");
+    app.add_option("--self-loops", o.self_loops, "keep | drop | add")
+        ->check(CLI::IsMember({"keep", "drop", "add"}))
+        ->capture_default_str();
+    app.add_option("--normalize", o.normalize,
+                   "none | gcn | mean (none: halo-infer derives each layer's operator)")
+        ->check(CLI::IsMember({"none", "gcn", "mean"}))
+        ->capture_default_str();
+    app.add_option("--features", o.features,
+                   "node features: .npy, raw float32 (.bin/.f32, needs --feature-width) or COO "
+                   "text (.coo.txt[.gz])");
+    app.add_option("--feature-width", o.feature_width, "row width of raw float32 features");
+    app.add_option("--labels", o.labels, "one integer label per line (-1: none)");
+    app.add_option("--seed", o.seed, "seed for METIS, the random partitioner and generators")
+        ->capture_default_str();
+    app.add_option("--imbalance", o.imbalance, "METIS load imbalance tolerance (max/mean)")
+        ->check(CLI::Range(1.0, 10.0))
+        ->capture_default_str();
+    app.add_option("--num-nodes", o.num_nodes, "node count (ids must be below it)");
+    app.add_option("--save-csr", o.save_csr, "also write the global CSR as binary .hcsr");
+    app.add_option("-o,--output", o.output, "dataset file to write (.h5)")->required();
+    app.add_flag("-q,--quiet", o.quiet, "no progress lines");
+    CLI11_PARSE(app, argc, argv);
+    const auto command = halo::app::command_line(argc, argv);
+    return halo::app::run_guarded("halo-partition", [&] { return run(o, command); });
+}

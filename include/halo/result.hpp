@@ -1,0 +1,56 @@
+// Inference results (docs/FORMAT.md, "Results"): each rank writes its own rows to
+// <dir>/part-<p>.h5 (global ids, outputs, predicted class, optionally every layer's output), and
+// rank 0 writes <dir>/manifest.json last, once every piece is in place. A directory without a
+// manifest is an incomplete run. No rank ever holds every row's result; readers that do (tests,
+// halo-inspect --compare on graphs that fit one machine) assemble them by global id.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "halo/csr.hpp"
+
+namespace halo {
+
+inline constexpr const char* result_manifest_format = "halo-result-manifest";
+inline constexpr int result_format_version = 1;
+
+struct ResultPiece {
+    std::int32_t part = 0;
+    std::int32_t num_parts = 1;
+    std::vector<global_id> global_ids;          // rows in this piece
+    std::int64_t output_dim = 0;
+    std::vector<float> output;                  // rows x output_dim
+    std::vector<std::int32_t> prediction;       // argmax of each output row (lowest index on ties)
+    std::vector<std::vector<float>> layers;     // optional: each layer's output (rows x width)
+    std::vector<std::int64_t> layer_dims;       // widths of `layers`
+};
+
+/// <dir>/part-<part>.h5
+std::filesystem::path result_piece_path(const std::filesystem::path& dir, int part);
+/// <dir>/manifest.json
+std::filesystem::path result_manifest_path(const std::filesystem::path& dir);
+
+/// Argmax of each row (the lowest index among equal maxima).
+std::vector<std::int32_t> argmax_rows(const std::vector<float>& output, std::int64_t dim);
+
+/// Writes one piece atomically (temporary name, then rename).
+void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece);
+ResultPiece read_result_piece(const std::filesystem::path& file);
+
+/// A complete result, rows sorted by global id.
+struct ResultSet {
+    std::int32_t num_parts = 0;
+    std::int64_t output_dim = 0;
+    std::vector<global_id> global_ids;
+    std::vector<float> output;
+    std::vector<std::int32_t> prediction;
+};
+
+/// Reads the manifest (missing: the run is incomplete, an error saying so) and every piece it
+/// names, checking that they agree (part numbers, widths, no id twice).
+ResultSet read_results(const std::filesystem::path& dir);
+
+}  // namespace halo

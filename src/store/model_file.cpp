@@ -1,0 +1,143 @@
+// The HDF5 model file (docs/FORMAT.md, "Model file").
+#include <span>
+
+#include "halo/error.hpp"
+#include "halo/model.hpp"
+#include "hdf5_util.hpp"
+
+namespace halo {
+namespace {
+
+constexpr const char* model_format_name = "halo-model";
+constexpr int model_format_version = 1;
+
+std::span<const float> span_of(const std::vector<float>& v) { return {v.data(), v.size()}; }
+
+}  // namespace
+
+void write_model(const std::filesystem::path& path, const Model& model)
+{
+    validate_model(model, path.string());
+    const store::QuietErrors quiet;
+    store::AtomicH5File out(path);
+    const store::Where root{out.name(), "/"};
+    const auto h = out.get();
+    store::write_attribute<std::int32_t>(h, root, "version", model_format_version);
+    store::write_attribute<std::int32_t>(h, root, "num_layers",
+                                         static_cast<std::int32_t>(model.layers.size()));
+    store::write_attribute_string(h, root, "name", model.name);
+    {
+        const auto layers = store::create_group(h, root, "layers");
+        const auto layers_where = root.child("layers");
+        for (std::size_t l = 0; l < model.layers.size(); ++l) {
+            const auto& layer = model.layers[l];
+            const auto name = std::to_string(l);
+            const auto g = store::create_group(layers.get(), layers_where, name.c_str());
+            const auto w = layers_where.child(name);
+            const auto gid = g.get();
+            const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
+            store::write_attribute_string(gid, w, "type", to_string(layer.type));
+            store::write_attribute_string(gid, w, "activation", to_string(layer.activation));
+            store::write_attribute<std::int64_t>(gid, w, "in_dim", layer.in_dim);
+            store::write_attribute<std::int64_t>(gid, w, "out_dim", layer.out_dim);
+            store::write_matrix<float>(gid, w, "weight", span_of(layer.weight), layer.in_dim, mid);
+            if (!layer.bias.empty()) {
+                store::write_array<float>(gid, w, "bias", span_of(layer.bias));
+            }
+            if (layer.type == LayerType::sage) {
+                store::write_matrix<float>(gid, w, "root_weight", span_of(layer.root_weight),
+                                           layer.in_dim, layer.out_dim);
+            }
+            if (layer.type == LayerType::gin) {
+                store::write_attribute<std::int64_t>(gid, w, "hidden_dim", layer.hidden_dim);
+                store::write_attribute<float>(gid, w, "eps", layer.eps);
+                store::write_matrix<float>(gid, w, "weight2", span_of(layer.weight2),
+                                           layer.hidden_dim, layer.out_dim);
+                if (!layer.bias2.empty()) {
+                    store::write_array<float>(gid, w, "bias2", span_of(layer.bias2));
+                }
+            }
+        }
+    }
+    // Written last: a file without it is not a model to any reader.
+    store::write_attribute_string(h, root, "format", model_format_name);
+    out.commit();
+}
+
+Model read_model(const std::filesystem::path& path)
+{
+    const store::QuietErrors quiet;
+    const auto file = store::open_file_read_only(path.string());
+    const store::Where root{path.string(), "/"};
+    const auto h = file.get();
+    const auto format = store::has_attribute(h, root, "format")
+                            ? store::read_string_attribute(h, root, "format")
+                            : std::string();
+    if (format != model_format_name) {
+        HALO_THROW(InputError, path.string(), ": not a HaloGNN model file (attribute format is '",
+                   format, "', expected '", model_format_name, "')");
+    }
+    const auto version = store::read_int_attribute(h, root, "version");
+    if (version != model_format_version) {
+        HALO_THROW(InputError, path.string(), ": model format version ", version,
+                   ", this build reads version ", model_format_version);
+    }
+    const auto num_layers = store::read_int_attribute(h, root, "num_layers");
+    if (num_layers < 1 || num_layers > 1000) {
+        HALO_THROW(InputError, path.string(), ": num_layers is ", num_layers);
+    }
+    Model model;
+    model.name = store::has_attribute(h, root, "name")
+                     ? store::read_string_attribute(h, root, "name")
+                     : std::string();
+    const auto layers = store::open_group(h, root, "layers");
+    const auto layers_where = root.child("layers");
+    for (std::int64_t l = 0; l < num_layers; ++l) {
+        const auto name = std::to_string(l);
+        const auto g = store::open_group(layers.get(), layers_where, name.c_str());
+        const auto w = layers_where.child(name);
+        const auto gid = g.get();
+        Layer layer;
+        try {
+            layer.type = parse_layer_type(store::read_string_attribute(gid, w, "type"));
+            layer.activation = parse_activation(store::read_string_attribute(gid, w, "activation"));
+        } catch (const InputError& e) {
+            HALO_THROW(InputError, w.str(), ": ", e.message());
+        }
+        layer.in_dim = store::read_int_attribute(gid, w, "in_dim");
+        layer.out_dim = store::read_int_attribute(gid, w, "out_dim");
+        if (layer.in_dim <= 0 || layer.out_dim <= 0 || layer.in_dim > (1 << 24) ||
+            layer.out_dim > (1 << 24)) {
+            HALO_THROW(InputError, w.str(), ": widths ", layer.in_dim, " -> ", layer.out_dim);
+        }
+        std::int64_t mid = layer.out_dim;
+        if (layer.type == LayerType::gin) {
+            layer.hidden_dim = store::read_int_attribute(gid, w, "hidden_dim");
+            if (layer.hidden_dim <= 0 || layer.hidden_dim > (1 << 24)) {
+                HALO_THROW(InputError, w.str(), ": hidden_dim ", layer.hidden_dim);
+            }
+            layer.eps = static_cast<float>(store::read_float_attribute(gid, w, "eps"));
+            mid = layer.hidden_dim;
+            layer.weight2 = store::read_matrix<float>(gid, w, "weight2", layer.hidden_dim,
+                                                      layer.out_dim, "[hidden_dim, out_dim]");
+            if (store::has_link(gid, w, "bias2")) {
+                layer.bias2 = store::read_array<float>(gid, w, "bias2",
+                                                       {layer.out_dim, "attribute out_dim"});
+            }
+        }
+        layer.weight =
+            store::read_matrix<float>(gid, w, "weight", layer.in_dim, mid, "[in_dim, width]");
+        if (store::has_link(gid, w, "bias")) {
+            layer.bias = store::read_array<float>(gid, w, "bias", {mid, "the weight's width"});
+        }
+        if (layer.type == LayerType::sage) {
+            layer.root_weight = store::read_matrix<float>(gid, w, "root_weight", layer.in_dim,
+                                                          layer.out_dim, "[in_dim, out_dim]");
+        }
+        model.layers.push_back(std::move(layer));
+    }
+    validate_model(model, path.string());
+    return model;
+}
+
+}  // namespace halo

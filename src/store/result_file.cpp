@@ -1,0 +1,193 @@
+// Per-rank result pieces and their manifest (docs/FORMAT.md, "Results").
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <span>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "halo/error.hpp"
+#include "halo/result.hpp"
+#include "hdf5_util.hpp"
+
+namespace halo {
+namespace {
+
+constexpr const char* piece_format_name = "halo-result";
+
+template <typename T>
+std::span<const T> span_of(const std::vector<T>& v)
+{
+    return {v.data(), v.size()};
+}
+
+}  // namespace
+
+std::filesystem::path result_piece_path(const std::filesystem::path& dir, int part)
+{
+    return dir / ("part-" + std::to_string(part) + ".h5");
+}
+
+std::filesystem::path result_manifest_path(const std::filesystem::path& dir)
+{
+    return dir / "manifest.json";
+}
+
+std::vector<std::int32_t> argmax_rows(const std::vector<float>& output, std::int64_t dim)
+{
+    HALO_EXPECTS(dim > 0 && static_cast<std::int64_t>(output.size()) % dim == 0, "output of ",
+                 output.size(), " values is not a multiple of width ", dim);
+    const auto rows = static_cast<std::int64_t>(output.size()) / dim;
+    std::vector<std::int32_t> best(rows);
+    for (std::int64_t i = 0; i < rows; ++i) {
+        const float* row = output.data() + i * dim;
+        best[i] = static_cast<std::int32_t>(std::max_element(row, row + dim) - row);
+    }
+    return best;
+}
+
+void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece)
+{
+    const auto rows = static_cast<std::int64_t>(piece.global_ids.size());
+    HALO_EXPECTS(static_cast<std::int64_t>(piece.output.size()) == rows * piece.output_dim,
+                 "result piece ", piece.part, ": ", piece.output.size(), " outputs for ", rows,
+                 " rows of width ", piece.output_dim);
+    HALO_EXPECTS(static_cast<std::int64_t>(piece.prediction.size()) == rows, "result piece ",
+                 piece.part, ": ", piece.prediction.size(), " predictions for ", rows, " rows");
+    HALO_EXPECTS(piece.layers.size() == piece.layer_dims.size(), "result piece ", piece.part,
+                 ": ", piece.layers.size(), " layers but ", piece.layer_dims.size(), " widths");
+    const store::QuietErrors quiet;
+    store::AtomicH5File out(result_piece_path(dir, piece.part));
+    const store::Where root{out.name(), "/"};
+    const auto h = out.get();
+    store::write_attribute<std::int32_t>(h, root, "version", result_format_version);
+    store::write_attribute<std::int32_t>(h, root, "part", piece.part);
+    store::write_attribute<std::int32_t>(h, root, "num_parts", piece.num_parts);
+    store::write_attribute<std::int64_t>(h, root, "num_rows", rows);
+    store::write_attribute<std::int64_t>(h, root, "output_dim", piece.output_dim);
+    store::write_attribute<std::int32_t>(h, root, "num_layers",
+                                         static_cast<std::int32_t>(piece.layers.size()));
+    store::write_array<std::int64_t>(h, root, "global_ids", span_of(piece.global_ids));
+    store::write_matrix<float>(h, root, "output", span_of(piece.output), rows, piece.output_dim);
+    store::write_array<std::int32_t>(h, root, "prediction", span_of(piece.prediction));
+    if (!piece.layers.empty()) {
+        const auto layers = store::create_group(h, root, "layers");
+        for (std::size_t l = 0; l < piece.layers.size(); ++l) {
+            HALO_EXPECTS(static_cast<std::int64_t>(piece.layers[l].size()) ==
+                             rows * piece.layer_dims[l],
+                         "result piece ", piece.part, ": layer ", l, " has ",
+                         piece.layers[l].size(), " values for ", rows, " x ", piece.layer_dims[l]);
+            const auto name = std::to_string(l);
+            store::write_matrix<float>(layers.get(), root.child("layers"), name.c_str(),
+                                       span_of(piece.layers[l]), rows, piece.layer_dims[l]);
+        }
+    }
+    store::write_attribute_string(h, root, "format", piece_format_name);
+    out.commit();
+}
+
+ResultPiece read_result_piece(const std::filesystem::path& path)
+{
+    const store::QuietErrors quiet;
+    const auto file = store::open_file_read_only(path.string());
+    const store::Where root{path.string(), "/"};
+    const auto h = file.get();
+    const auto format = store::has_attribute(h, root, "format")
+                            ? store::read_string_attribute(h, root, "format")
+                            : std::string();
+    if (format != piece_format_name) {
+        HALO_THROW(InputError, path.string(), ": not a HaloGNN result piece (format '", format,
+                   "'; an interrupted write?)");
+    }
+    const auto version = store::read_int_attribute(h, root, "version");
+    if (version != result_format_version) {
+        HALO_THROW(InputError, path.string(), ": result format version ", version,
+                   ", this build reads version ", result_format_version);
+    }
+    ResultPiece piece;
+    piece.part = static_cast<std::int32_t>(store::read_int_attribute(h, root, "part"));
+    piece.num_parts = static_cast<std::int32_t>(store::read_int_attribute(h, root, "num_parts"));
+    const auto rows = store::read_int_attribute(h, root, "num_rows");
+    piece.output_dim = store::read_int_attribute(h, root, "output_dim");
+    if (rows < 0 || piece.output_dim < 1) {
+        HALO_THROW(InputError, path.string(), ": num_rows ", rows, ", output_dim ",
+                   piece.output_dim);
+    }
+    piece.global_ids = store::read_array<std::int64_t>(h, root, "global_ids",
+                                                       {rows, "attribute num_rows"});
+    piece.output = store::read_matrix<float>(h, root, "output", rows, piece.output_dim,
+                                             "[num_rows, output_dim]");
+    piece.prediction = store::read_array<std::int32_t>(h, root, "prediction",
+                                                       {rows, "attribute num_rows"});
+    return piece;
+}
+
+ResultSet read_results(const std::filesystem::path& dir)
+{
+    const auto manifest_path = result_manifest_path(dir);
+    std::ifstream in(manifest_path);
+    if (!in) {
+        HALO_THROW(InputError, dir.string(), ": no manifest.json: the run did not complete (or "
+                   "this is not a halo-infer output directory)");
+    }
+    nlohmann::json manifest;
+    try {
+        in >> manifest;
+    } catch (const nlohmann::json::exception& e) {
+        HALO_THROW(InputError, manifest_path.string(), ": not valid JSON: ", e.what());
+    }
+    if (manifest.value("format", std::string()) != result_manifest_format) {
+        HALO_THROW(InputError, manifest_path.string(), ": format is not '",
+                   result_manifest_format, "'");
+    }
+    ResultSet set;
+    set.num_parts = manifest.value("num_parts", 0);
+    set.output_dim = manifest.value("output_dim", std::int64_t{0});
+    if (set.num_parts < 1 || !manifest.contains("pieces") ||
+        static_cast<int>(manifest["pieces"].size()) != set.num_parts) {
+        HALO_THROW(InputError, manifest_path.string(), ": num_parts ", set.num_parts,
+                   " does not match its list of pieces");
+    }
+    std::vector<ResultPiece> pieces;
+    std::int64_t total = 0;
+    for (int p = 0; p < set.num_parts; ++p) {
+        const auto file = dir / manifest["pieces"][p].value("file", std::string());
+        auto piece = read_result_piece(file);
+        if (piece.part != p || piece.num_parts != set.num_parts ||
+            piece.output_dim != set.output_dim) {
+            HALO_THROW(InputError, file.string(), ": part ", piece.part, " of ", piece.num_parts,
+                       ", width ", piece.output_dim, "; the manifest expects part ", p, " of ",
+                       set.num_parts, ", width ", set.output_dim);
+        }
+        total += static_cast<std::int64_t>(piece.global_ids.size());
+        pieces.push_back(std::move(piece));
+    }
+    std::vector<std::pair<global_id, std::pair<int, std::int64_t>>> order;
+    order.reserve(total);
+    for (int p = 0; p < set.num_parts; ++p) {
+        for (std::size_t r = 0; r < pieces[p].global_ids.size(); ++r) {
+            order.push_back({pieces[p].global_ids[r], {p, static_cast<std::int64_t>(r)}});
+        }
+    }
+    std::sort(order.begin(), order.end());
+    for (std::size_t k = 1; k < order.size(); ++k) {
+        if (order[k].first == order[k - 1].first) {
+            HALO_THROW(InputError, dir.string(), ": node ", order[k].first, " appears in parts ",
+                       order[k - 1].second.first, " and ", order[k].second.first);
+        }
+    }
+    const auto dim = set.output_dim;
+    set.global_ids.resize(total);
+    set.output.resize(static_cast<std::size_t>(total * dim));
+    set.prediction.resize(total);
+    for (std::int64_t k = 0; k < total; ++k) {
+        const auto [p, r] = order[k].second;
+        set.global_ids[k] = order[k].first;
+        std::copy_n(pieces[p].output.begin() + r * dim, dim, set.output.begin() + k * dim);
+        set.prediction[k] = pieces[p].prediction[r];
+    }
+    return set;
+}
+
+}  // namespace halo

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end checks of the command-line tools under mpiexec (ctest label mpi):
+#   1. partition an R-MAT graph and Cora into 1, 2 and 3 parts; halo-inspect --check each;
+#   2. halo-infer on 2 and 3 ranks equals 1 rank bit for bit (halo-inspect --compare --tolerance 0);
+#   3. a rank count different from the dataset's parts fails with a clear message;
+#   4. an injected fault on one rank makes the job exit non-zero within 30 s, with no manifest;
+#   5. a stale manifest from an earlier run does not survive a failed run.
+# Usage: test_cli.sh BIN_DIR MPIEXEC [DATA_DIR]
+set -uo pipefail
+bin=$1
+mpiexec=$2
+data=${3:-}
+work=$(mktemp -d "${TMPDIR:-/tmp}/halo-cli-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
+mpirun_n() { local n=$1; shift; "$mpiexec" -n "$n" --oversubscribe --allow-run-as-root "$@"; }
+export OMP_NUM_THREADS=1
+
+graphs=("rmat:11:8:5")
+if [ -n "$data" ] && [ -f "$data/cora.el.gz" ]; then
+  graphs+=("$data/cora.el.gz")
+else
+  echo "note: shared data not found; Cora steps skipped"
+fi
+
+for g in "${graphs[@]}"; do
+  name=$(basename "$g" .el.gz | tr ':' '_')
+  for p in 1 2 3; do
+    if "$bin/halo-partition" "$g" --parts "$p" --symmetrize -q -o "$work/$name-$p.h5" >/dev/null &&
+       "$bin/halo-inspect" "$work/$name-$p.h5" --check >"$work/inspect.log"; then
+      pass "partition $name into $p parts and check it"
+    else
+      fail "partition $name into $p parts"; cat "$work/inspect.log"
+    fi
+  done
+  for layer in gcn sage gin; do
+    for p in 1 2 3; do
+      mpirun_n "$p" "$bin/halo-infer" "$work/$name-$p.h5" --random-model 24,16,5 --layer "$layer" \
+        --seed 3 --out "$work/out-$name-$layer-$p" -q || fail "halo-infer $name $layer on $p ranks"
+    done
+    for p in 2 3; do
+      if "$bin/halo-inspect" "$work/out-$name-$layer-$p" --compare "$work/out-$name-$layer-1" \
+           --tolerance 0 >"$work/cmp.log"; then
+        pass "$name $layer: $p ranks equal 1 rank bit for bit"
+      else
+        fail "$name $layer: $p ranks differ from 1 rank"; cat "$work/cmp.log"
+      fi
+    done
+  done
+done
+
+# 3. Rank count mismatch.
+out=$(mpirun_n 3 "$bin/halo-infer" "$work/rmat_11_8_5-2.h5" --random-model 8,4 --out "$work/bad" 2>&1)
+status=$?
+if [ $status -ne 0 ] && grep -q "has 2 parts but the job has 3 ranks" <<<"$out"; then
+  pass "rank count mismatch rejected: $(grep -m1 'parts but' <<<"$out")"
+else
+  fail "rank count mismatch (status $status): $out"
+fi
+
+# 4. Injected fault on rank 1 before layer 1: the job must end, non-zero, within 30 s.
+mkdir -p "$work/fault"
+echo '{"stale": true}' >"$work/fault/manifest.json"
+start=$(date +%s)
+out=$(HALO_FAULT_INJECT=rank=1,layer=1 timeout 60 "$mpiexec" -n 2 --oversubscribe \
+      --allow-run-as-root -x HALO_FAULT_INJECT "$bin/halo-infer" "$work/rmat_11_8_5-2.h5" \
+      --random-model 8,8,4 --out "$work/fault" 2>&1)
+status=$?
+elapsed=$(( $(date +%s) - start ))
+if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$elapsed" -le 30 ] &&
+   grep -q "injected fault" <<<"$out"; then
+  pass "injected fault: exit status $status after ${elapsed}s"
+else
+  fail "injected fault: status $status after ${elapsed}s: $out"
+fi
+# 5. ... and neither a new manifest nor the stale one remains.
+if [ ! -e "$work/fault/manifest.json" ]; then
+  pass "no manifest after the failed run"
+else
+  fail "a manifest exists after the failed run"
+fi
+
+if [ $failures -eq 0 ]; then
+  echo "all CLI checks passed"
+  exit 0
+fi
+echo "$failures CLI check(s) failed"
+exit 1

@@ -1,0 +1,126 @@
+// Distributed inference equals single-rank inference bit for bit (engine.hpp, "Reduction order").
+// One 4-rank job: for P in {2, 3, 4} the first P ranks form a communicator, each takes its part of
+// a METIS partition (every rank computes the same partition), runs the engine over the MPI
+// exchanger, and rank 0 of the group gathers the rows by global id and compares them with the
+// P = 1 result, which every rank computes by itself.
+#include <mpi.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "engine_test_util.hpp"
+#include "halo/engine.hpp"
+#include "halo/mpi_exchanger.hpp"
+#include "halo/partition.hpp"
+#include "halo/shard.hpp"
+
+namespace {
+
+using halo::testing::engine_test_graph;
+
+// Output rows in global id order, computed by the ranks of `comm` with `parts` parts (rank 0 of
+// comm returns them; others return empty).
+std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int parts,
+                                   const halo::Model& model, std::uint64_t seed)
+{
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    halo::PartitionOptions popt;
+    popt.num_parts = parts;
+    popt.method = parts == 1 ? halo::Partitioner::block : halo::Partitioner::metis;
+    const auto owner = halo::partition_graph(graph.view(), popt);
+    const auto shard = halo::build_shard(graph, owner, parts, rank);
+    auto backend = halo::make_cpu_backend();
+    std::unique_ptr<halo::HaloExchanger> exchanger;
+    if (parts == 1) {
+        exchanger = halo::make_local_exchanger(shard);
+    } else {
+        halo::check_halo_plan(comm, shard, "test");
+        exchanger = halo::make_mpi_exchanger(comm, shard, model.max_dim());
+    }
+    halo::Engine engine(*backend, *exchanger, shard, model, {});
+    const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), seed);
+    const auto out = engine.run(x);
+    if (parts == 1) {
+        std::vector<float> ordered(out.size());
+        const auto m = model.output_dim();
+        for (std::int64_t l = 0; l < shard.num_owned; ++l) {
+            std::memcpy(&ordered[shard.global_ids[l] * m], &out[l * m], m * sizeof(float));
+        }
+        return ordered;
+    }
+    // Gather ids and rows at rank 0 of the group.
+    const int rows = static_cast<int>(shard.num_owned);
+    std::vector<int> counts(parts);
+    MPI_Gather(&rows, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+    std::vector<int> displs(parts, 0);
+    std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
+    std::vector<halo::global_id> ids(graph.num_rows);
+    MPI_Gatherv(shard.global_ids.data(), rows, MPI_INT64_T, ids.data(), counts.data(),
+                displs.data(), MPI_INT64_T, 0, comm);
+    const auto m = static_cast<int>(model.output_dim());
+    std::vector<int> value_counts(parts);
+    std::vector<int> value_displs(parts);
+    for (int p = 0; p < parts; ++p) {
+        value_counts[p] = counts[p] * m;
+        value_displs[p] = displs[p] * m;
+    }
+    std::vector<float> rows_out(graph.num_rows * m);
+    MPI_Gatherv(out.data(), rows * m, MPI_FLOAT, rows_out.data(), value_counts.data(),
+                value_displs.data(), MPI_FLOAT, 0, comm);
+    if (rank != 0) {
+        return {};
+    }
+    std::vector<float> ordered(rows_out.size());
+    for (std::int64_t r = 0; r < graph.num_rows; ++r) {
+        std::memcpy(&ordered[ids[r] * m], &rows_out[r * m], m * sizeof(float));
+    }
+    return ordered;
+}
+
+void expect_bit_identical(const std::string& graph_name, halo::LayerType type,
+                          const std::vector<std::int64_t>& dims)
+{
+    const auto graph = engine_test_graph(graph_name);
+    if (graph.num_rows == 0) {
+        GTEST_SKIP() << graph_name << " not found under " << halo::testing::shared_data_dir();
+    }
+    const auto model = halo::random_model(type, dims, 21);
+    const auto single = run_distributed(MPI_COMM_SELF, graph, 1, model, 9);
+    int world_rank = 0;
+    int world_size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    for (int parts = 2; parts <= world_size; ++parts) {
+        MPI_Comm group = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, world_rank < parts ? 0 : MPI_UNDEFINED, world_rank, &group);
+        if (group != MPI_COMM_NULL) {
+            const auto multi = run_distributed(group, graph, parts, model, 9);
+            if (world_rank == 0) {
+                ASSERT_EQ(multi.size(), single.size());
+                std::int64_t differ = 0;
+                for (std::size_t k = 0; k < single.size(); ++k) {
+                    differ += std::memcmp(&multi[k], &single[k], sizeof(float)) != 0 ? 1 : 0;
+                }
+                EXPECT_EQ(differ, 0) << graph_name << " " << halo::to_string(type) << " P="
+                                     << parts << ": " << differ << " of " << single.size()
+                                     << " values differ from P=1";
+            }
+            MPI_Comm_free(&group);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+}  // namespace
+
+TEST(EngineDistributed, GcnOnCoraEqualsOneRank) { expect_bit_identical("cora", halo::LayerType::gcn, {32, 16, 7}); }
+TEST(EngineDistributed, SageOnCoraEqualsOneRank) { expect_bit_identical("cora", halo::LayerType::sage, {32, 16, 7}); }
+TEST(EngineDistributed, GinOnCoraEqualsOneRank) { expect_bit_identical("cora", halo::LayerType::gin, {32, 16, 7}); }
+TEST(EngineDistributed, GcnOnCiteseerEqualsOneRank) { expect_bit_identical("citeseer", halo::LayerType::gcn, {24, 48, 6}); }
+TEST(EngineDistributed, SageOnCiteseerEqualsOneRank) { expect_bit_identical("citeseer", halo::LayerType::sage, {24, 48, 6}); }
+TEST(EngineDistributed, GinOnCiteseerEqualsOneRank) { expect_bit_identical("citeseer", halo::LayerType::gin, {24, 48, 6}); }
+TEST(EngineDistributed, GcnOnRmatEqualsOneRank) { expect_bit_identical("rmat:12", halo::LayerType::gcn, {16, 32, 8}); }
+TEST(EngineDistributed, SageOnRmatEqualsOneRank) { expect_bit_identical("rmat:12", halo::LayerType::sage, {16, 32, 8}); }
+TEST(EngineDistributed, GinOnRmatEqualsOneRank) { expect_bit_identical("rmat:12", halo::LayerType::gin, {16, 32, 8}); }
