@@ -1,5 +1,7 @@
 // Shard builder and halo plans on hand-checked examples, and the checks that catch corrupted
-// shards. The numbering in each expectation was worked out by hand from the rules in shard.hpp.
+// shards. The numbering in each expectation was worked out by hand from the rules in shard.hpp;
+// in particular a row lists its columns by ascending *global* id, which is not ascending local id
+// once halo columns (numbered after the owned rows) or reordered owned rows are involved.
 #include <algorithm>
 #include <functional>
 #include <string>
@@ -100,7 +102,9 @@ TEST(Shard, PathOverThreePartsHasTheHandCheckedNumbering)
     const auto shards = path_shards();
     ASSERT_EQ(shards.size(), 3u);
 
-    // Part 0 owns 1, 2, 3: 2 is interior; 1 and 3 touch nodes 0 and 4 of part 1.
+    // Part 0 owns 1, 2, 3: 2 is interior; 1 and 3 touch nodes 0 and 4 of part 1. Local columns
+    // 0..4 are nodes 2, 1, 3 | 0, 4. Rows in global column order: node 2 reads nodes {1, 3} =
+    // local {1, 2}; node 1 reads {0, 2} = {3, 0}; node 3 reads {2, 4} = {0, 4}.
     const auto& s0 = shards[0];
     EXPECT_EQ(s0.num_owned, 3);
     EXPECT_EQ(s0.num_interior, 1);
@@ -110,7 +114,7 @@ TEST(Shard, PathOverThreePartsHasTheHandCheckedNumbering)
     EXPECT_EQ(s0.csr.num_rows, 3);
     EXPECT_EQ(s0.csr.num_cols, 5);
     EXPECT_EQ(s0.csr.indptr, (i64{0, 2, 4, 6}));
-    EXPECT_EQ(s0.csr.indices, (i32{1, 2, 0, 3, 0, 4}));
+    EXPECT_EQ(s0.csr.indices, (i32{1, 2, 3, 0, 0, 4}));
     EXPECT_TRUE(s0.csr.values.empty());
     EXPECT_EQ(s0.plan.recv_ranks, (i32{1}));
     EXPECT_EQ(s0.plan.recv_offsets, (i64{0, 2}));
@@ -120,26 +124,29 @@ TEST(Shard, PathOverThreePartsHasTheHandCheckedNumbering)
     EXPECT_EQ(s0.interior_rows().size(), 1);
     EXPECT_EQ(s0.boundary_rows().begin, 1);
 
-    // Part 1 owns 0, 4, 5, all boundary; it receives 1, 3 from part 0 and 6 from part 2.
+    // Part 1 owns 0, 4, 5, all boundary; it receives 1, 3 from part 0 and 6 from part 2. Local
+    // columns 0..5 are nodes 0, 4, 5 | 1, 3, 6: node 0 reads {1} = {3}; node 4 reads {3, 5} =
+    // {4, 2}; node 5 reads {4, 6} = {1, 5}.
     const auto& s1 = shards[1];
     EXPECT_EQ(s1.num_interior, 0);
     EXPECT_EQ(s1.global_ids, (ids{0, 4, 5}));
     EXPECT_EQ(s1.halo_global_ids, (ids{1, 3, 6}));
     EXPECT_EQ(s1.csr.indptr, (i64{0, 1, 3, 5}));
-    EXPECT_EQ(s1.csr.indices, (i32{3, 2, 4, 1, 5}));
+    EXPECT_EQ(s1.csr.indices, (i32{3, 4, 2, 1, 5}));
     EXPECT_EQ(s1.plan.recv_ranks, (i32{0, 2}));
     EXPECT_EQ(s1.plan.recv_offsets, (i64{0, 2, 3}));
     EXPECT_EQ(s1.plan.send_ranks, (i32{0, 2}));
     EXPECT_EQ(s1.plan.send_offsets, (i64{0, 2, 3}));
     EXPECT_EQ(s1.plan.send_rows, (i32{0, 1, 2}));  // 0, 4 to part 0; 5 to part 2
 
-    // Part 2 owns 6, 7: 7 is interior and comes first.
+    // Part 2 owns 6, 7: 7 is interior and comes first. Local columns 0..2 are nodes 7, 6 | 5:
+    // node 7 reads {6} = {1}; node 6 reads {5, 7} = {2, 0}.
     const auto& s2 = shards[2];
     EXPECT_EQ(s2.num_interior, 1);
     EXPECT_EQ(s2.global_ids, (ids{7, 6}));
     EXPECT_EQ(s2.halo_global_ids, (ids{5}));
     EXPECT_EQ(s2.csr.indptr, (i64{0, 1, 3}));
-    EXPECT_EQ(s2.csr.indices, (i32{1, 0, 2}));
+    EXPECT_EQ(s2.csr.indices, (i32{1, 2, 0}));
     EXPECT_EQ(s2.plan.recv_ranks, (i32{1}));
     EXPECT_EQ(s2.plan.send_ranks, (i32{1}));
     EXPECT_EQ(s2.plan.send_rows, (i32{1}));  // node 6
@@ -156,7 +163,8 @@ TEST(Shard, PathOverThreePartsHasTheHandCheckedNumbering)
 }
 
 // In a directed graph a part may reference another part's interior row, which that part stores
-// before its boundary rows: the halo block then follows the owner's local order, not global ids.
+// before its boundary rows: the halo block then follows the owner's local order, not global ids,
+// while the rows that read it keep global column order, each value beside its column.
 TEST(Shard, DirectedGraphHaloFollowsTheOwnersLocalOrderAndValuesFollowTheirColumns)
 {
     halo::Csr g;
@@ -168,18 +176,24 @@ TEST(Shard, DirectedGraphHaloFollowsTheOwnersLocalOrderAndValuesFollowTheirColum
     const i32 owner = {0, 0, 1, 1};
     const auto shards = halo::build_shards(g, owner, 2);
 
+    // Local columns 0..3 are nodes 1, 0 | 3, 2. Node 0 reads nodes {2, 3} = local {3, 2}:
+    // descending local ids, ascending global ids.
     const auto& s0 = shards[0];
     EXPECT_EQ(s0.global_ids, (ids{1, 0}));
     EXPECT_EQ(s0.num_interior, 1);
     EXPECT_EQ(s0.halo_global_ids, (ids{3, 2}));  // 3 is interior on part 1, so its row 0
     EXPECT_EQ(s0.csr.indptr, (i64{0, 1, 3}));
-    EXPECT_EQ(s0.csr.indices, (i32{1, 2, 3}));
-    EXPECT_EQ(s0.csr.values, (std::vector<float>{1.0f, 3.5f, 2.5f}));
+    EXPECT_EQ(s0.csr.indices, (i32{1, 3, 2}));
+    EXPECT_EQ(s0.csr.values, (std::vector<float>{1.0f, 2.5f, 3.5f}));
     EXPECT_EQ(s0.plan.send_rows, (i32{1}));  // node 0, which row 2 of part 1 reads
 
+    // Local columns 0..2 are nodes 3, 2 | 0: node 3 reads {2} = {1}; node 2 reads {0} = {2}.
     const auto& s1 = shards[1];
     EXPECT_EQ(s1.global_ids, (ids{3, 2}));
     EXPECT_EQ(s1.halo_global_ids, (ids{0}));
+    EXPECT_EQ(s1.csr.indptr, (i64{0, 1, 2}));
+    EXPECT_EQ(s1.csr.indices, (i32{1, 2}));
+    EXPECT_EQ(s1.csr.values, (std::vector<float>{5.0f, 4.0f}));
     EXPECT_EQ(s1.plan.send_ranks, (i32{0}));
     EXPECT_EQ(s1.plan.send_rows, (i32{0, 1}));  // nodes 3, 2: part 0's halo order
 
@@ -188,6 +202,18 @@ TEST(Shard, DirectedGraphHaloFollowsTheOwnersLocalOrderAndValuesFollowTheirColum
     for (int p = 0; p < 2; ++p) {
         SCOPED_TRACE(p);
         expect_same_shard(halo::build_shard(g, owner, 2, p), shards[p]);
+    }
+
+    // A CSR whose rows are not sorted (a binary CSR may come so) gives the same shards: the
+    // builder sorts each row by global column and carries the values along.
+    auto unsorted = g;
+    unsorted.indices = {3, 2, 0, 0, 2};
+    unsorted.values = {3.5f, 2.5f, 1.0f, 4.0f, 5.0f};
+    const auto from_unsorted = halo::build_shards(unsorted, owner, 2);
+    for (int p = 0; p < 2; ++p) {
+        SCOPED_TRACE(p);
+        expect_same_shard(from_unsorted[p], shards[p]);
+        expect_same_shard(halo::build_shard(unsorted, owner, 2, p), shards[p]);
     }
 }
 
@@ -290,25 +316,62 @@ TEST(ShardValidation, ColumnIndexOutOfRange)
 
 TEST(ShardValidation, InteriorRowTouchingAHaloColumn)
 {
-    // Part 0's row 0 (interior) reads columns {1, 2}; make it read halo column 3 instead of 2.
+    // Part 0's row 0 (interior, node 2) reads local {1, 2} = nodes {1, 3}; make it read halo
+    // column 4 (node 4) instead of node 3. The row still ascends by global id, {1, 4}, so the
+    // interior check is the one that fires.
     expect_corruption_caught(
-        [](auto& s) { s[0].csr.indices[1] = 3; },
-        {"test.h5 part 0: csr/indices[1] = 3 is a halo column", "interior row"});
+        [](auto& s) { s[0].csr.indices[1] = 4; },
+        {"test.h5 part 0: csr/indices[1] = 4 is a halo column (>= num_owned = 3) in row 0",
+         "an interior row (< num_interior = 1)"});
 }
 
 TEST(ShardValidation, BoundaryRowWithoutHaloColumn)
 {
-    // Part 2's row 1 (boundary, node 6) reads {0, 2}; point its halo entry at owned row 1.
-    expect_corruption_caught([](auto& s) { s[2].csr.indices[2] = 1; },
+    // Part 2's row 1 (boundary, node 6) reads local {2, 0} = nodes {5, 7}; point its halo entry
+    // at owned column 1 (node 6, a self loop). Nodes {6, 7} still ascend, so only the boundary
+    // check can object.
+    expect_corruption_caught([](auto& s) { s[2].csr.indices[1] = 1; },
                              {"test.h5 part 2: row 1 is a boundary row", "no halo column"});
 }
 
 TEST(ShardValidation, UnsortedColumnsAndBadIndptr)
 {
-    expect_corruption_caught([](auto& s) { std::swap(s[1].csr.indices[1], s[1].csr.indices[2]); },
-                             {"test.h5 part 1: csr/indices[2] = 2 not above csr/indices[1] = 4"});
+    // Part 0's row 0 reads local {1, 2} = nodes {1, 3}; swapped, it descends in both numberings.
+    expect_corruption_caught(
+        [](auto& s) { std::swap(s[0].csr.indices[0], s[0].csr.indices[1]); },
+        {"test.h5 part 0: csr/indices[1] = 1 (node 1) not above csr/indices[0] = 2 (node 3)",
+         "row 0's columns must ascend by global id without duplicates"});
+    // A repeated column: part 1's row 1 reads local {4, 2}; make it {4, 4}.
+    expect_corruption_caught(
+        [](auto& s) { s[1].csr.indices[2] = 4; },
+        {"test.h5 part 1: csr/indices[2] = 4 (node 3) not above csr/indices[1] = 4 (node 3)",
+         "without duplicates"});
     expect_corruption_caught([](auto& s) { s[0].csr.indptr[2] = 1; },
                              {"test.h5 part 0: csr/indptr[2] = 1 below csr/indptr[1] = 2"});
+}
+
+// The rule before global column order: rows sorted by local id. Such a row is in range, free of
+// duplicates and ascending, yet its sum would run in another order than on one rank.
+TEST(ShardValidation, RowSortedByLocalIdInsteadOfGlobalIdIsRejected)
+{
+    // Part 1's row 1 (node 4) reads local {4, 2} = nodes {3, 5}; by local id it would be {2, 4}.
+    expect_corruption_caught(
+        [](auto& s) { std::swap(s[1].csr.indices[1], s[1].csr.indices[2]); },
+        {"test.h5 part 1: csr/indices[2] = 4 (node 3) not above csr/indices[1] = 2 (node 5)",
+         "(row 1's columns must ascend by global id without duplicates)"});
+    // Every row of every part sorted by local id (a pattern matrix: no values to carry): part 0's
+    // row 1 (node 1, reading local {3, 0} = nodes {0, 2}) is the first that breaks the rule.
+    expect_corruption_caught(
+        [](auto& s) {
+            for (auto& shard : s) {
+                auto& a = shard.csr;
+                for (std::int64_t i = 0; i < a.num_rows; ++i) {
+                    std::sort(a.indices.begin() + a.indptr[i], a.indices.begin() + a.indptr[i + 1]);
+                }
+            }
+        },
+        {"test.h5 part 0: csr/indices[3] = 3 (node 0) not above csr/indices[2] = 0 (node 2)",
+         "(row 1's columns must ascend by global id without duplicates)"});
 }
 
 TEST(ShardValidation, SendRowOutOfRange)

@@ -1,6 +1,7 @@
 // Shards of real and synthetic graphs: for every partitioner and several part counts the shards
-// validate, their halo plans agree pairwise, they match the owner array and partition_quality, and
-// they reassemble to exactly the global CSR.
+// validate, their halo plans agree pairwise, they match the owner array and partition_quality,
+// every local row lists its global row's nonzeros in the global CSR's own order, and they
+// reassemble to exactly the global CSR.
 #include <map>
 #include <string>
 #include <vector>
@@ -49,6 +50,34 @@ void expect_same_csr(const halo::Csr& got, const halo::Csr& want)
     EXPECT_TRUE(got.values == want.values) << "values differ";
 }
 
+// Each local row, mapped back to global ids, is its global row entry for entry (build_csr sorts
+// rows): the order a row's sum visits its nonzeros is then the same for every part count.
+// reassemble() sorts rows, so it cannot see this.
+void expect_rows_in_global_order(const halo::Csr& g, const halo::Shard& s)
+{
+    auto global_column = [&s](std::int32_t c) {
+        return c < s.num_owned ? s.global_ids[c] : s.halo_global_ids[c - s.num_owned];
+    };
+    std::int64_t bad_rows = 0;
+    std::int64_t first_bad = -1;
+    for (std::int64_t l = 0; l < s.num_owned; ++l) {
+        const auto i = s.global_ids[l];
+        const auto first = s.csr.indptr[l];
+        const auto count = s.csr.indptr[l + 1] - first;
+        bool same = count == g.indptr[i + 1] - g.indptr[i];
+        for (std::int64_t e = 0; same && e < count; ++e) {
+            same = global_column(s.csr.indices[first + e]) == g.indices[g.indptr[i] + e] &&
+                   (!g.has_values() || s.csr.values[first + e] == g.values[g.indptr[i] + e]);
+        }
+        if (!same) {
+            first_bad = first_bad < 0 ? l : first_bad;
+            ++bad_rows;
+        }
+    }
+    EXPECT_EQ(bad_rows, 0) << "part " << s.part << ": first such local row " << first_bad
+                           << " differs from its global row in order or values";
+}
+
 // Everything the shards of one partition must satisfy.
 void check_shards(const halo::Csr& g, const std::vector<std::int32_t>& owner, int parts,
                   const std::string& what)
@@ -68,6 +97,7 @@ void check_shards(const halo::Csr& g, const std::vector<std::int32_t>& owner, in
         EXPECT_EQ(s.num_halo, quality.parts[p].halo_rows);
         EXPECT_EQ(static_cast<std::int32_t>(s.plan.recv_ranks.size()), quality.parts[p].neighbours);
         EXPECT_EQ(s.csr.has_values(), g.has_values());
+        expect_rows_in_global_order(g, s);
         owned += s.num_owned;
         nnz += s.csr.nnz();
     }

@@ -1,7 +1,10 @@
 // Damaged and inconsistent files are rejected with messages that name the file, the object and
 // the offending value. Each case writes a good dataset, then breaks one thing in it through the
 // HDF5 C API (or by cutting the file short) and checks the reader's or checker's message.
+#include <algorithm>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "halo/error.hpp"
 #include "halo_test.hpp"
@@ -174,15 +177,69 @@ TEST_F(StoreCorrupt, SendRowsInAnotherOrderThanTheReceiverExpects)
 
 TEST_F(StoreCorrupt, HaloGlobalIdWhoseOwnerDisagrees)
 {
-    // Part 0's first halo column comes from part 1; claim it is node 36, which part 2 owns.
-    ASSERT_EQ(data_.shards[0].plan.recv_ranks.front(), 1);
+    // Part 0's last halo column is grid node 33, from part 1; only node 32 reads it, as its
+    // largest column. Claim it is node 36, which part 2 owns: still node 32's largest column, so
+    // the row keeps ascending global order, the part alone stays valid, and only the owner array
+    // can expose it.
+    const auto& shard = data_.shards[0];
+    ASSERT_EQ(shard.plan.recv_ranks, std::vector<std::int32_t>{1});
+    const auto last = static_cast<std::size_t>(shard.num_halo - 1);
+    ASSERT_EQ(shard.halo_global_ids[last], 33);
     ASSERT_EQ(data_.owner[36], 2);
     auto halo_ids = halo::testing::read_raw<std::int64_t>(path_, "/parts/0/halo/global_ids");
-    halo_ids[0] = 36;
+    halo_ids[last] = 36;
     halo::testing::overwrite_raw(path_, "/parts/0/halo/global_ids", halo_ids);
+    EXPECT_NO_THROW(halo::read_shard(path_, 0));
     expect_error<halo::InputError>(
         [&] { halo::check_dataset(path_); },
-        {at("/parts/0/halo/global_ids[0] = 36"), "owned by part 2", "from part 1"});
+        {at("/parts/0/halo/global_ids[" + std::to_string(last) + "] = 36"), "owned by part 2",
+         "from part 1"});
+}
+
+TEST_F(StoreCorrupt, RowSortedByLocalIdInsteadOfGlobalId)
+{
+    // A part as the old rule wrote it: the first row of part 0 whose local order differs from its
+    // global order, re-sorted by local id with its values. Every column is still in range and
+    // ascending by local id, but the row's sum would run in another order than on one rank.
+    const auto& shard = data_.shards[0];
+    auto indices = halo::testing::read_raw<std::int32_t>(path_, "/parts/0/csr/indices");
+    auto values = halo::testing::read_raw<float>(path_, "/parts/0/csr/values");
+    auto node = [&](std::int32_t c) {
+        return c < shard.num_owned
+                   ? shard.global_ids[static_cast<std::size_t>(c)]
+                   : shard.halo_global_ids[static_cast<std::size_t>(c - shard.num_owned)];
+    };
+    std::int64_t bad = -1;  // first entry of the re-sorted row that does not ascend by node
+    for (std::int64_t i = 0; i < shard.num_owned && bad < 0; ++i) {
+        const auto first = static_cast<std::size_t>(shard.csr.indptr[i]);
+        const auto last = static_cast<std::size_t>(shard.csr.indptr[i + 1]);
+        std::vector<std::pair<std::int32_t, float>> row;
+        for (auto k = first; k < last; ++k) {
+            row.emplace_back(indices[k], values[k]);
+        }
+        std::sort(row.begin(), row.end());
+        for (auto k = first; k < last; ++k) {
+            indices[k] = row[k - first].first;
+            values[k] = row[k - first].second;
+            if (k > first && bad < 0 && node(indices[k]) < node(indices[k - 1])) {
+                bad = static_cast<std::int64_t>(k);
+            }
+        }
+    }
+    ASSERT_GE(bad, 1) << "no row of part 0 has a local order that differs from its global order";
+    halo::testing::overwrite_raw(path_, "/parts/0/csr/indices", indices);
+    halo::testing::overwrite_raw(path_, "/parts/0/csr/values", values);
+    const auto c = indices[static_cast<std::size_t>(bad)];
+    const auto previous = indices[static_cast<std::size_t>(bad - 1)];
+    expect_error<halo::InputError>(
+        [&] { halo::read_shard(path_, 0); },
+        {at("/parts/0"),
+         "csr/indices[" + std::to_string(bad) + "] = " + std::to_string(c) + " (node " +
+             std::to_string(node(c)) + ") not above csr/indices[" + std::to_string(bad - 1) +
+             "] = " + std::to_string(previous) + " (node " + std::to_string(node(previous)) + ")",
+         "columns must ascend by global id without duplicates"});
+    expect_error<halo::InputError>([&] { halo::check_dataset(path_); },
+                                   {at("/parts/0"), "must ascend by global id"});
 }
 
 TEST_F(StoreCorrupt, OwnerArrayDisagreesWithTheParts)
