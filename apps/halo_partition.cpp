@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct Options {
     std::int64_t num_nodes = -1;
     std::string output;
     std::string save_csr;
+    std::string report;
     bool quiet = false;
 };
 
@@ -76,6 +78,7 @@ int run(const Options& o, const std::string& command)
     edges = {};  // the CSR holds everything from here on
     step(fmt::format("CSR: {} rows, {} nonzeros, max row {}", csr.num_rows, csr.nnz(),
                      halo::max_row_nnz(csr.view())));
+    const double graph_seconds = total.seconds();
     if (!o.save_csr.empty()) {
         halo::write_binary_csr(o.save_csr, csr);
         step("wrote " + o.save_csr);
@@ -135,6 +138,7 @@ int run(const Options& o, const std::string& command)
     }
     writer.commit();
     const auto file_size = std::filesystem::file_size(o.output);
+    const double total_seconds = total.seconds();
 
     // 6. Summary.
     fmt::print("\n{:>5} {:>12} {:>14} {:>12} {:>12} {:>10}\n", "part", "owned rows", "nonzeros",
@@ -150,6 +154,36 @@ int run(const Options& o, const std::string& command)
     fmt::print("partition {:.2f} s  total {:.2f} s  peak memory {}  file {} ({})\n",
                partition_seconds, total.seconds(), halo::app::format_bytes(halo::app::peak_rss_bytes()),
                o.output, halo::app::format_bytes(static_cast<double>(file_size)));
+    if (!o.report.empty()) {
+        nlohmann::json parts = nlohmann::json::array();
+        for (int p = 0; p < o.parts; ++p) {
+            const auto& q = quality.parts[p];
+            parts.push_back({{"part", p},
+                             {"owned_rows", q.owned_rows},
+                             {"nnz", q.nnz},
+                             {"interior_rows", interior[p]},
+                             {"halo_rows", q.halo_rows},
+                             {"neighbours", q.neighbours}});
+        }
+        const nlohmann::json report = {
+            {"input", o.input},
+            {"num_nodes", csr.num_rows},
+            {"num_nonzeros", csr.nnz()},
+            {"parts", o.parts},
+            {"partitioner", o.partitioner},
+            {"seconds", {{"read_and_build", graph_seconds},
+                         {"partition", partition_seconds},
+                         {"total", total_seconds}}},
+            {"peak_rss_bytes", halo::app::peak_rss_bytes()},
+            {"file_bytes", file_size},
+            {"edge_cut", quality.edge_cut},
+            {"halo_volume", quality.halo_volume},
+            {"row_imbalance", quality.row_imbalance},
+            {"nnz_imbalance", quality.nnz_imbalance},
+            {"per_part", parts},
+            {"command", command}};
+        halo::write_file_atomic(o.report, report.dump(2) + "\n");
+    }
     return 0;
 }
 
@@ -191,6 +225,7 @@ int main(int argc, char** argv)
     app.add_option("--num-nodes", o.num_nodes, "node count (ids must be below it)");
     app.add_option("--save-csr", o.save_csr, "also write the global CSR as binary .hcsr");
     app.add_option("-o,--output", o.output, "dataset file to write (.h5)")->required();
+    app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     CLI11_PARSE(app, argc, argv);
     const auto command = halo::app::command_line(argc, argv);

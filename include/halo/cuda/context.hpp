@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace halo::cuda {
@@ -26,9 +28,15 @@ struct ContextOptions {
     int local_size = 1;
 };
 
+/// Creating a Context selects its device (cudaSetDevice) for the calling thread. The pool's release
+/// threshold is raised so that memory freed between layers is reused rather than returned to the
+/// driver. cuBLAS runs in plain fp32 (no TF32), so results stay within fp32 tolerance of the CPU.
+/// Everything allocated through a Context must be freed before the Context is destroyed.
 class Context {
 public:
+    /// Throws halo::CudaError when there is no device or options.device is out of range.
     explicit Context(const ContextOptions& options = {});
+    /// Waits for the device, then destroys handles and streams; never throws.
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
@@ -42,18 +50,23 @@ public:
     /// Stream-ordered allocation on `stream` (default: the compute stream) from the device's
     /// pool. Running out throws halo::CudaError saying how much was asked for, how much is free
     /// and in use, and suggesting more ranks (a smaller shard per GPU).
+    /// Zero bytes return null.
     void* allocate(std::size_t bytes, cudaStream_t stream = nullptr);
+    /// Stream-ordered free of a pointer from allocate(); null is ignored.
     void deallocate(void* ptr, cudaStream_t stream = nullptr) noexcept;
 
     /// Bytes currently allocated through this context, and the high-water mark.
-    std::size_t bytes_in_use() const noexcept { return in_use_; }
-    std::size_t peak_bytes() const noexcept { return peak_; }
+    std::size_t bytes_in_use() const noexcept;
+    std::size_t peak_bytes() const noexcept;
     /// "device 0 (NVIDIA H100): 1.2 GiB in use, peak 3.4 GiB, 70.1 GiB free of 79.2 GiB"
     std::string memory_report() const;
 
+    /// Waits for all work on both streams.
     void synchronize() const;
 
 private:
+    void release() noexcept;
+
     int device_ = 0;
     int local_size_ = 1;
     std::string name_;
@@ -61,6 +74,11 @@ private:
     cudaStream_t comm_ = nullptr;
     cusparseHandle_t cusparse_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
+    cudaMemPool_t pool_ = nullptr;
+    // Sizes of live allocations, so that deallocate() can keep the counters exact; guarded by
+    // mutex_ because a communication thread may free buffers too.
+    mutable std::mutex mutex_;
+    std::unordered_map<void*, std::size_t> sizes_;
     std::size_t in_use_ = 0;
     std::size_t peak_ = 0;
 };

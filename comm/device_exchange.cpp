@@ -1,0 +1,124 @@
+// Host parts shared by the device exchangers: device scope, events, and the local checks that keep
+// every index an exchanger uses inside the shard and its buffers.
+#include "device_exchange.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+
+namespace halo::detail {
+namespace {
+
+void check_blocks(const char* ranks_name, const std::vector<std::int32_t>& ranks,
+                  const std::vector<std::int64_t>& offsets, int rank, int size)
+{
+    HALO_EXPECTS(offsets.empty() ? ranks.empty() : offsets.size() == ranks.size() + 1, ranks_name,
+                 " has ", ranks.size(), " peers but ", offsets.size(), " offsets");
+    HALO_EXPECTS(offsets.empty() || offsets.front() == 0, "offsets of ", ranks_name, " start at ",
+                 offsets.front());
+    for (std::size_t b = 0; b < ranks.size(); ++b) {
+        HALO_EXPECTS(ranks[b] >= 0 && ranks[b] < size && ranks[b] != rank, ranks_name, '[', b,
+                     "] = ", ranks[b], " is not a peer of rank ", rank, " of ", size);
+        HALO_EXPECTS(offsets[b] <= offsets[b + 1], "offsets of ", ranks_name, " decrease at ",
+                     b + 1);
+    }
+}
+
+}  // namespace
+
+DeviceGuard::DeviceGuard(int device)
+{
+    HALO_CUDA_TRY(cudaGetDevice(&previous_));
+    if (previous_ == device) {
+        previous_ = -1;
+        return;
+    }
+    HALO_CUDA_TRY(cudaSetDevice(device));
+}
+
+DeviceGuard::~DeviceGuard()
+{
+    if (previous_ >= 0) {
+        static_cast<void>(cudaSetDevice(previous_));  // a destructor must not throw
+    }
+}
+
+CudaEvent::CudaEvent(int device)
+{
+    const DeviceGuard guard(device);  // an event belongs to the device current at its creation
+    HALO_CUDA_TRY(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+}
+
+CudaEvent::~CudaEvent() { static_cast<void>(cudaEventDestroy(event_)); }
+
+void CudaEvent::order(cudaStream_t earlier, cudaStream_t later)
+{
+    HALO_CUDA_TRY(cudaEventRecord(event_, earlier));
+    HALO_CUDA_TRY(cudaStreamWaitEvent(later, event_, 0));
+}
+
+void CudaEvent::order_noexcept(cudaStream_t earlier, cudaStream_t later) noexcept
+{
+    if (cudaEventRecord(event_, earlier) == cudaSuccess) {
+        static_cast<void>(cudaStreamWaitEvent(later, event_, 0));
+    }
+}
+
+void check_local_plan(const Shard& shard, int rank, int size)
+{
+    HALO_EXPECTS(rank == shard.part && size == shard.num_parts, "rank ", rank, " of ", size,
+                 " was given part ", shard.part, " of ", shard.num_parts);
+    const HaloPlan& plan = shard.plan;
+    check_blocks("recv_ranks", plan.recv_ranks, plan.recv_offsets, rank, size);
+    check_blocks("send_ranks", plan.send_ranks, plan.send_offsets, rank, size);
+    HALO_EXPECTS(plan.num_recv() == shard.num_halo, "recv_offsets end at ", plan.num_recv(),
+                 " for ", shard.num_halo, " halo rows");
+    HALO_EXPECTS(plan.num_send() == static_cast<std::int64_t>(plan.send_rows.size()),
+                 "send_offsets end at ", plan.num_send(), " for ", plan.send_rows.size(),
+                 " send rows");
+    for (auto row : plan.send_rows) {
+        HALO_EXPECTS(row >= 0 && row < shard.num_owned, "send row ", row, " is not one of the ",
+                     shard.num_owned, " owned rows");
+    }
+}
+
+void check_device_matrix(const DenseView<float>& x, std::int64_t num_owned, std::int64_t num_halo,
+                         std::int64_t max_dim, int device)
+{
+    HALO_EXPECTS(x.rows == num_owned + num_halo, "x has ", x.rows, " rows, the shard ", num_owned,
+                 " owned + ", num_halo, " halo");
+    HALO_EXPECTS(x.cols >= 0 && x.cols <= max_dim, "x has ", x.cols,
+                 " columns, the exchanger was built for at most ", max_dim);
+    HALO_EXPECTS(x.ld >= x.cols, "x has leading dimension ", x.ld, " below its ", x.cols,
+                 " columns");
+    if (x.rows * x.cols == 0) {
+        return;
+    }
+    HALO_EXPECTS(x.data != nullptr, "x has no data");
+    // A host pointer would fail deep inside NCCL or MPI, or corrupt memory; name it here instead.
+    cudaPointerAttributes attributes{};
+    HALO_CUDA_TRY(cudaPointerGetAttributes(&attributes, x.data));
+    const bool on_device = attributes.type == cudaMemoryTypeDevice ||
+                           attributes.type == cudaMemoryTypeManaged;
+    HALO_EXPECTS(on_device && attributes.device == device, "x (", static_cast<const void*>(x.data),
+                 ") is not memory of device ", device, " (CUDA memory type ",
+                 static_cast<int>(attributes.type), ", device ", attributes.device, ')');
+}
+
+cuda::DeviceBuffer<std::int32_t> upload_send_rows(cuda::Context& ctx, const HaloPlan& plan)
+{
+    cuda::DeviceBuffer<std::int32_t> rows(ctx, plan.send_rows.size());
+    if (rows.size() > 0) {
+        HALO_CUDA_TRY(cudaMemcpyAsync(rows.data(), plan.send_rows.data(), rows.bytes(),
+                                      cudaMemcpyHostToDevice, ctx.compute_stream()));
+        // The shard (and its send_rows) may go away once the exchanger is built.
+        HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
+    }
+    return rows;
+}
+
+}  // namespace halo::detail

@@ -1,0 +1,67 @@
+// Private to comm/: the pieces the two device exchangers (NCCL, MPI over device buffers) share.
+// The pack kernel gathers send rows on the GPU; the rest keeps the exchangers' device, stream and
+// plan handling in one place. Host-only code may include this header (pack.cu holds the kernel).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "halo/cuda/context.hpp"
+#include "halo/dense.hpp"
+#include "halo/shard.hpp"
+
+namespace halo::detail {
+
+/// Gathers rows `rows[0, num_rows)` of `x` (row-major, leading dimension `ld`, `cols` floats
+/// wide) into `out` (num_rows x cols, contiguous) on `stream`. Checks the launch.
+void pack_rows(const float* x, std::int64_t ld, const std::int32_t* rows, std::int64_t num_rows,
+               std::int64_t cols, float* out, cudaStream_t stream);
+
+/// Makes `device` current for a scope and restores the previous one, so that an exchanger works
+/// whichever device the caller left current (its streams and buffers belong to the Context's).
+class DeviceGuard {
+public:
+    explicit DeviceGuard(int device);
+    ~DeviceGuard();
+    DeviceGuard(const DeviceGuard&) = delete;
+    DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+private:
+    int previous_ = -1;
+};
+
+/// An event without timing (the cheap kind) of one device, for ordering one stream after another.
+class CudaEvent {
+public:
+    explicit CudaEvent(int device);
+    ~CudaEvent();
+    CudaEvent(const CudaEvent&) = delete;
+    CudaEvent& operator=(const CudaEvent&) = delete;
+
+    /// Everything issued to `later` from now on runs after everything issued to `earlier` so far.
+    void order(cudaStream_t earlier, cudaStream_t later);
+    /// The same, for a destructor: errors are ignored.
+    void order_noexcept(cudaStream_t earlier, cudaStream_t later) noexcept;
+
+private:
+    cudaEvent_t event_ = nullptr;
+};
+
+/// The checks a rank can make alone that keep an exchanger's memory accesses in bounds: the shard
+/// is this rank's part of a `size`-part plan, peers are in range and not the rank itself, offsets
+/// start at 0 and grow, they end at num_halo and at send_rows.size(), and every send row is owned.
+/// Throws halo::LogicError naming the first violation. check_halo_plan verifies the plans against
+/// the peers (collectively); this one is what an exchanger needs to be memory-safe.
+void check_local_plan(const Shard& shard, int rank, int size);
+
+/// Checks a matrix handed to a device exchanger's start(): num_owned + num_halo rows, 0 to max_dim
+/// columns, ld >= cols, and (when it holds anything) memory of device `device`, not host memory.
+/// Throws halo::LogicError.
+void check_device_matrix(const DenseView<float>& x, std::int64_t num_owned, std::int64_t num_halo,
+                         std::int64_t max_dim, int device);
+
+/// The send rows of `plan` in device memory of `ctx` (uploaded on its compute stream).
+cuda::DeviceBuffer<std::int32_t> upload_send_rows(cuda::Context& ctx, const HaloPlan& plan);
+
+}  // namespace halo::detail
