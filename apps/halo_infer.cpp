@@ -26,6 +26,12 @@
 #include "halo/mpi_world.hpp"
 #include "halo/result.hpp"
 #include "halo/store.hpp"
+#ifdef HALO_HAVE_CUDA
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda/device.hpp"
+#include "halo/nccl_exchanger.hpp"
+#endif
 
 namespace {
 
@@ -37,6 +43,8 @@ struct Options {
     std::uint64_t seed = 1;
     std::string out;
     std::string backend = "cpu";
+    std::string exchange;  // empty: nccl for --backend cuda, mpi for cpu
+    int device = -1;       // -1: local rank modulo the visible devices
     bool save_layers = false;
     bool no_overlap = false;
     std::string eval_nodes;
@@ -91,10 +99,19 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                    size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
                    ", or partition again with --parts ", size);
     }
-    if (o.backend != "cpu") {
-        HALO_THROW(halo::InputError, "backend '", o.backend,
-                   "' is not available in this build yet (available: cpu)");
+    const bool cuda = o.backend == "cuda";
+    std::string exchange = !o.exchange.empty() ? o.exchange : cuda ? "nccl" : "mpi";
+    if (!cuda && (exchange != "mpi" || o.device >= 0)) {
+        HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + exchange,
+                   " needs --backend cuda (the cpu backend runs on the host and exchanges over "
+                   "MPI)");
     }
+#ifndef HALO_HAVE_CUDA
+    if (cuda) {
+        HALO_THROW(halo::InputError, "--backend cuda: halo-infer was built without CUDA "
+                                     "(configure with -DHALO_ENABLE_CUDA=ON), use --backend cpu");
+    }
+#endif
 
     // Model: from a file, or random from the seed (the same on every rank).
     halo::Model model;
@@ -118,8 +135,55 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                         ? shard.features
                         : halo::random_node_features(shard.global_ids, model.input_dim(), o.seed);
 
-    auto backend = halo::make_cpu_backend();
-    auto exchanger = halo::make_mpi_exchanger(world.comm(), shard, model.max_dim());
+    // Declared in the order they must be destroyed in reverse: the engine's device memory goes
+    // back to the context's pool before the context itself goes.
+#ifdef HALO_HAVE_CUDA
+    std::unique_ptr<halo::cuda::Context> ctx;
+    std::unique_ptr<halo::NcclComm> nccl;
+#endif
+    std::unique_ptr<halo::Backend> backend;
+    std::unique_ptr<halo::HaloExchanger> exchanger;
+    if (!cuda) {
+        backend = halo::make_cpu_backend();
+        exchanger = halo::make_mpi_exchanger(world.comm(), shard, model.max_dim());
+    } else {
+#ifdef HALO_HAVE_CUDA
+        halo::cuda::ContextOptions copt;
+        copt.device = o.device;
+        copt.local_rank = world.local_rank();
+        copt.local_size = world.local_size();
+        ctx = std::make_unique<halo::cuda::Context>(copt);
+        backend = halo::cuda::make_cuda_backend(*ctx);
+        // NCCL needs a GPU per rank. Decided collectively: every rank must pick the same exchanger.
+        int shares = (o.device >= 0 && world.local_size() > 1) ||
+                     world.local_size() > halo::cuda::device_count();
+        int any_shares = 0;
+        HALO_MPI_TRY(MPI_Allreduce(&shares, &any_shares, 1, MPI_INT, MPI_MAX, world.comm()));
+        if (size > 1 && any_shares == 1 && exchange == "nccl") {
+            if (!o.exchange.empty()) {
+                HALO_THROW(halo::InputError, "--exchange nccl needs one GPU per rank, but ranks "
+                                             "share a GPU on some node (",
+                           world.local_size(), " ranks and ", halo::cuda::device_count(),
+                           " visible GPU(s) on ", world.node_name(),
+                           o.device >= 0 ? ", --device given" : "",
+                           "); use --exchange mpi or fewer ranks per node");
+            }
+            exchange = "mpi";
+            if (lead) {
+                fmt::print("ranks share a GPU: halo exchange over MPI (NCCL needs one GPU per "
+                           "rank)\n");
+            }
+        }
+        if (size == 1) {
+            exchanger = halo::make_local_exchanger(shard);
+        } else if (exchange == "nccl") {
+            nccl = std::make_unique<halo::NcclComm>(world.comm(), *ctx);
+            exchanger = halo::make_nccl_exchanger(*ctx, *nccl, shard, model.max_dim());
+        } else {
+            exchanger = halo::make_mpi_device_exchanger(*ctx, world.comm(), shard, model.max_dim());
+        }
+#endif
+    }
     halo::EngineOptions eopt;
     eopt.overlap = !o.no_overlap;
     eopt.keep_layers = o.save_layers;
@@ -206,6 +270,16 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                                {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}}});
     }
     const auto load_stat = reduce_stat(world.comm(), load_seconds, size);
+    std::string memory_line;
+#ifdef HALO_HAVE_CUDA
+    if (ctx) {
+        const auto peak = reduce_stat(world.comm(), static_cast<double>(ctx->peak_bytes()), size);
+        memory_line = fmt::format("device memory: rank 0 {}; peak over ranks max {:.2f} GiB, "
+                                  "mean {:.2f} GiB",
+                                  ctx->memory_report(), peak.max / (1 << 30),
+                                  peak.mean / (1 << 30));
+    }
+#endif
 
     // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
     int ok = 1;
@@ -219,6 +293,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["model"] = o.model.empty() ? "random:" + o.layer + ":" + o.random_model : o.model;
         manifest["seed"] = o.seed;
         manifest["backend"] = o.backend;
+        manifest["exchange"] = cuda && size == 1 ? "local" : exchange;
         manifest["overlap"] = !o.no_overlap;
         manifest["num_parts"] = size;
         manifest["num_nodes"] = info.num_nodes;
@@ -246,6 +321,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                    info.num_nodes, size, o.backend, model.name.empty() ? o.model : model.name,
                    model.layers.size(), median_seconds * 1e3, o.repeat, load_stat.max,
                    total.seconds());
+        if (!memory_line.empty()) {
+            fmt::print("{}\n", memory_line);
+        }
         if (totals[1] > 0) {
             fmt::print("accuracy on {}: {:.4f} ({} of {})\n", o.eval_nodes,
                        double(totals[0]) / double(totals[1]), totals[0], totals[1]);
@@ -284,6 +362,13 @@ int main(int argc, char** argv)
     app.add_option("--backend", o.backend, "cpu | cuda")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
+    app.add_option("--exchange", o.exchange,
+                   "halo exchange of --backend cuda: nccl (default) | mpi (host-staged or "
+                   "CUDA-aware MPI)")
+        ->check(CLI::IsMember({"nccl", "mpi"}));
+    app.add_option("--device", o.device,
+                   "CUDA device of every rank (default: local rank modulo the visible devices)")
+        ->check(CLI::Range(0, 1024));
     app.add_flag("--save-layers", o.save_layers, "also store every layer's output");
     app.add_flag("--no-overlap", o.no_overlap,
                  "finish the halo exchange before aggregating any row (for measurements)");

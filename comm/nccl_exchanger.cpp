@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "device_exchange.hpp"
@@ -33,6 +34,13 @@ double seconds_since(Clock::time_point t0)
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// NCCL's last error message in parentheses, or nothing when it recorded none.
+std::string last_error(ncclComm_t comm)
+{
+    const char* text = ncclGetLastError(comm);
+    return text != nullptr && *text != '\0' ? detail::concat(" (", text, ')') : std::string();
+}
+
 class NcclExchanger final : public HaloExchanger {
 public:
     NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& shard, std::int64_t max_dim);
@@ -45,8 +53,9 @@ public:
     const ExchangeStats& stats() const override { return stats_; }
 
 private:
-    // The grouped receives into `halo` (num_halo x cols, contiguous) and sends of the packed rows.
-    void post(float* halo, std::int64_t cols);
+    // The grouped receives into `halo` (num_halo x cols, contiguous) and sends of the packed rows;
+    // returns the number of sends.
+    std::int64_t post(float* halo, std::int64_t cols);
 
     cuda::Context& ctx_;
     NcclComm& comm_;
@@ -104,9 +113,10 @@ NcclExchanger::~NcclExchanger()
     }
 }
 
-void NcclExchanger::post(float* halo, std::int64_t cols)
+std::int64_t NcclExchanger::post(float* halo, std::int64_t cols)
 {
     const cudaStream_t stream = ctx_.comm_stream();
+    std::int64_t sends = 0;
     HALO_NCCL_TRY(ncclGroupStart());
     try {
         for (std::size_t b = 0; b < recv_ranks_.size(); ++b) {
@@ -123,6 +133,7 @@ void NcclExchanger::post(float* halo, std::int64_t cols)
                 HALO_NCCL_TRY(ncclSend(send_buffer_.data() + send_offsets_[b] * cols,
                                        static_cast<std::size_t>(count), ncclFloat, send_ranks_[b],
                                        comm_.get(), stream));
+                sends += 1;
             }
         }
     } catch (...) {
@@ -132,6 +143,7 @@ void NcclExchanger::post(float* halo, std::int64_t cols)
         throw;
     }
     HALO_NCCL_TRY(ncclGroupEnd());
+    return sends;
 }
 
 void NcclExchanger::start(DenseView<float> x)
@@ -154,7 +166,7 @@ void NcclExchanger::start(DenseView<float> x)
         ready_.order(ctx_.compute_stream(), stream);
         detail::pack_rows(x.data, x.ld, send_rows_.data(), num_send_, cols, send_buffer_.data(),
                           stream);
-        post(staged ? staging_.data() : x.row(num_owned_), cols);
+        const auto sends = post(staged ? staging_.data() : x.row(num_owned_), cols);
         if (staged) {
             const auto row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
             HALO_CUDA_TRY(cudaMemcpy2DAsync(x.row(num_owned_),
@@ -163,7 +175,7 @@ void NcclExchanger::start(DenseView<float> x)
                                             static_cast<std::size_t>(num_halo_),
                                             cudaMemcpyDeviceToDevice, stream));
         }
-        stats_.messages_sent += static_cast<std::int64_t>(send_ranks_.size());
+        stats_.messages_sent += sends;
     }
     in_flight_ = true;
 
@@ -189,7 +201,7 @@ void NcclExchanger::finish()
     HALO_NCCL_TRY(ncclCommGetAsyncError(comm_.get(), &async));
     if (async != ncclSuccess && async != ncclInProgress) {
         HALO_THROW(NcclError, "halo exchange on rank ", comm_.rank(), ": NCCL reports ",
-                   ncclGetErrorString(async), " (", ncclGetLastError(comm_.get()), ')');
+                   ncclGetErrorString(async), last_error(comm_.get()));
     }
     stats_.exchanges += 1;
     stats_.finish_seconds += seconds_since(t0);

@@ -3,6 +3,13 @@
 // or CUDA-aware MPI when the library has it) for several ranks sharing one GPU and for clusters
 // without NCCL. Both order themselves after the compute stream's earlier work in start(), and make
 // the compute stream wait for the received rows in finish() (events, no host blocking for NCCL).
+//
+// For both: x is a device matrix on ctx's device (a host pointer is refused with
+// halo::LogicError); rows == num_owned + num_halo, cols <= max_dim, any ld >= cols (a strided x
+// receives into a device staging buffer, allocated on its first use). Work issued to the compute
+// stream before start() is seen by the exchange; work issued after finish() sees the halo rows;
+// between the two, compute-stream work may read the owned rows but must not write the rows being
+// sent nor touch the halo rows. The Context (and the NcclComm) must outlive the exchanger.
 #pragma once
 
 #include <mpi.h>
@@ -18,10 +25,13 @@
 
 namespace halo {
 
-/// An NCCL communicator bootstrapped over MPI: rank 0 creates the unique id, MPI_Bcast, then
-/// ncclCommInitRank, every call checked. Each rank must already have selected its device (the
-/// Context does). abort() tears the communicator down without waiting (ncclCommAbort), for the
-/// error path: a failed rank never leaves the others blocked in a collective.
+/// An NCCL communicator bootstrapped over MPI (collective over `comm`): rank 0 creates the unique
+/// id, MPI_Bcast, cudaSetDevice(ctx.device()) (left current on return), then ncclCommInitRank,
+/// every call checked. A rank that fails before ncclCommInitRank makes every rank throw
+/// halo::NcclError instead of leaving the others inside it. NCCL needs one GPU per rank: ranks
+/// sharing a device fail in ncclCommInitRank (use make_mpi_device_exchanger there). abort()
+/// tears the communicator down without waiting (ncclCommAbort), for the error path: a failed rank
+/// never leaves the others blocked in a collective; get() is null afterwards.
 class NcclComm {
 public:
     NcclComm(MPI_Comm comm, const cuda::Context& ctx);
@@ -41,13 +51,22 @@ private:
 };
 
 /// NCCL exchanger for `shard` (rank == shard.part); matrices exchanged are device views on
-/// ctx's device, at most `max_dim` wide.
+/// ctx's device, at most `max_dim` wide. Allocates its packed send buffer (num_send x max_dim
+/// floats) here, so start() allocates nothing for a contiguous x. finish() never blocks the host;
+/// it throws halo::NcclError when NCCL reports an asynchronous error. NCCL matches operations in
+/// the order they are issued: exchangers that share one NcclComm must be started in the same
+/// order on every rank. Plans that disagree hang NCCL: run check_halo_plan first.
 std::unique_ptr<HaloExchanger> make_nccl_exchanger(cuda::Context& ctx, NcclComm& comm,
                                                    const Shard& shard, std::int64_t max_dim);
 
 /// MPI exchanger for device matrices: pack on the GPU, copy to pinned host buffers, MPI, copy
 /// back into the halo region (or pass device pointers when MPI is CUDA-aware and
-/// options.cuda_aware is set).
+/// options.cuda_aware is set). Messages, tags and splitting follow options.mpi as in
+/// make_mpi_exchanger. start() blocks the host until the compute stream's earlier work and the
+/// packing are done (MPI reads the packed rows from the host); finish() waits for MPI, and the
+/// copy into the halo region stays asynchronous on the comm stream. cuda_aware with an MPI that
+/// reports no CUDA support (MPIX_Query_cuda_support) throws halo::LogicError; an MPI that cannot
+/// tell is trusted.
 struct MpiDeviceExchangerOptions {
     MpiExchangerOptions mpi;
     bool cuda_aware = false;

@@ -1,3 +1,7 @@
+// DenseView<const float> declares a conversion to its own type, which nvcc reports (warning 554)
+// where the template is instantiated; the conversion is harmless and unused here.
+#pragma nv_diag_suppress 554
+
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -5,10 +9,6 @@
 
 #include "halo/cuda/bench.hpp"
 #include "halo/cuda_error.hpp"
-
-// DenseView<const float> declares a conversion to its own type, which nvcc reports (554) at every
-// instantiation; the conversion is harmless and never used here.
-#pragma nv_diag_suppress 554
 
 namespace halo::cuda::bench {
 namespace {
@@ -107,6 +107,32 @@ double median_of(std::vector<double> values)
 }
 
 }  // namespace
+
+DeviceArray::DeviceArray(std::size_t count) : count_(count)
+{
+    if (count > 0) {
+        HALO_CUDA_TRY(cudaMalloc(&data_, count * sizeof(float)));
+    }
+}
+
+DeviceArray::~DeviceArray()
+{
+    // A destructor cannot report; cudaFree fails only after an earlier error that already threw.
+    if (data_ != nullptr) {
+        (void)cudaFree(data_);
+    }
+}
+
+DeviceArray::DeviceArray(DeviceArray&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0))
+{}
+
+DeviceArray& DeviceArray::operator=(DeviceArray&& other) noexcept
+{
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    return *this;
+}
 
 EventTimer::EventTimer(cudaStream_t stream, int count) : stream_(stream)
 {

@@ -27,6 +27,30 @@ std::string format_bytes(std::size_t bytes)
     return text;
 }
 
+// Makes `device` current for one scope and restores the previous one: device queries of one
+// Context must not depend on which device another Context left current.
+class DeviceScope {
+public:
+    explicit DeviceScope(int device) noexcept
+    {
+        if (cudaGetDevice(&previous_) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+            (void)cudaGetLastError();
+            previous_ = -1;
+        }
+    }
+    DeviceScope(const DeviceScope&) = delete;
+    DeviceScope& operator=(const DeviceScope&) = delete;
+    ~DeviceScope()
+    {
+        if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) {
+            (void)cudaGetLastError();
+        }
+    }
+
+private:
+    int previous_ = -1;
+};
+
 }  // namespace
 
 Context::Context(const ContextOptions& options) : local_size_(options.local_size)
@@ -43,8 +67,7 @@ Context::Context(const ContextOptions& options) : local_size_(options.local_size
                  " is invalid (-1 picks local_rank modulo the device count)");
     if (options.device >= count) {
         HALO_THROW(CudaError, "device ", options.device, " requested, but only ", count,
-                   " CUDA device", count == 1 ? " is" : "s are", " visible (0 .. ", count - 1,
-                   ")");
+                   " CUDA device", count == 1 ? " is" : "s are", " visible (0 .. ", count - 1, ")");
     }
     HALO_EXPECTS(options.local_rank >= 0, "local rank ", options.local_rank, " is negative");
     device_ = options.device >= 0 ? options.device : options.local_rank % count;
@@ -78,13 +101,16 @@ Context::Context(const ContextOptions& options) : local_size_(options.local_size
     }
 }
 
-Context::~Context() { release(); }
+Context::~Context()
+{
+    release();
+}
 
 void Context::release() noexcept
 {
     // Errors here cannot be reported (destructor); each step still runs so nothing leaks more
-    // than it must, and the sticky error state is cleared for whoever uses the device next.
-    (void)cudaSetDevice(device_);
+    // than it must, and the error state is cleared for whoever uses the device next.
+    const DeviceScope scope(device_);
     if (compute_ != nullptr) {
         (void)cudaStreamSynchronize(compute_);
     }
@@ -107,6 +133,12 @@ void Context::release() noexcept
         (void)cudaStreamDestroy(compute_);
         compute_ = nullptr;
     }
+    if (pool_ != nullptr) {
+        // Hand the pool's unused memory back to the driver (other Contexts' live blocks stay);
+        // the frees issued on our streams completed with the synchronizations above.
+        (void)cudaMemPoolTrimTo(pool_, 0);
+        pool_ = nullptr;
+    }
     (void)cudaGetLastError();
 }
 
@@ -124,15 +156,19 @@ void* Context::allocate(std::size_t bytes, cudaStream_t stream)
         (void)cudaGetLastError();  // not sticky, but a later launch check must not see it
         std::size_t free_bytes = 0;
         std::size_t total_bytes = 0;
-        const bool have_info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
-        (void)cudaGetLastError();
+        bool have_info = false;
+        {
+            const DeviceScope scope(device_);
+            have_info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+            (void)cudaGetLastError();
+        }
         const std::size_t in_use = bytes_in_use();
         HALO_THROW(CudaError, "out of memory on device ", device_, " (", name_, "): requested ",
                    format_bytes(bytes), " (", bytes, " bytes) with ",
                    have_info ? format_bytes(free_bytes) : std::string("an unknown amount"),
-                   " free of ", have_info ? format_bytes(total_bytes) : std::string("?"),
-                   " and ", format_bytes(in_use), " in use by this rank (", local_size_,
-                   " rank", local_size_ == 1 ? "" : "s",
+                   " free of ", have_info ? format_bytes(total_bytes) : std::string("?"), " and ",
+                   format_bytes(in_use), " in use by this rank (", local_size_, " rank",
+                   local_size_ == 1 ? "" : "s",
                    " on this node); try more ranks (a smaller shard per GPU)");
     }
     HALO_CUDA_TRY(status);
@@ -177,10 +213,14 @@ std::string Context::memory_report() const
 {
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
-    const bool have_info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
-    (void)cudaGetLastError();
-    std::string report = "device " + std::to_string(device_) + " (" + name_ + "): " +
-                         format_bytes(bytes_in_use()) + " in use, peak " +
+    bool have_info = false;
+    {
+        const DeviceScope scope(device_);
+        have_info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+        (void)cudaGetLastError();
+    }
+    std::string report = "device " + std::to_string(device_) + " (" + name_ +
+                         "): " + format_bytes(bytes_in_use()) + " in use, peak " +
                          format_bytes(peak_bytes());
     if (have_info) {
         report += ", " + format_bytes(free_bytes) + " free of " + format_bytes(total_bytes);

@@ -1,11 +1,12 @@
 // The CUDA execution backend: matrices in the Context's memory pool, cuBLAS GEMM in fp32, the
 // element-wise kernels of cuda_backend.cu and cuSPARSE SpMM plans, all on the compute stream.
-#include "halo/cuda/backend.hpp"
-
 #include <climits>
-#include <limits>
+#include <cstddef>
+#include <memory>
+#include <string>
 
 #include "cuda_kernels.hpp"
+#include "halo/cuda/backend.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
@@ -33,9 +34,9 @@ public:
     {
         HALO_EXPECTS(rows >= 0 && cols >= 0, "cannot allocate ", rows, " x ", cols);
         const auto count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
-        HALO_EXPECTS(cols == 0 || count / static_cast<std::size_t>(cols) ==
-                                      static_cast<std::size_t>(rows),
-                     rows, " x ", cols, " overflows size_t");
+        HALO_EXPECTS(
+            cols == 0 || count / static_cast<std::size_t>(cols) == static_cast<std::size_t>(rows),
+            rows, " x ", cols, " overflows size_t");
         // At least one element, as the CPU backend: a matrix never has a null data pointer.
         const std::size_t bytes = (count > 0 ? count : 1) * sizeof(float);
         auto* ptr = static_cast<float*>(ctx_.allocate(bytes));
@@ -67,10 +68,9 @@ public:
         HALO_EXPECTS(host != nullptr && src.data != nullptr && src.ld >= src.cols,
                      "copy_to_host needs a host buffer and a device view with ld >= cols");
         const auto width = static_cast<std::size_t>(src.cols) * sizeof(float);
-        HALO_CUDA_TRY(cudaMemcpy2DAsync(host, width, src.data,
-                                        static_cast<std::size_t>(src.ld) * sizeof(float), width,
-                                        static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToHost,
-                                        ctx_.compute_stream()));
+        HALO_CUDA_TRY(cudaMemcpy2DAsync(
+            host, width, src.data, static_cast<std::size_t>(src.ld) * sizeof(float), width,
+            static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToHost, ctx_.compute_stream()));
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
     }
 
@@ -95,8 +95,15 @@ public:
         }
         if (k == 0) {
             // No products: C = beta * C, and beta == 0 writes zeros without reading C.
-            detail::axpby(ctx_.compute_stream(), c.rows, c.cols, 0.0f, c.data, c.ld, beta, c.data,
-                          c.ld);
+            if (beta == 0.0f) {
+                HALO_CUDA_TRY(
+                    cudaMemset2DAsync(c.data, static_cast<std::size_t>(c.ld) * sizeof(float), 0,
+                                      static_cast<std::size_t>(c.cols) * sizeof(float),
+                                      static_cast<std::size_t>(c.rows), ctx_.compute_stream()));
+            } else {
+                detail::axpby(ctx_.compute_stream(), c.rows, c.cols, beta, c.data, c.ld, 0.0f,
+                              c.data, c.ld);
+            }
             return;
         }
         HALO_EXPECTS(a.ld >= a.cols && b.ld >= b.cols && c.ld >= c.cols,
@@ -124,13 +131,13 @@ public:
     void bias_activation(DenseView<float> y, const float* bias, Activation act,
                          RowRange rows) override
     {
-        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= y.rows,
-                     "row range [", rows.begin, ", ", rows.end, ") outside [0, ", y.rows, ")");
+        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= y.rows, "row range [",
+                     rows.begin, ", ", rows.end, ") outside [0, ", y.rows, ")");
         if (rows.empty() || y.cols == 0) {
             return;
         }
-        detail::bias_activation(ctx_.compute_stream(), y.row(rows.begin), rows.size(), y.cols,
-                                y.ld, bias, act == Activation::relu);
+        detail::bias_activation(ctx_.compute_stream(), y.row(rows.begin), rows.size(), y.cols, y.ld,
+                                bias, act == Activation::relu);
     }
 
     void synchronize() override { HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream())); }
@@ -141,6 +148,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(Context& ctx) { return std::make_unique<CudaBackend>(ctx); }
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx)
+{
+    return std::make_unique<CudaBackend>(ctx);
+}
 
 }  // namespace halo::cuda

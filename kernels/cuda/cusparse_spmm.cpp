@@ -14,11 +14,13 @@
 //   columns and values starting at indptr[b], and C pointing at row b of y. Rows outside the
 //   range are never touched. A range without nonzeros only zeroes its rows.
 // - Pattern matrices get an explicit array of ones (cuSPARSE has no implicit-value CSR).
-#include <algorithm>
 #include <climits>
 #include <map>
+#include <memory>
+#include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "cuda_kernels.hpp"
 #include "halo/cuda/backend.hpp"
@@ -46,14 +48,18 @@ struct DnMatGuard {
 
 class CusparseSpmmPlan final : public SpmmPlan {
 public:
-    CusparseSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim)
-        : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim),
+    CusparseSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth indices)
+        : ctx_(ctx),
+          num_rows_(a.num_rows),
+          num_cols_(a.num_cols),
+          max_dim_(max_dim),
           indptr_(a.indptr)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
         validate(a, "the operator of a cuSPARSE SpMM plan");
         const std::int64_t nnz = a.nnz();
-        wide_ = nnz > INT_MAX || num_rows_ > INT_MAX || num_cols_ > INT_MAX;
+        wide_ = indices == IndexWidth::bits64 || nnz > INT_MAX || num_rows_ > INT_MAX ||
+                num_cols_ > INT_MAX;
         const cudaStream_t stream = ctx_.compute_stream();
 
         // Row offsets: uploaded as int64 (the host type), kept as is or narrowed on the device.
@@ -68,16 +74,16 @@ public:
                                   static_cast<std::int64_t>(indptr_.size()), 0);
         }
 
-        DeviceBuffer<std::int32_t> indices(ctx_, a.indices.size());
+        DeviceBuffer<std::int32_t> columns(ctx_, a.indices.size());
         if (nnz > 0) {
-            HALO_CUDA_TRY(cudaMemcpyAsync(indices.data(), a.indices.data(), indices.bytes(),
+            HALO_CUDA_TRY(cudaMemcpyAsync(columns.data(), a.indices.data(), columns.bytes(),
                                           cudaMemcpyHostToDevice, stream));
         }
         if (wide_) {
             indices64_ = DeviceBuffer<std::int64_t>(ctx_, a.indices.size());
-            detail::widen_indices(stream, indices.data(), indices64_.data(), nnz);
+            detail::widen_indices(stream, columns.data(), indices64_.data(), nnz);
         } else {
-            indices32_ = std::move(indices);
+            indices32_ = std::move(columns);
         }
 
         values_ = DeviceBuffer<float>(ctx_, static_cast<std::size_t>(nnz));
@@ -99,8 +105,7 @@ public:
         HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
         HALO_EXPECTS(x.cols <= max_dim_, "dense width ", x.cols, " exceeds the plan's max_dim ",
                      max_dim_);
-        HALO_EXPECTS(x.rows >= num_cols_, "x has ", x.rows, " rows, A has ", num_cols_,
-                     " columns");
+        HALO_EXPECTS(x.rows >= num_cols_, "x has ", x.rows, " rows, A has ", num_cols_, " columns");
         HALO_EXPECTS(y.rows >= num_rows_, "y has ", y.rows, " rows, A has ", num_rows_);
         HALO_EXPECTS(x.ld >= x.cols && y.ld >= y.cols, "leading dimensions ", x.ld, " and ", y.ld,
                      " below the width ", x.cols);
@@ -114,10 +119,10 @@ public:
         const std::int64_t range_nnz = indptr_[rows.end] - indptr_[rows.begin];
         if (range_nnz == 0) {
             // Every row of the range is empty: its result is zero, no cuSPARSE call needed.
-            HALO_CUDA_TRY(cudaMemset2DAsync(
-                y.row(rows.begin), static_cast<std::size_t>(y.ld) * sizeof(float), 0,
-                static_cast<std::size_t>(width) * sizeof(float),
-                static_cast<std::size_t>(rows.size()), stream));
+            HALO_CUDA_TRY(cudaMemset2DAsync(y.row(rows.begin),
+                                            static_cast<std::size_t>(y.ld) * sizeof(float), 0,
+                                            static_cast<std::size_t>(width) * sizeof(float),
+                                            static_cast<std::size_t>(rows.size()), stream));
             return;
         }
         const cusparseSpMatDescr_t a = range_descriptor(rows);
@@ -126,8 +131,8 @@ public:
         HALO_CUSPARSE_TRY(cusparseCreateConstDnMat(&xd.descr, num_cols_, width, x.ld, x.data,
                                                    CUDA_R_32F, CUSPARSE_ORDER_ROW));
         cusparseDnMatDescr_t yd_mut = nullptr;
-        HALO_CUSPARSE_TRY(cusparseCreateDnMat(&yd_mut, rows.size(), width, y.ld,
-                                              y.row(rows.begin), CUDA_R_32F, CUSPARSE_ORDER_ROW));
+        HALO_CUSPARSE_TRY(cusparseCreateDnMat(&yd_mut, rows.size(), width, y.ld, y.row(rows.begin),
+                                              CUDA_R_32F, CUSPARSE_ORDER_ROW));
         DnMatGuard yd;
         yd.descr = yd_mut;
 
@@ -138,9 +143,8 @@ public:
         if (size_it == workspace_sizes_.end()) {
             std::size_t bytes = 0;
             HALO_CUSPARSE_TRY(cusparseSpMM_bufferSize(
-                ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, xd.descr, &beta, yd_mut, CUDA_R_32F,
-                kAlgorithm, &bytes));
+                ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                &alpha, a, xd.descr, &beta, yd_mut, CUDA_R_32F, kAlgorithm, &bytes));
             size_it = workspace_sizes_.emplace(key, bytes).first;
         }
         if (size_it->second > workspace_.bytes()) {
@@ -148,11 +152,14 @@ public:
             workspace_ = DeviceBuffer<char>(ctx_, size_it->second);
         }
         HALO_CUSPARSE_TRY(cusparseSpMM(ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, xd.descr,
-                                       &beta, yd_mut, CUDA_R_32F, kAlgorithm, workspace_.data()));
+                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, xd.descr, &beta,
+                                       yd_mut, CUDA_R_32F, kAlgorithm, workspace_.data()));
     }
 
-    std::string algorithm() const override { return "cusparse-csr-alg2"; }
+    std::string algorithm() const override
+    {
+        return wide_ ? "cusparse-csr-alg2-i64" : "cusparse-csr-alg2";
+    }
 
 private:
     // The CSR descriptor of rows [begin, end) and the rebased offsets it points at.
@@ -208,10 +215,9 @@ private:
                 offsets = range->offsets32.data();
             }
         }
-        HALO_CUSPARSE_TRY(cusparseCreateCsr(&range->descr, rows.size(), num_cols_,
-                                            indptr_[rows.end] - first, offsets, columns,
-                                            values_.data() + first, index_type, index_type,
-                                            CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+        HALO_CUSPARSE_TRY(cusparseCreateCsr(
+            &range->descr, rows.size(), num_cols_, indptr_[rows.end] - first, offsets, columns,
+            values_.data() + first, index_type, index_type, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
         const auto descr = range->descr;
         ranges_.emplace(key, std::move(range));
         return descr;
@@ -237,9 +243,10 @@ private:
 
 }  // namespace
 
-std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim)
+std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                  IndexWidth indices)
 {
-    return std::make_unique<CusparseSpmmPlan>(ctx, a, max_dim);
+    return std::make_unique<CusparseSpmmPlan>(ctx, a, max_dim, indices);
 }
 
 }  // namespace halo::cuda

@@ -14,12 +14,20 @@ namespace halo::cuda {
 /// A Backend whose matrices live on ctx's device. The Context must outlive it.
 std::unique_ptr<Backend> make_cuda_backend(Context& ctx);
 
+/// Index width of the device CSR that cuSPARSE reads. `automatic` is 32-bit while nnz, rows and
+/// columns fit in int32 and 64-bit beyond; `bits64` forces 64-bit (to test that path on small
+/// matrices).
+enum class IndexWidth {
+    automatic,
+    bits64,
+};
+
 /// cuSPARSE SpMM (cusparseSpMM, CSR_ALG2, row-major dense operands) over a device copy of `a`,
 /// for dense widths up to `max_dim` (wider runs throw halo::LogicError). The upload happens here;
 /// the descriptor of a row range and the workspace of a (range, width) are made on their first
 /// run and reused, never rebuilt. run() is asynchronous on ctx.compute_stream(); x and y are
 /// device views. Throws halo::InputError when `a` is not a valid CSR matrix.
-std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a,
-                                                  std::int64_t max_dim);
+std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                  IndexWidth indices = IndexWidth::automatic);
 
 }  // namespace halo::cuda

@@ -16,6 +16,26 @@
 
 namespace halo::cuda::bench {
 
+/// A cudaMalloc'd array of floats for benchmark inputs and outputs. It lives outside any Context
+/// pool, so freeing it returns the memory at once and free_device_memory() counts it again.
+class DeviceArray {
+public:
+    DeviceArray() = default;
+    explicit DeviceArray(std::size_t count);
+    ~DeviceArray();
+    DeviceArray(DeviceArray&& other) noexcept;
+    DeviceArray& operator=(DeviceArray&& other) noexcept;
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+
+    float* data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return count_; }
+
+private:
+    float* data_ = nullptr;
+    std::size_t count_ = 0;
+};
+
 /// `count` pairs of CUDA events on one stream: start(i) and stop(i) bracket timed run i. Nothing
 /// waits on the host until the times are read, so runs are issued back to back and each time is
 /// device time between the two events.

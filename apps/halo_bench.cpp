@@ -1,0 +1,862 @@
+// halo-bench: the benchmark harness every SpMM kernel of HaloGNN is judged with (DESIGN.md "Tests
+// and measurements"; bench/README.md defines every number it prints).
+//
+// One graph, one GPU. It measures the device-to-device copy bandwidth first (the roofline), then
+// for each dense width d and each kernel: checks the kernel against the CPU reference on a
+// NaN-poisoned output, warms up, times `runs` launches one by one with CUDA events while rotating
+// among enough input/output buffer sets that consecutive runs cannot be served from L2, and
+// checks again on the last buffer set. cuSPARSE always runs as the baseline of the same run.
+// Exit code: 0 every check passed, 1 an error stopped the run, 3 a kernel computed wrong values
+// (FAILED) or could not run (ERROR).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "app_common.hpp"
+#include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/bench.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda/device.hpp"
+#include "halo/generators.hpp"
+#include "halo/graph.hpp"
+#include "halo/io.hpp"
+#include "halo/spmm.hpp"
+
+#ifndef HALO_GIT_COMMIT
+#define HALO_GIT_COMMIT "unknown"
+#endif
+
+namespace {
+
+namespace bench = halo::cuda::bench;
+using halo::cuda::Context;
+using Json = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------------
+// Kernels by name. A kernel joins the benchmark with one line here: its command-line name, what it
+// is, and the factory that builds its plan (preprocessing included) for widths up to max_dim.
+
+using PlanFactory =
+    std::function<std::unique_ptr<halo::SpmmPlan>(Context&, const halo::Csr&, std::int64_t)>;
+
+struct KernelEntry {
+    std::string name;
+    std::string description;
+    PlanFactory make;
+};
+
+const std::vector<KernelEntry>& kernel_registry()
+{
+    static const std::vector<KernelEntry> registry = {
+        {"cusparse", "cuSPARSE SpMM over CSR (the baseline)",
+         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             return halo::cuda::make_cusparse_spmm_plan(ctx, a, max_dim);
+         }},
+    };
+    return registry;
+}
+
+constexpr const char* kBaseline = "cusparse";
+
+// Graphs up to this many rows are checked on every row; larger ones on a seeded sample.
+constexpr std::int64_t kFullCheckMaxRows = 200000;
+// The copy that measures the bandwidth: large against any L2, short enough to repeat.
+constexpr std::size_t kCopyBytes = std::size_t{2} << 30;
+constexpr int kCopyWarmup = 3;
+constexpr int kCopyRuns = 20;
+// Device memory left free when sizing the buffer sets: plan workspaces and the check's gathers.
+constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
+
+struct Options {
+    std::string graph;
+    std::vector<std::int64_t> dims{32, 64, 128, 256};
+    std::vector<std::string> kernels{kBaseline};
+    bool symmetrize = false;
+    bool no_symmetrize = false;
+    std::string self_loops = "keep";
+    std::string normalize = "none";
+    int warmup = 10;
+    int runs = 100;
+    std::int64_t check_rows = 2000;
+    std::uint64_t seed = 1;
+    int device = 0;
+    std::string json;
+};
+
+struct Stats {
+    double median = 0;
+    double min = 0;
+    double max = 0;
+};
+
+Stats summarize(std::vector<double> values)
+{
+    HALO_EXPECTS(!values.empty(), "no values to summarize");
+    std::sort(values.begin(), values.end());
+    const auto n = values.size();
+    Stats s;
+    s.median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    s.min = values.front();
+    s.max = values.back();
+    return s;
+}
+
+std::string utc_now_iso()
+{
+    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
+double gib(double bytes) { return bytes / double(std::size_t{1} << 30); }
+
+// ---------------------------------------------------------------------------------------------
+// The graph.
+
+struct Graph {
+    halo::Csr csr;
+    std::string source;
+    bool generated = false;
+    bool symmetrized = false;
+};
+
+bool is_generator_spec(const std::string& input)
+{
+    return input.rfind("rmat:", 0) == 0 || input.rfind("er:", 0) == 0;
+}
+
+Graph load_graph(const Options& o)
+{
+    Graph g;
+    g.generated = is_generator_spec(o.graph);
+    halo::EdgeList edges;
+    if (g.generated) {
+        const auto spec = halo::parse_graph_spec(o.graph);
+        g.source = halo::to_string(spec);
+        fmt::print("generating {}\n", g.source);
+        std::fflush(stdout);
+        edges = halo::generate(spec);
+    } else {
+        g.source = o.graph;
+        fmt::print("reading {} ({})\n", o.graph, halo::to_string(halo::detect_graph_format(o.graph)));
+        std::fflush(stdout);
+        edges = halo::read_graph(o.graph);
+    }
+    // Generated edge lists are directed draws; GNN adjacencies are undirected, so generated graphs
+    // are symmetrized unless asked not to be. Files are taken as they are unless asked.
+    g.symmetrized = o.symmetrize || (g.generated && !o.no_symmetrize);
+    halo::BuildOptions build;
+    build.symmetrize = g.symmetrized;
+    build.self_loops = halo::parse_self_loops(o.self_loops);
+    build.normalization = halo::parse_normalization(o.normalize);
+    fmt::print("building the CSR: symmetrize {}{}, self-loops {}, normalize {}\n",
+               g.symmetrized ? "yes" : "no",
+               g.generated && !o.no_symmetrize && !o.symmetrize
+                   ? " (default for generated graphs; --no-symmetrize turns it off)"
+                   : "",
+               o.self_loops, o.normalize);
+    g.csr = halo::build_csr(edges, build);
+    if (g.csr.num_rows == 0 || g.csr.nnz() == 0) {
+        HALO_THROW(halo::InputError, g.source, ": the graph has ", g.csr.num_rows, " rows and ",
+                   g.csr.nnz(), " nonzeros; nothing to benchmark");
+    }
+    return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The correctness check: which rows, their reference, and the comparison.
+
+// The checked rows as a CSR of their own, whose columns are renumbered to the columns those rows
+// read, so the reference needs only those rows of X on the host.
+struct CheckSet {
+    std::vector<std::int64_t> rows;     // rows of A that are compared
+    std::vector<std::int64_t> columns;  // columns of A (rows of X) they read, in sub's numbering
+    halo::Csr sub;                      // rows.size() x columns.size()
+    std::vector<float> abs_values;      // |sub.values| (empty for a pattern matrix)
+    bool sampled = false;
+};
+
+CheckSet make_check_set(const halo::Csr& a, std::int64_t sample_rows, std::uint64_t seed)
+{
+    CheckSet cs;
+    if (a.num_rows <= kFullCheckMaxRows || sample_rows <= 0 || sample_rows >= a.num_rows) {
+        cs.rows.resize(a.num_rows);
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            cs.rows[i] = i;
+        }
+    } else {
+        cs.sampled = true;
+        std::mt19937_64 rng(seed);
+        std::uniform_int_distribution<std::int64_t> pick(0, a.num_rows - 1);
+        std::unordered_set<std::int64_t> chosen;
+        while (static_cast<std::int64_t>(chosen.size()) < sample_rows) {
+            chosen.insert(pick(rng));
+        }
+        // The edges of the row range and the longest row, where split-row schedules go wrong.
+        std::int64_t longest = 0;
+        for (std::int64_t i = 1; i < a.num_rows; ++i) {
+            if (a.row_nnz(i) > a.row_nnz(longest)) {
+                longest = i;
+            }
+        }
+        chosen.insert({0, a.num_rows - 1, longest});
+        cs.rows.assign(chosen.begin(), chosen.end());
+        std::sort(cs.rows.begin(), cs.rows.end());
+    }
+
+    std::vector<halo::local_id> position(a.num_cols, -1);
+    cs.sub.num_rows = static_cast<std::int64_t>(cs.rows.size());
+    cs.sub.indptr.assign(1, 0);
+    for (const auto i : cs.rows) {
+        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+            const auto c = a.indices[k];
+            if (position[c] < 0) {
+                position[c] = static_cast<halo::local_id>(cs.columns.size());
+                cs.columns.push_back(c);
+            }
+            cs.sub.indices.push_back(position[c]);
+            if (a.has_values()) {
+                cs.sub.values.push_back(a.values[k]);
+                cs.abs_values.push_back(std::fabs(a.values[k]));
+            }
+        }
+        cs.sub.indptr.push_back(static_cast<halo::offset_t>(cs.sub.indices.size()));
+    }
+    cs.sub.num_cols = static_cast<std::int64_t>(cs.columns.size());
+    return cs;
+}
+
+// Reference values of the checked rows for one X, and the scale of each element's tolerance:
+// s_ij = sum_k |a_ik| |x_kj|, the largest magnitude the sum can reach on the way.
+struct Reference {
+    std::vector<float> values;
+    std::vector<float> scale;
+};
+
+Reference make_reference(const CheckSet& cs, const bench::DeviceArray& x, std::int64_t x_rows,
+                         std::int64_t dim, cudaStream_t stream)
+{
+    std::vector<float> xs(cs.columns.size() * dim);
+    bench::gather_rows_to_host({x.data(), x_rows, dim, dim}, cs.columns.data(),
+                               static_cast<std::int64_t>(cs.columns.size()), xs.data(), stream);
+    Reference ref;
+    ref.values.resize(cs.rows.size() * dim);
+    ref.scale.resize(cs.rows.size() * dim);
+    const auto sub_rows = cs.sub.num_rows;
+    const auto sub_cols = cs.sub.num_cols;
+    halo::reference::spmm(cs.sub.view(), halo::dense_view<const float>(xs.data(), sub_cols, dim),
+                          halo::dense_view(ref.values.data(), sub_rows, dim));
+    for (auto& v : xs) {
+        v = std::fabs(v);
+    }
+    auto abs_view = cs.sub.view();
+    abs_view.values = cs.abs_values.empty() ? nullptr : cs.abs_values.data();
+    halo::reference::spmm(abs_view, halo::dense_view<const float>(xs.data(), sub_cols, dim),
+                          halo::dense_view(ref.scale.data(), sub_rows, dim));
+    return ref;
+}
+
+struct CheckResult {
+    int runs = 0;            // checked runs (the first buffer set, and the last one if different)
+    std::int64_t rows = 0;   // rows compared in each run
+    std::int64_t elements = 0;
+    std::int64_t bad = 0;        // outside the tolerance, or not finite
+    std::int64_t nonfinite = 0;  // NaN (never written: the poison) or infinite
+    double max_rel_error = 0;    // max |y - ref| / s over finite elements
+    double max_tolerance_used = 0;  // max |y - ref| / tolerance (above 1: a bad element)
+    double err_sq = 0;
+    double ref_sq = 0;
+
+    double rel_l2_error() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
+    void merge(const CheckResult& other)
+    {
+        runs += other.runs;
+        rows = std::max(rows, other.rows);
+        elements += other.elements;
+        bad += other.bad;
+        nonfinite += other.nonfinite;
+        max_rel_error = std::max(max_rel_error, other.max_rel_error);
+        max_tolerance_used = std::max(max_tolerance_used, other.max_tolerance_used);
+        err_sq += other.err_sq;
+        ref_sq += other.ref_sq;
+    }
+};
+
+// The tolerance rule of the project (tests/common/halo_test.hpp: k * eps * scale). A float sum of
+// n terms in any order lies within about n * eps * s of the exact value, so two orders differ by
+// at most 2n * eps * s: that bound is used for short rows. For long rows the inputs' random signs
+// make the rounding errors add like a random walk whose size stays near eps * s whatever n is, so
+// k stops at 32: far above what any summation order reaches on random data, and still tight
+// enough that one dropped or doubled nonzero shows up in rows of up to ~2^18 nonzeros.
+constexpr double kMaxToleranceTerms = 32;
+
+CheckResult compare(const CheckSet& cs, const Reference& ref, const std::vector<float>& y,
+                    std::int64_t dim)
+{
+    constexpr double eps = std::numeric_limits<float>::epsilon();
+    CheckResult result;
+    result.runs = 1;
+    result.rows = static_cast<std::int64_t>(cs.rows.size());
+    for (std::int64_t r = 0; r < result.rows; ++r) {
+        const double k = std::min(2.0 * cs.sub.row_nnz(r), kMaxToleranceTerms);
+        for (std::int64_t j = 0; j < dim; ++j) {
+            const auto e = r * dim + j;
+            ++result.elements;
+            if (!std::isfinite(y[e])) {
+                ++result.nonfinite;
+                ++result.bad;
+                continue;
+            }
+            const double expected = ref.values[e];
+            const double scale = ref.scale[e];
+            const double diff = std::fabs(static_cast<double>(y[e]) - expected);
+            const double tolerance = k * eps * scale;
+            if (diff > tolerance) {
+                ++result.bad;
+            }
+            if (diff > 0) {
+                // An empty row has scale 0 and must be exactly 0: any difference is unbounded.
+                constexpr double unbounded = std::numeric_limits<double>::max();
+                result.max_rel_error =
+                    std::max(result.max_rel_error, scale > 0 ? diff / scale : unbounded);
+                result.max_tolerance_used = std::max(result.max_tolerance_used,
+                                                     tolerance > 0 ? diff / tolerance : unbounded);
+            }
+            result.err_sq += diff * diff;
+            result.ref_sq += expected * expected;
+        }
+    }
+    return result;
+}
+
+// Poisons every element of y with NaN, runs the plan once over all rows, and compares the checked
+// rows with the reference.
+CheckResult checked_run(halo::SpmmPlan& plan, const CheckSet& cs, const Reference& ref,
+                        const bench::DeviceArray& x, const bench::DeviceArray& y,
+                        const halo::Csr& a, std::int64_t dim, cudaStream_t stream)
+{
+    bench::fill_value(y.data(), y.size(), std::numeric_limits<float>::quiet_NaN(), stream);
+    plan.run({x.data(), a.num_cols, dim, dim}, {y.data(), a.num_rows, dim, dim}, {0, a.num_rows});
+    bench::check_last_error();
+    std::vector<float> ys(cs.rows.size() * dim);
+    bench::gather_rows_to_host({y.data(), a.num_rows, dim, dim}, cs.rows.data(),
+                               static_cast<std::int64_t>(cs.rows.size()), ys.data(), stream);
+    return compare(cs, ref, ys, dim);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One record per (kernel, d).
+
+struct Record {
+    std::string kernel;
+    std::string algorithm;
+    std::int64_t dim = 0;
+    std::string status;  // ok | FAILED | ERROR | SKIPPED
+    std::string message;
+    int sets = 0;
+    std::int64_t set_bytes = 0;
+    double setup_ms = 0;
+    Stats ms;
+    double gflops = 0;
+    std::int64_t compulsory_bytes = 0;
+    double gb_per_s = 0;
+    double floor_ms = 0;
+    double roofline_fraction = 0;
+    std::optional<double> speedup;
+    CheckResult check;
+};
+
+std::int64_t compulsory_bytes(const halo::Csr& a, std::int64_t dim)
+{
+    const std::int64_t matrix = (a.num_rows + 1) * std::int64_t{sizeof(halo::offset_t)} +
+                                a.nnz() * std::int64_t{sizeof(halo::local_id)} +
+                                (a.has_values() ? a.nnz() * std::int64_t{sizeof(float)} : 0);
+    return matrix + (a.num_cols + a.num_rows) * dim * std::int64_t{sizeof(float)};
+}
+
+struct Kernel {
+    const KernelEntry* entry = nullptr;
+    std::unique_ptr<halo::SpmmPlan> plan;
+    double setup_ms = 0;
+    std::string error;
+};
+
+// Checks, warms up, times and checks again one kernel at one width on the prepared buffer sets.
+void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a,
+             const CheckSet& cs, const std::vector<bench::DeviceArray>& xs,
+             const std::vector<bench::DeviceArray>& ys, const std::vector<Reference>& refs,
+             double copy_gb_per_s, cudaStream_t stream)
+{
+    const auto dim = rec.dim;
+    const int sets = static_cast<int>(xs.size());
+    auto& plan = *kernel.plan;
+    rec.check = checked_run(plan, cs, refs.front(), xs.front(), ys.front(), a, dim, stream);
+
+    auto run = [&](int set) {
+        plan.run({xs[set].data(), a.num_cols, dim, dim}, {ys[set].data(), a.num_rows, dim, dim},
+                 {0, a.num_rows});
+        bench::check_last_error();
+    };
+    for (int w = 0; w < o.warmup; ++w) {
+        run(w % sets);
+    }
+    bench::EventTimer timer(stream, o.runs);
+    for (int r = 0; r < o.runs; ++r) {
+        const int set = (o.warmup + r) % sets;
+        timer.start(r);
+        run(set);
+        timer.stop(r);
+    }
+    rec.ms = summarize(timer.elapsed_ms());
+
+    // Again on another buffer set, after every timed run: a plan that kept the first set's
+    // pointers, or state that drifts between runs, shows up here.
+    if (sets > 1) {
+        rec.check.merge(
+            checked_run(plan, cs, refs.back(), xs.back(), ys.back(), a, dim, stream));
+    }
+
+    rec.compulsory_bytes = compulsory_bytes(a, dim);
+    const auto bytes = static_cast<double>(rec.compulsory_bytes);
+    rec.gflops = 2.0 * static_cast<double>(a.nnz()) * dim / (rec.ms.median * 1e6);
+    rec.gb_per_s = bytes / (rec.ms.median * 1e6);
+    rec.floor_ms = bytes / (copy_gb_per_s * 1e6);
+    rec.roofline_fraction = rec.gb_per_s / copy_gb_per_s;
+    rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output.
+
+std::string format_speedup(const Record& r)
+{
+    return r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-";
+}
+
+void print_table(const std::vector<Record>& records)
+{
+    fmt::print("\n{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+               "{:>9} {:>8} {}\n",
+               "kernel", "d", "sets", "median ms", "min ms", "max ms", "floor ms", "GFLOP/s",
+               "GB/s", "%copy", "speedup", "max rel", "bad", "status");
+    for (const auto& r : records) {
+        if (r.status == "ERROR" || r.status == "SKIPPED") {
+            fmt::print("{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+                       "{:>9} {:>8} {}: {}\n",
+                       r.kernel, r.dim, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                       r.status, r.message);
+            continue;
+        }
+        fmt::print("{:<12} {:>5} {:>5} {:>10.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8.1f} "
+                   "{:>5.1f}% {:>8} {:>9.2e} {:>8} {}\n",
+                   r.kernel, r.dim, r.sets, r.ms.median, r.ms.min, r.ms.max, r.floor_ms, r.gflops,
+                   r.gb_per_s, 100.0 * r.roofline_fraction, format_speedup(r),
+                   r.check.max_rel_error, r.check.bad, r.status);
+    }
+    fmt::print("floor: compulsory bytes / copy bandwidth; %copy: achieved GB/s over the copy's; "
+               "speedup: {} median / this median (same run);\nmax rel: max |y - ref| / "
+               "sum_k |a_ik x_kj|; bad: elements outside the tolerance or not finite "
+               "(bench/README.md)\n",
+               kBaseline);
+}
+
+Json record_json(const Record& r)
+{
+    Json j;
+    j["kernel"] = r.kernel;
+    if (!r.algorithm.empty()) {
+        j["algorithm"] = r.algorithm;
+    }
+    j["dim"] = r.dim;
+    j["status"] = r.status;
+    if (!r.message.empty()) {
+        j["message"] = r.message;
+    }
+    if (r.status == "ERROR" || r.status == "SKIPPED") {
+        return j;
+    }
+    j["buffer_sets"] = r.sets;
+    j["set_bytes"] = r.set_bytes;
+    j["setup_ms"] = r.setup_ms;
+    j["time_ms"] = {{"median", r.ms.median}, {"min", r.ms.min}, {"max", r.ms.max}};
+    j["gflop_per_s"] = r.gflops;
+    j["compulsory_bytes"] = r.compulsory_bytes;
+    j["gb_per_s"] = r.gb_per_s;
+    j["floor_ms"] = r.floor_ms;
+    j["roofline_fraction"] = r.roofline_fraction;
+    j["speedup_vs_baseline"] = r.speedup ? Json(*r.speedup) : Json(nullptr);
+    j["check"] = {{"runs", r.check.runs},
+                  {"rows", r.check.rows},
+                  {"elements", r.check.elements},
+                  {"bad_elements", r.check.bad},
+                  {"nonfinite_elements", r.check.nonfinite},
+                  {"max_rel_error", r.check.max_rel_error},
+                  {"max_tolerance_used", r.check.max_tolerance_used},
+                  {"rel_l2_error", r.check.rel_l2_error()}};
+    return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::vector<const KernelEntry*> resolve_kernels(const std::vector<std::string>& names)
+{
+    std::vector<const KernelEntry*> chosen;
+    auto find = [](const std::string& name) -> const KernelEntry* {
+        for (const auto& entry : kernel_registry()) {
+            if (entry.name == name) {
+                return &entry;
+            }
+        }
+        return nullptr;
+    };
+    const auto* baseline = find(kBaseline);
+    HALO_EXPECTS(baseline != nullptr, "the baseline ", kBaseline, " is registered");
+    chosen.push_back(baseline);
+    bool baseline_asked = false;
+    for (const auto& name : names) {
+        const auto* entry = find(name);
+        if (entry == nullptr) {
+            std::string known;
+            for (const auto& e : kernel_registry()) {
+                known += (known.empty() ? "" : ", ") + e.name;
+            }
+            HALO_THROW(halo::InputError, "--kernels: unknown kernel '", name, "' (known: ", known,
+                       ")");
+        }
+        if (entry == baseline) {
+            baseline_asked = true;
+        } else if (std::find(chosen.begin(), chosen.end(), entry) == chosen.end()) {
+            chosen.push_back(entry);
+        }
+    }
+    if (!baseline_asked) {
+        fmt::print("{} runs as the baseline of every comparison\n", kBaseline);
+    }
+    return chosen;
+}
+
+void check_dims(const std::vector<std::int64_t>& dims)
+{
+    if (dims.empty()) {
+        HALO_THROW(halo::InputError, "--dims: no width given");
+    }
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] < 1 || dims[i] > (std::int64_t{1} << 16)) {
+            HALO_THROW(halo::InputError, "--dims: width ", dims[i], " outside [1, 65536]");
+        }
+        if (std::find(dims.begin(), dims.begin() + i, dims[i]) != dims.begin() + i) {
+            HALO_THROW(halo::InputError, "--dims: width ", dims[i], " given twice");
+        }
+    }
+}
+
+std::uint64_t x_seed(std::uint64_t seed, std::int64_t dim, int set)
+{
+    return seed * 0x100000001b3ULL + static_cast<std::uint64_t>(dim) * 0x10001ULL +
+           static_cast<std::uint64_t>(set);
+}
+
+int run(const Options& o, const std::string& command)
+{
+    check_dims(o.dims);
+    const auto kernel_entries = resolve_kernels(o.kernels);
+
+    // 0. The device, before a possibly long graph build.
+    const int devices = halo::cuda::device_count();
+    if (devices == 0) {
+        HALO_THROW(halo::CudaError, "no CUDA device visible to this process");
+    }
+    if (o.device < 0 || o.device >= devices) {
+        HALO_THROW(halo::InputError, "--device ", o.device, ": only ", devices,
+                   " CUDA device(s) visible");
+    }
+    halo::cuda::ContextOptions context_options;
+    context_options.device = o.device;
+    Context ctx(context_options);
+    bench::set_device(ctx.device());
+    const auto stream = ctx.compute_stream();
+    const auto info = halo::cuda::device_info(ctx.device());
+    fmt::print("device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB, L2 {:.1f} MiB)\n", info.index,
+               info.name, info.compute_major, info.compute_minor, info.multiprocessors,
+               gib(static_cast<double>(info.global_memory_bytes)),
+               info.l2_cache_bytes / double(1 << 20));
+
+    // 1. The graph.
+    halo::app::Stopwatch load_time;
+    const Graph graph = load_graph(o);
+    const auto& a = graph.csr;
+    const auto max_degree = halo::max_row_nnz(a.view());
+    const double avg_degree = static_cast<double>(a.nnz()) / static_cast<double>(a.num_rows);
+    fmt::print("graph {}: {} rows, {} columns, {} nonzeros ({}), degree avg {:.2f} max {} "
+               "({:.1f} s)\n",
+               graph.source, a.num_rows, a.num_cols, a.nnz(),
+               a.has_values() ? "float32 values" : "pattern, all ones", avg_degree, max_degree,
+               load_time.seconds());
+
+    // 2. The copy bandwidth: the roofline every kernel is held against.
+    const auto copy = bench::measure_copy_bandwidth(stream, kCopyBytes, kCopyWarmup, kCopyRuns);
+    const double copy_gb_per_s = copy.median_gb_per_s();
+    fmt::print("device-to-device copy of {:.2f} GiB: median {:.3f} ms (min {:.3f}, max {:.3f}, {} "
+               "runs) = {:.1f} GB/s read + written\n",
+               gib(static_cast<double>(copy.copy_bytes)), copy.median_ms, copy.min_ms, copy.max_ms,
+               copy.runs, copy_gb_per_s);
+
+    // 3. Plans: each kernel's preprocessing, once, for the widest d.
+    const auto max_dim = *std::max_element(o.dims.begin(), o.dims.end());
+    std::vector<Kernel> kernels;
+    for (const auto* entry : kernel_entries) {
+        Kernel k;
+        k.entry = entry;
+        halo::app::Stopwatch setup;
+        try {
+            k.plan = entry->make(ctx, a, max_dim);
+            ctx.synchronize();
+            k.setup_ms = setup.seconds() * 1e3;
+            fmt::print("plan {} ({}): {} ready in {:.1f} ms\n", entry->name, entry->description,
+                       k.plan->algorithm(), k.setup_ms);
+        } catch (const halo::Error& e) {
+            if (entry->name == kBaseline) {
+                throw;  // no baseline, no benchmark
+            }
+            k.plan.reset();
+            k.error = e.message();
+            fmt::print("plan {}: ERROR: {}\n", entry->name, k.error);
+        }
+        kernels.push_back(std::move(k));
+    }
+
+    // 4. The rows every check compares.
+    const auto cs = make_check_set(a, o.check_rows, o.seed);
+    if (cs.sampled) {
+        fmt::print("checking {} of {} rows: a seeded sample of {} plus the first, the last and "
+                   "the longest row\n",
+                   cs.rows.size(), a.num_rows, o.check_rows);
+    } else {
+        fmt::print("checking all {} rows\n", a.num_rows);
+    }
+    std::fflush(stdout);
+
+    // 5. Every width, every kernel.
+    std::vector<Record> records;
+    for (const auto dim : o.dims) {
+        const auto set_bytes = (a.num_cols + a.num_rows) * dim * std::int64_t{sizeof(float)};
+        const auto l2 = static_cast<double>(info.l2_cache_bytes);
+        const int wanted = std::max(1, static_cast<int>(std::ceil(2.0 * l2 / set_bytes)));
+        const auto free = bench::free_device_memory();
+        const std::size_t fit =
+            free > kReserveBytes ? (free - kReserveBytes) / static_cast<std::size_t>(set_bytes) : 0;
+        const int sets = static_cast<int>(std::min<std::size_t>(wanted, fit));
+        if (sets == 0) {
+            const auto why = fmt::format(
+                "one X/Y set needs {}, {} of device memory free and {} of it kept in reserve",
+                halo::app::format_bytes(static_cast<double>(set_bytes)),
+                halo::app::format_bytes(static_cast<double>(free)),
+                halo::app::format_bytes(static_cast<double>(kReserveBytes)));
+            fmt::print("d = {}: SKIPPED: {}\n", dim, why);
+            for (const auto& k : kernels) {
+                Record rec;
+                rec.kernel = k.entry->name;
+                rec.dim = dim;
+                rec.status = "SKIPPED";
+                rec.message = why;
+                records.push_back(std::move(rec));
+            }
+            continue;
+        }
+        fmt::print("d = {}: {} buffer set(s) of {:.1f} MiB (X and Y){}\n", dim, sets,
+                   set_bytes / double(1 << 20),
+                   sets < wanted ? fmt::format(", fewer than the {} that exceed twice L2: "
+                                               "timings may include L2 reuse",
+                                               wanted)
+                                 : "");
+        std::fflush(stdout);
+
+        std::vector<bench::DeviceArray> xs;
+        std::vector<bench::DeviceArray> ys;
+        for (int s = 0; s < sets; ++s) {
+            xs.emplace_back(static_cast<std::size_t>(a.num_cols * dim));
+            ys.emplace_back(static_cast<std::size_t>(a.num_rows * dim));
+            bench::fill_uniform(xs.back().data(), xs.back().size(), x_seed(o.seed, dim, s), -1.0f,
+                                1.0f, stream);
+            bench::fill_value(ys.back().data(), ys.back().size(),
+                              std::numeric_limits<float>::quiet_NaN(), stream);
+        }
+        bench::synchronize(stream);
+        // The references of the first and the last set (the two that checks use), computed
+        // before any kernel runs and shared by all of them.
+        std::vector<Reference> refs;
+        refs.push_back(make_reference(cs, xs.front(), a.num_cols, dim, stream));
+        if (sets > 1) {
+            refs.push_back(make_reference(cs, xs.back(), a.num_cols, dim, stream));
+        }
+
+        const auto first = records.size();
+        for (auto& k : kernels) {
+            Record rec;
+            rec.kernel = k.entry->name;
+            rec.dim = dim;
+            rec.sets = sets;
+            rec.set_bytes = set_bytes;
+            rec.setup_ms = k.setup_ms;
+            if (!k.plan) {
+                rec.status = "ERROR";
+                rec.message = k.error;
+            } else {
+                rec.algorithm = k.plan->algorithm();
+                try {
+                    measure(k, rec, o, a, cs, xs, ys, refs, copy_gb_per_s, stream);
+                } catch (const halo::Error& e) {
+                    if (k.entry->name == kBaseline) {
+                        throw;
+                    }
+                    rec.status = "ERROR";
+                    rec.message = e.message();
+                }
+            }
+            if (rec.status == "ERROR") {
+                fmt::print("  {:<12} ERROR: {}\n", rec.kernel, rec.message);
+            } else {
+                fmt::print("  {:<12} median {:.4f} ms, {:.1f} GFLOP/s, {:.1f} GB/s ({:.1f}% of "
+                           "copy), {} bad of {} checked elements: {}\n",
+                           rec.kernel, rec.ms.median, rec.gflops, rec.gb_per_s,
+                           100.0 * rec.roofline_fraction, rec.check.bad, rec.check.elements,
+                           rec.status);
+            }
+            std::fflush(stdout);
+            records.push_back(std::move(rec));
+        }
+        const auto& base = records[first];  // the baseline runs first
+        for (auto i = first; i < records.size(); ++i) {
+            auto& r = records[i];
+            if (r.status != "ERROR" && base.status != "ERROR") {
+                r.speedup = base.ms.median / r.ms.median;
+            }
+        }
+    }
+
+    // 6. The table and the JSON file.
+    print_table(records);
+    int failures = 0;
+    for (const auto& r : records) {
+        if (r.status == "FAILED" || r.status == "ERROR") {
+            ++failures;
+        }
+    }
+    fmt::print("\n{}: {} of {} measurements failed\n", failures ? "FAILED" : "ok", failures,
+               records.size());
+
+    if (!o.json.empty()) {
+        Json doc;
+        doc["tool"] = "halo-bench";
+        doc["date"] = utc_now_iso();
+        doc["git_commit"] = HALO_GIT_COMMIT;
+        doc["command"] = command;
+        doc["device"] = {{"index", info.index},
+                         {"name", info.name},
+                         {"compute_capability", fmt::format("{}.{}", info.compute_major,
+                                                            info.compute_minor)},
+                         {"multiprocessors", info.multiprocessors},
+                         {"memory_bytes", info.global_memory_bytes},
+                         {"l2_cache_bytes", info.l2_cache_bytes}};
+        doc["graph"] = {{"source", graph.source},
+                        {"rows", a.num_rows},
+                        {"cols", a.num_cols},
+                        {"nnz", a.nnz()},
+                        {"avg_degree", avg_degree},
+                        {"max_degree", max_degree},
+                        {"values", a.has_values() ? "float32" : "pattern"},
+                        {"symmetrized", graph.symmetrized},
+                        {"self_loops", o.self_loops},
+                        {"normalize", o.normalize}};
+        doc["copy_bandwidth"] = {{"copy_bytes", copy.copy_bytes},
+                                 {"runs", copy.runs},
+                                 {"median_ms", copy.median_ms},
+                                 {"min_ms", copy.min_ms},
+                                 {"max_ms", copy.max_ms},
+                                 {"gb_per_s", copy_gb_per_s}};
+        doc["settings"] = {{"warmup", o.warmup},
+                           {"runs", o.runs},
+                           {"seed", o.seed},
+                           {"baseline", kBaseline},
+                           {"check_rows", cs.rows.size()},
+                           {"check_sampled", cs.sampled}};
+        Json list = Json::array();
+        for (const auto& r : records) {
+            list.push_back(record_json(r));
+        }
+        doc["records"] = std::move(list);
+        halo::write_file_atomic(o.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.json);
+    }
+    return failures ? 3 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    CLI::App app{"halo-bench: time SpMM kernels on one GPU against cuSPARSE and the measured copy "
+                 "bandwidth, each checked against the CPU reference"};
+    app.add_option("--graph", o.graph,
+                   "graph file (edge list, Matrix Market, .hcsr; gzip or plain) or a generator: "
+                   "rmat:SCALE:EF[:SEED], er:N:M[:SEED]")
+        ->required();
+    app.add_option("--dims", o.dims, "dense widths d, comma-separated")
+        ->delimiter(',')
+        ->capture_default_str();
+    std::string known;
+    for (const auto& e : kernel_registry()) {
+        known += (known.empty() ? "" : ", ") + e.name;
+    }
+    app.add_option("--kernels", o.kernels,
+                   "kernels to time, comma-separated (known: " + known + "); " + kBaseline +
+                       " always runs as the baseline")
+        ->delimiter(',')
+        ->capture_default_str();
+    auto* sym = app.add_flag("--symmetrize", o.symmetrize,
+                             "use A | A^T (the default for generated graphs)");
+    app.add_flag("--no-symmetrize", o.no_symmetrize, "keep a generated graph directed")
+        ->excludes(sym);
+    app.add_option("--self-loops", o.self_loops, "keep | drop | add")
+        ->check(CLI::IsMember({"keep", "drop", "add"}))
+        ->capture_default_str();
+    app.add_option("--normalize", o.normalize, "none (pattern, or the file's weights) | gcn | mean")
+        ->check(CLI::IsMember({"none", "gcn", "mean"}))
+        ->capture_default_str();
+    app.add_option("--warmup", o.warmup, "untimed launches per kernel and width")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--runs", o.runs, "timed launches per kernel and width (median reported)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--check-rows", o.check_rows,
+                   "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
+        ->capture_default_str();
+    app.add_option("--seed", o.seed, "seed of the dense inputs and the checked-row sample")
+        ->capture_default_str();
+    app.add_option("--device", o.device, "CUDA device index")->capture_default_str();
+    app.add_option("--json", o.json, "also write the results as JSON to this file");
+    CLI11_PARSE(app, argc, argv);
+    const auto command = halo::app::command_line(argc, argv);
+    return halo::app::run_guarded("halo-bench", [&] { return run(o, command); });
+}
