@@ -32,7 +32,10 @@ inline std::string command_line(int argc, char** argv)
 {
     std::string line;
     for (int i = 0; i < argc; ++i) {
-        line += (i ? " " : "") + std::string(argv[i]);
+        if (i > 0) {
+            line += ' ';
+        }
+        line += argv[i];
     }
     return line;
 }

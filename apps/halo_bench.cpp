@@ -8,9 +8,9 @@
 // checks again on the last buffer set. cuSPARSE always runs as the baseline of the same run.
 // Exit code: 0 every check passed, 1 an error stopped the run, 3 a kernel computed wrong values
 // (FAILED) or could not run (ERROR).
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -126,7 +126,10 @@ std::string utc_now_iso()
     return text;
 }
 
-double gib(double bytes) { return bytes / double(std::size_t{1} << 30); }
+double gib(double bytes)
+{
+    return bytes / double(std::size_t{1} << 30);
+}
 
 // ---------------------------------------------------------------------------------------------
 // The graph.
@@ -156,7 +159,8 @@ Graph load_graph(const Options& o)
         edges = halo::generate(spec);
     } else {
         g.source = o.graph;
-        fmt::print("reading {} ({})\n", o.graph, halo::to_string(halo::detect_graph_format(o.graph)));
+        fmt::print("reading {} ({})\n", o.graph,
+                   halo::to_string(halo::detect_graph_format(o.graph)));
         std::fflush(stdout);
         edges = halo::read_graph(o.graph);
     }
@@ -251,11 +255,11 @@ struct Reference {
     std::vector<float> scale;
 };
 
-Reference make_reference(const CheckSet& cs, const bench::DeviceArray& x, std::int64_t x_rows,
-                         std::int64_t dim, cudaStream_t stream)
+Reference make_reference(const CheckSet& cs, const float* x, std::int64_t x_rows, std::int64_t dim,
+                         cudaStream_t stream)
 {
     std::vector<float> xs(cs.columns.size() * dim);
-    bench::gather_rows_to_host({x.data(), x_rows, dim, dim}, cs.columns.data(),
+    bench::gather_rows_to_host({x, x_rows, dim, dim}, cs.columns.data(),
                                static_cast<std::int64_t>(cs.columns.size()), xs.data(), stream);
     Reference ref;
     ref.values.resize(cs.rows.size() * dim);
@@ -275,17 +279,20 @@ Reference make_reference(const CheckSet& cs, const bench::DeviceArray& x, std::i
 }
 
 struct CheckResult {
-    int runs = 0;            // checked runs (the first buffer set, and the last one if different)
-    std::int64_t rows = 0;   // rows compared in each run
+    int runs = 0;           // checked runs (the first buffer set, and the last one if different)
+    std::int64_t rows = 0;  // rows compared in each run
     std::int64_t elements = 0;
-    std::int64_t bad = 0;        // outside the tolerance, or not finite
-    std::int64_t nonfinite = 0;  // NaN (never written: the poison) or infinite
-    double max_rel_error = 0;    // max |y - ref| / s over finite elements
+    std::int64_t bad = 0;           // outside the tolerance, or not finite
+    std::int64_t nonfinite = 0;     // NaN (never written: the poison) or infinite
+    double max_rel_error = 0;       // max |y - ref| / s over finite elements
     double max_tolerance_used = 0;  // max |y - ref| / tolerance (above 1: a bad element)
     double err_sq = 0;
     double ref_sq = 0;
 
-    double rel_l2_error() const { return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq); }
+    double rel_l2_error() const
+    {
+        return ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
+    }
     void merge(const CheckResult& other)
     {
         runs += other.runs;
@@ -350,14 +357,15 @@ CheckResult compare(const CheckSet& cs, const Reference& ref, const std::vector<
 // Poisons every element of y with NaN, runs the plan once over all rows, and compares the checked
 // rows with the reference.
 CheckResult checked_run(halo::SpmmPlan& plan, const CheckSet& cs, const Reference& ref,
-                        const bench::DeviceArray& x, const bench::DeviceArray& y,
-                        const halo::Csr& a, std::int64_t dim, cudaStream_t stream)
+                        const float* x, float* y, const halo::Csr& a, std::int64_t dim,
+                        cudaStream_t stream)
 {
-    bench::fill_value(y.data(), y.size(), std::numeric_limits<float>::quiet_NaN(), stream);
-    plan.run({x.data(), a.num_cols, dim, dim}, {y.data(), a.num_rows, dim, dim}, {0, a.num_rows});
+    bench::fill_value(y, static_cast<std::size_t>(a.num_rows * dim),
+                      std::numeric_limits<float>::quiet_NaN(), stream);
+    plan.run({x, a.num_cols, dim, dim}, {y, a.num_rows, dim, dim}, {0, a.num_rows});
     bench::check_last_error();
     std::vector<float> ys(cs.rows.size() * dim);
-    bench::gather_rows_to_host({y.data(), a.num_rows, dim, dim}, cs.rows.data(),
+    bench::gather_rows_to_host({y, a.num_rows, dim, dim}, cs.rows.data(),
                                static_cast<std::int64_t>(cs.rows.size()), ys.data(), stream);
     return compare(cs, ref, ys, dim);
 }
@@ -371,7 +379,7 @@ struct Record {
     std::int64_t dim = 0;
     std::string status;  // ok | FAILED | ERROR | SKIPPED
     std::string message;
-    int sets = 0;
+    std::int64_t sets = 0;
     std::int64_t set_bytes = 0;
     double setup_ms = 0;
     Stats ms;
@@ -399,39 +407,57 @@ struct Kernel {
     std::string error;
 };
 
+// The X and Y buffer sets of one width, each kind in one allocation (a small graph may need
+// thousands of sets); set s starts at a 256-byte aligned offset.
+struct BufferSets {
+    std::int64_t count = 0;
+    std::size_t x_stride = 0;  // floats from one set's X to the next
+    std::size_t y_stride = 0;
+    bench::DeviceArray x;
+    bench::DeviceArray y;
+
+    float* x_set(std::int64_t s) const { return x.data() + s * x_stride; }
+    float* y_set(std::int64_t s) const { return y.data() + s * y_stride; }
+};
+
+std::size_t aligned_floats(std::int64_t count)
+{
+    constexpr std::size_t align = 256 / sizeof(float);
+    return (static_cast<std::size_t>(count) + align - 1) / align * align;
+}
+
 // Checks, warms up, times and checks again one kernel at one width on the prepared buffer sets.
-void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a,
-             const CheckSet& cs, const std::vector<bench::DeviceArray>& xs,
-             const std::vector<bench::DeviceArray>& ys, const std::vector<Reference>& refs,
-             double copy_gb_per_s, cudaStream_t stream)
+void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a, const CheckSet& cs,
+             const BufferSets& sets, const std::vector<Reference>& refs, double copy_gb_per_s,
+             cudaStream_t stream)
 {
     const auto dim = rec.dim;
-    const int sets = static_cast<int>(xs.size());
+    const auto last = sets.count - 1;
     auto& plan = *kernel.plan;
-    rec.check = checked_run(plan, cs, refs.front(), xs.front(), ys.front(), a, dim, stream);
+    rec.check = checked_run(plan, cs, refs.front(), sets.x_set(0), sets.y_set(0), a, dim, stream);
 
-    auto run = [&](int set) {
-        plan.run({xs[set].data(), a.num_cols, dim, dim}, {ys[set].data(), a.num_rows, dim, dim},
+    auto launch = [&](std::int64_t set) {
+        plan.run({sets.x_set(set), a.num_cols, dim, dim}, {sets.y_set(set), a.num_rows, dim, dim},
                  {0, a.num_rows});
         bench::check_last_error();
     };
     for (int w = 0; w < o.warmup; ++w) {
-        run(w % sets);
+        launch(w % sets.count);
     }
     bench::EventTimer timer(stream, o.runs);
     for (int r = 0; r < o.runs; ++r) {
-        const int set = (o.warmup + r) % sets;
+        const auto set = (o.warmup + r) % sets.count;
         timer.start(r);
-        run(set);
+        launch(set);
         timer.stop(r);
     }
     rec.ms = summarize(timer.elapsed_ms());
 
     // Again on another buffer set, after every timed run: a plan that kept the first set's
     // pointers, or state that drifts between runs, shows up here.
-    if (sets > 1) {
+    if (last > 0) {
         rec.check.merge(
-            checked_run(plan, cs, refs.back(), xs.back(), ys.back(), a, dim, stream));
+            checked_run(plan, cs, refs.back(), sets.x_set(last), sets.y_set(last), a, dim, stream));
     }
 
     rec.compulsory_bytes = compulsory_bytes(a, dim);
@@ -453,29 +479,33 @@ std::string format_speedup(const Record& r)
 
 void print_table(const std::vector<Record>& records)
 {
-    fmt::print("\n{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
-               "{:>9} {:>8} {}\n",
-               "kernel", "d", "sets", "median ms", "min ms", "max ms", "floor ms", "GFLOP/s",
-               "GB/s", "%copy", "speedup", "max rel", "bad", "status");
+    fmt::print(
+        "\n{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+        "{:>9} {:>8} {}\n",
+        "kernel", "d", "sets", "median ms", "min ms", "max ms", "floor ms", "GFLOP/s", "GB/s",
+        "%copy", "speedup", "max rel", "bad", "status");
     for (const auto& r : records) {
         if (r.status == "ERROR" || r.status == "SKIPPED") {
-            fmt::print("{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
-                       "{:>9} {:>8} {}: {}\n",
-                       r.kernel, r.dim, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                       r.status, r.message);
+            fmt::print(
+                "{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+                "{:>9} {:>8} {}: {}\n",
+                r.kernel, r.dim, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", r.status,
+                r.message);
             continue;
         }
-        fmt::print("{:<12} {:>5} {:>5} {:>10.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8.1f} "
-                   "{:>5.1f}% {:>8} {:>9.2e} {:>8} {}\n",
-                   r.kernel, r.dim, r.sets, r.ms.median, r.ms.min, r.ms.max, r.floor_ms, r.gflops,
-                   r.gb_per_s, 100.0 * r.roofline_fraction, format_speedup(r),
-                   r.check.max_rel_error, r.check.bad, r.status);
+        fmt::print(
+            "{:<12} {:>5} {:>5} {:>10.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8.1f} "
+            "{:>5.1f}% {:>8} {:>9.2e} {:>8} {}\n",
+            r.kernel, r.dim, r.sets, r.ms.median, r.ms.min, r.ms.max, r.floor_ms, r.gflops,
+            r.gb_per_s, 100.0 * r.roofline_fraction, format_speedup(r), r.check.max_rel_error,
+            r.check.bad, r.status);
     }
-    fmt::print("floor: compulsory bytes / copy bandwidth; %copy: achieved GB/s over the copy's; "
-               "speedup: {} median / this median (same run);\nmax rel: max |y - ref| / "
-               "sum_k |a_ik x_kj|; bad: elements outside the tolerance or not finite "
-               "(bench/README.md)\n",
-               kBaseline);
+    fmt::print(
+        "floor: compulsory bytes / copy bandwidth; %copy: achieved GB/s over the copy's; "
+        "speedup: {} median / this median (same run);\nmax rel: max |y - ref| / "
+        "sum_k |a_ik x_kj|; bad: elements outside the tolerance or not finite "
+        "(bench/README.md)\n",
+        kBaseline);
 }
 
 Json record_json(const Record& r)
@@ -568,14 +598,15 @@ void check_dims(const std::vector<std::int64_t>& dims)
     }
 }
 
-std::uint64_t x_seed(std::uint64_t seed, std::int64_t dim, int set)
+// The inputs of width d: distinct for each (seed, d), so no width reuses another's values.
+std::uint64_t x_seed(std::uint64_t seed, std::int64_t dim)
 {
-    return seed * 0x100000001b3ULL + static_cast<std::uint64_t>(dim) * 0x10001ULL +
-           static_cast<std::uint64_t>(set);
+    return seed * 0x100000001b3ULL + static_cast<std::uint64_t>(dim);
 }
 
 int run(const Options& o, const std::string& command)
 {
+    const auto date = utc_now_iso();
     check_dims(o.dims);
     const auto kernel_entries = resolve_kernels(o.kernels);
 
@@ -605,19 +636,21 @@ int run(const Options& o, const std::string& command)
     const auto& a = graph.csr;
     const auto max_degree = halo::max_row_nnz(a.view());
     const double avg_degree = static_cast<double>(a.nnz()) / static_cast<double>(a.num_rows);
-    fmt::print("graph {}: {} rows, {} columns, {} nonzeros ({}), degree avg {:.2f} max {} "
-               "({:.1f} s)\n",
-               graph.source, a.num_rows, a.num_cols, a.nnz(),
-               a.has_values() ? "float32 values" : "pattern, all ones", avg_degree, max_degree,
-               load_time.seconds());
+    fmt::print(
+        "graph {}: {} rows, {} columns, {} nonzeros ({}), degree avg {:.2f} max {} "
+        "({:.1f} s)\n",
+        graph.source, a.num_rows, a.num_cols, a.nnz(),
+        a.has_values() ? "float32 values" : "pattern, all ones", avg_degree, max_degree,
+        load_time.seconds());
 
     // 2. The copy bandwidth: the roofline every kernel is held against.
     const auto copy = bench::measure_copy_bandwidth(stream, kCopyBytes, kCopyWarmup, kCopyRuns);
     const double copy_gb_per_s = copy.median_gb_per_s();
-    fmt::print("device-to-device copy of {:.2f} GiB: median {:.3f} ms (min {:.3f}, max {:.3f}, {} "
-               "runs) = {:.1f} GB/s read + written\n",
-               gib(static_cast<double>(copy.copy_bytes)), copy.median_ms, copy.min_ms, copy.max_ms,
-               copy.runs, copy_gb_per_s);
+    fmt::print(
+        "device-to-device copy of {:.2f} GiB: median {:.3f} ms (min {:.3f}, max {:.3f}, {} "
+        "runs) = {:.1f} GB/s read + written\n",
+        gib(static_cast<double>(copy.copy_bytes)), copy.median_ms, copy.min_ms, copy.max_ms,
+        copy.runs, copy_gb_per_s);
 
     // 3. Plans: each kernel's preprocessing, once, for the widest d.
     const auto max_dim = *std::max_element(o.dims.begin(), o.dims.end());
@@ -646,9 +679,10 @@ int run(const Options& o, const std::string& command)
     // 4. The rows every check compares.
     const auto cs = make_check_set(a, o.check_rows, o.seed);
     if (cs.sampled) {
-        fmt::print("checking {} of {} rows: a seeded sample of {} plus the first, the last and "
-                   "the longest row\n",
-                   cs.rows.size(), a.num_rows, o.check_rows);
+        fmt::print(
+            "checking {} of {} rows: a seeded sample of {} plus the first, the last and "
+            "the longest row\n",
+            cs.rows.size(), a.num_rows, o.check_rows);
     } else {
         fmt::print("checking all {} rows\n", a.num_rows);
     }
@@ -659,11 +693,16 @@ int run(const Options& o, const std::string& command)
     for (const auto dim : o.dims) {
         const auto set_bytes = (a.num_cols + a.num_rows) * dim * std::int64_t{sizeof(float)};
         const auto l2 = static_cast<double>(info.l2_cache_bytes);
-        const int wanted = std::max(1, static_cast<int>(std::ceil(2.0 * l2 / set_bytes)));
+        const auto wanted = std::max<std::int64_t>(
+            1, static_cast<std::int64_t>(std::ceil(2.0 * l2 / static_cast<double>(set_bytes))));
+        BufferSets buffers;
+        buffers.x_stride = aligned_floats(a.num_cols * dim);
+        buffers.y_stride = aligned_floats(a.num_rows * dim);
+        const auto stride_bytes = (buffers.x_stride + buffers.y_stride) * sizeof(float);
         const auto free = bench::free_device_memory();
-        const std::size_t fit =
-            free > kReserveBytes ? (free - kReserveBytes) / static_cast<std::size_t>(set_bytes) : 0;
-        const int sets = static_cast<int>(std::min<std::size_t>(wanted, fit));
+        const std::size_t fit = free > kReserveBytes ? (free - kReserveBytes) / stride_bytes : 0;
+        const auto sets =
+            static_cast<std::int64_t>(std::min(static_cast<std::size_t>(wanted), fit));
         if (sets == 0) {
             const auto why = fmt::format(
                 "one X/Y set needs {}, {} of device memory free and {} of it kept in reserve",
@@ -689,23 +728,21 @@ int run(const Options& o, const std::string& command)
                                  : "");
         std::fflush(stdout);
 
-        std::vector<bench::DeviceArray> xs;
-        std::vector<bench::DeviceArray> ys;
-        for (int s = 0; s < sets; ++s) {
-            xs.emplace_back(static_cast<std::size_t>(a.num_cols * dim));
-            ys.emplace_back(static_cast<std::size_t>(a.num_rows * dim));
-            bench::fill_uniform(xs.back().data(), xs.back().size(), x_seed(o.seed, dim, s), -1.0f,
-                                1.0f, stream);
-            bench::fill_value(ys.back().data(), ys.back().size(),
-                              std::numeric_limits<float>::quiet_NaN(), stream);
-        }
+        buffers.count = sets;
+        buffers.x = bench::DeviceArray(buffers.x_stride * sets);
+        buffers.y = bench::DeviceArray(buffers.y_stride * sets);
+        // One seeded stream of values over all sets: every set holds different inputs.
+        bench::fill_uniform(buffers.x.data(), buffers.x.size(), x_seed(o.seed, dim), -1.0f, 1.0f,
+                            stream);
+        bench::fill_value(buffers.y.data(), buffers.y.size(),
+                          std::numeric_limits<float>::quiet_NaN(), stream);
         bench::synchronize(stream);
         // The references of the first and the last set (the two that checks use), computed
         // before any kernel runs and shared by all of them.
         std::vector<Reference> refs;
-        refs.push_back(make_reference(cs, xs.front(), a.num_cols, dim, stream));
+        refs.push_back(make_reference(cs, buffers.x_set(0), a.num_cols, dim, stream));
         if (sets > 1) {
-            refs.push_back(make_reference(cs, xs.back(), a.num_cols, dim, stream));
+            refs.push_back(make_reference(cs, buffers.x_set(sets - 1), a.num_cols, dim, stream));
         }
 
         const auto first = records.size();
@@ -722,7 +759,7 @@ int run(const Options& o, const std::string& command)
             } else {
                 rec.algorithm = k.plan->algorithm();
                 try {
-                    measure(k, rec, o, a, cs, xs, ys, refs, copy_gb_per_s, stream);
+                    measure(k, rec, o, a, cs, buffers, refs, copy_gb_per_s, stream);
                 } catch (const halo::Error& e) {
                     if (k.entry->name == kBaseline) {
                         throw;
@@ -734,11 +771,11 @@ int run(const Options& o, const std::string& command)
             if (rec.status == "ERROR") {
                 fmt::print("  {:<12} ERROR: {}\n", rec.kernel, rec.message);
             } else {
-                fmt::print("  {:<12} median {:.4f} ms, {:.1f} GFLOP/s, {:.1f} GB/s ({:.1f}% of "
-                           "copy), {} bad of {} checked elements: {}\n",
-                           rec.kernel, rec.ms.median, rec.gflops, rec.gb_per_s,
-                           100.0 * rec.roofline_fraction, rec.check.bad, rec.check.elements,
-                           rec.status);
+                fmt::print(
+                    "  {:<12} median {:.4f} ms, {:.1f} GFLOP/s, {:.1f} GB/s ({:.1f}% of "
+                    "copy), {} bad of {} checked elements: {}\n",
+                    rec.kernel, rec.ms.median, rec.gflops, rec.gb_per_s,
+                    100.0 * rec.roofline_fraction, rec.check.bad, rec.check.elements, rec.status);
             }
             std::fflush(stdout);
             records.push_back(std::move(rec));
@@ -766,16 +803,16 @@ int run(const Options& o, const std::string& command)
     if (!o.json.empty()) {
         Json doc;
         doc["tool"] = "halo-bench";
-        doc["date"] = utc_now_iso();
+        doc["date"] = date;
         doc["git_commit"] = HALO_GIT_COMMIT;
         doc["command"] = command;
-        doc["device"] = {{"index", info.index},
-                         {"name", info.name},
-                         {"compute_capability", fmt::format("{}.{}", info.compute_major,
-                                                            info.compute_minor)},
-                         {"multiprocessors", info.multiprocessors},
-                         {"memory_bytes", info.global_memory_bytes},
-                         {"l2_cache_bytes", info.l2_cache_bytes}};
+        doc["device"] = {
+            {"index", info.index},
+            {"name", info.name},
+            {"compute_capability", fmt::format("{}.{}", info.compute_major, info.compute_minor)},
+            {"multiprocessors", info.multiprocessors},
+            {"memory_bytes", info.global_memory_bytes},
+            {"l2_cache_bytes", info.l2_cache_bytes}};
         doc["graph"] = {{"source", graph.source},
                         {"rows", a.num_rows},
                         {"cols", a.num_cols},
@@ -786,12 +823,9 @@ int run(const Options& o, const std::string& command)
                         {"symmetrized", graph.symmetrized},
                         {"self_loops", o.self_loops},
                         {"normalize", o.normalize}};
-        doc["copy_bandwidth"] = {{"copy_bytes", copy.copy_bytes},
-                                 {"runs", copy.runs},
-                                 {"median_ms", copy.median_ms},
-                                 {"min_ms", copy.min_ms},
-                                 {"max_ms", copy.max_ms},
-                                 {"gb_per_s", copy_gb_per_s}};
+        doc["copy_bandwidth"] = {{"copy_bytes", copy.copy_bytes}, {"runs", copy.runs},
+                                 {"median_ms", copy.median_ms},   {"min_ms", copy.min_ms},
+                                 {"max_ms", copy.max_ms},         {"gb_per_s", copy_gb_per_s}};
         doc["settings"] = {{"warmup", o.warmup},
                            {"runs", o.runs},
                            {"seed", o.seed},
@@ -814,8 +848,9 @@ int run(const Options& o, const std::string& command)
 int main(int argc, char** argv)
 {
     Options o;
-    CLI::App app{"halo-bench: time SpMM kernels on one GPU against cuSPARSE and the measured copy "
-                 "bandwidth, each checked against the CPU reference"};
+    CLI::App app{
+        "halo-bench: time SpMM kernels on one GPU against cuSPARSE and the measured copy "
+        "bandwidth, each checked against the CPU reference"};
     app.add_option("--graph", o.graph,
                    "graph file (edge list, Matrix Market, .hcsr; gzip or plain) or a generator: "
                    "rmat:SCALE:EF[:SEED], er:N:M[:SEED]")

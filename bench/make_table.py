@@ -41,7 +41,8 @@ def check_text(record, settings):
     check = record["check"]
     rows = "all rows" if not settings.get("check_sampled") else "{} rows".format(check["rows"])
     if status == "FAILED":
-        return "**FAILED**: {} bad of {} ({})".format(check["bad_elements"], check["elements"], rows)
+        return "**FAILED**: {} bad of {} ({})".format(check["bad_elements"], check["elements"],
+                                                      rows)
     return "ok, {:.1e} ({})".format(check["max_rel_error"], rows)
 
 

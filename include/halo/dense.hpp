@@ -19,8 +19,9 @@ struct DenseView {
     T& operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
     T* row(std::int64_t i) const { return data + i * ld; }
 
-    /// Implicit conversion to a view of const elements.
+    /// Implicit conversion to a view of const elements (for non-const views only).
     operator DenseView<const std::remove_const_t<T>>() const
+        requires(!std::is_const_v<T>)
     {
         return {data, rows, cols, ld};
     }

@@ -21,8 +21,8 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 
 unsigned grid_for(std::size_t count)
 {
-    return static_cast<unsigned>(std::clamp<std::size_t>((count + kBlock - 1) / kBlock, 1,
-                                                         kMaxBlocks));
+    return static_cast<unsigned>(
+        std::clamp<std::size_t>((count + kBlock - 1) / kBlock, 1, kMaxBlocks));
 }
 
 __host__ __device__ inline std::uint64_t splitmix64(std::uint64_t z)
@@ -38,8 +38,8 @@ __global__ void fill_uniform_kernel(float* data, std::size_t count, std::uint64_
                                     float span)
 {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         i < count; i += stride) {
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride) {
         // Element i is the (i + 1)-th output of the splitmix64 sequence started at `key`.
         const std::uint64_t bits = splitmix64(key + (i + 1) * kGamma);
         const float u = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);  // 24 bits
@@ -50,8 +50,8 @@ __global__ void fill_uniform_kernel(float* data, std::size_t count, std::uint64_
 __global__ void fill_value_kernel(float* data, std::size_t count, float value)
 {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         i < count; i += stride) {
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+         i += stride) {
         data[i] = value;
     }
 }
@@ -61,8 +61,8 @@ __global__ void gather_rows_kernel(const float* src, std::int64_t ld, std::int64
 {
     const std::size_t total = count * static_cast<std::size_t>(cols);
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         e < total; e += stride) {
+    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += stride) {
         const auto r = e / static_cast<std::size_t>(cols);
         const auto j = e % static_cast<std::size_t>(cols);
         dst[e] = src[rows[r] * ld + static_cast<std::int64_t>(j)];
@@ -125,7 +125,8 @@ DeviceArray::~DeviceArray()
 
 DeviceArray::DeviceArray(DeviceArray&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0))
-{}
+{
+}
 
 DeviceArray& DeviceArray::operator=(DeviceArray&& other) noexcept
 {
@@ -266,8 +267,8 @@ void gather_rows_to_host(DenseView<const float> src, const std::int64_t* rows, s
     HALO_EXPECTS(count >= 0 && src.cols >= 0 && src.ld >= src.cols, "count ", count, " cols ",
                  src.cols, " ld ", src.ld);
     for (std::int64_t r = 0; r < count; ++r) {
-        HALO_EXPECTS(rows[r] >= 0 && rows[r] < src.rows, "row ", rows[r], " outside [0, ",
-                     src.rows, ")");
+        HALO_EXPECTS(rows[r] >= 0 && rows[r] < src.rows, "row ", rows[r], " outside [0, ", src.rows,
+                     ")");
     }
     if (count == 0 || src.cols == 0) {
         return;
@@ -293,7 +294,10 @@ void gather_rows_to_host(DenseView<const float> src, const std::int64_t* rows, s
     index.release();
 }
 
-void set_device(int device) { HALO_CUDA_TRY(cudaSetDevice(device)); }
+void set_device(int device)
+{
+    HALO_CUDA_TRY(cudaSetDevice(device));
+}
 
 std::size_t free_device_memory()
 {
@@ -303,7 +307,10 @@ std::size_t free_device_memory()
     return free;
 }
 
-void check_last_error() { HALO_CUDA_TRY(cudaGetLastError()); }
+void check_last_error()
+{
+    HALO_CUDA_TRY(cudaGetLastError());
+}
 
 void synchronize(cudaStream_t stream)
 {
