@@ -32,9 +32,12 @@
 #include "halo/cuda/bench.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
+#include "halo/engine.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
+#include "halo/model.hpp"
+#include "halo/shard.hpp"
 #include "halo/spmm.hpp"
 
 #ifndef HALO_GIT_COMMIT
@@ -96,6 +99,9 @@ struct Options {
     std::uint64_t seed = 1;
     int device = 0;
     std::string json;
+    bool e2e = false;
+    std::string model_dims = "128,128,64";
+    std::string layer = "gcn";
 };
 
 struct Stats {
@@ -604,6 +610,88 @@ std::uint64_t x_seed(std::uint64_t seed, std::int64_t dim)
     return seed * 0x100000001b3ULL + static_cast<std::uint64_t>(dim);
 }
 
+// --e2e: a whole single-GPU inference through the engine (CUDA backend, one part), per layer:
+// wall time, SpMM, dense (GEMM + element-wise), exchange and waiting (zero on one part); medians.
+int run_e2e(const Options& o, Context& ctx, const halo::Csr& a, const std::string& source,
+            const std::string& date, const std::string& command, double copy_gb_per_s)
+{
+    const std::vector<std::int32_t> owner(a.num_rows, 0);
+    const auto shard = halo::build_shard(a, owner, 1, 0);
+    const auto model = halo::random_model(halo::parse_layer_type(o.layer),
+                                          halo::parse_dims(o.model_dims), o.seed);
+    auto backend = halo::cuda::make_cuda_backend(ctx);
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::EngineOptions eopt;
+    eopt.dataset_normalization = o.normalize;
+    halo::Engine engine(*backend, *exchanger, shard, model, eopt);
+    const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), o.seed);
+    for (int r = 0; r < o.warmup; ++r) {
+        engine.run(x);
+    }
+    const auto layers = model.layers.size();
+    std::vector<std::vector<double>> total(layers), spmm(layers), dense(layers), exch(layers),
+        wait(layers);
+    std::vector<double> forward;
+    for (int r = 0; r < o.runs; ++r) {
+        engine.run(x);
+        double sum = 0.0;
+        for (std::size_t l = 0; l < layers; ++l) {
+            const auto& t = engine.timings()[l];
+            total[l].push_back(t.total * 1e3);
+            spmm[l].push_back(t.spmm * 1e3);
+            dense[l].push_back(t.dense * 1e3);
+            exch[l].push_back(t.exchange * 1e3);
+            wait[l].push_back(t.waiting * 1e3);
+            sum += t.total * 1e3;
+        }
+        forward.push_back(sum);
+    }
+    fmt::print("\ne2e: random {} model {} on {} ({} rows, {} nonzeros), CUDA backend, one part; "
+               "medians of {} runs after {} warm-up\n",
+               o.layer, o.model_dims, source, a.num_rows, a.nnz(), o.runs, o.warmup);
+    fmt::print("{:>5} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "layer", "width", "total ms",
+               "spmm ms", "dense ms", "exch ms", "wait ms");
+    Json records = Json::array();
+    for (std::size_t l = 0; l < layers; ++l) {
+        const auto& layer = model.layers[l];
+        const auto t = summarize(total[l]).median;
+        const auto sp = summarize(spmm[l]).median;
+        const auto de = summarize(dense[l]).median;
+        const auto ex = summarize(exch[l]).median;
+        const auto wa = summarize(wait[l]).median;
+        fmt::print("{:>5} {:>5}->{:<5} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", l,
+                   layer.in_dim, layer.out_dim, t, sp, de, ex, wa);
+        records.push_back({{"layer", l},
+                           {"in_dim", layer.in_dim},
+                           {"out_dim", layer.out_dim},
+                           {"aggregate_first", layer.aggregate_first()},
+                           {"total_ms", t},
+                           {"spmm_ms", sp},
+                           {"dense_ms", de},
+                           {"exchange_ms", ex},
+                           {"waiting_ms", wa}});
+    }
+    const auto fwd = summarize(forward);
+    fmt::print("forward: median {:.3f} ms (min {:.3f}, max {:.3f}); {}\n", fwd.median, fwd.min,
+               fwd.max, ctx.memory_report());
+    if (!o.json.empty()) {
+        Json doc;
+        doc["tool"] = "halo-bench --e2e";
+        doc["date"] = date;
+        doc["git_commit"] = HALO_GIT_COMMIT;
+        doc["command"] = command;
+        doc["device"] = halo::cuda::device_info(ctx.device()).name;
+        doc["graph"] = {{"source", source}, {"rows", a.num_rows}, {"nnz", a.nnz()}};
+        doc["copy_gb_per_s"] = copy_gb_per_s;
+        doc["model"] = {{"layer", o.layer}, {"dims", o.model_dims}, {"seed", o.seed}};
+        doc["forward_ms"] = {{"median", fwd.median}, {"min", fwd.min}, {"max", fwd.max}};
+        doc["layers"] = records;
+        halo::write_file_atomic(o.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.json);
+    }
+    return 0;
+}
+
 int run(const Options& o, const std::string& command)
 {
     const auto date = utc_now_iso();
@@ -651,6 +739,10 @@ int run(const Options& o, const std::string& command)
         "runs) = {:.1f} GB/s read + written\n",
         gib(static_cast<double>(copy.copy_bytes)), copy.median_ms, copy.min_ms, copy.max_ms,
         copy.runs, copy_gb_per_s);
+
+    if (o.e2e) {
+        return run_e2e(o, ctx, a, graph.source, date, command, copy_gb_per_s);
+    }
 
     // 3. Plans: each kernel's preprocessing, once, for the widest d.
     const auto max_dim = *std::max_element(o.dims.begin(), o.dims.end());
@@ -891,6 +983,14 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--device", o.device, "CUDA device index")->capture_default_str();
     app.add_option("--json", o.json, "also write the results as JSON to this file");
+    app.add_flag("--e2e", o.e2e,
+                 "time a whole inference instead (engine, CUDA backend, one part): per layer "
+                 "wall, SpMM, dense, exchange and waiting time");
+    app.add_option("--model-dims", o.model_dims, "with --e2e: widths of the random model")
+        ->capture_default_str();
+    app.add_option("--layer", o.layer, "with --e2e: gcn | sage | gin")
+        ->check(CLI::IsMember({"gcn", "sage", "gin"}))
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     const auto command = halo::app::command_line(argc, argv);
     return halo::app::run_guarded("halo-bench", [&] { return run(o, command); });

@@ -53,7 +53,10 @@ CudaEvent::CudaEvent(int device)
     HALO_CUDA_TRY(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
 }
 
-CudaEvent::~CudaEvent() { static_cast<void>(cudaEventDestroy(event_)); }
+CudaEvent::~CudaEvent()
+{
+    static_cast<void>(cudaEventDestroy(event_));
+}
 
 void CudaEvent::order(cudaStream_t earlier, cudaStream_t later)
 {
@@ -102,8 +105,8 @@ void check_device_matrix(const DenseView<float>& x, std::int64_t num_owned, std:
     // A host pointer would fail deep inside NCCL or MPI, or corrupt memory; name it here instead.
     cudaPointerAttributes attributes{};
     HALO_CUDA_TRY(cudaPointerGetAttributes(&attributes, x.data));
-    const bool on_device = attributes.type == cudaMemoryTypeDevice ||
-                           attributes.type == cudaMemoryTypeManaged;
+    const bool on_device =
+        attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
     HALO_EXPECTS(on_device && attributes.device == device, "x (", static_cast<const void*>(x.data),
                  ") is not memory of device ", device, " (CUDA memory type ",
                  static_cast<int>(attributes.type), ", device ", attributes.device, ')');

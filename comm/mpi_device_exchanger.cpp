@@ -263,10 +263,10 @@ void MpiDeviceExchanger::start(DenseView<float> x)
         detail::pack_rows(x.data, x.ld, send_rows_.data(), num_send_, cols, send_device_.data(),
                           stream);
         if (!cuda_aware_ && num_send_ > 0) {
-            HALO_CUDA_TRY(cudaMemcpyAsync(
-                send_host_.data(), send_device_.data(),
-                static_cast<std::size_t>(num_send_ * cols) * sizeof(float),
-                cudaMemcpyDeviceToHost, stream));
+            HALO_CUDA_TRY(
+                cudaMemcpyAsync(send_host_.data(), send_device_.data(),
+                                static_cast<std::size_t>(num_send_ * cols) * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream));
         }
         HALO_CUDA_TRY(cudaStreamSynchronize(stream));
     }

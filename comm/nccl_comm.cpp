@@ -26,9 +26,9 @@ NcclComm::NcclComm(MPI_Comm comm, const cuda::Context& ctx)
     std::string failure;
     const cudaError_t selected = cudaSetDevice(ctx.device());
     if (selected != cudaSuccess) {
-        failure = detail::concat("cudaSetDevice(", ctx.device(),
-                                 ") failed: ", cudaGetErrorName(selected), ": ",
-                                 cudaGetErrorString(selected));
+        failure =
+            detail::concat("cudaSetDevice(", ctx.device(), ") failed: ", cudaGetErrorName(selected),
+                           ": ", cudaGetErrorString(selected));
     }
     // Rank 0 broadcasts the id together with the result of making it.
     struct Bootstrap {
@@ -52,8 +52,8 @@ NcclComm::NcclComm(MPI_Comm comm, const cuda::Context& ctx)
         HALO_THROW(NcclError, "NCCL bootstrap on rank ", rank_, " of ", size_, ": ", failure);
     }
     if (first_failed < size_) {
-        HALO_THROW(NcclError, "NCCL bootstrap on rank ", rank_, " of ", size_,
-                   " abandoned: rank ", first_failed, " failed before ncclCommInitRank");
+        HALO_THROW(NcclError, "NCCL bootstrap on rank ", rank_, " of ", size_, " abandoned: rank ",
+                   first_failed, " failed before ncclCommInitRank");
     }
     ncclComm_t created = nullptr;
     const ncclResult_t joined = ncclCommInitRank(&created, size_, bootstrap.id, rank_);

@@ -8,6 +8,8 @@
 // it is sent) and one ncclSend per peer from the packed buffer. finish() only makes the compute
 // stream wait for the comm stream. A strided x (ld > cols) receives into a staging buffer that is
 // allocated on the first such exchange and copied into place on the comm stream.
+#include "halo/nccl_exchanger.hpp"
+
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -22,7 +24,6 @@
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/nccl_error.hpp"
-#include "halo/nccl_exchanger.hpp"
 
 namespace halo {
 namespace {
@@ -169,11 +170,10 @@ void NcclExchanger::start(DenseView<float> x)
         const auto sends = post(staged ? staging_.data() : x.row(num_owned_), cols);
         if (staged) {
             const auto row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
-            HALO_CUDA_TRY(cudaMemcpy2DAsync(x.row(num_owned_),
-                                            static_cast<std::size_t>(x.ld) * sizeof(float),
-                                            staging_.data(), row_bytes, row_bytes,
-                                            static_cast<std::size_t>(num_halo_),
-                                            cudaMemcpyDeviceToDevice, stream));
+            HALO_CUDA_TRY(cudaMemcpy2DAsync(
+                x.row(num_owned_), static_cast<std::size_t>(x.ld) * sizeof(float), staging_.data(),
+                row_bytes, row_bytes, static_cast<std::size_t>(num_halo_), cudaMemcpyDeviceToDevice,
+                stream));
         }
         stats_.messages_sent += sends;
     }

@@ -25,8 +25,8 @@ __global__ void pack_rows_kernel(const T* __restrict__ x, std::int64_t ld,
                                  std::int64_t cols, T* __restrict__ out)
 {
     const auto stride = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
-    for (auto i = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.y;
-         i < num_rows; i += stride) {
+    for (auto i = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.y; i < num_rows;
+         i += stride) {
         const T* src = x + static_cast<std::int64_t>(rows[i]) * ld;
         T* dst = out + i * cols;
         for (auto c = static_cast<std::int64_t>(threadIdx.x); c < cols; c += kWarp) {
@@ -35,7 +35,10 @@ __global__ void pack_rows_kernel(const T* __restrict__ x, std::int64_t ld,
     }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p)
+{
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
 
 }  // namespace
 
@@ -51,9 +54,9 @@ void pack_rows(const float* x, std::int64_t ld, const std::int32_t* rows, std::i
     const dim3 grid(static_cast<unsigned>(
         std::min<std::int64_t>((num_rows + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks)));
     if (cols % 4 == 0 && ld % 4 == 0 && aligned16(x) && aligned16(out)) {
-        pack_rows_kernel<float4><<<grid, block, 0, stream>>>(
-            reinterpret_cast<const float4*>(x), ld / 4, rows, num_rows, cols / 4,
-            reinterpret_cast<float4*>(out));
+        pack_rows_kernel<float4><<<grid, block, 0, stream>>>(reinterpret_cast<const float4*>(x),
+                                                             ld / 4, rows, num_rows, cols / 4,
+                                                             reinterpret_cast<float4*>(out));
     } else {
         pack_rows_kernel<float><<<grid, block, 0, stream>>>(x, ld, rows, num_rows, cols, out);
     }

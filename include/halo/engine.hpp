@@ -31,7 +31,9 @@ enum class Aggregation {
 /// Per-layer timing on one rank, in seconds.
 struct LayerTiming {
     double total = 0.0;     // wall time of the layer
-    double compute = 0.0;   // SpMM + GEMM + elementwise
+    double compute = 0.0;   // spmm + dense
+    double spmm = 0.0;      // the aggregation (interior and boundary rows)
+    double dense = 0.0;     // GEMM and element-wise steps
     double exchange = 0.0;  // time in start() and finish() of the exchange
     double waiting = 0.0;   // part of `exchange` spent blocked in finish()
     std::int64_t exchanged_bytes = 0;

@@ -5,11 +5,13 @@
 // the compute stream wait for the received rows in finish() (events, no host blocking for NCCL).
 //
 // For both: x is a device matrix on ctx's device (a host pointer is refused with
-// halo::LogicError); rows == num_owned + num_halo, cols <= max_dim, any ld >= cols (a strided x
-// receives into a device staging buffer, allocated on its first use). Work issued to the compute
-// stream before start() is seen by the exchange; work issued after finish() sees the halo rows;
-// between the two, compute-stream work may read the owned rows but must not write the rows being
-// sent nor touch the halo rows. The Context (and the NcclComm) must outlive the exchanger.
+// halo::LogicError); rows == num_owned + num_halo, cols <= max_dim, any ld >= cols (NCCL and
+// CUDA-aware MPI receive a strided x into a device staging buffer allocated on its first use). Work
+// issued to the compute stream before start() is seen by the exchange; work issued after finish()
+// sees the halo rows; between the two, compute-stream work may read the owned rows but must not
+// write the rows being sent nor touch the halo rows. Either works whichever device is current.
+// Construction throws halo::LogicError when the shard is not this rank's part, its plan indexes
+// outside the shard, or max_dim < 1. The Context (and the NcclComm) must outlive the exchanger.
 #pragma once
 
 #include <mpi.h>
@@ -62,17 +64,18 @@ std::unique_ptr<HaloExchanger> make_nccl_exchanger(cuda::Context& ctx, NcclComm&
 /// MPI exchanger for device matrices: pack on the GPU, copy to pinned host buffers, MPI, copy
 /// back into the halo region (or pass device pointers when MPI is CUDA-aware and
 /// options.cuda_aware is set). Messages, tags and splitting follow options.mpi as in
-/// make_mpi_exchanger. start() blocks the host until the compute stream's earlier work and the
-/// packing are done (MPI reads the packed rows from the host); finish() waits for MPI, and the
-/// copy into the halo region stays asynchronous on the comm stream. cuda_aware with an MPI that
-/// reports no CUDA support (MPIX_Query_cuda_support) throws halo::LogicError; an MPI that cannot
-/// tell is trusted.
+/// make_mpi_exchanger, and so does finish()'s halo::MpiError for a block shorter than the plan.
+/// start() blocks the host until the compute stream's earlier work and the packing are done (MPI
+/// reads the packed rows from the host); finish() waits for MPI, and the copy into the halo region
+/// (strided or not) stays asynchronous on the comm stream. cuda_aware with an MPI that reports no
+/// CUDA support (MPIX_Query_cuda_support) throws halo::LogicError; an MPI that cannot tell is
+/// trusted.
 struct MpiDeviceExchangerOptions {
     MpiExchangerOptions mpi;
     bool cuda_aware = false;
 };
-std::unique_ptr<HaloExchanger> make_mpi_device_exchanger(cuda::Context& ctx, MPI_Comm comm,
-                                                         const Shard& shard, std::int64_t max_dim,
-                                                         const MpiDeviceExchangerOptions& options = {});
+std::unique_ptr<HaloExchanger> make_mpi_device_exchanger(
+    cuda::Context& ctx, MPI_Comm comm, const Shard& shard, std::int64_t max_dim,
+    const MpiDeviceExchangerOptions& options = {});
 
 }  // namespace halo

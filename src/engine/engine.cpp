@@ -273,7 +273,7 @@ struct Engine::Impl {
             t0 = std::chrono::steady_clock::now();
             op.run(src, dst, interior);
             backend.synchronize();
-            t.compute += seconds_since(t0);
+            t.spmm += seconds_since(t0);
         }
         t0 = std::chrono::steady_clock::now();
         exchanger.finish();
@@ -283,7 +283,7 @@ struct Engine::Impl {
         t0 = std::chrono::steady_clock::now();
         op.run(src, dst, options.overlap ? boundary : RowRange{0, n_owned});
         backend.synchronize();
-        t.compute += seconds_since(t0);
+        t.spmm += seconds_since(t0);
     }
 
     // Runs one layer from buffer `in` into another buffer; returns the output buffer index.
@@ -310,7 +310,7 @@ struct Engine::Impl {
             const auto t0 = std::chrono::steady_clock::now();
             fn();
             backend.synchronize();
-            t.compute += seconds_since(t0);
+            t.dense += seconds_since(t0);
         };
         int out = a;
         switch (layer.type) {
@@ -395,6 +395,7 @@ std::vector<float> Engine::run(const std::vector<float>& features)
         cur = im.forward(l, cur, t);
         im.backend.synchronize();
         t.total = seconds_since(t0);
+        t.compute = t.spmm + t.dense;
         t.exchanged_bytes = (im.exchanger.stats().bytes_sent - stats_before.bytes_sent) +
                             (im.exchanger.stats().bytes_received - stats_before.bytes_received);
         if (im.options.keep_layers) {

@@ -21,6 +21,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -195,8 +196,8 @@ std::vector<float> image(const Shard& shard, std::int64_t cols, std::int64_t ld,
         const bool owned = i < shard.num_owned;
         const auto id = owned ? shard.global_ids[i] : shard.halo_global_ids[i - shard.num_owned];
         for (std::int64_t c = 0; c < cols; ++c) {
-            out[i * ld + c] = owned || !before ? value(id, c, round)
-                                               : std::numeric_limits<float>::quiet_NaN();
+            out[i * ld + c] =
+                owned || !before ? value(id, c, round) : std::numeric_limits<float>::quiet_NaN();
         }
     }
     return out;
@@ -283,6 +284,12 @@ std::string to_string(Kind kind)
     return "?";
 }
 
+// gtest names the parameter of a failing test with this.
+void PrintTo(Kind kind, std::ostream* os)
+{
+    *os << to_string(kind);
+}
+
 struct GpuSetup {
     std::unique_ptr<halo::MpiWorld> world;
     std::unique_ptr<Context> ctx;
@@ -301,11 +308,11 @@ std::unique_ptr<GpuSetup> make_setup()
     // NCCL refuses two ranks on one GPU; the MPI transport shares them.
     const int needed = kNccl ? s->world->local_size() : 1;
     if (!all_ranks(comm, s->gpus >= needed)) {
-        s->skip = kNccl ? "NCCL needs one CUDA device per rank: " +
-                              std::to_string(s->world->local_size()) +
-                              " ranks on a node where this rank sees " + std::to_string(s->gpus)
-                        : "needs a CUDA device on every rank; this rank sees " +
-                              std::to_string(s->gpus);
+        s->skip =
+            kNccl
+                ? "NCCL needs one CUDA device per rank: " + std::to_string(s->world->local_size()) +
+                      " ranks on a node where this rank sees " + std::to_string(s->gpus)
+                : "needs a CUDA device on every rank; this rank sees " + std::to_string(s->gpus);
         return s;
     }
     try {
@@ -358,7 +365,8 @@ public:
         : ctx_(&ctx),
           buffer_(ctx, static_cast<std::size_t>((shard.num_owned + shard.num_halo) * ld)),
           view_{buffer_.data(), shard.num_owned + shard.num_halo, cols, ld}
-    {}
+    {
+    }
 
     DenseView<float> view() const { return view_; }
 
@@ -372,8 +380,8 @@ public:
     std::vector<float> download() const
     {
         std::vector<float> host(buffer_.size());
-        TEST_CUDA(cudaMemcpyAsync(host.data(), view_.data, buffer_.bytes(),
-                                  cudaMemcpyDeviceToHost, ctx_->compute_stream()));
+        TEST_CUDA(cudaMemcpyAsync(host.data(), view_.data, buffer_.bytes(), cudaMemcpyDeviceToHost,
+                                  ctx_->compute_stream()));
         TEST_CUDA(cudaStreamSynchronize(ctx_->compute_stream()));
         return host;
     }
@@ -403,13 +411,17 @@ class OtherRankFailures : public ::testing::EmptyTestEventListener {
 public:
     explicit OtherRankFailures(int rank) : rank_(rank) {}
 
+    // The test's name is kept here: asking the UnitTest for it while it reports a result would
+    // take the lock it already holds.
+    void OnTestStart(const ::testing::TestInfo& test) override
+    {
+        test_ = std::string(test.test_suite_name()) + "." + test.name();
+    }
+
     void OnTestPartResult(const ::testing::TestPartResult& result) override
     {
         if (result.failed()) {
-            const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-            std::fprintf(stderr, "rank %d: %s.%s: %s:%d: Failure\n%s\n", rank_,
-                         test != nullptr ? test->test_suite_name() : "?",
-                         test != nullptr ? test->name() : "?",
+            std::fprintf(stderr, "rank %d: %s: %s:%d: Failure\n%s\n", rank_, test_.c_str(),
                          result.file_name() != nullptr ? result.file_name() : "?",
                          result.line_number(), result.message());
             std::fflush(stderr);
@@ -418,6 +430,7 @@ public:
 
 private:
     int rank_;
+    std::string test_ = "(between tests)";
 };
 
 class GpuTestBase {
@@ -445,11 +458,9 @@ protected:
     static int size() { return setup_->world->size(); }
     static Context& ctx() { return *setup_->ctx; }
 
-    static std::unique_ptr<halo::HaloExchanger> make(Kind kind, const Shard& shard,
-                                                     std::int64_t max_dim = kMaxDim,
-                                                     std::int64_t max_message_bytes =
-                                                         kDefaultMessageBytes,
-                                                     int tag = 7200)
+    static std::unique_ptr<halo::HaloExchanger> make(
+        Kind kind, const Shard& shard, std::int64_t max_dim = kMaxDim,
+        std::int64_t max_message_bytes = kDefaultMessageBytes, int tag = 7200)
     {
         if (kind == Kind::nccl) {
             return halo::make_nccl_exchanger(ctx(), *setup_->nccl, shard, max_dim);
@@ -466,12 +477,12 @@ std::unique_ptr<GpuSetup> GpuTestBase::setup_;
 
 // Skips the test (every rank alike) where the suite's GPUs are missing; fails it where setting
 // them up failed.
-#define REQUIRE_SUITE()                 \
-    if (!setup_->skip.empty()) {        \
-        GTEST_SKIP() << setup_->skip;   \
-    }                                   \
-    if (!setup_->error.empty()) {       \
-        FAIL() << setup_->error;        \
+#define REQUIRE_SUITE()               \
+    if (!setup_->skip.empty()) {      \
+        GTEST_SKIP() << setup_->skip; \
+    }                                 \
+    if (!setup_->error.empty()) {     \
+        FAIL() << setup_->error;      \
     }
 
 class GpuExchanger : public ::testing::TestWithParam<Kind>, protected GpuTestBase {
@@ -495,10 +506,10 @@ protected:
     }
 };
 
-#define REQUIRE_USABLE(shard)                                          \
-    REQUIRE_SUITE();                                                   \
-    if (const auto why_not = unusable(shard); !why_not.empty()) {      \
-        GTEST_SKIP() << why_not;                                       \
+#define REQUIRE_USABLE(shard)                                     \
+    REQUIRE_SUITE();                                              \
+    if (const auto why_not = unusable(shard); !why_not.empty()) { \
+        GTEST_SKIP() << why_not;                                  \
     }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,8 +537,8 @@ TEST_P(GpuExchanger, FillsEveryHaloRowForEveryGraphPartitionerAndWidth)
                     << "width " << cols;
                 bytes_sent += shard.plan.num_send() * cols * 4;
                 bytes_received += shard.num_halo * cols * 4;
-                messages += expected_messages(kind == Kind::nccl, shard, cols,
-                                              kDefaultMessageBytes);
+                messages +=
+                    expected_messages(kind == Kind::nccl, shard, cols, kDefaultMessageBytes);
             }
             const auto& stats = exchanger->stats();
             EXPECT_EQ(stats.exchanges, 4);
@@ -578,8 +589,8 @@ TEST_P(GpuExchanger, RepeatedExchangesFollowTheComputeStream)
         } else {
             delay(comm_stream, 30);
         }
-        TEST_CUDA(cudaMemcpyAsync(view.data, input.data(), bytes_now, cudaMemcpyHostToDevice,
-                                  compute));
+        TEST_CUDA(
+            cudaMemcpyAsync(view.data, input.data(), bytes_now, cudaMemcpyHostToDevice, compute));
         try {
             exchanger->start(view);
             if (round % 2 == 1) {
@@ -589,8 +600,8 @@ TEST_P(GpuExchanger, RepeatedExchangesFollowTheComputeStream)
         } catch (const std::exception& e) {
             abort_job(std::string("halo exchange failed: ") + e.what());
         }
-        TEST_CUDA(cudaMemcpyAsync(output.data(), view.data, bytes_now, cudaMemcpyDeviceToHost,
-                                  compute));
+        TEST_CUDA(
+            cudaMemcpyAsync(output.data(), view.data, bytes_now, cudaMemcpyDeviceToHost, compute));
         TEST_CUDA(cudaStreamSynchronize(compute));
         EXPECT_TRUE(holds_exchanged_values(shard, output.data(), cols, cols, round))
             << "round " << round << " (" << (round % 2 == 0 ? "compute" : "comm")
@@ -612,9 +623,8 @@ TEST_P(GpuExchanger, StridedMatricesKeepTheirPadding)
     auto exchanger = make(kind, shard);
     // Strided and contiguous in turn, so that the staging path and the direct one follow one
     // another on the same exchanger.
-    const std::pair<std::int64_t, std::int64_t> shapes[] = {{7, 9},   {7, 7},     {64, 68},
-                                                             {1, 4},  {129, 131}, {64, 64},
-                                                             {129, 129}, {3, 130}};
+    const std::pair<std::int64_t, std::int64_t> shapes[] = {
+        {7, 9}, {7, 7}, {64, 68}, {1, 4}, {129, 131}, {64, 64}, {129, 129}, {3, 130}};
     int round = 0;
     for (const auto& [cols, ld] : shapes) {
         DeviceMatrix x(ctx(), shard, cols, ld);
@@ -727,8 +737,8 @@ TEST_P(GpuExchanger, RejectsMisuseWithoutDisturbingTheExchange)
     exchange(*exchanger, DenseView<float>{nullptr, x.view().rows, 0, 0});
     EXPECT_EQ(exchanger->stats().exchanges, 2);
     EXPECT_EQ(exchanger->stats().bytes_sent, shard.plan.num_send() * 8 * 4);
-    EXPECT_EQ(exchanger->stats().messages_sent, expected_messages(kind == Kind::nccl, shard, 8,
-                                                                  kDefaultMessageBytes));
+    EXPECT_EQ(exchanger->stats().messages_sent,
+              expected_messages(kind == Kind::nccl, shard, 8, kDefaultMessageBytes));
 
     // An exchanger belongs to the rank of its part, and is at least one column wide.
     const Shard& other = shards[(rank() + 1) % size()];
