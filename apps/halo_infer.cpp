@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -143,6 +144,21 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
 #endif
     std::unique_ptr<halo::Backend> backend;
     std::unique_ptr<halo::HaloExchanger> exchanger;
+#ifdef HALO_HAVE_CUDA
+    // On an error on this rank, abort the NCCL communicator (ncclCommAbort) before anything else
+    // is torn down: a peer may be blocked in a grouped send/receive with us, and destroying the
+    // communicator normally would wait for it. The job is then ended by MPI_Abort in main().
+    struct AbortNcclOnError {
+        halo::NcclComm* comm = nullptr;
+        int exceptions = std::uncaught_exceptions();
+        ~AbortNcclOnError()
+        {
+            if (comm != nullptr && std::uncaught_exceptions() > exceptions) {
+                comm->abort();
+            }
+        }
+    } abort_nccl_on_error;
+#endif
     if (!cuda) {
         backend = halo::make_cpu_backend();
         exchanger = halo::make_mpi_exchanger(world.comm(), shard, model.max_dim());
@@ -178,6 +194,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             exchanger = halo::make_local_exchanger(shard);
         } else if (exchange == "nccl") {
             nccl = std::make_unique<halo::NcclComm>(world.comm(), *ctx);
+            abort_nccl_on_error.comm = nccl.get();
             exchanger = halo::make_nccl_exchanger(*ctx, *nccl, shard, model.max_dim());
         } else {
             exchanger = halo::make_mpi_device_exchanger(*ctx, world.comm(), shard, model.max_dim());

@@ -277,6 +277,11 @@ struct Engine::Impl {
         }
         t0 = std::chrono::steady_clock::now();
         exchanger.finish();
+        if (!options.overlap) {
+            // Nothing to overlap with: wait for the exchange itself, so that `exchange` measures
+            // its duration (a device exchanger's finish() only orders the streams).
+            backend.synchronize();
+        }
         const double waited = seconds_since(t0);
         t.exchange += waited;
         t.waiting += waited;
