@@ -48,6 +48,7 @@ struct Options {
     int device = -1;       // -1: local rank modulo the visible devices
     bool save_layers = false;
     bool no_overlap = false;
+    bool sync_layers = false;
     std::string eval_nodes;
     int repeat = 1;
     bool quiet = false;
@@ -205,7 +206,14 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     eopt.overlap = !o.no_overlap;
     eopt.keep_layers = o.save_layers;
     eopt.dataset_normalization = info.normalization;
-    eopt.before_layer = [rank](std::size_t layer) { maybe_inject_fault(rank, layer); };
+    const MPI_Comm comm = world.comm();
+    const bool sync_layers = o.sync_layers;
+    eopt.before_layer = [rank, comm, sync_layers](std::size_t layer) {
+        maybe_inject_fault(rank, layer);
+        if (sync_layers) {
+            HALO_MPI_TRY(MPI_Barrier(comm));
+        }
+    };
     halo::Engine engine(*backend, *exchanger, shard, model, eopt);
 
     // run: the whole call, features uploaded and outputs downloaded; forward: the layers only
@@ -407,6 +415,9 @@ int main(int argc, char** argv)
     app.add_flag("--save-layers", o.save_layers, "also store every layer's output");
     app.add_flag("--no-overlap", o.no_overlap,
                  "finish the halo exchange before aggregating any row (for measurements)");
+    app.add_flag("--sync-layers", o.sync_layers,
+                 "barrier before every layer, so per-layer times exclude the ranks' arrival "
+                 "skew (for measurements)");
     app.add_option("--eval-nodes", o.eval_nodes,
                    "node ids (one per line) to report accuracy on, against the dataset's labels");
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")

@@ -20,6 +20,7 @@ struct Options {
     bool check = false;
     std::string compare;
     double tolerance = -1.0;
+    double rtol = -1.0;
 };
 
 int inspect_dataset(const Options& o)
@@ -93,6 +94,13 @@ int inspect_results(const Options& o)
                    max_abs, o.tolerance);
         return 3;
     }
+    if (o.rtol >= 0.0 && max_abs > o.rtol * max_ref) {
+        fmt::print(stderr,
+                   "halo-inspect: max |difference| {:.3e} exceeds --rtol {:.3e} x largest |value| "
+                   "{:.3e}\n",
+                   max_abs, o.rtol, max_ref);
+        return 3;
+    }
     return 0;
 }
 
@@ -110,6 +118,9 @@ int main(int argc, char** argv)
     app.add_option("--tolerance", o.tolerance,
                    "with --compare: exit with status 3 if max |difference| exceeds it (0: "
                    "bit-identical outputs required)");
+    app.add_option("--rtol", o.rtol,
+                   "with --compare: exit with status 3 if max |difference| exceeds RTOL times the "
+                   "largest |value| of the other result");
     CLI11_PARSE(app, argc, argv);
     return halo::app::run_guarded("halo-inspect", [&] {
         return std::filesystem::is_directory(o.path) ? inspect_results(o) : inspect_dataset(o);

@@ -27,7 +27,7 @@ for g in "$data/cora.el.gz" rmat:16:16; do
         --backend cuda --exchange $ex --out "$out/$name-$layer-$ex" -q
       echo -n "$name $layer cuda/$ex vs cpu: "
       "$bin/halo-inspect" "$out/$name-$layer-$ex" --compare "$out/$name-$layer-cpu" \
-        --tolerance 1e-4 | tail -1
+        --rtol 1e-5 | tail -1
     done
   done
 done
@@ -45,7 +45,7 @@ for mode in overlap no-overlap; do
   flag=""
   [ $mode = no-overlap ] && flag=--no-overlap
   "${mpi[@]}" "$bin/halo-infer" "$out/rmat-$scale-2.h5" --random-model 128,128,64 --backend cuda \
-    --repeat 20 $flag --out "$out/overlap-$mode" 2>&1 | tail -8
+    --repeat 20 --sync-layers $flag --out "$out/overlap-$mode" 2>&1 | tail -8
   cp "$out/overlap-$mode/manifest.json" "$out/overlap-$mode.json"
 done
 rm -f "$out"/*.h5
