@@ -28,10 +28,13 @@
 
 #include "app_common.hpp"
 #include "halo/backend.hpp"
+#include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda/bench.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
+#include "halo/cuda/mergepath.hpp"
+#include "halo/cuda/rowsplit.hpp"
 #include "halo/engine.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
@@ -69,6 +72,18 @@ const std::vector<KernelEntry>& kernel_registry()
         {"cusparse", "cuSPARSE SpMM over CSR (the baseline)",
          [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
              return halo::cuda::make_cusparse_spmm_plan(ctx, a, max_dim);
+         }},
+        {"accel_gcn", "Accel-GCN: degree sort, block partition (int4 metadata), combined warps",
+         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             return halo::cuda::make_accel_gcn_spmm_plan(ctx, a, max_dim);
+         }},
+        {"mergepath", "MergePath-SpMM: merge-path segments, plain stores, atomics for split rows",
+         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             return halo::cuda::make_mergepath_spmm_plan(ctx, a, max_dim);
+         }},
+        {"rowsplit", "row-split SpMM: a warp (or part of one) per row, lanes across columns",
+         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             return halo::cuda::make_rowsplit_spmm_plan(ctx, a, max_dim);
          }},
     };
     return registry;

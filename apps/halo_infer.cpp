@@ -45,6 +45,7 @@ struct Options {
     std::string out;
     std::string backend = "cpu";
     std::string exchange;  // empty: nccl for --backend cuda, mpi for cpu
+    std::string spmm;      // empty: cusparse (--backend cuda only)
     int device = -1;       // -1: local rank modulo the visible devices
     bool save_layers = false;
     bool no_overlap = false;
@@ -108,6 +109,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                    " needs --backend cuda (the cpu backend runs on the host and exchanges over "
                    "MPI)");
     }
+    if (!cuda && !o.spmm.empty()) {
+        HALO_THROW(halo::InputError, "--spmm ", o.spmm,
+                   " needs --backend cuda (the cpu backend runs the reference SpMM)");
+    }
 #ifndef HALO_HAVE_CUDA
     if (cuda) {
         HALO_THROW(halo::InputError, "--backend cuda: halo-infer was built without CUDA "
@@ -170,7 +175,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         copt.local_rank = world.local_rank();
         copt.local_size = world.local_size();
         ctx = std::make_unique<halo::cuda::Context>(copt);
-        backend = halo::cuda::make_cuda_backend(*ctx);
+        backend = halo::cuda::make_cuda_backend(*ctx, o.spmm == "rowsplit"
+                                                          ? halo::cuda::SpmmAlgorithm::rowsplit
+                                                          : halo::cuda::SpmmAlgorithm::cusparse);
         // NCCL needs a GPU per rank. Decided collectively: every rank must pick the same exchanger.
         int shares = (o.device >= 0 && world.local_size() > 1) ||
                      world.local_size() > halo::cuda::device_count();
@@ -409,6 +416,9 @@ int main(int argc, char** argv)
                    "halo exchange of --backend cuda: nccl (default) | mpi (host-staged or "
                    "CUDA-aware MPI)")
         ->check(CLI::IsMember({"nccl", "mpi"}));
+    app.add_option("--spmm", o.spmm,
+                   "SpMM kernel of --backend cuda: cusparse (default) | rowsplit (a warp per row)")
+        ->check(CLI::IsMember({"cusparse", "rowsplit"}));
     app.add_option("--device", o.device,
                    "CUDA device of every rank (default: local rank modulo the visible devices)")
         ->check(CLI::Range(0, 1024));

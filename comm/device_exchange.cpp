@@ -13,20 +13,6 @@
 namespace halo::detail {
 namespace {
 
-void check_blocks(const char* ranks_name, const std::vector<std::int32_t>& ranks,
-                  const std::vector<std::int64_t>& offsets, int rank, int size)
-{
-    HALO_EXPECTS(offsets.empty() ? ranks.empty() : offsets.size() == ranks.size() + 1, ranks_name,
-                 " has ", ranks.size(), " peers but ", offsets.size(), " offsets");
-    HALO_EXPECTS(offsets.empty() || offsets.front() == 0, "offsets of ", ranks_name, " start at ",
-                 offsets.front());
-    for (std::size_t b = 0; b < ranks.size(); ++b) {
-        HALO_EXPECTS(ranks[b] >= 0 && ranks[b] < size && ranks[b] != rank, ranks_name, '[', b,
-                     "] = ", ranks[b], " is not a peer of rank ", rank, " of ", size);
-        HALO_EXPECTS(offsets[b] <= offsets[b + 1], "offsets of ", ranks_name, " decrease at ",
-                     b + 1);
-    }
-}
 
 }  // namespace
 
@@ -68,24 +54,6 @@ void CudaEvent::order_noexcept(cudaStream_t earlier, cudaStream_t later) noexcep
 {
     if (cudaEventRecord(event_, earlier) == cudaSuccess) {
         static_cast<void>(cudaStreamWaitEvent(later, event_, 0));
-    }
-}
-
-void check_local_plan(const Shard& shard, int rank, int size)
-{
-    HALO_EXPECTS(rank == shard.part && size == shard.num_parts, "rank ", rank, " of ", size,
-                 " was given part ", shard.part, " of ", shard.num_parts);
-    const HaloPlan& plan = shard.plan;
-    check_blocks("recv_ranks", plan.recv_ranks, plan.recv_offsets, rank, size);
-    check_blocks("send_ranks", plan.send_ranks, plan.send_offsets, rank, size);
-    HALO_EXPECTS(plan.num_recv() == shard.num_halo, "recv_offsets end at ", plan.num_recv(),
-                 " for ", shard.num_halo, " halo rows");
-    HALO_EXPECTS(plan.num_send() == static_cast<std::int64_t>(plan.send_rows.size()),
-                 "send_offsets end at ", plan.num_send(), " for ", plan.send_rows.size(),
-                 " send rows");
-    for (auto row : plan.send_rows) {
-        HALO_EXPECTS(row >= 0 && row < shard.num_owned, "send row ", row, " is not one of the ",
-                     shard.num_owned, " owned rows");
     }
 }
 

@@ -10,6 +10,7 @@
 #include "halo/cuda/context.hpp"
 #include "halo/dense.hpp"
 #include "halo/shard.hpp"
+#include "mpi_messages.hpp"
 
 namespace halo::detail {
 
@@ -48,12 +49,6 @@ private:
     cudaEvent_t event_ = nullptr;
 };
 
-/// The checks a rank can make alone that keep an exchanger's memory accesses in bounds: the shard
-/// is this rank's part of a `size`-part plan, peers are in range and not the rank itself, offsets
-/// start at 0 and grow, they end at num_halo and at send_rows.size(), and every send row is owned.
-/// Throws halo::LogicError naming the first violation. check_halo_plan verifies the plans against
-/// the peers (collectively); this one is what an exchanger needs to be memory-safe.
-void check_local_plan(const Shard& shard, int rank, int size);
 
 /// Checks a matrix handed to a device exchanger's start(): num_owned + num_halo rows, 0 to max_dim
 /// columns, ld >= cols, and (when it holds anything) memory of device `device`, not host memory.

@@ -3,12 +3,12 @@
 //
 // start() orders the comm stream after the compute stream, packs the send rows on the GPU, copies
 // them to a pinned host buffer and waits for that copy (MPI reads host memory from this thread),
-// then posts the receives into a pinned host buffer and the sends, splitting blocks larger than
-// max_message_bytes as the host exchanger does. finish() waits for MPI, copies the received rows
-// into the halo region on the comm stream (one 2D copy, so a strided x needs no extra buffer) and
-// makes the compute stream wait for that copy; the host does not wait for it. With cuda_aware, MPI
-// gets the device buffers themselves: receives land straight in the halo region (in a device
-// staging buffer for a strided x) and nothing crosses to the host.
+// then posts the receives into a pinned host buffer and the sends, through the MpiMessenger the
+// host exchanger uses too (same splitting, same checks). finish() waits for MPI, copies the
+// received rows into the halo region on the comm stream (one 2D copy, so a strided x needs no extra
+// buffer) and makes the compute stream wait for that copy; the host does not wait for it. With
+// cuda_aware, MPI gets the device buffers themselves: receives land straight in the halo region (in
+// a device staging buffer for a strided x) and nothing crosses to the host.
 //
 // The receives are posted only after start() has waited for the comm stream: that wait covers the
 // previous finish()'s copy out of the pinned receive buffer and, through the event, the compute
@@ -20,20 +20,18 @@
 #include <mpi-ext.h>  // MPIX_Query_cuda_support
 #endif
 
-#include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <utility>
-#include <vector>
 
 #include "device_exchange.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/mpi_error.hpp"
 #include "halo/nccl_exchanger.hpp"
+#include "mpi_messages.hpp"
 
 namespace halo {
 namespace {
@@ -56,38 +54,15 @@ int mpi_cuda_support()
 #endif
 }
 
-// One message of a (possibly split) block: `count` floats at element `offset` of the packed send
-// buffer or of the receive buffer. A private copy of the host exchanger's splitting.
-struct Piece {
-    int peer = 0;
-    std::int64_t offset = 0;
-    int count = 0;
-};
-
-std::int64_t max_pieces(const std::vector<std::int64_t>& offsets, std::int64_t max_dim,
-                        std::int64_t max_elements)
+// The shard's plan, once this rank's part of it is known to index inside the shard.
+const HaloPlan& checked_plan(MPI_Comm comm, const Shard& shard)
 {
-    std::int64_t pieces = 0;
-    for (std::size_t b = 0; b + 1 < offsets.size(); ++b) {
-        const auto elements = (offsets[b + 1] - offsets[b]) * max_dim;
-        pieces += (elements + max_elements - 1) / max_elements;
-    }
-    return pieces;
-}
-
-// Splits each block of `ranks`/`offsets` (rows) of width `cols` into pieces of at most
-// `max_elements` floats. Pieces of one block go out in order on one tag; MPI's non-overtaking
-// rule matches them with the receives in the same order.
-void split(const std::vector<std::int32_t>& ranks, const std::vector<std::int64_t>& offsets,
-           std::int64_t cols, std::int64_t max_elements, std::vector<Piece>& pieces)
-{
-    for (std::size_t b = 0; b < ranks.size(); ++b) {
-        const auto end = offsets[b + 1] * cols;
-        for (auto offset = offsets[b] * cols; offset < end; offset += max_elements) {
-            pieces.push_back(
-                {ranks[b], offset, static_cast<int>(std::min(max_elements, end - offset))});
-        }
-    }
+    int rank = 0;
+    int size = 0;
+    HALO_MPI_TRY(MPI_Comm_rank(comm, &rank));
+    HALO_MPI_TRY(MPI_Comm_size(comm, &size));
+    detail::check_local_plan(shard, rank, size);
+    return shard.plan;
 }
 
 class MpiDeviceExchanger final : public HaloExchanger {
@@ -104,18 +79,11 @@ public:
 
 private:
     cuda::Context& ctx_;
-    MPI_Comm comm_;
-    int tag_;
     bool cuda_aware_;
     std::int64_t max_dim_;
-    std::int64_t max_elements_;  // floats per message
     std::int64_t num_owned_;
     std::int64_t num_halo_;
     std::int64_t num_send_;
-    std::vector<std::int32_t> recv_ranks_;
-    std::vector<std::int64_t> recv_offsets_;
-    std::vector<std::int32_t> send_ranks_;
-    std::vector<std::int64_t> send_offsets_;
 
     cuda::DeviceBuffer<std::int32_t> send_rows_;  // the plan's send rows, on the device
     cuda::DeviceBuffer<float> send_device_;       // num_send x max_dim, packed on the GPU
@@ -124,13 +92,9 @@ private:
     cuda::DeviceBuffer<float> recv_device_;       // CUDA-aware MPI, once x is strided
     detail::CudaEvent ready_;                     // compute -> comm, in start()
     detail::CudaEvent done_;                      // comm -> compute, in finish()
+    // After the members above, so that the plan is checked before anything is sized from it.
+    detail::MpiMessenger messenger_;
 
-    std::vector<Piece> recv_pieces_;
-    std::vector<Piece> send_pieces_;
-    std::vector<MPI_Request> requests_;  // receives first, then sends
-    std::vector<MPI_Status> statuses_;
-
-    bool in_flight_ = false;
     bool staged_ = false;  // x is strided and CUDA-aware MPI received into recv_device_
     DenseView<float> x_{};
     ExchangeStats stats_;
@@ -140,35 +104,15 @@ MpiDeviceExchanger::MpiDeviceExchanger(cuda::Context& ctx, MPI_Comm comm, const 
                                        std::int64_t max_dim,
                                        const MpiDeviceExchangerOptions& options)
     : ctx_(ctx),
-      comm_(comm),
-      tag_(options.mpi.tag),
       cuda_aware_(options.cuda_aware),
       max_dim_(max_dim),
-      max_elements_(std::min<std::int64_t>(
-          options.mpi.max_message_bytes / static_cast<std::int64_t>(sizeof(float)), INT_MAX)),
       num_owned_(shard.num_owned),
       num_halo_(shard.num_halo),
       num_send_(static_cast<std::int64_t>(shard.plan.send_rows.size())),
-      recv_ranks_(shard.plan.recv_ranks),
-      recv_offsets_(shard.plan.recv_offsets),
-      send_ranks_(shard.plan.send_ranks),
-      send_offsets_(shard.plan.send_offsets),
       ready_(ctx.device()),
-      done_(ctx.device())
+      done_(ctx.device()),
+      messenger_(comm, checked_plan(comm, shard), max_dim, options.mpi)
 {
-    int rank = 0;
-    int size = 0;
-    HALO_MPI_TRY(MPI_Comm_rank(comm_, &rank));
-    HALO_MPI_TRY(MPI_Comm_size(comm_, &size));
-    detail::check_local_plan(shard, rank, size);
-    HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-    HALO_EXPECTS(max_elements_ >= 1, "max_message_bytes ", options.mpi.max_message_bytes,
-                 " is smaller than one float");
-    int* tag_ub = nullptr;
-    int found = 0;
-    HALO_MPI_TRY(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tag_ub, &found));
-    HALO_EXPECTS(tag_ >= 0 && (!found || tag_ <= *tag_ub), "tag ", tag_,
-                 " is outside MPI's tag range");
     // Handing device pointers to an MPI that cannot read them crashes or corrupts memory.
     HALO_EXPECTS(!cuda_aware_ || mpi_cuda_support() != 0,
                  "options.cuda_aware is set but this MPI library is not CUDA-aware "
@@ -186,41 +130,19 @@ MpiDeviceExchanger::MpiDeviceExchanger(cuda::Context& ctx, MPI_Comm comm, const 
             recv_host_ = cuda::PinnedBuffer<float>(static_cast<std::size_t>(num_halo_ * max_dim));
         }
     }
-    const auto recv_capacity = max_pieces(recv_offsets_, max_dim, max_elements_);
-    const auto send_capacity = max_pieces(send_offsets_, max_dim, max_elements_);
-    recv_pieces_.reserve(static_cast<std::size_t>(recv_capacity));
-    send_pieces_.reserve(static_cast<std::size_t>(send_capacity));
-    requests_.reserve(static_cast<std::size_t>(recv_capacity + send_capacity));
-    statuses_.resize(static_cast<std::size_t>(recv_capacity + send_capacity));
 }
 
 MpiDeviceExchanger::~MpiDeviceExchanger()
 {
     // Errors are ignored throughout: a destructor must not throw.
-    if (in_flight_) {
+    if (messenger_.abandon()) {
         // Destroyed mid-exchange (an exception between start and finish), as in the host
-        // exchanger: waiting for the sends could hang when a peer never posts its receives, so
-        // they are released and their buffer is leaked rather than freed under MPI's feet; the
-        // receives are cancelled and waited for, so nothing writes into x or the buffers after
-        // this returns.
-        const auto num_recv = recv_pieces_.size();
-        for (std::size_t i = 0; i < requests_.size(); ++i) {
-            if (requests_[i] == MPI_REQUEST_NULL) {
-                continue;
-            }
-            if (i < num_recv) {
-                MPI_Cancel(&requests_[i]);
-                MPI_Wait(&requests_[i], MPI_STATUS_IGNORE);
-            } else {
-                MPI_Request_free(&requests_[i]);
-            }
-        }
-        if (!send_pieces_.empty()) {
-            if (cuda_aware_) {
-                static_cast<void>(new cuda::DeviceBuffer<float>(std::move(send_device_)));
-            } else {
-                static_cast<void>(new cuda::PinnedBuffer<float>(std::move(send_host_)));
-            }
+        // exchanger: the sends still reading the send buffer are released, not completed, so the
+        // buffer is leaked rather than freed under MPI's feet.
+        if (cuda_aware_) {
+            static_cast<void>(new cuda::DeviceBuffer<float>(std::move(send_device_)));
+        } else {
+            static_cast<void>(new cuda::PinnedBuffer<float>(std::move(send_host_)));
         }
     }
     // The last finish()'s copy out of recv_host_ may still be queued on the comm stream (it
@@ -236,18 +158,11 @@ MpiDeviceExchanger::~MpiDeviceExchanger()
 
 void MpiDeviceExchanger::start(DenseView<float> x)
 {
-    HALO_EXPECTS(!in_flight_, "start() called again before finish()");
+    HALO_EXPECTS(!messenger_.in_flight(), "start() called again before finish()");
     detail::check_device_matrix(x, num_owned_, num_halo_, max_dim_, ctx_.device());
 
     const auto t0 = Clock::now();
     const std::int64_t cols = x.cols;
-    recv_pieces_.clear();
-    send_pieces_.clear();
-    requests_.clear();
-    if (cols > 0) {
-        split(recv_ranks_, recv_offsets_, cols, max_elements_, recv_pieces_);
-        split(send_ranks_, send_offsets_, cols, max_elements_, send_pieces_);
-    }
     x_ = x;
     staged_ = cuda_aware_ && x.ld != cols && num_halo_ > 0;
 
@@ -273,47 +188,17 @@ void MpiDeviceExchanger::start(DenseView<float> x)
 
     float* const recv_base =
         !cuda_aware_ ? recv_host_.data() : (staged_ ? recv_device_.data() : x.row(num_owned_));
-    float* const send_base = cuda_aware_ ? send_device_.data() : send_host_.data();
-    in_flight_ = true;
-    // Receives go first so that a peer's message finds its buffer already posted.
-    for (const auto& piece : recv_pieces_) {
-        requests_.push_back(MPI_REQUEST_NULL);
-        HALO_MPI_TRY(MPI_Irecv(recv_base + piece.offset, piece.count, MPI_FLOAT, piece.peer, tag_,
-                               comm_, &requests_.back()));
-    }
-    for (const auto& piece : send_pieces_) {
-        requests_.push_back(MPI_REQUEST_NULL);
-        HALO_MPI_TRY(MPI_Isend(send_base + piece.offset, piece.count, MPI_FLOAT, piece.peer, tag_,
-                               comm_, &requests_.back()));
-    }
-
-    const auto row_bytes = cols * static_cast<std::int64_t>(sizeof(float));
-    stats_.bytes_sent += num_send_ * row_bytes;
-    stats_.bytes_received += num_halo_ * row_bytes;
-    stats_.messages_sent += static_cast<std::int64_t>(send_pieces_.size());
+    messenger_.post_receives(recv_base, cols);
+    messenger_.post_sends(cuda_aware_ ? send_device_.data() : send_host_.data());
+    messenger_.add_stats(stats_);
     stats_.start_seconds += seconds_since(t0);
 }
 
 void MpiDeviceExchanger::finish()
 {
-    HALO_EXPECTS(in_flight_, "finish() called without start()");
+    HALO_EXPECTS(messenger_.in_flight(), "finish() called without start()");
     const auto t0 = Clock::now();
-    const int status =
-        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), statuses_.data());
-    in_flight_ = false;
-    HALO_MPI_TRY(status);
-
-    // A peer whose plan sends fewer rows than this one expects completes the receive short, and
-    // silently so; check_halo_plan catches that up front, this catches it if it was skipped.
-    for (std::size_t i = 0; i < recv_pieces_.size(); ++i) {
-        int count = 0;
-        HALO_MPI_TRY(MPI_Get_count(&statuses_[i], MPI_FLOAT, &count));
-        if (count != recv_pieces_[i].count) {
-            HALO_THROW(MpiError, "halo exchange: received ", count, " floats from part ",
-                       recv_pieces_[i].peer, " where the plan expects ", recv_pieces_[i].count,
-                       " (the halo plans disagree; check_halo_plan finds where)");
-        }
-    }
+    messenger_.wait();
 
     const detail::DeviceGuard guard(ctx_.device());
     const auto cols = x_.cols;

@@ -6,6 +6,12 @@
 #include <string_view>
 #include <type_traits>
 
+// nvcc warns (#554) that DenseView<const T>'s conversion operator "will not be called": that
+// instantiation's operator is constrained away, the warning is about a function that cannot exist.
+#ifdef __CUDACC__
+#pragma nv_diag_suppress 554
+#endif
+
 namespace halo {
 
 /// Non-owning row-major matrix: element (i, j) is data[i * ld + j]. T may be const-qualified.

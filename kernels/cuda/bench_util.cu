@@ -1,7 +1,3 @@
-// DenseView<const float> declares a conversion to its own type, which nvcc reports (warning 554)
-// where the template is instantiated; the conversion is harmless and unused here.
-#pragma nv_diag_suppress 554
-
 #include <algorithm>
 #include <cstdint>
 #include <utility>

@@ -1,5 +1,6 @@
 // The CUDA execution backend: matrices in the Context's memory pool, cuBLAS GEMM in fp32, the
-// element-wise kernels of cuda_backend.cu and cuSPARSE SpMM plans, all on the compute stream.
+// element-wise kernels of cuda_backend.cu and cuSPARSE or row-split SpMM plans, all on the compute
+// stream.
 #include <climits>
 #include <cstddef>
 #include <memory>
@@ -7,6 +8,7 @@
 
 #include "cuda_kernels.hpp"
 #include "halo/cuda/backend.hpp"
+#include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
@@ -26,7 +28,7 @@ int checked_int(std::int64_t value, const char* what)
 
 class CudaBackend final : public Backend {
 public:
-    explicit CudaBackend(Context& ctx) : ctx_(ctx) {}
+    CudaBackend(Context& ctx, SpmmAlgorithm spmm) : ctx_(ctx), spmm_(spmm) {}
 
     std::string name() const override { return "cuda"; }
 
@@ -76,6 +78,9 @@ public:
 
     std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a) override
     {
+        if (spmm_ == SpmmAlgorithm::rowsplit) {
+            return make_rowsplit_spmm_plan(ctx_, a, kMaxSpmmWidth);
+        }
         return make_cusparse_spmm_plan(ctx_, a, kMaxSpmmWidth);
     }
 
@@ -144,13 +149,14 @@ public:
 
 private:
     Context& ctx_;
+    SpmmAlgorithm spmm_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(Context& ctx)
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx, SpmmAlgorithm spmm)
 {
-    return std::make_unique<CudaBackend>(ctx);
+    return std::make_unique<CudaBackend>(ctx, spmm);
 }
 
 }  // namespace halo::cuda

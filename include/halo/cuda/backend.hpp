@@ -11,8 +11,16 @@
 
 namespace halo::cuda {
 
+/// Which kernel the backend's SpMM plans run: cuSPARSE (the baseline) or the row-split kernel
+/// (include/halo/cuda/rowsplit.hpp). Both are exact and deterministic from run to run.
+enum class SpmmAlgorithm {
+    cusparse,
+    rowsplit,
+};
+
 /// A Backend whose matrices live on ctx's device. The Context must outlive it.
-std::unique_ptr<Backend> make_cuda_backend(Context& ctx);
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx,
+                                           SpmmAlgorithm spmm = SpmmAlgorithm::cusparse);
 
 /// Index width of the device CSR that cuSPARSE reads. `automatic` is 32-bit while nnz, rows and
 /// columns fit in int32 and 64-bit beyond; `bits64` forces 64-bit (to test that path on small

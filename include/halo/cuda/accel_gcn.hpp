@@ -1,0 +1,41 @@
+// Accel-GCN SpMM (paper 001; DESIGN.md's kernel table): rows degree-sorted, packed into thread
+// blocks by the block-level partition (one int4 of metadata per block), each warp's nonzeros
+// swept by a "combined warp" of ceil(d / 32) warps across the dense columns, partial sums of a row
+// combined in shared memory (atomicAdd_block) and rows longer than deg_bound split across blocks
+// and combined in global memory (atomicAdd; their outputs are zeroed first). Output rows are
+// written in the original order. The preprocessing is halo/accel_gcn_partition.hpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/cuda/context.hpp"
+
+namespace halo::cuda {
+
+struct AccelGcnOptions {
+    /// max_block_warps of Algorithm 1: warps of a thread block (1 .. 32). Rows with few nonzeros
+    /// share a block (warps_per_block / f rows of f warps each).
+    std::int32_t warps_per_block = 12;
+    /// Nonzeros one block takes (max_block_warps * max_warp_nzs); a multiple of warps_per_block.
+    /// Rows with more nonzeros are split into chunks of deg_bound, one block each, added
+    /// atomically: their results vary in the last bits from run to run.
+    std::int32_t deg_bound = 96;
+    /// Row ranges that run() will be asked for (e.g. interior and boundary rows). Their bounds cut
+    /// [0, num_rows) into segments, each degree-sorted and partitioned at plan creation; any range
+    /// that is a union of consecutive segments (the whole matrix included) runs from that one
+    /// partition. run() on another range partitions and uploads it on its first call (host work,
+    /// once per range) and caches it.
+    std::vector<RowRange> ranges;
+};
+
+/// Accel-GCN SpMM over a device copy of `a` (reordered by degree) for dense widths up to
+/// `max_dim`, any width (lanes beyond the width idle). run() is asynchronous on
+/// ctx.compute_stream(); x and y are device views. Throws halo::InputError when `a` is not a valid
+/// CSR matrix, has more than 2^31 - 1 nonzeros (int4 metadata) or the options are invalid.
+std::unique_ptr<SpmmPlan> make_accel_gcn_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                   const AccelGcnOptions& options = {});
+
+}  // namespace halo::cuda

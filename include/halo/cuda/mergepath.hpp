@@ -1,0 +1,36 @@
+// MergePath-SpMM (paper 003): an exact SpMM whose work is split by the merge path of rows and
+// nonzeros into segments of equal cost, so that neither long rows nor runs of empty rows unbalance
+// it. Rows that lie wholly in one segment are written with plain stores; rows that segments share
+// are zeroed first and accumulated with atomics (the only atomics). Threads are mapped by width:
+// several segments per warp below 32 columns, several warps per segment above.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "halo/backend.hpp"
+#include "halo/cuda/context.hpp"
+
+namespace halo::cuda {
+
+struct MergePathOptions {
+    /// Merge items (rows + nonzeros) per segment; 0 takes the paper's default for each width
+    /// (mergepath::default_cost: 50 up to width 2, 15 up to 8, 20 up to 16, 30 up to 32, 35 up to
+    /// 64, 50 above).
+    std::int64_t cost = 0;
+    /// Section III-C-1's floor on parallelism: a range with fewer than this many segments at the
+    /// chosen cost gets a smaller cost (about this many segments). 0 disables it.
+    std::int64_t min_segments = 1024;
+};
+
+/// The plan uploads `a` and prepares the merge-path schedule of the full row range for every cost
+/// that widths 1..max_dim can use (at most five with the defaults). run() on another row range
+/// prepares that range's schedule on its first call (host binary searches and one upload, cached
+/// and reused afterwards); later runs only launch. run() is asynchronous on ctx.compute_stream(),
+/// x and y are device views, rows of y outside the range are untouched. Results are exact up to
+/// fp32 rounding; split rows are summed with atomics, so they may differ in the last bits from
+/// run to run. Throws halo::InputError when `a` is not a valid CSR matrix or options are invalid.
+std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                   const MergePathOptions& options = {});
+
+}  // namespace halo::cuda

@@ -1,0 +1,26 @@
+// Row-split SpMM: the simplest exact custom kernel, beside cuSPARSE (DESIGN.md kernel table).
+// A group of lanes owns one row (a warp, or a half/quarter warp for narrow widths), its lanes span
+// the dense columns with float4 accesses where alignment allows, and the row's nonzeros are read
+// cooperatively and broadcast by warp shuffles, so each X row is read once per nonzero. Every
+// output row has one owner and sums its nonzeros in CSR order with fused multiply-adds, so results
+// are bit-identical from run to run and across row-range splits (no atomics).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/context.hpp"
+
+namespace halo::cuda {
+
+/// Row-split SpMM over a device copy of `a` for dense widths up to `max_dim` (wider runs throw
+/// halo::LogicError). Row offsets are int32 when nnz fits comfortably in int32 and int64 beyond;
+/// IndexWidth::bits64 forces int64 (to test that path on small matrices). The upload happens here,
+/// run() is asynchronous on ctx.compute_stream() with x and y device views and allocates nothing.
+/// Throws halo::InputError when `a` is not a valid CSR matrix.
+std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                  IndexWidth offsets = IndexWidth::automatic);
+
+}  // namespace halo::cuda

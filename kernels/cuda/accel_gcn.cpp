@@ -1,0 +1,165 @@
+// Accel-GCN SpMM plan (paper 001): the host partition (accel_gcn_partition.cpp) uploaded once per
+// prepared set of ranges, and the launches of the kernels of accel_gcn.cu on the compute stream.
+//
+// Ranges: the bounds of AccelGcnOptions::ranges cut the rows into segments, each degree-sorted
+// and partitioned on its own into one shared upload; a range made of consecutive segments is one
+// contiguous slice of the block metadata, hence one launch. Any other range is partitioned and
+// uploaded on its first run() and cached (once per range), so later runs do no host work.
+#include "halo/cuda/accel_gcn.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accel_gcn_kernels.hpp"
+#include "halo/accel_gcn_partition.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+
+namespace halo::cuda {
+namespace {
+
+static_assert(sizeof(AccelGcnBlock) == 4 * sizeof(std::int32_t), "AccelGcnBlock mirrors int4");
+
+template <typename T>
+DeviceBuffer<T> upload(Context& ctx, const T* host, std::size_t count)
+{
+    DeviceBuffer<T> buffer(ctx, count);
+    if (count > 0) {
+        // Pageable source: the copy is staged before cudaMemcpyAsync returns, so the host
+        // vector may go away afterwards.
+        HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), host, buffer.bytes(), cudaMemcpyHostToDevice,
+                                      ctx.compute_stream()));
+    }
+    return buffer;
+}
+
+// One uploaded partition; the host keeps only the segment bounds.
+struct Prepared {
+    std::vector<std::int64_t> segment_rows;
+    std::vector<std::int64_t> segment_blocks;
+    std::vector<std::int64_t> segment_split_rows;
+    bool valued = false;
+    DeviceBuffer<AccelGcnBlock> blocks;
+    DeviceBuffer<std::int32_t> sorted_rows;
+    DeviceBuffer<std::int32_t> indices;
+    DeviceBuffer<float> values;
+    DeviceBuffer<std::int32_t> split_rows;
+
+    Prepared(Context& ctx, const AccelGcnPartition& p)
+        : segment_rows(p.segment_rows),
+          segment_blocks(p.segment_blocks),
+          segment_split_rows(p.segment_split_rows),
+          valued(!p.values.empty()),
+          blocks(upload(ctx, p.blocks.data(), p.blocks.size())),
+          sorted_rows(upload(ctx, p.sorted_rows.data(), p.sorted_rows.size())),
+          indices(upload(ctx, p.indices.data(), p.indices.size())),
+          values(upload(ctx, p.values.data(), p.values.size())),
+          split_rows(upload(ctx, p.split_rows.data(), p.split_rows.size()))
+    {
+    }
+};
+
+class AccelGcnPlan final : public SpmmPlan {
+public:
+    AccelGcnPlan(Context& ctx, const Csr& a, std::int64_t max_dim, const AccelGcnOptions& options)
+        : ctx_(ctx), a_(a), max_dim_(max_dim), options_{options.warps_per_block, options.deg_bound}
+    {
+        HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+        validate(a_, "the operator of an Accel-GCN SpMM plan");
+        validate(options_);
+        const std::vector<RowRange> segments = accel_gcn_segments(a_.num_rows, options.ranges);
+        main_ = std::make_unique<Prepared>(
+            ctx_, build_accel_gcn_partition(a_.view(), segments, options_));
+        launch_ = {options_.warps_per_block, options_.deg_bound, options_.warp_nonzeros(),
+                   detail::accel_gcn_tile_cap(options_.warps_per_block)};
+        // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
+        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
+    }
+
+    AccelGcnPlan(const AccelGcnPlan&) = delete;
+    AccelGcnPlan& operator=(const AccelGcnPlan&) = delete;
+
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
+        HALO_EXPECTS(x.cols <= max_dim_, "dense width ", x.cols, " exceeds the plan's max_dim ",
+                     max_dim_);
+        HALO_EXPECTS(x.rows >= a_.num_cols, "x has ", x.rows, " rows, A has ", a_.num_cols,
+                     " columns");
+        HALO_EXPECTS(y.rows >= a_.num_rows, "y has ", y.rows, " rows, A has ", a_.num_rows);
+        HALO_EXPECTS(x.ld >= x.cols && y.ld >= y.cols, "leading dimensions ", x.ld, " and ", y.ld,
+                     " below the width ", x.cols);
+        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= a_.num_rows,
+                     "row range [", rows.begin, ", ", rows.end, ") outside [0, ", a_.num_rows, ")");
+        const std::int64_t d = x.cols;
+        if (rows.empty() || d == 0) {
+            return;
+        }
+        const Prepared* prep = main_.get();
+        auto first = std::find(prep->segment_rows.begin(), prep->segment_rows.end(), rows.begin);
+        auto last = std::find(prep->segment_rows.begin(), prep->segment_rows.end(), rows.end);
+        if (first == prep->segment_rows.end() || last == prep->segment_rows.end()) {
+            prep = prepared_range(rows);
+            first = prep->segment_rows.begin();
+            last = first + 1;
+        }
+        const std::size_t s0 = static_cast<std::size_t>(first - prep->segment_rows.begin());
+        const std::size_t s1 = static_cast<std::size_t>(last - prep->segment_rows.begin());
+        const cudaStream_t stream = ctx_.compute_stream();
+
+        const std::int64_t split_begin = prep->segment_split_rows[s0];
+        detail::zero_rows(stream, prep->split_rows.data() + split_begin,
+                          prep->segment_split_rows[s1] - split_begin, d, y.data, y.ld);
+        const std::int64_t block_begin = prep->segment_blocks[s0];
+        detail::accel_gcn_spmm(stream, launch_, prep->blocks.data() + block_begin,
+                               prep->segment_blocks[s1] - block_begin, prep->sorted_rows.data(),
+                               prep->indices.data(), prep->valued ? prep->values.data() : nullptr,
+                               x.data, x.ld, y.data, y.ld, d);
+    }
+
+    std::string algorithm() const override
+    {
+        return "accel-gcn-w" + std::to_string(options_.warps_per_block) + "-b" +
+               std::to_string(options_.deg_bound);
+    }
+
+private:
+    // The partition of a range that is not a union of the prepared segments: built and uploaded on
+    // its first run (host work, once per range), then reused.
+    const Prepared* prepared_range(RowRange rows)
+    {
+        const auto key = std::make_pair(rows.begin, rows.end);
+        auto found = extra_.find(key);
+        if (found == extra_.end()) {
+            const RowRange segment[] = {rows};
+            found = extra_
+                        .emplace(key,
+                                 std::make_unique<Prepared>(
+                                     ctx_, build_accel_gcn_partition(a_.view(), segment, options_)))
+                        .first;
+        }
+        return found->second.get();
+    }
+
+    Context& ctx_;
+    Csr a_;  // host copy: partitions of ranges asked for later are built from it
+    std::int64_t max_dim_ = 0;
+    AccelGcnPartitionOptions options_;
+    detail::AccelGcnLaunch launch_;
+    std::unique_ptr<Prepared> main_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Prepared>> extra_;
+};
+
+}  // namespace
+
+std::unique_ptr<SpmmPlan> make_accel_gcn_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                   const AccelGcnOptions& options)
+{
+    return std::make_unique<AccelGcnPlan>(ctx, a, max_dim, options);
+}
+
+}  // namespace halo::cuda

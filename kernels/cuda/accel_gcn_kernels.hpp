@@ -1,0 +1,35 @@
+// Host-callable launchers of the Accel-GCN kernels (accel_gcn.cu) for the plan beside them
+// (accel_gcn.cpp). Internal to halo_kernels. Each launcher issues its work on `stream`, checks the
+// launch (HALO_CUDA_CHECK_LAUNCH) and returns at once; a count of zero launches nothing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace halo::cuda::detail {
+
+/// The Accel-GCN launch geometry of one plan.
+struct AccelGcnLaunch {
+    int warps_per_block = 0;
+    int deg_bound = 0;
+    int warp_nonzeros = 0;  // deg_bound / warps_per_block
+    int tile_cap = 0;       // widest column tile (a multiple of 32) the shared accumulator holds
+};
+
+/// Widest column tile (multiple of 32) whose shared accumulator fits the default 48 KiB of a block.
+int accel_gcn_tile_cap(int warps_per_block);
+
+/// y[sorted_rows[...], :] for the `block_count` int4 metadata entries at `blocks` (the layout of
+/// halo::AccelGcnBlock). values == null: pattern matrix. Split rows must be zeroed before.
+void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const void* blocks,
+                    std::int64_t block_count, const std::int32_t* sorted_rows,
+                    const std::int32_t* indices, const float* values, const float* x,
+                    std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t d);
+
+/// y[rows[i], 0:d] = 0 for i in [0, count).
+void zero_rows(cudaStream_t stream, const std::int32_t* rows, std::int64_t count, std::int64_t d,
+               float* y, std::int64_t ldy);
+
+}  // namespace halo::cuda::detail

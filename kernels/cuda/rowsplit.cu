@@ -1,0 +1,252 @@
+// Row-split SpMM (include/halo/cuda/rowsplit.hpp): a group of lanes per row, lanes across the
+// dense columns, the row's nonzeros loaded cooperatively and broadcast with warp shuffles.
+//
+// Choices:
+// - The lane/column mapping lives in rowsplit_layout.hpp, shared with the CPU emulation test.
+// - A group loads `Group` (column, value) pairs at once, one per lane (coalesced), then every lane
+//   takes them one by one from its neighbours with __shfl_sync, so the CSR arrays are read once
+//   per row and pass, and each X row once per nonzero and pass.
+// - Shuffles use the group's own lane mask: groups of one warp own different rows, so their loop
+//   trip counts differ, and a full-warp mask would name lanes that are elsewhere.
+// - Each output element sums its row's nonzeros in CSR order with fmaf and is stored once: no
+//   atomics, the same bits every run, for any row range and any layout.
+// - Pattern matrices keep a null value array (1.0f is substituted at load): no array of ones.
+// - Offsets are int32 when nnz + a warp stays below 2^31 (the lane index is added to offsets
+//   before the bound check), else int64; columns are int32 (local ids) in both.
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halo/cuda/rowsplit.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "rowsplit_layout.hpp"
+
+namespace halo::cuda {
+namespace {
+
+using rowsplit::kWarp;
+
+constexpr int kBlock = 256;
+// Grid cap: enough blocks (over 500k rows per sweep with a warp per row) that the hardware block
+// scheduler balances skewed rows; beyond it the grid-stride loop takes over.
+constexpr std::int64_t kMaxBlocks = 65536;
+
+struct Args {
+    const float* x;
+    std::int64_t ldx;
+    float* y;
+    std::int64_t ldy;
+    std::int64_t row_begin;
+    std::int64_t row_end;
+    std::int64_t width;
+    std::int64_t chunks;
+    const std::int32_t* columns;
+    const float* values;  // null: pattern matrix
+};
+
+template <int Vec>
+struct Acc;
+
+template <>
+struct Acc<1> {
+    float v = 0.0f;
+    __device__ void fma(float a, const float* x) { v = fmaf(a, __ldg(x), v); }
+    __device__ void store(float* y) const { *y = v; }
+};
+
+template <>
+struct Acc<4> {
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    __device__ void fma(float a, const float* x)
+    {
+        const float4 b = __ldg(reinterpret_cast<const float4*>(x));
+        v.x = fmaf(a, b.x, v.x);
+        v.y = fmaf(a, b.y, v.y);
+        v.z = fmaf(a, b.z, v.z);
+        v.w = fmaf(a, b.w, v.w);
+    }
+    __device__ void store(float* y) const { *reinterpret_cast<float4*>(y) = v; }
+};
+
+template <typename Offset, int Group, int Vec>
+__global__ void __launch_bounds__(kBlock)
+    rowsplit_kernel(const Offset* __restrict__ offsets, Args a)
+{
+    static_assert(kBlock % kWarp == 0 && kWarp % Group == 0, "groups must tile warps");
+    const int lane = static_cast<int>(threadIdx.x) % Group;
+    const int group_base = static_cast<int>(threadIdx.x) % kWarp - lane;
+    const unsigned mask =
+        Group == kWarp ? 0xffffffffu : ((1u << (Group % kWarp)) - 1u) << group_base;
+    const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
+    const std::int32_t* __restrict__ columns = a.columns;
+    const float* __restrict__ values = a.values;
+
+    for (std::int64_t row = a.row_begin + thread / Group; row < a.row_end; row += groups) {
+        const Offset start = offsets[row];
+        const Offset stop = offsets[row + 1];
+        for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
+            const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
+            const bool active = col < a.width;
+            const float* x_col = a.x + col;
+            Acc<Vec> acc;
+            for (Offset base = start; base < stop; base += Group) {
+                const Offset k = base + lane;
+                std::int32_t c = 0;
+                float v = 0.0f;
+                if (k < stop) {
+                    c = __ldg(columns + k);
+                    v = values != nullptr ? __ldg(values + k) : 1.0f;
+                }
+                const int n = stop - base < Group ? static_cast<int>(stop - base) : Group;
+#pragma unroll 4
+                for (int j = 0; j < n; ++j) {
+                    const std::int32_t cj = __shfl_sync(mask, c, j, Group);
+                    const float vj = __shfl_sync(mask, v, j, Group);
+                    if (active) {
+                        acc.fma(vj, x_col + static_cast<std::int64_t>(cj) * a.ldx);
+                    }
+                }
+            }
+            if (active) {
+                acc.store(a.y + row * a.ldy + col);
+            }
+        }
+    }
+}
+
+template <typename Offset, int Group, int Vec>
+void launch(cudaStream_t stream, const Offset* offsets, const Args& args)
+{
+    const std::int64_t rows = args.row_end - args.row_begin;
+    const std::int64_t rows_per_block = kBlock / Group;
+    const std::int64_t blocks = std::min((rows + rows_per_block - 1) / rows_per_block, kMaxBlocks);
+    rowsplit_kernel<Offset, Group, Vec>
+        <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(offsets, args);
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+template <typename Offset, int Vec>
+void launch_group(cudaStream_t stream, int group, const Offset* offsets, const Args& args)
+{
+    switch (group) {
+        case 4:
+            return launch<Offset, 4, Vec>(stream, offsets, args);
+        case 8:
+            return launch<Offset, 8, Vec>(stream, offsets, args);
+        case 16:
+            return launch<Offset, 16, Vec>(stream, offsets, args);
+        case 32:
+            return launch<Offset, 32, Vec>(stream, offsets, args);
+        default:
+            HALO_EXPECTS(false, "row-split group of ", group, " lanes is not instantiated");
+    }
+}
+
+template <typename Offset>
+void launch_layout(cudaStream_t stream, const rowsplit::Layout& layout, const Offset* offsets,
+                   const Args& args)
+{
+    if (layout.vec == 4) {
+        launch_group<Offset, 4>(stream, layout.group, offsets, args);
+    } else {
+        launch_group<Offset, 1>(stream, layout.group, offsets, args);
+    }
+}
+
+class RowsplitSpmmPlan final : public SpmmPlan {
+public:
+    RowsplitSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth offsets)
+        : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim)
+    {
+        HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+        validate(a, "the operator of a row-split SpMM plan");
+        const std::int64_t nnz = a.nnz();
+        wide_ = offsets == IndexWidth::bits64 || nnz > std::int64_t{INT_MAX} - 2 * kWarp;
+        const cudaStream_t stream = ctx_.compute_stream();
+
+        // Host staging of the narrowed offsets must live until the copy ends: synchronized below.
+        std::vector<std::int32_t> narrow;
+        if (wide_) {
+            offsets64_ = DeviceBuffer<std::int64_t>(ctx_, a.indptr.size());
+            HALO_CUDA_TRY(cudaMemcpyAsync(offsets64_.data(), a.indptr.data(), offsets64_.bytes(),
+                                          cudaMemcpyHostToDevice, stream));
+        } else {
+            narrow.assign(a.indptr.begin(), a.indptr.end());
+            offsets32_ = DeviceBuffer<std::int32_t>(ctx_, narrow.size());
+            HALO_CUDA_TRY(cudaMemcpyAsync(offsets32_.data(), narrow.data(), offsets32_.bytes(),
+                                          cudaMemcpyHostToDevice, stream));
+        }
+        if (nnz > 0) {
+            columns_ = DeviceBuffer<std::int32_t>(ctx_, a.indices.size());
+            HALO_CUDA_TRY(cudaMemcpyAsync(columns_.data(), a.indices.data(), columns_.bytes(),
+                                          cudaMemcpyHostToDevice, stream));
+            if (a.has_values()) {
+                values_ = DeviceBuffer<float>(ctx_, a.values.size());
+                HALO_CUDA_TRY(cudaMemcpyAsync(values_.data(), a.values.data(), values_.bytes(),
+                                              cudaMemcpyHostToDevice, stream));
+            }
+        }
+        // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
+        HALO_CUDA_TRY(cudaStreamSynchronize(stream));
+    }
+
+    RowsplitSpmmPlan(const RowsplitSpmmPlan&) = delete;
+    RowsplitSpmmPlan& operator=(const RowsplitSpmmPlan&) = delete;
+
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
+        HALO_EXPECTS(x.cols <= max_dim_, "dense width ", x.cols, " exceeds the plan's max_dim ",
+                     max_dim_);
+        HALO_EXPECTS(x.rows >= num_cols_, "x has ", x.rows, " rows, A has ", num_cols_, " columns");
+        HALO_EXPECTS(y.rows >= num_rows_, "y has ", y.rows, " rows, A has ", num_rows_);
+        HALO_EXPECTS(x.ld >= x.cols && y.ld >= y.cols, "leading dimensions ", x.ld, " and ", y.ld,
+                     " below the width ", x.cols);
+        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= num_rows_,
+                     "row range [", rows.begin, ", ", rows.end, ") outside [0, ", num_rows_, ")");
+        const std::int64_t width = x.cols;
+        if (rows.empty() || width == 0) {
+            return;
+        }
+        HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || num_cols_ == 0),
+                     "null device operands");
+        const auto layout =
+            rowsplit::make_layout(width, rowsplit::vectorizable(x.data, x.ld, y.data, y.ld, width));
+        const Args args{x.data, x.ld,          y.data,          y.ld,          rows.begin, rows.end,
+                        width,  layout.chunks, columns_.data(), values_.data()};
+        if (wide_) {
+            launch_layout(ctx_.compute_stream(), layout, offsets64_.data(), args);
+        } else {
+            launch_layout(ctx_.compute_stream(), layout, offsets32_.data(), args);
+        }
+    }
+
+    std::string algorithm() const override { return wide_ ? "rowsplit-i64" : "rowsplit"; }
+
+private:
+    Context& ctx_;
+    std::int64_t num_rows_ = 0;
+    std::int64_t num_cols_ = 0;
+    std::int64_t max_dim_ = 0;
+    bool wide_ = false;
+    DeviceBuffer<std::int32_t> offsets32_;
+    DeviceBuffer<std::int64_t> offsets64_;
+    DeviceBuffer<std::int32_t> columns_;
+    DeviceBuffer<float> values_;  // empty for a pattern matrix
+};
+
+}  // namespace
+
+std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                  IndexWidth offsets)
+{
+    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets);
+}
+
+}  // namespace halo::cuda

@@ -1,0 +1,347 @@
+// MergePath-SpMM on the GPU against reference::spmm on the same seeded inputs (STYLE.md point 3).
+// y is poisoned with NaN (padding columns included) before each check, and the plan runs twice on
+// the same y: a row of the range that is never written stays NaN, a row outside the range or a
+// padding column that is written loses its NaN, and a split row that is not zeroed before its
+// atomics doubles on the second run. Shapes: R-MAT (skewed), Erdos-Renyi with empty rows, one row
+// of 10^6 nonzeros, one row, widths 1 .. 1000, full and split ranges, default and extreme costs,
+// and the shared graphs cora and BlogCatalog.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/csr.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda/mergepath.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/generators.hpp"
+#include "halo/graph.hpp"
+#include "halo/io.hpp"
+#include "halo/spmm.hpp"
+#include "halo_test.hpp"
+
+namespace {
+
+using halo::cuda::MergePathOptions;
+using halo::testing::tolerance;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+halo::Csr rmat_csr(int scale, std::uint64_t seed, bool valued)
+{
+    halo::RmatOptions o;
+    o.scale = scale;
+    o.edge_factor = 8;
+    o.seed = seed;
+    halo::BuildOptions b;
+    b.symmetrize = true;
+    auto a = halo::build_csr(halo::generate_rmat(o), b);
+    a.values.clear();
+    if (valued) {
+        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
+    }
+    return a;
+}
+
+// Directed and sparse: most rows are empty.
+halo::Csr erdos_renyi_csr(std::int64_t n, std::uint64_t seed, bool valued)
+{
+    halo::ErdosRenyiOptions o;
+    o.num_nodes = n;
+    o.num_edges = n / 3;
+    o.seed = seed;
+    halo::BuildOptions b;
+    b.symmetrize = false;
+    auto a = halo::build_csr(halo::generate_erdos_renyi(o), b);
+    a.values.clear();
+    if (valued) {
+        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
+    }
+    return a;
+}
+
+// Rows of the given lengths, columns cycling over num_cols (repeated within a long row).
+halo::Csr csr_with_rows(const std::vector<std::int64_t>& lengths, std::int64_t num_cols,
+                        bool valued, std::uint64_t seed)
+{
+    halo::Csr a;
+    a.num_rows = static_cast<std::int64_t>(lengths.size());
+    a.num_cols = num_cols;
+    for (const auto len : lengths) {
+        for (std::int64_t k = 0; k < len; ++k) {
+            a.indices.push_back(static_cast<halo::local_id>((k * 7919) % num_cols));
+        }
+        a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
+    }
+    if (valued) {
+        a.values = halo::testing::random_floats(a.indices.size(), seed);
+    }
+    return a;
+}
+
+halo::Csr shared_graph(const std::string& name)
+{
+    const auto path = halo::testing::shared_data_file(name);
+    halo::BuildOptions b;
+    b.symmetrize = true;
+    return halo::build_csr(halo::read_edge_list(path), b);
+}
+
+// A device block of rows x ld floats seen as rows x cols.
+struct DeviceMatrix {
+    halo::cuda::DeviceBuffer<float> buffer;
+    halo::DenseView<float> view;
+
+    DeviceMatrix(halo::cuda::Context& ctx, const std::vector<float>& host, std::int64_t rows,
+                 std::int64_t cols, std::int64_t ld)
+        : buffer(ctx, static_cast<std::size_t>(rows * ld)), view{buffer.data(), rows, cols, ld}
+    {
+        upload(ctx, host);
+    }
+    void upload(halo::cuda::Context& ctx, const std::vector<float>& host)
+    {
+        if (buffer.size() > 0) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), host.data(), buffer.bytes(),
+                                          cudaMemcpyHostToDevice, ctx.compute_stream()));
+            HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
+        }
+    }
+    std::vector<float> download(halo::cuda::Context& ctx) const
+    {
+        std::vector<float> host(buffer.size());
+        if (buffer.size() > 0) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(host.data(), buffer.data(), buffer.bytes(),
+                                          cudaMemcpyDeviceToHost, ctx.compute_stream()));
+            HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
+        }
+        return host;
+    }
+};
+
+// Runs `plan` over `ranges` twice on NaN-poisoned y (width columns, padded leading dimensions)
+// and compares with the reference.
+void check_spmm(halo::cuda::Context& ctx, halo::SpmmPlan& plan, const halo::Csr& a,
+                std::int64_t width, const std::vector<halo::RowRange>& ranges, std::uint64_t seed)
+{
+    SCOPED_TRACE("width " + std::to_string(width) + ", seed " + std::to_string(seed) + ", " +
+                 plan.algorithm());
+    const std::int64_t ldx = width + 5;
+    const std::int64_t ldy = width + 3;
+    std::vector<float> xh(static_cast<std::size_t>(a.num_cols * ldx), kNaN);
+    const auto xv =
+        halo::testing::random_floats(static_cast<std::size_t>(a.num_cols * width), seed);
+    for (std::int64_t i = 0; i < a.num_cols; ++i) {
+        std::copy_n(xv.begin() + i * width, width, xh.begin() + i * ldx);
+    }
+    DeviceMatrix x(ctx, xh, a.num_cols, width, ldx);
+    const std::vector<float> poison(static_cast<std::size_t>(a.num_rows * ldy), kNaN);
+    DeviceMatrix y(ctx, poison, a.num_rows, width, ldy);
+
+    for (int round = 0; round < 2; ++round) {
+        for (const auto range : ranges) {
+            plan.run(x.view, y.view, range);
+        }
+    }
+    HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
+    const auto got = y.download(ctx);
+
+    std::vector<float> want(static_cast<std::size_t>(a.num_rows * width), kNaN);
+    const halo::DenseView<const float> xr{xv.data(), a.num_cols, width, width};
+    std::vector<char> inside(static_cast<std::size_t>(a.num_rows), 0);
+    for (const auto range : ranges) {
+        halo::reference::spmm(a.view(), xr, {want.data(), a.num_rows, width, width}, range);
+        for (auto i = range.begin; i < range.end; ++i) {
+            inside[static_cast<std::size_t>(i)] = 1;
+        }
+    }
+    float max_a = 1.0f;
+    for (const float v : a.values) {
+        max_a = std::max(max_a, std::abs(v));
+    }
+    std::int64_t bad = 0;
+    for (std::int64_t i = 0; i < a.num_rows && bad < 10; ++i) {
+        // A row sums row_nnz products of magnitude <= max_a (x in [-1, 1)): scale bounds the sum
+        // of the terms' magnitudes. GPU (fma, split rows in parts added in any order by atomics)
+        // and reference round the same sum differently, each a few eps * scale: k = 4.
+        const float tol = tolerance<float>(4.0, static_cast<double>(a.row_nnz(i)) * max_a);
+        for (std::int64_t c = 0; c < ldy; ++c) {
+            const float g = got[static_cast<std::size_t>(i * ldy + c)];
+            if (inside[static_cast<std::size_t>(i)] == 0 || c >= width) {
+                if (!std::isnan(g)) {
+                    ADD_FAILURE() << "row " << i << " column " << c << " written: " << g;
+                    ++bad;
+                }
+                continue;
+            }
+            const float w = want[static_cast<std::size_t>(i * width + c)];
+            if (!(std::abs(g - w) <= tol)) {
+                ADD_FAILURE() << "row " << i << " (" << a.row_nnz(i) << " nonzeros) column " << c
+                              << ": got " << g << ", want " << w << ", tolerance " << tol;
+                ++bad;
+            }
+        }
+    }
+    ASSERT_EQ(bad, 0);
+}
+
+std::vector<std::vector<halo::RowRange>> full_and_split(std::int64_t n)
+{
+    return {{{0, n}}, {{0, n / 3}, {n / 3, n}}};
+}
+
+const std::vector<std::int64_t> kWidths = {1, 3, 31, 32, 33, 100, 256, 1000};
+
+TEST(MergePathSpmm, RmatAllWidthsFullAndSplitRanges)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::uint64_t seed = 10;
+    for (const bool valued : {false, true}) {
+        const auto a = rmat_csr(10, ++seed, valued);
+        const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 1000);
+        EXPECT_EQ(plan->algorithm(), "mergepath");
+        for (const auto width : kWidths) {
+            for (const auto& ranges : full_and_split(a.num_rows)) {
+                check_spmm(ctx, *plan, a, width, ranges, ++seed);
+            }
+        }
+    }
+}
+
+TEST(MergePathSpmm, ErdosRenyiWithEmptyRows)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::uint64_t seed = 100;
+    for (const bool valued : {false, true}) {
+        const auto a = erdos_renyi_csr(std::int64_t{1} << 11, ++seed, valued);
+        const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 1000);
+        for (const auto width : kWidths) {
+            for (const auto& ranges : full_and_split(a.num_rows)) {
+                check_spmm(ctx, *plan, a, width, ranges, ++seed);
+            }
+        }
+    }
+}
+
+TEST(MergePathSpmm, ExtremeCostsOnSkewedGraph)
+{
+    // cost 1: every nonzero its own segment (every long row split, maximal atomics); cost 7 with
+    // no parallelism floor; a cost beyond the graph: one segment, no split row at all.
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::uint64_t seed = 200;
+    const auto a = rmat_csr(9, 77, true);
+    for (const std::int64_t cost : {1, 7, 1 << 30}) {
+        MergePathOptions o;
+        o.cost = cost;
+        o.min_segments = 0;
+        const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 256, o);
+        EXPECT_EQ(plan->algorithm(), "mergepath-cost" + std::to_string(cost));
+        for (const std::int64_t width : {1, 3, 32, 33, 256}) {
+            for (const auto& ranges : full_and_split(a.num_rows)) {
+                check_spmm(ctx, *plan, a, width, ranges, ++seed);
+            }
+        }
+    }
+}
+
+TEST(MergePathSpmm, OneRowOfAMillionNonzeros)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::uint64_t seed = 300;
+    // Rows: the long one between empty rows and a short one, so the long row's neighbours too
+    // must stay exact while every segment but a few adds into the long row with atomics.
+    const auto a = csr_with_rows({0, 1'000'000, 0, 5}, 4096, true, 31);
+    const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 100);
+    for (const std::int64_t width : {1, 32, 33, 100}) {
+        check_spmm(ctx, *plan, a, width, {{0, 4}}, ++seed);
+        check_spmm(ctx, *plan, a, width, {{1, 2}, {3, 4}}, ++seed);
+    }
+    const auto single = csr_with_rows({1'000'000}, 4096, false, 0);
+    const auto single_plan = halo::cuda::make_mergepath_spmm_plan(ctx, single, 33);
+    for (const std::int64_t width : {1, 33}) {
+        check_spmm(ctx, *single_plan, single, width, {{0, 1}}, ++seed);
+    }
+}
+
+TEST(MergePathSpmm, OneRowAndEmptyRanges)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::uint64_t seed = 400;
+    const auto one = csr_with_rows({3}, 5, true, 41);
+    const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, one, 1000);
+    for (const auto width : kWidths) {
+        check_spmm(ctx, *plan, one, width, {{0, 1}}, ++seed);
+    }
+    // An empty range writes nothing; an empty row is written as zeros.
+    check_spmm(ctx, *plan, one, 8, {{0, 0}, {1, 1}}, ++seed);
+    const auto empty_row = csr_with_rows({0}, 5, false, 0);
+    const auto empty_plan = halo::cuda::make_mergepath_spmm_plan(ctx, empty_row, 4);
+    check_spmm(ctx, *empty_plan, empty_row, 4, {{0, 1}}, ++seed);
+    const halo::Csr none;
+    const auto none_plan = halo::cuda::make_mergepath_spmm_plan(ctx, none, 4);
+    check_spmm(ctx, *none_plan, none, 4, {{0, 0}}, ++seed);
+}
+
+TEST(MergePathSpmm, SharedGraphs)
+{
+    HALO_REQUIRE_GPUS(1);
+    std::uint64_t seed = 500;
+    for (const std::string name : {"cora.el.gz", "BlogCatalog.el.gz"}) {
+        if (halo::testing::shared_data_file(name).empty()) {
+            GTEST_SKIP() << "shared data file " << name << " not found under "
+                         << halo::testing::shared_data_dir();
+        }
+    }
+    halo::cuda::Context ctx;
+    for (const std::string name : {"cora.el.gz", "BlogCatalog.el.gz"}) {
+        SCOPED_TRACE(name);
+        auto a = shared_graph(name);
+        halo::normalize(a, halo::Normalization::gcn);
+        const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 256);
+        for (const std::int64_t width : {1, 16, 33, 128, 256}) {
+            for (const auto& ranges : full_and_split(a.num_rows)) {
+                check_spmm(ctx, *plan, a, width, ranges, ++seed);
+            }
+        }
+    }
+}
+
+TEST(MergePathSpmm, RejectsBadArguments)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    const auto a = rmat_csr(6, 3, false);
+    EXPECT_THROW((void)halo::cuda::make_mergepath_spmm_plan(ctx, a, 0), halo::InputError);
+    MergePathOptions bad_cost;
+    bad_cost.cost = -1;
+    EXPECT_THROW((void)halo::cuda::make_mergepath_spmm_plan(ctx, a, 8, bad_cost), halo::InputError);
+    MergePathOptions bad_floor;
+    bad_floor.min_segments = -1;
+    EXPECT_THROW((void)halo::cuda::make_mergepath_spmm_plan(ctx, a, 8, bad_floor),
+                 halo::InputError);
+    auto broken = a;
+    broken.indices[0] = static_cast<halo::local_id>(a.num_cols);
+    EXPECT_THROW((void)halo::cuda::make_mergepath_spmm_plan(ctx, broken, 8), halo::InputError);
+
+    const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 8);
+    const std::vector<float> zeros(static_cast<std::size_t>(a.num_rows * 16), 0.0f);
+    DeviceMatrix x(ctx, zeros, a.num_rows, 16, 16);
+    DeviceMatrix y(ctx, zeros, a.num_rows, 16, 16);
+    EXPECT_THROW(plan->run(x.view, y.view, {0, a.num_rows}), halo::LogicError);  // width > 8
+    const halo::DenseView<float> x8{x.view.data, a.num_rows, 8, 16};
+    const halo::DenseView<float> y8{y.view.data, a.num_rows, 8, 16};
+    EXPECT_THROW(plan->run(x8, y8, {0, a.num_rows + 1}), halo::LogicError);
+    EXPECT_THROW(plan->run(x8, y8, {3, 2}), halo::LogicError);
+    HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
+}
+
+}  // namespace
