@@ -2,13 +2,13 @@
 // one string, and the top-level error handler that turns exceptions into messages and exit codes.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <string>
-
-#include <fmt/core.h>
 
 #include "halo/error.hpp"
 

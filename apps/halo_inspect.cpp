@@ -1,8 +1,8 @@
 // halo-inspect: summary of a dataset (root attributes, per-part table) with an optional full
 // check of every invariant; or of a halo-infer result directory, optionally compared with another.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -84,11 +84,12 @@ int inspect_results(const Options& o)
         same_prediction += result.prediction[i] == other.prediction[i] ? 1 : 0;
     }
     const auto rows = static_cast<double>(result.prediction.size());
-    fmt::print("compared with {} ({} pieces): max |difference| {:.3e} (largest |value| {:.3e}), "
-               "{:.4f}% of values bit-identical, {:.4f}% identical predictions\n",
-               o.compare, other.num_parts, max_abs, max_ref,
-               100.0 * bit_equal / std::max<double>(1.0, result.output.size()),
-               100.0 * same_prediction / std::max(1.0, rows));
+    fmt::print(
+        "compared with {} ({} pieces): max |difference| {:.3e} (largest |value| {:.3e}), "
+        "{:.4f}% of values bit-identical, {:.4f}% identical predictions\n",
+        o.compare, other.num_parts, max_abs, max_ref,
+        100.0 * bit_equal / std::max<double>(1.0, result.output.size()),
+        100.0 * same_prediction / std::max(1.0, rows));
     if (o.tolerance >= 0.0 && max_abs > o.tolerance) {
         fmt::print(stderr, "halo-inspect: max |difference| {:.3e} exceeds --tolerance {:.3e}\n",
                    max_abs, o.tolerance);
@@ -109,8 +110,9 @@ int inspect_results(const Options& o)
 int main(int argc, char** argv)
 {
     Options o;
-    CLI::App app{"halo-inspect: summarize and check a HaloGNN dataset, or a halo-infer result "
-                 "directory"};
+    CLI::App app{
+        "halo-inspect: summarize and check a HaloGNN dataset, or a halo-infer result "
+        "directory"};
     app.add_option("path", o.path, "dataset (.h5) or result directory")->required();
     app.add_option("--part", o.part, "show this part only")->check(CLI::NonNegativeNumber);
     app.add_flag("--check", o.check, "validate every invariant of the dataset");

@@ -1,7 +1,7 @@
 // halo-partition: graph file (or generator spec) -> global CSR -> partition -> shards -> dataset.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -149,11 +149,11 @@ int run(const Options& o, const std::string& command)
                    interior[p], q.halo_rows, q.neighbours);
     }
     fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
-               quality.edge_cut, quality.halo_volume, quality.row_imbalance,
-               quality.nnz_imbalance);
+               quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
     fmt::print("partition {:.2f} s  total {:.2f} s  peak memory {}  file {} ({})\n",
-               partition_seconds, total.seconds(), halo::app::format_bytes(halo::app::peak_rss_bytes()),
-               o.output, halo::app::format_bytes(static_cast<double>(file_size)));
+               partition_seconds, total.seconds(),
+               halo::app::format_bytes(halo::app::peak_rss_bytes()), o.output,
+               halo::app::format_bytes(static_cast<double>(file_size)));
     if (!o.report.empty()) {
         nlohmann::json parts = nlohmann::json::array();
         for (int p = 0; p < o.parts; ++p) {
@@ -165,23 +165,23 @@ int run(const Options& o, const std::string& command)
                              {"halo_rows", q.halo_rows},
                              {"neighbours", q.neighbours}});
         }
-        const nlohmann::json report = {
-            {"input", o.input},
-            {"num_nodes", csr.num_rows},
-            {"num_nonzeros", csr.nnz()},
-            {"parts", o.parts},
-            {"partitioner", o.partitioner},
-            {"seconds", {{"read_and_build", graph_seconds},
-                         {"partition", partition_seconds},
-                         {"total", total_seconds}}},
-            {"peak_rss_bytes", halo::app::peak_rss_bytes()},
-            {"file_bytes", file_size},
-            {"edge_cut", quality.edge_cut},
-            {"halo_volume", quality.halo_volume},
-            {"row_imbalance", quality.row_imbalance},
-            {"nnz_imbalance", quality.nnz_imbalance},
-            {"per_part", parts},
-            {"command", command}};
+        const nlohmann::json report = {{"input", o.input},
+                                       {"num_nodes", csr.num_rows},
+                                       {"num_nonzeros", csr.nnz()},
+                                       {"parts", o.parts},
+                                       {"partitioner", o.partitioner},
+                                       {"seconds",
+                                        {{"read_and_build", graph_seconds},
+                                         {"partition", partition_seconds},
+                                         {"total", total_seconds}}},
+                                       {"peak_rss_bytes", halo::app::peak_rss_bytes()},
+                                       {"file_bytes", file_size},
+                                       {"edge_cut", quality.edge_cut},
+                                       {"halo_volume", quality.halo_volume},
+                                       {"row_imbalance", quality.row_imbalance},
+                                       {"nnz_imbalance", quality.nnz_imbalance},
+                                       {"per_part", parts},
+                                       {"command", command}};
         halo::write_file_atomic(o.report, report.dump(2) + "\n");
     }
     return 0;
@@ -192,8 +192,9 @@ int run(const Options& o, const std::string& command)
 int main(int argc, char** argv)
 {
     Options o;
-    CLI::App app{"halo-partition: partition a graph into one shard per rank and write the HDF5 "
-                 "dataset that halo-infer reads"};
+    CLI::App app{
+        "halo-partition: partition a graph into one shard per rank and write the HDF5 "
+        "dataset that halo-infer reads"};
     app.add_option("input", o.input,
                    "graph: edge list (.el, .txt, optionally .gz), Matrix Market (.mtx), HaloGNN "
                    "binary CSR (.hcsr), or a generator: rmat:SCALE:EF[:SEED], er:N:M[:SEED]")

@@ -13,7 +13,6 @@
 namespace halo::detail {
 namespace {
 
-
 }  // namespace
 
 DeviceGuard::DeviceGuard(int device)

@@ -49,7 +49,6 @@ private:
     cudaEvent_t event_ = nullptr;
 };
 
-
 /// Checks a matrix handed to a device exchanger's start(): num_owned + num_halo rows, 0 to max_dim
 /// columns, ld >= cols, and (when it holds anything) memory of device `device`, not host memory.
 /// Throws halo::LogicError.

@@ -183,5 +183,4 @@ void check_local_plan(const Shard& shard, int rank, int size)
     }
 }
 
-
 }  // namespace halo::detail

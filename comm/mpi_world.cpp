@@ -20,8 +20,8 @@ MpiWorld::MpiWorld(int* argc, char*** argv)
     HALO_MPI_TRY(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     HALO_MPI_TRY(MPI_Comm_rank(comm_, &rank_));
     HALO_MPI_TRY(MPI_Comm_size(comm_, &size_));
-    HALO_MPI_TRY(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL,
-                                     &node_comm_));
+    HALO_MPI_TRY(
+        MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
     HALO_MPI_TRY(MPI_Comm_rank(node_comm_, &local_rank_));
     HALO_MPI_TRY(MPI_Comm_size(node_comm_, &local_size_));
     char name[MPI_MAX_PROCESSOR_NAME];

@@ -4,7 +4,10 @@
 
 namespace halo::cuda {
 
-int device_count() { return 0; }
+int device_count()
+{
+    return 0;
+}
 
 DeviceInfo device_info(int index)
 {

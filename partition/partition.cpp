@@ -84,10 +84,9 @@ std::vector<std::int32_t> metis_partition(const CsrView& a, const PartitionOptio
     metis_options[METIS_OPTION_NUMBERING] = 0;
     idx_t objval = 0;
     std::vector<idx_t> part(n, 0);
-    const int status = METIS_PartGraphKway(&n, &ncon, xadj.data(), adjncy.data(),
-                                           vwgt.empty() ? nullptr : vwgt.data(), nullptr, nullptr,
-                                           &nparts, nullptr, nullptr, metis_options, &objval,
-                                           part.data());
+    const int status = METIS_PartGraphKway(
+        &n, &ncon, xadj.data(), adjncy.data(), vwgt.empty() ? nullptr : vwgt.data(), nullptr,
+        nullptr, &nparts, nullptr, nullptr, metis_options, &objval, part.data());
     if (status != METIS_OK) {
         HALO_THROW(Error, "METIS_PartGraphKway failed with status ", status,
                    status == METIS_ERROR_MEMORY ? " (out of memory)" : "",
@@ -118,46 +117,53 @@ std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptio
         return std::vector<std::int32_t>(n, 0);
     }
     switch (options.method) {
-    case Partitioner::metis: return metis_partition(a, options);
-    case Partitioner::block: {
-        std::vector<std::int32_t> owner(n);
-        const auto p = options.num_parts;
-        for (std::int64_t v = 0; v < n; ++v) {
-            owner[v] = static_cast<std::int32_t>(v * p / n);
+        case Partitioner::metis:
+            return metis_partition(a, options);
+        case Partitioner::block: {
+            std::vector<std::int32_t> owner(n);
+            const auto p = options.num_parts;
+            for (std::int64_t v = 0; v < n; ++v) {
+                owner[v] = static_cast<std::int32_t>(v * p / n);
+            }
+            return owner;
         }
-        return owner;
-    }
-    case Partitioner::random: {
-        // A seeded shuffle of an even assignment, so parts differ by at most one node.
-        std::vector<std::int32_t> owner(n);
-        for (std::int64_t v = 0; v < n; ++v) {
-            owner[v] = static_cast<std::int32_t>(v % options.num_parts);
+        case Partitioner::random: {
+            // A seeded shuffle of an even assignment, so parts differ by at most one node.
+            std::vector<std::int32_t> owner(n);
+            for (std::int64_t v = 0; v < n; ++v) {
+                owner[v] = static_cast<std::int32_t>(v % options.num_parts);
+            }
+            std::mt19937_64 rng(options.seed);
+            for (std::int64_t v = n - 1; v > 0; --v) {
+                std::uniform_int_distribution<std::int64_t> pick(0, v);
+                std::swap(owner[v], owner[pick(rng)]);
+            }
+            return owner;
         }
-        std::mt19937_64 rng(options.seed);
-        for (std::int64_t v = n - 1; v > 0; --v) {
-            std::uniform_int_distribution<std::int64_t> pick(0, v);
-            std::swap(owner[v], owner[pick(rng)]);
-        }
-        return owner;
-    }
     }
     HALO_THROW(LogicError, "unknown partitioner");
 }
 
 Partitioner parse_partitioner(std::string_view text)
 {
-    if (text == "metis") return Partitioner::metis;
-    if (text == "block") return Partitioner::block;
-    if (text == "random") return Partitioner::random;
+    if (text == "metis")
+        return Partitioner::metis;
+    if (text == "block")
+        return Partitioner::block;
+    if (text == "random")
+        return Partitioner::random;
     HALO_THROW(InputError, "unknown partitioner '", text, "' (expected metis, block or random)");
 }
 
 std::string to_string(Partitioner method)
 {
     switch (method) {
-    case Partitioner::metis: return "metis";
-    case Partitioner::block: return "block";
-    case Partitioner::random: return "random";
+        case Partitioner::metis:
+            return "metis";
+        case Partitioner::block:
+            return "block";
+        case Partitioner::random:
+            return "random";
     }
     return "?";
 }
@@ -165,8 +171,8 @@ std::string to_string(Partitioner method)
 PartitionQuality partition_quality(const CsrView& a, const std::vector<std::int32_t>& owner,
                                    int num_parts)
 {
-    HALO_EXPECTS(static_cast<std::int64_t>(owner.size()) == a.num_rows, "owner has ",
-                 owner.size(), " entries for ", a.num_rows, " rows");
+    HALO_EXPECTS(static_cast<std::int64_t>(owner.size()) == a.num_rows, "owner has ", owner.size(),
+                 " entries for ", a.num_rows, " rows");
     PartitionQuality q;
     q.parts.resize(num_parts);
     std::vector<std::vector<std::int64_t>> halo(num_parts);
@@ -196,7 +202,8 @@ PartitionQuality partition_quality(const CsrView& a, const std::vector<std::int3
         for (const auto j : h) {
             seen[owner[j]] = true;
         }
-        q.parts[p].neighbours = static_cast<std::int32_t>(std::count(seen.begin(), seen.end(), true));
+        q.parts[p].neighbours =
+            static_cast<std::int32_t>(std::count(seen.begin(), seen.end(), true));
     }
     auto imbalance = [&](auto field) {
         double max = 0.0;

@@ -43,6 +43,9 @@ public:
     virtual ~SpmmPlan() = default;
     virtual void run(DenseView<const float> x, DenseView<float> y, RowRange rows) = 0;
     virtual std::string algorithm() const = 0;
+    /// What the plan decided at run time (an autotuned plan's choices), one line per decision;
+    /// empty for plans that decide nothing.
+    virtual std::string report() const { return {}; }
 };
 
 class Backend {

@@ -9,46 +9,46 @@
 
 #include "halo/error.hpp"
 
-#define HALO_CUDA_TRY(call)                                                                \
-    do {                                                                                   \
-        const cudaError_t halo_status_ = (call);                                           \
-        if (halo_status_ != cudaSuccess) {                                                 \
-            throw ::halo::CudaError(                                                       \
-                ::halo::detail::concat(#call, " failed: ", cudaGetErrorName(halo_status_), \
-                                       ": ", cudaGetErrorString(halo_status_)),            \
-                __FILE__, __LINE__);                                                       \
-        }                                                                                  \
+#define HALO_CUDA_TRY(call)                                                                      \
+    do {                                                                                         \
+        const cudaError_t halo_status_ = (call);                                                 \
+        if (halo_status_ != cudaSuccess) {                                                       \
+            throw ::halo::CudaError(                                                             \
+                ::halo::detail::concat(#call, " failed: ", cudaGetErrorName(halo_status_), ": ", \
+                                       cudaGetErrorString(halo_status_)),                        \
+                __FILE__, __LINE__);                                                             \
+        }                                                                                        \
     } while (0)
 
 /// After a kernel launch: checks the launch itself and, in debug builds, its execution.
 #ifdef NDEBUG
 #define HALO_CUDA_CHECK_LAUNCH() HALO_CUDA_TRY(cudaGetLastError())
 #else
-#define HALO_CUDA_CHECK_LAUNCH()              \
-    do {                                      \
-        HALO_CUDA_TRY(cudaGetLastError());    \
+#define HALO_CUDA_CHECK_LAUNCH()                \
+    do {                                        \
+        HALO_CUDA_TRY(cudaGetLastError());      \
         HALO_CUDA_TRY(cudaDeviceSynchronize()); \
     } while (0)
 #endif
 
-#define HALO_CUSPARSE_TRY(call)                                                             \
-    do {                                                                                    \
-        const cusparseStatus_t halo_status_ = (call);                                       \
-        if (halo_status_ != CUSPARSE_STATUS_SUCCESS) {                                      \
-            throw ::halo::CusparseError(                                                    \
+#define HALO_CUSPARSE_TRY(call)                                                                \
+    do {                                                                                       \
+        const cusparseStatus_t halo_status_ = (call);                                          \
+        if (halo_status_ != CUSPARSE_STATUS_SUCCESS) {                                         \
+            throw ::halo::CusparseError(                                                       \
                 ::halo::detail::concat(#call, " failed: ", cusparseGetErrorName(halo_status_), \
-                                       ": ", cusparseGetErrorString(halo_status_)),         \
-                __FILE__, __LINE__);                                                        \
-        }                                                                                   \
+                                       ": ", cusparseGetErrorString(halo_status_)),            \
+                __FILE__, __LINE__);                                                           \
+        }                                                                                      \
     } while (0)
 
-#define HALO_CUBLAS_TRY(call)                                                                \
-    do {                                                                                     \
-        const cublasStatus_t halo_status_ = (call);                                          \
-        if (halo_status_ != CUBLAS_STATUS_SUCCESS) {                                         \
-            throw ::halo::CublasError(                                                       \
+#define HALO_CUBLAS_TRY(call)                                                                 \
+    do {                                                                                      \
+        const cublasStatus_t halo_status_ = (call);                                           \
+        if (halo_status_ != CUBLAS_STATUS_SUCCESS) {                                          \
+            throw ::halo::CublasError(                                                        \
                 ::halo::detail::concat(#call, " failed: ", cublasGetStatusName(halo_status_), \
-                                       ": ", cublasGetStatusString(halo_status_)),           \
-                __FILE__, __LINE__);                                                         \
-        }                                                                                    \
+                                       ": ", cublasGetStatusString(halo_status_)),            \
+                __FILE__, __LINE__);                                                          \
+        }                                                                                     \
     } while (0)

@@ -26,8 +26,7 @@ struct DenseView {
     T* row(std::int64_t i) const { return data + i * ld; }
 
     /// Implicit conversion to a view of const elements (for non-const views only).
-    operator DenseView<const std::remove_const_t<T>>() const
-        requires(!std::is_const_v<T>)
+    operator DenseView<const std::remove_const_t<T>>() const requires(!std::is_const_v<T>)
     {
         return {data, rows, cols, ld};
     }

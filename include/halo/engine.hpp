@@ -75,6 +75,9 @@ public:
     std::vector<float> run(const std::vector<float>& features);
 
     const std::vector<LayerTiming>& timings() const { return timings_; }
+    /// The run-time decisions of the operators' SpMM plans (SpmmPlan::report(), e.g. the
+    /// autotuned kernel per row range and width), concatenated; empty when no plan decides.
+    std::string kernel_report() const;
     /// Host copies of every layer's output when EngineOptions::keep_layers is set.
     const std::vector<std::vector<float>>& layer_outputs() const { return layer_outputs_; }
 

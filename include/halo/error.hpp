@@ -21,7 +21,8 @@ class Error : public std::runtime_error {
 public:
     Error(const std::string& message, const char* file, int line)
         : std::runtime_error(format(message, file, line)), message_(message)
-    {}
+    {
+    }
 
     /// The message without the source location.
     const std::string& message() const noexcept { return message_; }
@@ -91,15 +92,13 @@ std::string concat(Args&&... args)
 
 /// Throws halo::LogicError naming the condition when it does not hold. The message arguments are
 /// streamed together: HALO_EXPECTS(n >= 0, "row count ", n, " is negative").
-#define HALO_EXPECTS(cond, ...)                                                         \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            throw ::halo::LogicError(                                                   \
-                ::halo::detail::concat("expected " #cond ": ", __VA_ARGS__), __FILE__, \
-                __LINE__);                                                              \
-        }                                                                               \
+#define HALO_EXPECTS(cond, ...)                                                                   \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            throw ::halo::LogicError(::halo::detail::concat("expected " #cond ": ", __VA_ARGS__), \
+                                     __FILE__, __LINE__);                                         \
+        }                                                                                         \
     } while (0)
 
 /// Throws the given exception type with a streamed message and the current source location.
-#define HALO_THROW(type, ...) \
-    throw type(::halo::detail::concat(__VA_ARGS__), __FILE__, __LINE__)
+#define HALO_THROW(type, ...) throw type(::halo::detail::concat(__VA_ARGS__), __FILE__, __LINE__)

@@ -20,9 +20,9 @@ struct ExchangeStats {
     std::int64_t exchanges = 0;
     std::int64_t bytes_sent = 0;
     std::int64_t bytes_received = 0;
-    std::int64_t messages_sent = 0;   // after splitting large blocks
-    double start_seconds = 0.0;       // time inside start(): posting and packing
-    double finish_seconds = 0.0;      // time inside finish(): waiting for completion
+    std::int64_t messages_sent = 0;  // after splitting large blocks
+    double start_seconds = 0.0;      // time inside start(): posting and packing
+    double finish_seconds = 0.0;     // time inside finish(): waiting for completion
 };
 
 class HaloExchanger {

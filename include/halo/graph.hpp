@@ -43,11 +43,11 @@ enum class Normalization {
 };
 
 struct BuildOptions {
-    bool symmetrize = true;           // A | A^T
+    bool symmetrize = true;  // A | A^T
     SelfLoops self_loops = SelfLoops::keep;
     Normalization normalization = Normalization::none;
-    bool use_weights = true;          // false: ignore the edge list's weights
-    bool transpose = false;           // row = destination (PyG's source_to_target aggregation)
+    bool use_weights = true;  // false: ignore the edge list's weights
+    bool transpose = false;   // row = destination (PyG's source_to_target aggregation)
 };
 
 /// Builds the CSR adjacency: sorted columns in every row, no duplicates. Throws halo::InputError

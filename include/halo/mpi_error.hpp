@@ -23,13 +23,13 @@ inline std::string mpi_error_text(int code)
 
 }  // namespace halo::detail
 
-#define HALO_MPI_TRY(call)                                                                    \
-    do {                                                                                      \
-        const int halo_status_ = (call);                                                      \
-        if (halo_status_ != MPI_SUCCESS) {                                                    \
-            throw ::halo::MpiError(::halo::detail::concat(                                    \
-                                       #call, " failed: ",                                    \
-                                       ::halo::detail::mpi_error_text(halo_status_)),         \
-                                   __FILE__, __LINE__);                                       \
-        }                                                                                     \
+#define HALO_MPI_TRY(call)                                                                         \
+    do {                                                                                           \
+        const int halo_status_ = (call);                                                           \
+        if (halo_status_ != MPI_SUCCESS) {                                                         \
+            throw ::halo::MpiError(                                                                \
+                ::halo::detail::concat(#call,                                                      \
+                                       " failed: ", ::halo::detail::mpi_error_text(halo_status_)), \
+                __FILE__, __LINE__);                                                               \
+        }                                                                                          \
     } while (0)

@@ -6,13 +6,13 @@
 
 #include "halo/error.hpp"
 
-#define HALO_NCCL_TRY(call)                                                                  \
-    do {                                                                                     \
-        const ncclResult_t halo_status_ = (call);                                            \
-        if (halo_status_ != ncclSuccess && halo_status_ != ncclInProgress) {                 \
-            throw ::halo::NcclError(                                                         \
-                ::halo::detail::concat(#call, " failed: ", ncclGetErrorString(halo_status_), \
-                                       " (", ncclGetLastError(nullptr), ")"),                \
-                __FILE__, __LINE__);                                                         \
-        }                                                                                    \
+#define HALO_NCCL_TRY(call)                                                                        \
+    do {                                                                                           \
+        const ncclResult_t halo_status_ = (call);                                                  \
+        if (halo_status_ != ncclSuccess && halo_status_ != ncclInProgress) {                       \
+            throw ::halo::NcclError(                                                               \
+                ::halo::detail::concat(#call, " failed: ", ncclGetErrorString(halo_status_), " (", \
+                                       ncclGetLastError(nullptr), ")"),                            \
+                __FILE__, __LINE__);                                                               \
+        }                                                                                          \
     } while (0)

@@ -25,8 +25,8 @@ enum class Partitioner {
 struct PartitionOptions {
     Partitioner method = Partitioner::metis;
     int num_parts = 1;
-    double imbalance = 1.03;     // METIS ufactor = (imbalance - 1) * 1000: max part weight / mean
-    std::uint64_t seed = 1;      // METIS_OPTION_SEED, and the random partitioner's seed
+    double imbalance = 1.03;       // METIS ufactor = (imbalance - 1) * 1000: max part weight / mean
+    std::uint64_t seed = 1;        // METIS_OPTION_SEED, and the random partitioner's seed
     bool weight_by_degree = true;  // METIS vertex weights 1 + degree (else 1)
 };
 
@@ -34,7 +34,8 @@ struct PartitionOptions {
 /// symmetric (METIS requires it; its pattern is symmetrized here if it is not). Throws
 /// halo::InputError when num_parts < 1 or exceeds the node count, or when the adjacency has 2^31 or
 /// more entries (METIS's 32-bit idx_t).
-std::vector<std::int32_t> partition_graph(const CsrView& adjacency, const PartitionOptions& options);
+std::vector<std::int32_t> partition_graph(const CsrView& adjacency,
+                                          const PartitionOptions& options);
 
 Partitioner parse_partitioner(std::string_view text);
 std::string to_string(Partitioner method);
@@ -48,10 +49,10 @@ struct PartitionQuality {
         std::int32_t neighbours = 0;  // parts that own one of those columns
     };
     std::vector<Part> parts;
-    std::int64_t edge_cut = 0;        // nonzeros (i, j), i < j, with owner[i] != owner[j]
-    std::int64_t halo_volume = 0;     // sum of halo_rows over parts
-    double row_imbalance = 1.0;       // max / mean owned rows
-    double nnz_imbalance = 1.0;       // max / mean nonzeros
+    std::int64_t edge_cut = 0;     // nonzeros (i, j), i < j, with owner[i] != owner[j]
+    std::int64_t halo_volume = 0;  // sum of halo_rows over parts
+    double row_imbalance = 1.0;    // max / mean owned rows
+    double nnz_imbalance = 1.0;    // max / mean nonzeros
 };
 
 PartitionQuality partition_quality(const CsrView& adjacency, const std::vector<std::int32_t>& owner,

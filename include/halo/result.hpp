@@ -20,12 +20,12 @@ inline constexpr int result_format_version = 1;
 struct ResultPiece {
     std::int32_t part = 0;
     std::int32_t num_parts = 1;
-    std::vector<global_id> global_ids;          // rows in this piece
+    std::vector<global_id> global_ids;  // rows in this piece
     std::int64_t output_dim = 0;
-    std::vector<float> output;                  // rows x output_dim
-    std::vector<std::int32_t> prediction;       // argmax of each output row (lowest index on ties)
-    std::vector<std::vector<float>> layers;     // optional: each layer's output (rows x width)
-    std::vector<std::int64_t> layer_dims;       // widths of `layers`
+    std::vector<float> output;               // rows x output_dim
+    std::vector<std::int32_t> prediction;    // argmax of each output row (lowest index on ties)
+    std::vector<std::vector<float>> layers;  // optional: each layer's output (rows x width)
+    std::vector<std::int64_t> layer_dims;    // widths of `layers`
 };
 
 /// <dir>/part-<part>.h5

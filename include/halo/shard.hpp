@@ -82,11 +82,11 @@ void attach_node_data(Shard& shard, const std::vector<float>& features, std::int
 
 /// Checks one shard's internal invariants: sizes of every array; owned global ids ascending inside
 /// the interior and the boundary group, all owned and halo ids distinct; CSR structure (indptr
-/// from 0, monotone, ending at nnz; columns in range and strictly ascending by global id per row; values empty
-/// or nnz long); interior rows without halo column and boundary rows with one; the plan's offsets
-/// (from 0, strictly ascending, ending at num_halo / send_rows.size()), peers ascending, in range
-/// and not the part itself; send rows in range and strictly ascending per peer; features and
-/// labels (>= -1) sized num_owned. Throws halo::InputError reading
+/// from 0, monotone, ending at nnz; columns in range and strictly ascending by global id per row;
+/// values empty or nnz long); interior rows without halo column and boundary rows with one; the
+/// plan's offsets (from 0, strictly ascending, ending at num_halo / send_rows.size()), peers
+/// ascending, in range and not the part itself; send rows in range and strictly ascending per peer;
+/// features and labels (>= -1) sized num_owned. Throws halo::InputError reading
 /// "<where>: <dataset>[<index>] = <value> <what is wrong>", e.g.
 /// "data.h5 part 3: csr/indices[17] = 900 outside [0, 812)"; dataset names are FORMAT.md's.
 void validate_shard(const Shard& shard, const std::string& where);

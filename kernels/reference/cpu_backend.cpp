@@ -91,6 +91,9 @@ public:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend()
+{
+    return std::make_unique<CpuBackend>();
+}
 
 }  // namespace halo

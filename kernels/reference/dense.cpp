@@ -9,16 +9,20 @@ namespace halo {
 
 Activation parse_activation(std::string_view text)
 {
-    if (text == "none") return Activation::none;
-    if (text == "relu") return Activation::relu;
+    if (text == "none")
+        return Activation::none;
+    if (text == "relu")
+        return Activation::relu;
     HALO_THROW(InputError, "unknown activation '", text, "' (expected none or relu)");
 }
 
 std::string to_string(Activation activation)
 {
     switch (activation) {
-    case Activation::none: return "none";
-    case Activation::relu: return "relu";
+        case Activation::none:
+            return "none";
+        case Activation::relu:
+            return "relu";
     }
     return "?";
 }
@@ -46,8 +50,8 @@ void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c
 
 void bias_activation(DenseView<float> y, const float* bias, Activation act, RowRange rows)
 {
-    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= y.rows,
-                 "row range [", rows.begin, ", ", rows.end, ") outside [0, ", y.rows, ")");
+    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= y.rows, "row range [",
+                 rows.begin, ", ", rows.end, ") outside [0, ", y.rows, ")");
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = rows.begin; i < rows.end; ++i) {
         for (std::int64_t j = 0; j < y.cols; ++j) {

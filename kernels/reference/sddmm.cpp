@@ -1,9 +1,10 @@
+#include "halo/sddmm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "halo/error.hpp"
-#include "halo/sddmm.hpp"
 
 namespace halo::reference {
 
@@ -13,8 +14,8 @@ void sddmm(const CsrView& a, DenseView<const float> q, DenseView<const float> k,
     HALO_EXPECTS(q.cols == k.cols, "Q has ", q.cols, " columns, K has ", k.cols);
     HALO_EXPECTS(q.rows >= a.num_rows, "Q has ", q.rows, " rows, A has ", a.num_rows);
     HALO_EXPECTS(k.rows >= a.num_cols, "K has ", k.rows, " rows, A has ", a.num_cols, " columns");
-    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= a.num_rows,
-                 "row range [", rows.begin, ", ", rows.end, ") outside [0, ", a.num_rows, ")");
+    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= a.num_rows, "row range [",
+                 rows.begin, ", ", rows.end, ") outside [0, ", a.num_rows, ")");
 #pragma omp parallel for schedule(dynamic, 64)
     for (std::int64_t i = rows.begin; i < rows.end; ++i) {
         for (auto nz = a.indptr[i]; nz < a.indptr[i + 1]; ++nz) {

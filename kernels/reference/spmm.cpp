@@ -9,8 +9,8 @@ void spmm(const CsrView& a, DenseView<const float> x, DenseView<float> y, RowRan
     HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
     HALO_EXPECTS(x.rows >= a.num_cols, "x has ", x.rows, " rows, A has ", a.num_cols, " columns");
     HALO_EXPECTS(y.rows >= a.num_rows, "y has ", y.rows, " rows, A has ", a.num_rows);
-    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= a.num_rows,
-                 "row range [", rows.begin, ", ", rows.end, ") outside [0, ", a.num_rows, ")");
+    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= a.num_rows, "row range [",
+                 rows.begin, ", ", rows.end, ") outside [0, ", a.num_rows, ")");
     const auto dim = x.cols;
 #pragma omp parallel for schedule(dynamic, 64)
     for (std::int64_t i = rows.begin; i < rows.end; ++i) {

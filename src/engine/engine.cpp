@@ -380,6 +380,24 @@ Engine::Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, c
 
 Engine::~Engine() = default;
 
+std::string Engine::kernel_report() const
+{
+    std::string out;
+    // Each line names its operator: a model may aggregate with more than one.
+    for (const auto& [kind, plan] : impl_->operators) {
+        const auto report = plan->report();
+        std::size_t pos = 0;
+        while (pos < report.size()) {
+            auto end = report.find('\n', pos);
+            end = end == std::string::npos ? report.size() : end;
+            out += std::string(to_string(kind)) + " operator, " +
+                   report.substr(pos, end - pos) + "\n";
+            pos = end + 1;
+        }
+    }
+    return out;
+}
+
 std::vector<float> Engine::run(const std::vector<float>& features)
 {
     auto& im = *impl_;

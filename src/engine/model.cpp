@@ -1,27 +1,34 @@
+#include "halo/model.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
 #include "halo/error.hpp"
-#include "halo/model.hpp"
 #include "random.hpp"
 
 namespace halo {
 
 LayerType parse_layer_type(std::string_view text)
 {
-    if (text == "gcn") return LayerType::gcn;
-    if (text == "sage") return LayerType::sage;
-    if (text == "gin") return LayerType::gin;
+    if (text == "gcn")
+        return LayerType::gcn;
+    if (text == "sage")
+        return LayerType::sage;
+    if (text == "gin")
+        return LayerType::gin;
     HALO_THROW(InputError, "unknown layer type '", text, "' (expected gcn, sage or gin)");
 }
 
 std::string to_string(LayerType type)
 {
     switch (type) {
-    case LayerType::gcn: return "gcn";
-    case LayerType::sage: return "sage";
-    case LayerType::gin: return "gin";
+        case LayerType::gcn:
+            return "gcn";
+        case LayerType::sage:
+            return "sage";
+        case LayerType::gin:
+            return "gin";
     }
     return "?";
 }
@@ -55,8 +62,8 @@ void check_array(const std::vector<float>& values, std::int64_t expected, const 
     }
     for (std::size_t k = 0; k < values.size(); ++k) {
         if (!std::isfinite(values[k])) {
-            HALO_THROW(InputError, where, ": layer ", layer, " ", name, "[", k, "] is ",
-                       values[k], " (weights must be finite)");
+            HALO_THROW(InputError, where, ": layer ", layer, " ", name, "[", k, "] is ", values[k],
+                       " (weights must be finite)");
         }
     }
 }
@@ -166,10 +173,12 @@ std::vector<std::int64_t> parse_dims(std::string_view text)
     std::size_t pos = 0;
     while (pos <= text.size()) {
         const auto comma = text.find(',', pos);
-        const auto token = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
+        const auto token =
+            text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
         std::int64_t value = 0;
         const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-        if (token.empty() || ec != std::errc{} || end != token.data() + token.size() || value <= 0) {
+        if (token.empty() || ec != std::errc{} || end != token.data() + token.size() ||
+            value <= 0) {
             HALO_THROW(InputError, "bad width '", token, "' in '", text,
                        "' (expected positive integers separated by commas, e.g. 128,128,64)");
         }

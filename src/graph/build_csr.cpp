@@ -233,26 +233,35 @@ void normalize(Csr& csr, Normalization kind)
 
 SelfLoops parse_self_loops(std::string_view text)
 {
-    if (text == "keep") return SelfLoops::keep;
-    if (text == "drop") return SelfLoops::drop;
-    if (text == "add") return SelfLoops::add;
+    if (text == "keep")
+        return SelfLoops::keep;
+    if (text == "drop")
+        return SelfLoops::drop;
+    if (text == "add")
+        return SelfLoops::add;
     HALO_THROW(InputError, "unknown self-loop policy '", text, "' (expected keep, drop or add)");
 }
 
 Normalization parse_normalization(std::string_view text)
 {
-    if (text == "none") return Normalization::none;
-    if (text == "gcn") return Normalization::gcn;
-    if (text == "mean") return Normalization::mean;
+    if (text == "none")
+        return Normalization::none;
+    if (text == "gcn")
+        return Normalization::gcn;
+    if (text == "mean")
+        return Normalization::mean;
     HALO_THROW(InputError, "unknown normalization '", text, "' (expected none, gcn or mean)");
 }
 
 std::string to_string(SelfLoops policy)
 {
     switch (policy) {
-    case SelfLoops::keep: return "keep";
-    case SelfLoops::drop: return "drop";
-    case SelfLoops::add: return "add";
+        case SelfLoops::keep:
+            return "keep";
+        case SelfLoops::drop:
+            return "drop";
+        case SelfLoops::add:
+            return "add";
     }
     return "?";
 }
@@ -260,9 +269,12 @@ std::string to_string(SelfLoops policy)
 std::string to_string(Normalization kind)
 {
     switch (kind) {
-    case Normalization::none: return "none";
-    case Normalization::gcn: return "gcn";
-    case Normalization::mean: return "mean";
+        case Normalization::none:
+            return "none";
+        case Normalization::gcn:
+            return "gcn";
+        case Normalization::mean:
+            return "mean";
     }
     return "?";
 }

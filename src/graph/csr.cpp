@@ -26,8 +26,8 @@ void validate(const Csr& csr, const char* what)
         }
     }
     if (csr.indptr.back() != nnz) {
-        HALO_THROW(InputError, what, ": indptr ends at ", csr.indptr.back(), " but there are ",
-                   nnz, " column indices");
+        HALO_THROW(InputError, what, ": indptr ends at ", csr.indptr.back(), " but there are ", nnz,
+                   " column indices");
     }
     for (std::int64_t k = 0; k < nnz; ++k) {
         const auto c = csr.indices[k];

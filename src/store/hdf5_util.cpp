@@ -203,14 +203,13 @@ void AtomicH5File::commit()
     std::error_code ec;
     std::filesystem::rename(temp_, target_, ec);
     if (ec) {
-        HALO_THROW(IoError, name_, ": cannot rename ", temp_.string(), " into place: ",
-                   ec.message());
+        HALO_THROW(IoError, name_, ": cannot rename ", temp_.string(),
+                   " into place: ", ec.message());
     }
     committed_ = true;
     // Makes the rename itself durable; some file systems refuse to sync a directory, and the data
     // is already safe, so a failure here is not an error.
-    sync_path(target_.has_parent_path() ? target_.parent_path() : std::filesystem::path("."),
-              true);
+    sync_path(target_.has_parent_path() ? target_.parent_path() : std::filesystem::path("."), true);
 }
 
 bool has_link(hid_t loc, const Where& loc_where, const char* name)

@@ -11,7 +11,10 @@ namespace {
 constexpr const char* model_format_name = "halo-model";
 constexpr int model_format_version = 1;
 
-std::span<const float> span_of(const std::vector<float>& v) { return {v.data(), v.size()}; }
+std::span<const float> span_of(const std::vector<float>& v)
+{
+    return {v.data(), v.size()};
+}
 
 }  // namespace
 
@@ -121,8 +124,8 @@ Model read_model(const std::filesystem::path& path)
             layer.weight2 = store::read_matrix<float>(gid, w, "weight2", layer.hidden_dim,
                                                       layer.out_dim, "[hidden_dim, out_dim]");
             if (store::has_link(gid, w, "bias2")) {
-                layer.bias2 = store::read_array<float>(gid, w, "bias2",
-                                                       {layer.out_dim, "attribute out_dim"});
+                layer.bias2 =
+                    store::read_array<float>(gid, w, "bias2", {layer.out_dim, "attribute out_dim"});
             }
         }
         layer.weight =

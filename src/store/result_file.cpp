@@ -1,11 +1,10 @@
 // Per-rank result pieces and their manifest (docs/FORMAT.md, "Results").
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <span>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "halo/error.hpp"
 #include "halo/result.hpp"
@@ -55,8 +54,8 @@ void write_result_piece(const std::filesystem::path& dir, const ResultPiece& pie
                  " rows of width ", piece.output_dim);
     HALO_EXPECTS(static_cast<std::int64_t>(piece.prediction.size()) == rows, "result piece ",
                  piece.part, ": ", piece.prediction.size(), " predictions for ", rows, " rows");
-    HALO_EXPECTS(piece.layers.size() == piece.layer_dims.size(), "result piece ", piece.part,
-                 ": ", piece.layers.size(), " layers but ", piece.layer_dims.size(), " widths");
+    HALO_EXPECTS(piece.layers.size() == piece.layer_dims.size(), "result piece ", piece.part, ": ",
+                 piece.layers.size(), " layers but ", piece.layer_dims.size(), " widths");
     const store::QuietErrors quiet;
     store::AtomicH5File out(result_piece_path(dir, piece.part));
     const store::Where root{out.name(), "/"};
@@ -74,10 +73,10 @@ void write_result_piece(const std::filesystem::path& dir, const ResultPiece& pie
     if (!piece.layers.empty()) {
         const auto layers = store::create_group(h, root, "layers");
         for (std::size_t l = 0; l < piece.layers.size(); ++l) {
-            HALO_EXPECTS(static_cast<std::int64_t>(piece.layers[l].size()) ==
-                             rows * piece.layer_dims[l],
-                         "result piece ", piece.part, ": layer ", l, " has ",
-                         piece.layers[l].size(), " values for ", rows, " x ", piece.layer_dims[l]);
+            HALO_EXPECTS(
+                static_cast<std::int64_t>(piece.layers[l].size()) == rows * piece.layer_dims[l],
+                "result piece ", piece.part, ": layer ", l, " has ", piece.layers[l].size(),
+                " values for ", rows, " x ", piece.layer_dims[l]);
             const auto name = std::to_string(l);
             store::write_matrix<float>(layers.get(), root.child("layers"), name.c_str(),
                                        span_of(piece.layers[l]), rows, piece.layer_dims[l]);
@@ -114,12 +113,12 @@ ResultPiece read_result_piece(const std::filesystem::path& path)
         HALO_THROW(InputError, path.string(), ": num_rows ", rows, ", output_dim ",
                    piece.output_dim);
     }
-    piece.global_ids = store::read_array<std::int64_t>(h, root, "global_ids",
-                                                       {rows, "attribute num_rows"});
+    piece.global_ids =
+        store::read_array<std::int64_t>(h, root, "global_ids", {rows, "attribute num_rows"});
     piece.output = store::read_matrix<float>(h, root, "output", rows, piece.output_dim,
                                              "[num_rows, output_dim]");
-    piece.prediction = store::read_array<std::int32_t>(h, root, "prediction",
-                                                       {rows, "attribute num_rows"});
+    piece.prediction =
+        store::read_array<std::int32_t>(h, root, "prediction", {rows, "attribute num_rows"});
     return piece;
 }
 
@@ -128,7 +127,8 @@ ResultSet read_results(const std::filesystem::path& dir)
     const auto manifest_path = result_manifest_path(dir);
     std::ifstream in(manifest_path);
     if (!in) {
-        HALO_THROW(InputError, dir.string(), ": no manifest.json: the run did not complete (or "
+        HALO_THROW(InputError, dir.string(),
+                   ": no manifest.json: the run did not complete (or "
                    "this is not a halo-infer output directory)");
     }
     nlohmann::json manifest;
@@ -138,8 +138,8 @@ ResultSet read_results(const std::filesystem::path& dir)
         HALO_THROW(InputError, manifest_path.string(), ": not valid JSON: ", e.what());
     }
     if (manifest.value("format", std::string()) != result_manifest_format) {
-        HALO_THROW(InputError, manifest_path.string(), ": format is not '",
-                   result_manifest_format, "'");
+        HALO_THROW(InputError, manifest_path.string(), ": format is not '", result_manifest_format,
+                   "'");
     }
     ResultSet set;
     set.num_parts = manifest.value("num_parts", 0);

@@ -68,7 +68,10 @@ std::filesystem::path scratch_dir(const std::string& tag)
     return dir;
 }
 
-int gpu_count() { return halo::cuda::device_count(); }
+int gpu_count()
+{
+    return halo::cuda::device_count();
+}
 
 std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo, float hi)
 {

@@ -43,17 +43,17 @@ std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo
 }  // namespace halo::testing
 
 /// Skips the current test with a message when the shared data file is absent.
-#define HALO_REQUIRE_SHARED_FILE(path_var, name)                                              \
-    const auto path_var = ::halo::testing::shared_data_file(name);                            \
-    if (path_var.empty()) {                                                                   \
-        GTEST_SKIP() << "shared data file " << (name) << " not found under "                  \
-                     << ::halo::testing::shared_data_dir()                                    \
-                     << " (set HALO_DATA_DIR to the directory holding ../shared/data)";       \
+#define HALO_REQUIRE_SHARED_FILE(path_var, name)                                        \
+    const auto path_var = ::halo::testing::shared_data_file(name);                      \
+    if (path_var.empty()) {                                                             \
+        GTEST_SKIP() << "shared data file " << (name) << " not found under "            \
+                     << ::halo::testing::shared_data_dir()                              \
+                     << " (set HALO_DATA_DIR to the directory holding ../shared/data)"; \
     }
 
 /// Skips the current test with a message when fewer than n CUDA devices are present.
-#define HALO_REQUIRE_GPUS(n)                                                                  \
-    if (::halo::testing::gpu_count() < (n)) {                                                 \
-        GTEST_SKIP() << "needs " << (n) << " CUDA device(s), found "                          \
-                     << ::halo::testing::gpu_count();                                         \
+#define HALO_REQUIRE_GPUS(n)                                         \
+    if (::halo::testing::gpu_count() < (n)) {                        \
+        GTEST_SKIP() << "needs " << (n) << " CUDA device(s), found " \
+                     << ::halo::testing::gpu_count();                \
     }

@@ -63,20 +63,41 @@ void expect_matches_dense(const std::string& graph_name, halo::LayerType type,
     const auto tol = halo::testing::tolerance<float>(4.0 * terms * model.layers.size(), scale);
     for (std::size_t k = 0; k < got.size(); ++k) {
         ASSERT_TRUE(std::isfinite(got[k])) << k;
-        ASSERT_NEAR(got[k], want[k], tol) << graph_name << " " << halo::to_string(type)
-                                          << " element " << k;
+        ASSERT_NEAR(got[k], want[k], tol)
+            << graph_name << " " << halo::to_string(type) << " element " << k;
     }
 }
 
 }  // namespace
 
-TEST(Engine, GcnAggregateFirstMatchesDense) { expect_matches_dense("rmat:10", halo::LayerType::gcn, {16, 32, 7}); }
-TEST(Engine, GcnTransformFirstMatchesDense) { expect_matches_dense("rmat:10", halo::LayerType::gcn, {48, 8, 4}); }
-TEST(Engine, SageBothOrdersMatchDense) { expect_matches_dense("rmat:10", halo::LayerType::sage, {16, 32, 6}); }
-TEST(Engine, GinBothOrdersMatchDense) { expect_matches_dense("rmat:10", halo::LayerType::gin, {16, 24, 5}); }
-TEST(Engine, GcnOnCoraMatchesDense) { expect_matches_dense("cora", halo::LayerType::gcn, {64, 16, 7}); }
-TEST(Engine, SageOnCiteseerMatchesDense) { expect_matches_dense("citeseer", halo::LayerType::sage, {32, 16, 6}); }
-TEST(Engine, GinOnCoraMatchesDense) { expect_matches_dense("cora", halo::LayerType::gin, {32, 16, 7}); }
+TEST(Engine, GcnAggregateFirstMatchesDense)
+{
+    expect_matches_dense("rmat:10", halo::LayerType::gcn, {16, 32, 7});
+}
+TEST(Engine, GcnTransformFirstMatchesDense)
+{
+    expect_matches_dense("rmat:10", halo::LayerType::gcn, {48, 8, 4});
+}
+TEST(Engine, SageBothOrdersMatchDense)
+{
+    expect_matches_dense("rmat:10", halo::LayerType::sage, {16, 32, 6});
+}
+TEST(Engine, GinBothOrdersMatchDense)
+{
+    expect_matches_dense("rmat:10", halo::LayerType::gin, {16, 24, 5});
+}
+TEST(Engine, GcnOnCoraMatchesDense)
+{
+    expect_matches_dense("cora", halo::LayerType::gcn, {64, 16, 7});
+}
+TEST(Engine, SageOnCiteseerMatchesDense)
+{
+    expect_matches_dense("citeseer", halo::LayerType::sage, {32, 16, 6});
+}
+TEST(Engine, GinOnCoraMatchesDense)
+{
+    expect_matches_dense("cora", halo::LayerType::gin, {32, 16, 7});
+}
 
 TEST(Engine, GcnOperatorEqualsTheBuilderNormalization)
 {

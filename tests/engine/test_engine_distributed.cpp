@@ -103,9 +103,9 @@ void expect_bit_identical(const std::string& graph_name, halo::LayerType type,
                 for (std::size_t k = 0; k < single.size(); ++k) {
                     differ += std::memcmp(&multi[k], &single[k], sizeof(float)) != 0 ? 1 : 0;
                 }
-                EXPECT_EQ(differ, 0) << graph_name << " " << halo::to_string(type) << " P="
-                                     << parts << ": " << differ << " of " << single.size()
-                                     << " values differ from P=1";
+                EXPECT_EQ(differ, 0)
+                    << graph_name << " " << halo::to_string(type) << " P=" << parts << ": "
+                    << differ << " of " << single.size() << " values differ from P=1";
             }
             MPI_Comm_free(&group);
         }
@@ -115,12 +115,39 @@ void expect_bit_identical(const std::string& graph_name, halo::LayerType type,
 
 }  // namespace
 
-TEST(EngineDistributed, GcnOnCoraEqualsOneRank) { expect_bit_identical("cora", halo::LayerType::gcn, {32, 16, 7}); }
-TEST(EngineDistributed, SageOnCoraEqualsOneRank) { expect_bit_identical("cora", halo::LayerType::sage, {32, 16, 7}); }
-TEST(EngineDistributed, GinOnCoraEqualsOneRank) { expect_bit_identical("cora", halo::LayerType::gin, {32, 16, 7}); }
-TEST(EngineDistributed, GcnOnCiteseerEqualsOneRank) { expect_bit_identical("citeseer", halo::LayerType::gcn, {24, 48, 6}); }
-TEST(EngineDistributed, SageOnCiteseerEqualsOneRank) { expect_bit_identical("citeseer", halo::LayerType::sage, {24, 48, 6}); }
-TEST(EngineDistributed, GinOnCiteseerEqualsOneRank) { expect_bit_identical("citeseer", halo::LayerType::gin, {24, 48, 6}); }
-TEST(EngineDistributed, GcnOnRmatEqualsOneRank) { expect_bit_identical("rmat:12", halo::LayerType::gcn, {16, 32, 8}); }
-TEST(EngineDistributed, SageOnRmatEqualsOneRank) { expect_bit_identical("rmat:12", halo::LayerType::sage, {16, 32, 8}); }
-TEST(EngineDistributed, GinOnRmatEqualsOneRank) { expect_bit_identical("rmat:12", halo::LayerType::gin, {16, 32, 8}); }
+TEST(EngineDistributed, GcnOnCoraEqualsOneRank)
+{
+    expect_bit_identical("cora", halo::LayerType::gcn, {32, 16, 7});
+}
+TEST(EngineDistributed, SageOnCoraEqualsOneRank)
+{
+    expect_bit_identical("cora", halo::LayerType::sage, {32, 16, 7});
+}
+TEST(EngineDistributed, GinOnCoraEqualsOneRank)
+{
+    expect_bit_identical("cora", halo::LayerType::gin, {32, 16, 7});
+}
+TEST(EngineDistributed, GcnOnCiteseerEqualsOneRank)
+{
+    expect_bit_identical("citeseer", halo::LayerType::gcn, {24, 48, 6});
+}
+TEST(EngineDistributed, SageOnCiteseerEqualsOneRank)
+{
+    expect_bit_identical("citeseer", halo::LayerType::sage, {24, 48, 6});
+}
+TEST(EngineDistributed, GinOnCiteseerEqualsOneRank)
+{
+    expect_bit_identical("citeseer", halo::LayerType::gin, {24, 48, 6});
+}
+TEST(EngineDistributed, GcnOnRmatEqualsOneRank)
+{
+    expect_bit_identical("rmat:12", halo::LayerType::gcn, {16, 32, 8});
+}
+TEST(EngineDistributed, SageOnRmatEqualsOneRank)
+{
+    expect_bit_identical("rmat:12", halo::LayerType::sage, {16, 32, 8});
+}
+TEST(EngineDistributed, GinOnRmatEqualsOneRank)
+{
+    expect_bit_identical("rmat:12", halo::LayerType::gin, {16, 32, 8});
+}

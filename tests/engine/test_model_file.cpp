@@ -44,8 +44,8 @@ void set_string_attribute(const std::filesystem::path& path, const char* object,
     const hid_t type = H5Tcopy(H5T_C_S1);
     H5Tset_size(type, H5T_VARIABLE);
     const hid_t space = H5Screate(H5S_SCALAR);
-    const hid_t attr = H5Acreate_by_name(file, object, name, type, space, H5P_DEFAULT, H5P_DEFAULT,
-                                         H5P_DEFAULT);
+    const hid_t attr =
+        H5Acreate_by_name(file, object, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     ASSERT_GE(attr, 0);
     ASSERT_GE(H5Awrite(attr, type, &value), 0);
     H5Aclose(attr);

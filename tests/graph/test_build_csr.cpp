@@ -111,10 +111,13 @@ TEST(BuildCsr, GcnNormalizationMatchesHandComputation)
     opt.self_loops = halo::SelfLoops::add;
     opt.normalization = halo::Normalization::gcn;
     const auto csr = halo::build_csr(edges(3, {{0, 1}, {1, 2}}), opt);
-    const std::vector<float> expected = {
-        1.0f / 2.0f, 1.0f / std::sqrt(6.0f),                       // row 0: (0,0) (0,1)
-        1.0f / std::sqrt(6.0f), 1.0f / 3.0f, 1.0f / std::sqrt(6.0f),  // row 1
-        1.0f / std::sqrt(6.0f), 1.0f / 2.0f};                       // row 2
+    const std::vector<float> expected = {1.0f / 2.0f,
+                                         1.0f / std::sqrt(6.0f),  // row 0: (0,0) (0,1)
+                                         1.0f / std::sqrt(6.0f),
+                                         1.0f / 3.0f,
+                                         1.0f / std::sqrt(6.0f),  // row 1
+                                         1.0f / std::sqrt(6.0f),
+                                         1.0f / 2.0f};  // row 2
     ASSERT_EQ(csr.values.size(), expected.size());
     for (std::size_t k = 0; k < expected.size(); ++k) {
         EXPECT_NEAR(csr.values[k], expected[k], halo::testing::tolerance<float>(4, 1.0)) << k;

@@ -605,8 +605,8 @@ TEST(CusparseSpmm, RepeatedRunsAgreeToRounding)
     for (const auto v : a.values) {
         max_a = std::max(max_a, static_cast<double>(std::abs(v)));
     }
-    const auto tol = tolerance<float>(2.0 * halo::max_row_nnz(a.view()),
-                                      max_a * halo::max_row_nnz(a.view()));
+    const auto tol =
+        tolerance<float>(2.0 * halo::max_row_nnz(a.view()), max_a * halo::max_row_nnz(a.view()));
     for (int r = 0; r < 3; ++r) {
         plan->run(dx.view, dy.view, {0, a.num_rows});
         const auto again = download(*gpu.backend, dy);

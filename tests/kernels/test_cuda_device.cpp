@@ -15,8 +15,8 @@ TEST(CudaDevice, ReportsPropertiesOfEveryDevice)
         EXPECT_GE(info.compute_major, 7) << info.name;
         EXPECT_GT(info.global_memory_bytes, 0);
         EXPECT_GT(info.multiprocessors, 0);
-        std::printf("device %d: %s, sm_%d%d, %lld MiB, %d SMs, L2 %lld KiB\n", d,
-                    info.name.c_str(), info.compute_major, info.compute_minor,
+        std::printf("device %d: %s, sm_%d%d, %lld MiB, %d SMs, L2 %lld KiB\n", d, info.name.c_str(),
+                    info.compute_major, info.compute_minor,
                     static_cast<long long>(info.global_memory_bytes >> 20), info.multiprocessors,
                     static_cast<long long>(info.l2_cache_bytes >> 10));
     }

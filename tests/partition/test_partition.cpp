@@ -34,8 +34,8 @@ halo::Csr grid(int side)
 TEST(Partition, EveryMethodAssignsEveryNodeToAValidPart)
 {
     const auto g = grid(20);
-    for (auto method : {halo::Partitioner::metis, halo::Partitioner::block,
-                        halo::Partitioner::random}) {
+    for (auto method :
+         {halo::Partitioner::metis, halo::Partitioner::block, halo::Partitioner::random}) {
         for (int p : {1, 2, 3, 7}) {
             halo::PartitionOptions opt;
             opt.method = method;

@@ -89,9 +89,11 @@ class DeviceBuffer {
 public:
     DeviceBuffer() = default;
     DeviceBuffer(Context& ctx, std::size_t count)
-        : ctx_(&ctx), count_(count),
+        : ctx_(&ctx),
+          count_(count),
           data_(count > 0 ? static_cast<T*>(ctx.allocate(count * sizeof(T))) : nullptr)
-    {}
+    {
+    }
     DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
     DeviceBuffer& operator=(DeviceBuffer&& other) noexcept
     {
@@ -132,7 +134,8 @@ public:
     explicit PinnedBuffer(std::size_t count);
     PinnedBuffer(PinnedBuffer&& other) noexcept
         : count_(std::exchange(other.count_, 0)), data_(std::exchange(other.data_, nullptr))
-    {}
+    {
+    }
     PinnedBuffer& operator=(PinnedBuffer&& other) noexcept
     {
         std::swap(count_, other.count_);
