@@ -29,6 +29,7 @@
 #include "app_common.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/accel_gcn.hpp"
+#include "halo/cuda/autotune.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda/bench.hpp"
 #include "halo/cuda/context.hpp"
@@ -84,6 +85,10 @@ const std::vector<KernelEntry>& kernel_registry()
         {"rowsplit", "row-split SpMM: a warp (or part of one) per row, lanes across columns",
          [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
              return halo::cuda::make_rowsplit_spmm_plan(ctx, a, max_dim);
+         }},
+        {"autotune", "the fastest exact kernel per (range, width), timed on its first run",
+         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             return halo::cuda::make_autotuned_spmm_plan(ctx, a, max_dim);
          }},
     };
     return registry;

@@ -175,9 +175,13 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         copt.local_rank = world.local_rank();
         copt.local_size = world.local_size();
         ctx = std::make_unique<halo::cuda::Context>(copt);
-        backend = halo::cuda::make_cuda_backend(*ctx, o.spmm == "rowsplit"
-                                                          ? halo::cuda::SpmmAlgorithm::rowsplit
-                                                          : halo::cuda::SpmmAlgorithm::cusparse);
+        auto spmm = halo::cuda::SpmmAlgorithm::cusparse;
+        if (o.spmm == "rowsplit") {
+            spmm = halo::cuda::SpmmAlgorithm::rowsplit;
+        } else if (o.spmm == "autotune") {
+            spmm = halo::cuda::SpmmAlgorithm::autotune;
+        }
+        backend = halo::cuda::make_cuda_backend(*ctx, spmm);
         // NCCL needs a GPU per rank. Decided collectively: every rank must pick the same exchanger.
         int shares = (o.device >= 0 && world.local_size() > 1) ||
                      world.local_size() > halo::cuda::device_count();
@@ -374,6 +378,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         if (!memory_line.empty()) {
             fmt::print("{}\n", memory_line);
         }
+        if (const auto kernels = engine.kernel_report(); !kernels.empty()) {
+            fmt::print("SpMM kernels chosen on rank 0:\n{}", kernels);
+        }
         if (totals[1] > 0) {
             fmt::print("accuracy on {}: {:.4f} ({} of {})\n", o.eval_nodes,
                        double(totals[0]) / double(totals[1]), totals[0], totals[1]);
@@ -417,8 +424,10 @@ int main(int argc, char** argv)
                    "CUDA-aware MPI)")
         ->check(CLI::IsMember({"nccl", "mpi"}));
     app.add_option("--spmm", o.spmm,
-                   "SpMM kernel of --backend cuda: cusparse (default) | rowsplit (a warp per row)")
-        ->check(CLI::IsMember({"cusparse", "rowsplit"}));
+                   "SpMM kernel of --backend cuda: cusparse (default) | rowsplit (a warp per row) "
+                   "| autotune (the fastest exact kernel per row range and width, timed on the "
+                   "first run)")
+        ->check(CLI::IsMember({"cusparse", "rowsplit", "autotune"}));
     app.add_option("--device", o.device,
                    "CUDA device of every rank (default: local rank modulo the visible devices)")
         ->check(CLI::Range(0, 1024));

@@ -1,12 +1,13 @@
 // The CUDA execution backend: matrices in the Context's memory pool, cuBLAS GEMM in fp32, the
-// element-wise kernels of cuda_backend.cu and cuSPARSE or row-split SpMM plans, all on the compute
-// stream.
+// element-wise kernels of cuda_backend.cu and cuSPARSE, row-split or autotuned SpMM plans, all on
+// the compute stream.
 #include <climits>
 #include <cstddef>
 #include <memory>
 #include <string>
 
 #include "cuda_kernels.hpp"
+#include "halo/cuda/autotune.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
@@ -80,6 +81,9 @@ public:
     {
         if (spmm_ == SpmmAlgorithm::rowsplit) {
             return make_rowsplit_spmm_plan(ctx_, a, kMaxSpmmWidth);
+        }
+        if (spmm_ == SpmmAlgorithm::autotune) {
+            return make_autotuned_spmm_plan(ctx_, a, kMaxSpmmWidth);
         }
         return make_cusparse_spmm_plan(ctx_, a, kMaxSpmmWidth);
     }

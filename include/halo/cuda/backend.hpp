@@ -11,11 +11,15 @@
 
 namespace halo::cuda {
 
-/// Which kernel the backend's SpMM plans run: cuSPARSE (the baseline) or the row-split kernel
-/// (include/halo/cuda/rowsplit.hpp). Both are exact and deterministic from run to run.
+/// Which kernel the backend's SpMM plans run: cuSPARSE (the baseline), the row-split kernel
+/// (include/halo/cuda/rowsplit.hpp), both exact and deterministic from run to run, or the fastest
+/// exact kernel per (row range, width), timed on the first run of each
+/// (include/halo/cuda/autotune.hpp): exact, but when it picks a kernel with atomics (Accel-GCN,
+/// MergePath) results may differ in the last bits from run to run.
 enum class SpmmAlgorithm {
     cusparse,
     rowsplit,
+    autotune,
 };
 
 /// A Backend whose matrices live on ctx's device. The Context must outlive it.

@@ -1,0 +1,73 @@
+// The autotuned SpMM plan of the CUDA backend: it holds a plan of every exact kernel (cuSPARSE,
+// Accel-GCN, MergePath-SpMM, row-split) and, on the first run of each (row range, width), times
+// each of them on the real operands with CUDA events and keeps the fastest
+// (include/halo/autotune.hpp); later runs of that shape run the chosen kernel only. Approximate
+// kernels never take part. Costs: every candidate keeps its own device copy of the operator, and
+// the first run of a shape synchronizes the compute stream (a few runs of every candidate).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halo/autotune.hpp"
+#include "halo/backend.hpp"
+#include "halo/csr.hpp"
+#include "halo/cuda/context.hpp"
+
+namespace halo::cuda {
+
+class AutotunedSpmmPlan final : public SpmmPlan {
+public:
+    struct Candidate {
+        std::string name;
+        std::unique_ptr<SpmmPlan> plan;
+    };
+
+    /// `candidates` (at least one) compute the same product of a num_rows x num_cols operator; ties
+    /// go to the earlier one. `unavailable` lists kernels that could not be built ("name: why"),
+    /// for report(). Each candidate runs `warmup` untimed and `trials` timed times per shape.
+    AutotunedSpmmPlan(Context& ctx, std::int64_t num_rows, std::int64_t num_cols,
+                      std::vector<Candidate> candidates, std::vector<std::string> unavailable = {},
+                      int trials = 3, int warmup = 1);
+    ~AutotunedSpmmPlan() override;
+    AutotunedSpmmPlan(const AutotunedSpmmPlan&) = delete;
+    AutotunedSpmmPlan& operator=(const AutotunedSpmmPlan&) = delete;
+
+    /// Every candidate writes only rows [rows.begin, rows.end) of y, so the timing runs on the real
+    /// x and y; the chosen candidate runs last and leaves its result. Empty ranges and width 0
+    /// are passed to the first candidate untimed. Throws halo::InputError when every candidate
+    /// rejects the shape.
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override;
+    /// "autotune(<kernel of the last run>)", "autotune" before the first run.
+    std::string algorithm() const override;
+    /// AutotuneTable::report() plus one "unavailable: name: why" line per kernel not built.
+    std::string report() const override;
+
+    const AutotuneTable& table() const noexcept { return table_; }
+
+private:
+    double time_candidate(std::size_t i, DenseView<const float> x, DenseView<float> y,
+                          RowRange rows);
+
+    Context& ctx_;
+    std::int64_t num_rows_;
+    std::int64_t num_cols_;
+    std::vector<Candidate> candidates_;
+    std::vector<std::string> names_;
+    std::vector<std::string> unavailable_;
+    AutotuneTable table_;
+    cudaEvent_t start_ = nullptr;
+    cudaEvent_t stop_ = nullptr;
+    std::string last_;
+};
+
+/// Builds the four exact plans over `a` for widths up to `max_dim` (in the order cusparse,
+/// accel_gcn, mergepath, rowsplit: ties go to cuSPARSE). A kernel whose plan rejects `a` (e.g.
+/// Accel-GCN beyond 2^31 - 1 nonzeros) is left out and named in report(). Throws halo::InputError
+/// when `a` is not a valid CSR matrix or no plan could be built.
+std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const Csr& a,
+                                                            std::int64_t max_dim);
+
+}  // namespace halo::cuda

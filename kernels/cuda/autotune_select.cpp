@@ -1,0 +1,117 @@
+// The autotuner's selection logic (include/halo/autotune.hpp): warm-up, timed trials, median,
+// fastest with ties to the lower index, cache, report. Host only, built with or without CUDA.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "halo/autotune.hpp"
+#include "halo/error.hpp"
+
+namespace halo {
+namespace {
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    const auto n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string format_ms(double ms)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.3f", ms);
+    return buf;
+}
+
+}  // namespace
+
+AutotuneTable::AutotuneTable(int trials, int warmup) : trials_(trials), warmup_(warmup)
+{
+    HALO_EXPECTS(trials >= 1, "autotune: trials ", trials, " must be at least 1");
+    HALO_EXPECTS(warmup >= 0, "autotune: warmup ", warmup, " must not be negative");
+}
+
+const AutotuneChoice& AutotuneTable::choose(const AutotuneKey& key,
+                                            const std::vector<std::string>& candidates,
+                                            const Measure& measure)
+{
+    if (const auto it = table_.find(key); it != table_.end()) {
+        return it->second;
+    }
+    HALO_EXPECTS(!candidates.empty(), "autotune: no candidates for rows [", key.begin, ", ",
+                 key.end, ") d=", key.width);
+    AutotuneChoice choice;
+    choice.names = candidates;
+    choice.median_ms.assign(candidates.size(), std::numeric_limits<double>::quiet_NaN());
+    choice.failures.assign(candidates.size(), std::string{});
+    bool any = false;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        std::vector<double> times;
+        try {
+            for (int w = 0; w < warmup_; ++w) {
+                measure(i);
+            }
+            for (int t = 0; t < trials_; ++t) {
+                times.push_back(measure(i));
+            }
+        } catch (const LogicError& e) {
+            choice.failures[i] = e.what();
+            continue;
+        } catch (const InputError& e) {
+            choice.failures[i] = e.what();
+            continue;
+        }
+        for (const double ms : times) {
+            HALO_EXPECTS(std::isfinite(ms) && ms >= 0.0, "autotune: candidate ", candidates[i],
+                         " measured ", ms, " ms");
+        }
+        choice.median_ms[i] = median(std::move(times));
+        // Strictly faster only: a tie keeps the earlier (lower-index) candidate.
+        if (!any || choice.median_ms[i] < choice.median_ms[choice.index]) {
+            choice.index = i;
+        }
+        any = true;
+    }
+    if (!any) {
+        std::string why;
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            why += "; " + candidates[i] + ": " + choice.failures[i];
+        }
+        HALO_THROW(InputError, "autotune: every candidate failed for rows [", key.begin, ", ",
+                   key.end, ") d=", key.width, why);
+    }
+    return table_.emplace(key, std::move(choice)).first->second;
+}
+
+const AutotuneChoice* AutotuneTable::find(const AutotuneKey& key) const
+{
+    const auto it = table_.find(key);
+    return it == table_.end() ? nullptr : &it->second;
+}
+
+std::string AutotuneTable::report() const
+{
+    std::string out;
+    for (const auto& [key, c] : table_) {
+        out += "rows [" + std::to_string(key.begin) + ", " + std::to_string(key.end) +
+               ") d=" + std::to_string(key.width) + ": " + c.names[c.index] + " " +
+               format_ms(c.median_ms[c.index]) + " ms";
+        bool first = true;
+        for (std::size_t i = 0; i < c.names.size(); ++i) {
+            if (i == c.index) {
+                continue;
+            }
+            out += (first ? " (" : ", ") + c.names[i] + " " +
+                   (c.failures[i].empty() ? format_ms(c.median_ms[i]) : "failed: " + c.failures[i]);
+            first = false;
+        }
+        out += first ? "\n" : ")\n";
+    }
+    return out;
+}
+
+}  // namespace halo

@@ -1,0 +1,144 @@
+// The autotuned SpMM plan (include/halo/cuda/autotune.hpp): host code over the candidates' plans.
+// Times are CUDA events around one run() on the compute stream, so queued work before the start
+// event does not count; the host work of a candidate's run (descriptor setup, launch) does, as it
+// does in real runs. A candidate's first run of a new range may do one-time host work (a range
+// partition, a workspace): the warm-up run absorbs it.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "halo/cuda/accel_gcn.hpp"
+#include "halo/cuda/autotune.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/mergepath.hpp"
+#include "halo/cuda/rowsplit.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+
+namespace halo::cuda {
+
+AutotunedSpmmPlan::AutotunedSpmmPlan(Context& ctx, std::int64_t num_rows, std::int64_t num_cols,
+                                     std::vector<Candidate> candidates,
+                                     std::vector<std::string> unavailable, int trials, int warmup)
+    : ctx_(ctx),
+      num_rows_(num_rows),
+      num_cols_(num_cols),
+      candidates_(std::move(candidates)),
+      unavailable_(std::move(unavailable)),
+      table_(trials, warmup)
+{
+    HALO_EXPECTS(num_rows >= 0 && num_cols >= 0, "autotuned plan of a ", num_rows, " x ", num_cols,
+                 " operator");
+    HALO_EXPECTS(!candidates_.empty(), "autotuned plan without candidates");
+    for (const auto& c : candidates_) {
+        HALO_EXPECTS(c.plan != nullptr, "autotune candidate ", c.name, " has no plan");
+        names_.push_back(c.name);
+    }
+    HALO_CUDA_TRY(cudaEventCreate(&start_));
+    try {
+        HALO_CUDA_TRY(cudaEventCreate(&stop_));
+    } catch (...) {
+        (void)cudaEventDestroy(start_);
+        throw;
+    }
+}
+
+AutotunedSpmmPlan::~AutotunedSpmmPlan()
+{
+    // Never throws: a failed destroy leaks an event at worst.
+    (void)cudaEventDestroy(stop_);
+    (void)cudaEventDestroy(start_);
+}
+
+double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x,
+                                         DenseView<float> y, RowRange rows)
+{
+    const cudaStream_t stream = ctx_.compute_stream();
+    HALO_CUDA_TRY(cudaEventRecord(start_, stream));
+    candidates_[i].plan->run(x, y, rows);
+    HALO_CUDA_TRY(cudaEventRecord(stop_, stream));
+    HALO_CUDA_TRY(cudaEventSynchronize(stop_));
+    float ms = 0.0f;
+    HALO_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
+    return static_cast<double>(ms);
+}
+
+void AutotunedSpmmPlan::run(DenseView<const float> x, DenseView<float> y, RowRange rows)
+{
+    // The shared preconditions, so that misuse is a LogicError here rather than every candidate
+    // "failing" alike.
+    HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
+    HALO_EXPECTS(x.rows >= num_cols_, "x has ", x.rows, " rows, A has ", num_cols_, " columns");
+    HALO_EXPECTS(y.rows >= num_rows_, "y has ", y.rows, " rows, A has ", num_rows_);
+    HALO_EXPECTS(x.ld >= x.cols && y.ld >= y.cols, "leading dimensions ", x.ld, " and ", y.ld,
+                 " below the width ", x.cols);
+    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= num_rows_, "row range [",
+                 rows.begin, ", ", rows.end, ") outside [0, ", num_rows_, ")");
+    if (rows.empty() || x.cols == 0) {
+        candidates_.front().plan->run(x, y, rows);
+        return;
+    }
+    const AutotuneKey key{rows.begin, rows.end, x.cols};
+    const auto& choice =
+        table_.choose(key, names_, [&](std::size_t i) { return time_candidate(i, x, y, rows); });
+    candidates_[choice.index].plan->run(x, y, rows);
+    last_ = names_[choice.index];
+}
+
+std::string AutotunedSpmmPlan::algorithm() const
+{
+    return last_.empty() ? "autotune" : "autotune(" + last_ + ")";
+}
+
+std::string AutotunedSpmmPlan::report() const
+{
+    auto out = table_.report();
+    for (const auto& u : unavailable_) {
+        out += "unavailable: " + u + "\n";
+    }
+    return out;
+}
+
+std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const Csr& a,
+                                                            std::int64_t max_dim)
+{
+    validate(a, "the operator of an autotuned SpMM plan");
+    HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+    using Factory = std::unique_ptr<SpmmPlan> (*)(Context&, const Csr&, std::int64_t);
+    const std::pair<const char*, Factory> factories[] = {
+        {"cusparse",
+         [](Context& c, const Csr& m, std::int64_t d) { return make_cusparse_spmm_plan(c, m, d); }},
+        {"accel_gcn", [](Context& c, const Csr& m,
+                         std::int64_t d) { return make_accel_gcn_spmm_plan(c, m, d); }},
+        {"mergepath", [](Context& c, const Csr& m,
+                         std::int64_t d) { return make_mergepath_spmm_plan(c, m, d); }},
+        {"rowsplit",
+         [](Context& c, const Csr& m, std::int64_t d) { return make_rowsplit_spmm_plan(c, m, d); }},
+    };
+    std::vector<AutotunedSpmmPlan::Candidate> candidates;
+    std::vector<std::string> unavailable;
+    for (const auto& [name, make] : factories) {
+        // Only a rejection of this operator is tolerated; device failures propagate.
+        try {
+            candidates.push_back({name, make(ctx, a, max_dim)});
+        } catch (const InputError& e) {
+            unavailable.push_back(std::string(name) + ": " + e.what());
+        } catch (const LogicError& e) {
+            unavailable.push_back(std::string(name) + ": " + e.what());
+        }
+    }
+    if (candidates.empty()) {
+        std::string why;
+        for (const auto& u : unavailable) {
+            why += "; " + u;
+        }
+        HALO_THROW(InputError, "autotuned SpMM plan: no kernel accepts the ", a.num_rows, " x ",
+                   a.num_cols, " operator with ", a.nnz(), " nonzeros", why);
+    }
+    return std::make_unique<AutotunedSpmmPlan>(ctx, a.num_rows, a.num_cols, std::move(candidates),
+                                               std::move(unavailable));
+}
+
+}  // namespace halo::cuda

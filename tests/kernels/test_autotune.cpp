@@ -1,0 +1,374 @@
+// The autotuned SpMM plan (include/halo/cuda/autotune.hpp) on the GPU: its results equal
+// reference::spmm within tolerance whatever kernel it picks (R-MAT, Erdos-Renyi with empty rows,
+// cora; widths 1 .. 256; full and split ranges, on a NaN-poisoned y whose rows outside the range
+// and padding must stay NaN, although every candidate ran on it while being timed); its report
+// names one choice per (range, width); repeated runs reuse the choice without timing again; a
+// candidate that rejects a shape is skipped; a deliberately slow candidate loses.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "halo/autotune.hpp"
+#include "halo/backend.hpp"
+#include "halo/cuda/autotune.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda/rowsplit.hpp"
+#include "halo/error.hpp"
+#include "halo/generators.hpp"
+#include "halo/graph.hpp"
+#include "halo/io.hpp"
+#include "halo/spmm.hpp"
+#include "halo_test.hpp"
+
+namespace {
+
+using halo::testing::tolerance;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+const std::set<std::string> kKernels = {"cusparse", "accel_gcn", "mergepath", "rowsplit"};
+
+struct HostMatrix {
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+    std::int64_t ld = 0;
+    std::vector<float> data;
+
+    HostMatrix(std::int64_t r, std::int64_t c, std::int64_t l, float fill = kNaN)
+        : rows(r), cols(c), ld(l), data(static_cast<std::size_t>(r * l), fill)
+    {
+    }
+    float& operator()(std::int64_t i, std::int64_t j) { return data[i * ld + j]; }
+    float operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
+    halo::DenseView<float> view() { return {data.data(), rows, cols, ld}; }
+    halo::DenseView<const float> cview() const { return {data.data(), rows, cols, ld}; }
+};
+
+HostMatrix random_matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::uint64_t seed)
+{
+    HostMatrix m(rows, cols, ld);
+    const auto values = halo::testing::random_floats(static_cast<std::size_t>(rows * cols), seed);
+    for (std::int64_t i = 0; i < rows; ++i) {
+        std::copy_n(values.begin() + i * cols, cols, m.data.begin() + i * ld);
+    }
+    return m;
+}
+
+struct Gpu {
+    halo::cuda::Context ctx;
+    std::unique_ptr<halo::Backend> backend = halo::cuda::make_cuda_backend(ctx);
+};
+
+struct DeviceMatrix {
+    halo::Matrix storage;
+    halo::DenseView<float> view;
+};
+
+DeviceMatrix upload(halo::Backend& backend, const HostMatrix& h)
+{
+    auto storage = backend.allocate(h.rows, h.ld);
+    backend.copy_from_host(h.data.data(), storage.view());
+    const halo::DenseView<float> view{storage.data(), h.rows, h.cols, h.ld};
+    return {std::move(storage), view};
+}
+
+HostMatrix download(halo::Backend& backend, const DeviceMatrix& d)
+{
+    HostMatrix h(d.view.rows, d.view.cols, d.view.ld);
+    backend.copy_to_host(d.storage.view(), h.data.data());
+    return h;
+}
+
+// Runs the plan over `ranges` in order on a NaN-poisoned y (ld = width + 1, so the padding is
+// checked too); after each run, covered rows must equal the reference within tolerance and all
+// other rows and the padding must still be NaN. Then checks that the plan's table holds a choice
+// for every (range, width) run and that algorithm() names the last one.
+void check_spmm(halo::Backend& backend, halo::cuda::AutotunedSpmmPlan& plan, const halo::Csr& a,
+                std::int64_t width, const std::vector<halo::RowRange>& ranges, std::uint64_t seed)
+{
+    SCOPED_TRACE(testing::Message()
+                 << a.num_rows << " rows, " << a.nnz() << " nonzeros, "
+                 << (a.has_values() ? "valued" : "pattern") << ", width " << width);
+    const auto x = random_matrix(a.num_cols, width, width + 3, seed);
+    const auto ldy = width + 1;
+    HostMatrix want(a.num_rows, width, ldy);
+    halo::reference::spmm(a.view(), x.cview(), want.view());
+    auto dx = upload(backend, x);
+    auto dy = upload(backend, HostMatrix(a.num_rows, width, ldy));
+    std::vector<char> covered(static_cast<std::size_t>(a.num_rows), 0);
+    for (const auto& range : ranges) {
+        SCOPED_TRACE(testing::Message()
+                     << "after rows [" << range.begin << ", " << range.end << ")");
+        plan.run(dx.view, dy.view, range);
+        for (auto i = range.begin; i < range.end; ++i) {
+            covered[i] = 1;
+        }
+        if (!range.empty()) {
+            const auto* choice = plan.table().find({range.begin, range.end, width});
+            ASSERT_NE(choice, nullptr);
+            const auto& name = choice->names[choice->index];
+            EXPECT_EQ(kKernels.count(name), 1u) << name;
+            EXPECT_EQ(plan.algorithm(), "autotune(" + name + ")");
+            EXPECT_TRUE(std::isfinite(choice->median_ms[choice->index]));
+        }
+        const auto got = download(backend, dy);
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            float max_a = 0.0f;
+            for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+                max_a = std::max(max_a, a.has_values() ? std::abs(a.values[k]) : 1.0f);
+            }
+            // A sum of row_nnz products |a_ik| * |x_kj| <= max_a (x in [-1, 1)) in whatever order
+            // the chosen kernel uses (atomics included) and in the reference's order: each sum's
+            // error is below row_nnz * eps * that scale, k = 4 covers both with room.
+            const float tol =
+                tolerance<float>(4, std::max<double>(1.0, a.row_nnz(i)) * std::max(max_a, 1.0f));
+            for (std::int64_t j = 0; j < ldy; ++j) {
+                if (j >= width) {
+                    ASSERT_TRUE(std::isnan(got(i, j)))
+                        << "padding (" << i << ", " << j << ") was written";
+                } else if (covered[i] == 0) {
+                    ASSERT_TRUE(std::isnan(got(i, j)))
+                        << "row " << i << " outside the ranges was written: " << got(i, j);
+                } else {
+                    ASSERT_NEAR(got(i, j), want(i, j), tol) << "(" << i << ", " << j << ")";
+                }
+            }
+        }
+    }
+}
+
+halo::Csr graph_csr(const std::string& kind, int scale, std::uint64_t seed, bool valued)
+{
+    halo::EdgeList edges;
+    if (kind == "rmat") {
+        halo::RmatOptions o;
+        o.scale = scale;
+        o.edge_factor = 8;
+        o.seed = seed;
+        edges = halo::generate_rmat(o);
+    } else {
+        // Sparse Erdos-Renyi, directed: most rows have no nonzero.
+        halo::ErdosRenyiOptions o;
+        o.num_nodes = std::int64_t{1} << scale;
+        o.num_edges = o.num_nodes / 3;
+        o.seed = seed;
+        edges = halo::generate_erdos_renyi(o);
+    }
+    halo::BuildOptions b;
+    b.symmetrize = kind == "rmat";
+    auto a = halo::build_csr(edges, b);
+    a.values.clear();
+    if (valued) {
+        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
+    }
+    return a;
+}
+
+// The report has exactly one line per (range, width) in the table, each naming a real kernel
+// and the three others (times or failures).
+void check_report(const halo::cuda::AutotunedSpmmPlan& plan, std::size_t expected_keys)
+{
+    const auto report = plan.report();
+    std::istringstream in(report);
+    std::string line;
+    std::size_t lines = 0;
+    while (std::getline(in, line)) {
+        ++lines;
+        EXPECT_EQ(line.rfind("rows [", 0), 0u) << line;
+        const auto colon = line.find(": ");
+        ASSERT_NE(colon, std::string::npos) << line;
+        const auto chosen = line.substr(colon + 2, line.find(' ', colon + 2) - colon - 2);
+        EXPECT_EQ(kKernels.count(chosen), 1u) << line;
+        for (const auto& k : kKernels) {
+            EXPECT_NE(line.find(k), std::string::npos) << k << " missing from: " << line;
+        }
+    }
+    EXPECT_EQ(lines, expected_keys) << report;
+    EXPECT_EQ(plan.table().size(), expected_keys);
+}
+
+TEST(AutotunedSpmm, SyntheticGraphsWidthsAndRanges)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 9000;
+    for (const std::string kind : {"rmat", "er"}) {
+        for (const bool valued : {false, true}) {
+            const auto a = graph_csr(kind, kind == "rmat" ? 11 : 12, ++seed, valued);
+            const auto plan = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, 256);
+            EXPECT_EQ(plan->algorithm(), "autotune");
+            const auto n = a.num_rows;
+            std::set<halo::AutotuneKey> keys;
+            for (const std::int64_t width : {1, 3, 32, 33, 100, 256}) {
+                const std::vector<std::vector<halo::RowRange>> range_sets = {
+                    {{0, n}},
+                    {{0, n / 3}, {n / 3, n}},
+                    {{n / 4, n / 2}, {n / 2, n / 2}, {n - 1, n}}};
+                for (const auto& ranges : range_sets) {
+                    check_spmm(*gpu.backend, *plan, a, width, ranges, ++seed);
+                    for (const auto& r : ranges) {
+                        if (!r.empty()) {
+                            keys.insert({r.begin, r.end, width});
+                        }
+                    }
+                }
+            }
+            check_report(*plan, keys.size());
+        }
+    }
+}
+
+TEST(AutotunedSpmm, Cora)
+{
+    HALO_REQUIRE_GPUS(1);
+    HALO_REQUIRE_SHARED_FILE(path, "cora.el.gz");
+    Gpu gpu;
+    halo::BuildOptions b;
+    b.self_loops = halo::SelfLoops::add;
+    b.normalization = halo::Normalization::gcn;
+    const auto a = halo::build_csr(halo::read_edge_list(path), b);
+    const auto plan = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, 256);
+    const auto n = a.num_rows;
+    std::uint64_t seed = 9500;
+    for (const std::int64_t width : {1, 32, 100, 256}) {
+        check_spmm(*gpu.backend, *plan, a, width, {{0, n}}, ++seed);
+        check_spmm(*gpu.backend, *plan, a, width, {{0, n / 3}, {n / 3, n}}, ++seed);
+    }
+    check_report(*plan, 4 * 3);
+}
+
+// Later runs of a known (range, width) take the cached choice: the table and its medians stay as
+// they were, algorithm() stays the same, results stay right on fresh inputs.
+TEST(AutotunedSpmm, RepeatedRunsReuseTheChoice)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 12, 77, true);
+    const auto plan = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, 64);
+    const auto n = a.num_rows;
+    std::uint64_t seed = 9700;
+    for (const std::int64_t width : {16, 64}) {
+        check_spmm(*gpu.backend, *plan, a, width, {{0, n / 3}, {n / 3, n}}, ++seed);
+        const auto before = plan->report();
+        const auto* interior = plan->table().find({0, n / 3, width});
+        const auto* boundary = plan->table().find({n / 3, n, width});
+        ASSERT_NE(interior, nullptr);
+        ASSERT_NE(boundary, nullptr);
+        const auto interior_choice = interior->index;
+        const auto boundary_choice = boundary->index;
+        const auto size = plan->table().size();
+        for (int r = 0; r < 4; ++r) {
+            check_spmm(*gpu.backend, *plan, a, width, {{0, n / 3}, {n / 3, n}}, ++seed);
+            EXPECT_EQ(plan->algorithm(), "autotune(" + boundary->names[boundary_choice] + ")");
+            EXPECT_EQ(plan->table().find({0, n / 3, width})->index, interior_choice);
+            EXPECT_EQ(plan->table().size(), size);
+            EXPECT_EQ(plan->report(), before) << "a cached choice was measured again";
+        }
+    }
+}
+
+// A plan wrapper for the selection on the device: `rejects_above` makes it throw like a kernel
+// rejecting a shape; `repeats` runs the inner plan that many times (a slow but correct kernel).
+class WrappedPlan final : public halo::SpmmPlan {
+public:
+    WrappedPlan(std::unique_ptr<halo::SpmmPlan> inner, std::int64_t rejects_above, int repeats)
+        : inner_(std::move(inner)), rejects_above_(rejects_above), repeats_(repeats)
+    {
+    }
+    void run(halo::DenseView<const float> x, halo::DenseView<float> y, halo::RowRange rows) override
+    {
+        HALO_EXPECTS(x.cols <= rejects_above_, "width ", x.cols, " rejected");
+        ++runs;
+        for (int r = 0; r < repeats_; ++r) {
+            inner_->run(x, y, rows);
+        }
+    }
+    std::string algorithm() const override { return "wrapped"; }
+    int runs = 0;
+
+private:
+    std::unique_ptr<halo::SpmmPlan> inner_;
+    std::int64_t rejects_above_;
+    int repeats_;
+};
+
+TEST(AutotunedSpmm, SlowCandidatesLoseAndRejectingOnesAreSkipped)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 13, 5, true);
+    const auto n = a.num_rows;
+    std::vector<halo::cuda::AutotunedSpmmPlan::Candidate> candidates;
+    // 0: 50 times the work of 1, first in order (it would win ties); 2: rejects widths above 8.
+    auto slow = std::make_unique<WrappedPlan>(halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64),
+                                              1000, 50);
+    auto fast =
+        std::make_unique<WrappedPlan>(halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 1000, 1);
+    auto picky =
+        std::make_unique<WrappedPlan>(halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 8, 1);
+    auto* fast_raw = fast.get();
+    candidates.push_back({"slow", std::move(slow)});
+    candidates.push_back({"fast", std::move(fast)});
+    candidates.push_back({"picky", std::move(picky)});
+    halo::cuda::AutotunedSpmmPlan plan(gpu.ctx, a.num_rows, a.num_cols, std::move(candidates),
+                                       {"other: not built"});
+    const auto x = random_matrix(a.num_cols, 32, 32, 11);
+    auto dx = upload(*gpu.backend, x);
+    auto dy = upload(*gpu.backend, HostMatrix(n, 32, 32));
+    plan.run(dx.view, dy.view, {0, n});
+    EXPECT_EQ(plan.algorithm(), "autotune(fast)");
+    EXPECT_EQ(fast_raw->runs, 1 + 3 + 1) << "warm-up, three trials, the chosen run";
+    const auto* c = plan.table().find({0, n, 32});
+    ASSERT_NE(c, nullptr);
+    EXPECT_GT(c->median_ms[0], c->median_ms[1]);
+    EXPECT_NE(c->failures[2].find("width 32 rejected"), std::string::npos) << c->failures[2];
+    const auto report = plan.report();
+    EXPECT_NE(report.find("picky failed: "), std::string::npos) << report;
+    EXPECT_NE(report.find("unavailable: other: not built"), std::string::npos) << report;
+    plan.run(dx.view, dy.view, {0, n});
+    EXPECT_EQ(fast_raw->runs, 6) << "a cached choice runs once, untimed";
+    // Misuse is a precondition failure, not a candidate failure.
+    EXPECT_THROW(plan.run(dx.view, dy.view, {0, n + 1}), halo::LogicError);
+}
+
+TEST(AutotunedSpmm, EveryCandidateRejectingIsAnInputError)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 8, 5, false);
+    std::vector<halo::cuda::AutotunedSpmmPlan::Candidate> candidates;
+    candidates.push_back({"a", std::make_unique<WrappedPlan>(
+                                   halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 4, 1)});
+    candidates.push_back({"b", std::make_unique<WrappedPlan>(
+                                   halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 4, 1)});
+    halo::cuda::AutotunedSpmmPlan plan(gpu.ctx, a.num_rows, a.num_cols, std::move(candidates));
+    const auto x = random_matrix(a.num_cols, 16, 16, 12);
+    auto dx = upload(*gpu.backend, x);
+    auto dy = upload(*gpu.backend, HostMatrix(a.num_rows, 16, 16));
+    EXPECT_THROW(plan.run(dx.view, dy.view, {0, a.num_rows}), halo::InputError);
+    EXPECT_EQ(plan.table().size(), 0u);
+}
+
+TEST(AutotunedSpmm, CudaBackendRunsItWhenAsked)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    const auto backend = halo::cuda::make_cuda_backend(ctx, halo::cuda::SpmmAlgorithm::autotune);
+    const auto a = graph_csr("rmat", 9, 7, true);
+    const auto plan = backend->make_spmm_plan(a);
+    EXPECT_EQ(plan->algorithm(), "autotune");
+    auto* tuned = dynamic_cast<halo::cuda::AutotunedSpmmPlan*>(plan.get());
+    ASSERT_NE(tuned, nullptr);
+    check_spmm(*backend, *tuned, a, 48, {{0, a.num_rows / 2}, {a.num_rows / 2, a.num_rows}}, 8);
+    check_report(*tuned, 2);
+    EXPECT_EQ(plan->algorithm().rfind("autotune(", 0), 0u);
+}
+
+}  // namespace
