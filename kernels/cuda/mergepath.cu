@@ -8,15 +8,18 @@
 //   split rows only, then each segment adds its part with one atomicAdd per element (the paper's
 //   T[0, :] / T[1, :] accumulate in registers first). Every other row gets one plain store from
 //   the segment holding its start and end, so no other row of y is read or zeroed.
-// - Mapping by width d: a segment gets L lanes, L = the next power of two >= d when d <= 32
-//   (32 / L segments share a warp: independent thread scheduling lets them diverge), else d
-//   rounded up to 32 (ceil(d / 32) warps per segment, each warp one 32-column slice); lane c of a
-//   segment owns column c, so every x row read by a group is a contiguous slice of it. The lanes of
-//   a segment read the same indptr/indices/values: broadcast loads that L1 serves.
+// - Mapping by width d: a lane owns 4 consecutive columns (float4 loads and stores) when d, both
+//   leading dimensions and both base pointers allow 16-byte accesses, else 1 column; with c
+//   columns of lanes, a segment gets L lanes, L = the next power of two >= c when c <= 32
+//   (32 / L segments share a warp: independent thread scheduling lets them diverge), else c
+//   rounded up to 32 (ceil(c / 32) warps per segment, each warp one slice); every x row read by a
+//   group is a contiguous slice of it. The lanes of a segment read the same
+//   indptr/indices/values: broadcast loads that L1 serves.
 // - The walk: rows are consumed in merge order as in Merrill & Garland's SpMV, which gives the
 //   same writes as Algorithm 2's case analysis (partial start row, complete rows, partial end row)
 //   without its early return.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,34 +61,81 @@ struct KernelArgs {
     std::int64_t ldy;
 };
 
-template <bool kValued>
-__device__ __forceinline__ float row_sum(const KernelArgs& k, std::int64_t from, std::int64_t to,
-                                         std::int64_t col)
+// Columns per lane: 4 (one float4) when the width, both leading dimensions and both base
+// pointers allow 16-byte accesses, else 1.
+template <int kVec>
+struct Lanes;
+template <>
+struct Lanes<1> {
+    using type = float;
+    __device__ static type zero() { return 0.0f; }
+    __device__ static type load(const float* p) { return __ldg(p); }
+    __device__ static void fma(float a, type x, type& acc) { acc = fmaf(a, x, acc); }
+    __device__ static void add(type x, type& acc) { acc += x; }
+    __device__ static void store(float* p, type v) { *p = v; }
+    __device__ static void atomic_add(float* p, type v) { atomicAdd(p, v); }
+};
+template <>
+struct Lanes<4> {
+    using type = float4;
+    __device__ static type zero() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+    __device__ static type load(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+    __device__ static void fma(float a, type x, type& acc)
+    {
+        acc.x = fmaf(a, x.x, acc.x);
+        acc.y = fmaf(a, x.y, acc.y);
+        acc.z = fmaf(a, x.z, acc.z);
+        acc.w = fmaf(a, x.w, acc.w);
+    }
+    __device__ static void add(type x, type& acc)
+    {
+        acc.x += x.x;
+        acc.y += x.y;
+        acc.z += x.z;
+        acc.w += x.w;
+    }
+    __device__ static void store(float* p, type v) { *reinterpret_cast<float4*>(p) = v; }
+    __device__ static void atomic_add(float* p, type v)
+    {
+        atomicAdd(p, v.x);
+        atomicAdd(p + 1, v.y);
+        atomicAdd(p + 2, v.z);
+        atomicAdd(p + 3, v.w);
+    }
+};
+
+template <bool kValued, int kVec>
+__device__ __forceinline__ typename Lanes<kVec>::type row_sum(const KernelArgs& k,
+                                                              std::int64_t from, std::int64_t to,
+                                                              std::int64_t col)
 {
     // Unrolled so that several independent index -> x gathers are in flight per lane; x, the
     // matrix and the schedule are read-only for the whole kernel (read-only cache loads).
-    float acc = 0.0f;
+    using L = Lanes<kVec>;
+    auto acc = L::zero();
 #pragma unroll 4
     for (std::int64_t j = from; j < to; ++j) {
-        const float xv = __ldg(k.x + static_cast<std::int64_t>(__ldg(k.indices + j)) * k.ldx + col);
+        const auto xv =
+            L::load(k.x + static_cast<std::int64_t>(__ldg(k.indices + j)) * k.ldx + col);
         if constexpr (kValued) {
-            acc = fmaf(__ldg(k.values + j), xv, acc);
+            L::fma(__ldg(k.values + j), xv, acc);
         } else {
-            acc += xv;
+            L::add(xv, acc);
         }
     }
     return acc;
 }
 
-template <bool kValued>
+template <bool kValued, int kVec>
 __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const KernelArgs k)
 {
+    using L = Lanes<kVec>;
     const std::int64_t total = k.num_segments * k.lanes;
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
          t < total; t += stride) {
         const std::int64_t s = t / k.lanes;
-        const std::int64_t col = t - s * k.lanes;
+        const std::int64_t col = (t - s * k.lanes) * kVec;
         if (col >= k.width) {
             continue;
         }
@@ -101,16 +151,16 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
             if (r == row_begin && j > __ldg(k.indptr + r)) {
                 // Partial start row (Algorithm 2, lines 2-10): zeroed by the pre-pass.
                 if (j < next) {
-                    atomicAdd(out, row_sum<kValued>(k, j, next, col));
+                    L::atomic_add(out, row_sum<kValued, kVec>(k, j, next, col));
                 }
             } else {
-                *out = row_sum<kValued>(k, j, next, col);
+                L::store(out, row_sum<kValued, kVec>(k, j, next, col));
             }
             j = next;
         }
         if (j < nz_end) {
             // Partial end row (lines 11-13), continued by the next segment(s).
-            atomicAdd(k.y + row_end * k.ldy + col, row_sum<kValued>(k, j, nz_end, col));
+            L::atomic_add(k.y + row_end * k.ldy + col, row_sum<kValued, kVec>(k, j, nz_end, col));
         }
     }
 }
@@ -220,7 +270,11 @@ public:
                 p.split_rows.data(), num_split, width, y.data, y.ld);
             HALO_CUDA_CHECK_LAUNCH();
         }
-        const std::int64_t lanes = lanes_per_segment(width);
+        // float4 lanes when every access of a lane's four columns is 16-byte aligned.
+        const bool vec4 = width % 4 == 0 && x.ld % 4 == 0 && y.ld % 4 == 0 &&
+                          reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 &&
+                          reinterpret_cast<std::uintptr_t>(y.data) % 16 == 0;
+        const std::int64_t lanes = lanes_per_segment(vec4 ? width / 4 : width);
         const KernelArgs args{indptr_d_.data(),
                               indices_d_.data(),
                               values_d_.data(),
@@ -237,10 +291,15 @@ public:
                               y.data,
                               y.ld};
         const unsigned int grid = grid_for(p.host.num_segments() * lanes);
-        if (values_d_.data() != nullptr) {
-            mergepath_spmm_kernel<true><<<grid, kBlockThreads, 0, stream>>>(args);
+        const bool valued = values_d_.data() != nullptr;
+        if (valued && vec4) {
+            mergepath_spmm_kernel<true, 4><<<grid, kBlockThreads, 0, stream>>>(args);
+        } else if (valued) {
+            mergepath_spmm_kernel<true, 1><<<grid, kBlockThreads, 0, stream>>>(args);
+        } else if (vec4) {
+            mergepath_spmm_kernel<false, 4><<<grid, kBlockThreads, 0, stream>>>(args);
         } else {
-            mergepath_spmm_kernel<false><<<grid, kBlockThreads, 0, stream>>>(args);
+            mergepath_spmm_kernel<false, 1><<<grid, kBlockThreads, 0, stream>>>(args);
         }
         HALO_CUDA_CHECK_LAUNCH();
     }

@@ -126,12 +126,15 @@ struct DeviceMatrix {
 // Runs `plan` over `ranges` twice on NaN-poisoned y (width columns, padded leading dimensions)
 // and compares with the reference.
 void check_spmm(halo::cuda::Context& ctx, halo::SpmmPlan& plan, const halo::Csr& a,
-                std::int64_t width, const std::vector<halo::RowRange>& ranges, std::uint64_t seed)
+                std::int64_t width, const std::vector<halo::RowRange>& ranges, std::uint64_t seed,
+                bool padded = true)
 {
     SCOPED_TRACE("width " + std::to_string(width) + ", seed " + std::to_string(seed) + ", " +
                  plan.algorithm());
-    const std::int64_t ldx = width + 5;
-    const std::int64_t ldy = width + 3;
+    // Padded leading dimensions (not multiples of 4) take the scalar lanes; unpadded widths that
+    // are multiples of 4 take the float4 lanes.
+    const std::int64_t ldx = padded ? width + 5 : width;
+    const std::int64_t ldy = padded ? width + 3 : width;
     std::vector<float> xh(static_cast<std::size_t>(a.num_cols * ldx), kNaN);
     auto xv = halo::testing::random_floats(static_cast<std::size_t>(a.num_cols * width), seed);
     // A pattern matrix gets small integer inputs: every partial sum is then an integer below 2^24,
@@ -228,6 +231,25 @@ TEST(MergePathSpmm, RmatAllWidthsFullAndSplitRanges)
             }
         }
     }
+}
+
+TEST(MergePathSpmm, AlignedWidthsUseFloat4Lanes)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::uint64_t seed = 900;
+    for (const bool valued : {false, true}) {
+        const auto a = rmat_csr(10, ++seed, valued);
+        const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 256);
+        const auto n = a.num_rows;
+        for (const std::int64_t width : {4, 8, 32, 100, 128, 256}) {
+            check_spmm(ctx, *plan, a, width, {{0, n}}, ++seed, false);
+            check_spmm(ctx, *plan, a, width, {{0, n / 3}, {n / 3, n}}, ++seed, false);
+        }
+    }
+    const auto long_row = csr_with_rows({0, 100'000, 0, 5}, 4096, true, 33);
+    const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, long_row, 128);
+    check_spmm(ctx, *plan, long_row, 128, {{0, 4}}, ++seed, false);
 }
 
 TEST(MergePathSpmm, ErdosRenyiWithEmptyRows)
