@@ -18,6 +18,7 @@
 #include "halo/accel_gcn_partition.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
+#include "spmm_checks.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -85,16 +86,7 @@ public:
 
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
-        HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
-        HALO_EXPECTS(x.cols <= max_dim_, "dense width ", x.cols, " exceeds the plan's max_dim ",
-                     max_dim_);
-        HALO_EXPECTS(x.rows >= a_.num_cols, "x has ", x.rows, " rows, A has ", a_.num_cols,
-                     " columns");
-        HALO_EXPECTS(y.rows >= a_.num_rows, "y has ", y.rows, " rows, A has ", a_.num_rows);
-        HALO_EXPECTS(x.ld >= x.cols && y.ld >= y.cols, "leading dimensions ", x.ld, " and ", y.ld,
-                     " below the width ", x.cols);
-        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= a_.num_rows,
-                     "row range [", rows.begin, ", ", rows.end, ") outside [0, ", a_.num_rows, ")");
+        detail::check_spmm_operands(x, y, rows, a_.num_rows, a_.num_cols, max_dim_);
         const std::int64_t d = x.cols;
         if (rows.empty() || d == 0) {
             return;

@@ -25,6 +25,7 @@
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "rowsplit_layout.hpp"
+#include "spmm_checks.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -201,15 +202,7 @@ public:
 
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
-        HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
-        HALO_EXPECTS(x.cols <= max_dim_, "dense width ", x.cols, " exceeds the plan's max_dim ",
-                     max_dim_);
-        HALO_EXPECTS(x.rows >= num_cols_, "x has ", x.rows, " rows, A has ", num_cols_, " columns");
-        HALO_EXPECTS(y.rows >= num_rows_, "y has ", y.rows, " rows, A has ", num_rows_);
-        HALO_EXPECTS(x.ld >= x.cols && y.ld >= y.cols, "leading dimensions ", x.ld, " and ", y.ld,
-                     " below the width ", x.cols);
-        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= num_rows_,
-                     "row range [", rows.begin, ", ", rows.end, ") outside [0, ", num_rows_, ")");
+        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
         const std::int64_t width = x.cols;
         if (rows.empty() || width == 0) {
             return;

@@ -22,34 +22,23 @@
 #include "halo/io.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "spmm_fixtures.hpp"
 
 namespace {
 
 using halo::Csr;
 using halo::RowRange;
 using halo::cuda::AccelGcnOptions;
+using halo::testing::kNaN;
+using halo::testing::rmat_graph;
 using halo::testing::tolerance;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr std::int64_t kMaxDim = 1000;
-
-Csr rmat(int scale, double edge_factor, std::uint64_t seed, bool valued)
-{
-    halo::RmatOptions options;
-    options.scale = scale;
-    options.edge_factor = edge_factor;
-    options.seed = seed;
-    halo::BuildOptions build;  // symmetrized
-    build.normalization = valued ? halo::Normalization::gcn : halo::Normalization::none;
-    return halo::build_csr(halo::generate_rmat(options), build);
-}
 
 // Fewer edges than nodes, not symmetrized: many empty rows; values of both signs.
 Csr sparse_er(std::int64_t n, std::int64_t m, std::uint64_t seed)
 {
-    halo::BuildOptions build;
-    build.symmetrize = false;
-    Csr a = halo::build_csr(halo::generate_erdos_renyi({n, m, seed}), build);
+    Csr a = halo::testing::directed_erdos_renyi(n, m, seed);
     a.values = halo::testing::random_floats(a.indices.size(), seed + 1, -1.0f, 1.0f);
     return a;
 }
@@ -179,14 +168,15 @@ const std::vector<std::int64_t> kAllWidths = {1, 3, 31, 32, 33, 100, 256, 1000};
 TEST(AccelGcn, RmatPatternAllWidths)
 {
     HALO_REQUIRE_GPUS(1);
-    check_graph(rmat(12, 8, 1, false), kAllWidths, 1000);
+    check_graph(rmat_graph(12, 8, 1), kAllWidths, 1000);
 }
 
 TEST(AccelGcn, RmatNormalizedSmallDegBound)
 {
     HALO_REQUIRE_GPUS(1);
     // deg_bound 8 over 4 warps: most R-MAT hubs are split across blocks.
-    check_graph(rmat(11, 16, 2, true), {1, 33, 100, 1000}, 2000, {4, 8, {}});
+    check_graph(rmat_graph(11, 16, 2, halo::Normalization::gcn), {1, 33, 100, 1000}, 2000,
+                {4, 8, {}});
 }
 
 TEST(AccelGcn, ErdosRenyiWithEmptyRows)
@@ -219,10 +209,7 @@ TEST(AccelGcn, SharedGraphs)
     HALO_REQUIRE_GPUS(1);
     for (const char* name : {"cora.el.gz", "BlogCatalog.el.gz"}) {
         HALO_REQUIRE_SHARED_FILE(path, name);
-        halo::BuildOptions build;
-        build.self_loops = halo::SelfLoops::add;
-        build.normalization = halo::Normalization::gcn;
-        const Csr a = halo::build_csr(halo::read_edge_list(path), build);
+        const Csr a = halo::testing::read_gcn_graph(path);
         check_graph(a, {1, 32, 33, 256}, 6000);
     }
 }

@@ -16,6 +16,7 @@
 #include "halo/graph.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "spmm_fixtures.hpp"
 
 namespace {
 
@@ -24,9 +25,9 @@ using halo::AccelGcnPartition;
 using halo::AccelGcnPartitionOptions;
 using halo::Csr;
 using halo::RowRange;
+using halo::testing::kNaN;
+using halo::testing::rmat_graph;
 using halo::testing::tolerance;
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 Csr csr_from_rows(std::int64_t num_cols, const std::vector<std::vector<std::int32_t>>& rows,
                   bool valued, std::uint64_t seed)
@@ -44,21 +45,10 @@ Csr csr_from_rows(std::int64_t num_cols, const std::vector<std::vector<std::int3
     return a;
 }
 
-Csr rmat(int scale, double edge_factor, std::uint64_t seed)
-{
-    halo::RmatOptions options;
-    options.scale = scale;
-    options.edge_factor = edge_factor;
-    options.seed = seed;
-    return halo::build_csr(halo::generate_rmat(options), {});
-}
-
 // Erdos-Renyi with fewer edges than nodes: many empty rows.
 Csr sparse_er(std::int64_t n, std::int64_t m, std::uint64_t seed, bool valued)
 {
-    halo::BuildOptions build;
-    build.symmetrize = false;
-    Csr a = halo::build_csr(halo::generate_erdos_renyi({n, m, seed}), build);
+    Csr a = halo::testing::directed_erdos_renyi(n, m, seed);
     if (valued) {
         a.values = halo::testing::random_floats(a.indices.size(), seed + 7, -1.0f, 1.0f);
     }
@@ -287,8 +277,8 @@ TEST(AccelGcnPartition, SplitRowsFollowAlgorithm2)
 
 TEST(AccelGcnPartition, CoversEveryNonzeroOnce)
 {
-    const std::vector<Csr> graphs = {rmat(10, 8, 1),
-                                     rmat(12, 4, 2),
+    const std::vector<Csr> graphs = {rmat_graph(10, 8, 1),
+                                     rmat_graph(12, 4, 2),
                                      sparse_er(3000, 1500, 3, true),
                                      sparse_er(500, 4000, 4, false),
                                      long_row(),
@@ -330,7 +320,7 @@ TEST(AccelGcnPartition, SegmentsCutAtEveryRangeBound)
 
 TEST(AccelGcnPartition, EmulatedScheduleMatchesReference)
 {
-    const std::vector<Csr> graphs = {rmat(9, 8, 5), sparse_er(700, 400, 6, true), long_row()};
+    const std::vector<Csr> graphs = {rmat_graph(9, 8, 5), sparse_er(700, 400, 6, true), long_row()};
     const std::vector<AccelGcnPartitionOptions> options = {{12, 96}, {4, 8}, {1, 2}};
     std::uint64_t seed = 100;
     for (const Csr& a : graphs) {

@@ -27,64 +27,22 @@
 #include "halo/io.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "spmm_device_fixtures.hpp"
 
 namespace {
 
+using halo::testing::DeviceMatrix;
+using halo::testing::download;
+using halo::testing::Gpu;
+using halo::testing::graph_csr;
+using halo::testing::HostMatrix;
+using halo::testing::random_matrix;
+using halo::testing::read_gcn_graph;
+using halo::testing::row_max_abs;
 using halo::testing::tolerance;
+using halo::testing::upload;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 const std::set<std::string> kKernels = {"cusparse", "accel_gcn", "mergepath", "rowsplit"};
-
-struct HostMatrix {
-    std::int64_t rows = 0;
-    std::int64_t cols = 0;
-    std::int64_t ld = 0;
-    std::vector<float> data;
-
-    HostMatrix(std::int64_t r, std::int64_t c, std::int64_t l, float fill = kNaN)
-        : rows(r), cols(c), ld(l), data(static_cast<std::size_t>(r * l), fill)
-    {
-    }
-    float& operator()(std::int64_t i, std::int64_t j) { return data[i * ld + j]; }
-    float operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
-    halo::DenseView<float> view() { return {data.data(), rows, cols, ld}; }
-    halo::DenseView<const float> cview() const { return {data.data(), rows, cols, ld}; }
-};
-
-HostMatrix random_matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::uint64_t seed)
-{
-    HostMatrix m(rows, cols, ld);
-    const auto values = halo::testing::random_floats(static_cast<std::size_t>(rows * cols), seed);
-    for (std::int64_t i = 0; i < rows; ++i) {
-        std::copy_n(values.begin() + i * cols, cols, m.data.begin() + i * ld);
-    }
-    return m;
-}
-
-struct Gpu {
-    halo::cuda::Context ctx;
-    std::unique_ptr<halo::Backend> backend = halo::cuda::make_cuda_backend(ctx);
-};
-
-struct DeviceMatrix {
-    halo::Matrix storage;
-    halo::DenseView<float> view;
-};
-
-DeviceMatrix upload(halo::Backend& backend, const HostMatrix& h)
-{
-    auto storage = backend.allocate(h.rows, h.ld);
-    backend.copy_from_host(h.data.data(), storage.view());
-    const halo::DenseView<float> view{storage.data(), h.rows, h.cols, h.ld};
-    return {std::move(storage), view};
-}
-
-HostMatrix download(halo::Backend& backend, const DeviceMatrix& d)
-{
-    HostMatrix h(d.view.rows, d.view.cols, d.view.ld);
-    backend.copy_to_host(d.storage.view(), h.data.data());
-    return h;
-}
 
 // Runs the plan over `ranges` in order on a NaN-poisoned y (ld = width + 1, so the padding is
 // checked too); after each run, covered rows must equal the reference within tolerance and all
@@ -120,10 +78,7 @@ void check_spmm(halo::Backend& backend, halo::cuda::AutotunedSpmmPlan& plan, con
         }
         const auto got = download(backend, dy);
         for (std::int64_t i = 0; i < a.num_rows; ++i) {
-            float max_a = 0.0f;
-            for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-                max_a = std::max(max_a, a.has_values() ? std::abs(a.values[k]) : 1.0f);
-            }
+            const float max_a = row_max_abs(a, i);
             // A sum of row_nnz products |a_ik| * |x_kj| <= max_a (x in [-1, 1)) in whatever order
             // the chosen kernel uses (atomics included) and in the reference's order: each sum's
             // error is below row_nnz * eps * that scale, k = 4 covers both with room.
@@ -142,33 +97,6 @@ void check_spmm(halo::Backend& backend, halo::cuda::AutotunedSpmmPlan& plan, con
             }
         }
     }
-}
-
-halo::Csr graph_csr(const std::string& kind, int scale, std::uint64_t seed, bool valued)
-{
-    halo::EdgeList edges;
-    if (kind == "rmat") {
-        halo::RmatOptions o;
-        o.scale = scale;
-        o.edge_factor = 8;
-        o.seed = seed;
-        edges = halo::generate_rmat(o);
-    } else {
-        // Sparse Erdos-Renyi, directed: most rows have no nonzero.
-        halo::ErdosRenyiOptions o;
-        o.num_nodes = std::int64_t{1} << scale;
-        o.num_edges = o.num_nodes / 3;
-        o.seed = seed;
-        edges = halo::generate_erdos_renyi(o);
-    }
-    halo::BuildOptions b;
-    b.symmetrize = kind == "rmat";
-    auto a = halo::build_csr(edges, b);
-    a.values.clear();
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
-    }
-    return a;
 }
 
 // The report has exactly one line per (range, width) in the table, each naming a real kernel
@@ -230,10 +158,7 @@ TEST(AutotunedSpmm, Cora)
     HALO_REQUIRE_GPUS(1);
     HALO_REQUIRE_SHARED_FILE(path, "cora.el.gz");
     Gpu gpu;
-    halo::BuildOptions b;
-    b.self_loops = halo::SelfLoops::add;
-    b.normalization = halo::Normalization::gcn;
-    const auto a = halo::build_csr(halo::read_edge_list(path), b);
+    const auto a = read_gcn_graph(path);
     const auto plan = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, 256);
     const auto n = a.num_rows;
     std::uint64_t seed = 9500;

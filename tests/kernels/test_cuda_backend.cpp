@@ -25,87 +25,25 @@
 #include "halo/shard.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "spmm_device_fixtures.hpp"
 
 namespace {
 
+using halo::testing::DeviceMatrix;
+using halo::testing::download;
+using halo::testing::Gpu;
+using halo::testing::graph_csr;
+using halo::testing::HostMatrix;
+using halo::testing::kNaN;
+using halo::testing::random_matrix;
+using halo::testing::row_max_abs;
 using halo::testing::tolerance;
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-// Row-major host storage with a leading dimension; every element (padding included) starts as
-// `fill`.
-struct HostMatrix {
-    std::int64_t rows = 0;
-    std::int64_t cols = 0;
-    std::int64_t ld = 0;
-    std::vector<float> data;
-
-    HostMatrix(std::int64_t r, std::int64_t c, std::int64_t l = -1, float fill = kNaN)
-        : rows(r), cols(c), ld(l < 0 ? c : l), data(static_cast<std::size_t>(r * ld), fill)
-    {
-    }
-
-    float& operator()(std::int64_t i, std::int64_t j) { return data[i * ld + j]; }
-    float operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
-    halo::DenseView<float> view() { return {data.data(), rows, cols, ld}; }
-    halo::DenseView<const float> cview() const { return {data.data(), rows, cols, ld}; }
-    float max_abs() const
-    {
-        float m = 0.0f;
-        for (std::int64_t i = 0; i < rows; ++i) {
-            for (std::int64_t j = 0; j < cols; ++j) {
-                m = std::max(m, std::abs((*this)(i, j)));
-            }
-        }
-        return m;
-    }
-};
-
-HostMatrix random_matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::uint64_t seed)
-{
-    HostMatrix m(rows, cols, ld);
-    const auto values = halo::testing::random_floats(static_cast<std::size_t>(rows * cols), seed);
-    for (std::int64_t i = 0; i < rows; ++i) {
-        for (std::int64_t j = 0; j < cols; ++j) {
-            m(i, j) = values[i * cols + j];
-        }
-    }
-    return m;
-}
+using halo::testing::upload;
 
 // NaN equals NaN here: "unchanged" includes a poisoned element staying poisoned.
 bool same(float a, float b)
 {
     return (std::isnan(a) && std::isnan(b)) || a == b;
-}
-
-// One context and its backend per test, made after the GPU check.
-struct Gpu {
-    halo::cuda::Context ctx;
-    std::unique_ptr<halo::Backend> backend = halo::cuda::make_cuda_backend(ctx);
-};
-
-// A backend matrix of rows x ld elements seen as rows x cols: the padding lets every test check
-// that no kernel writes between cols and ld.
-struct DeviceMatrix {
-    halo::Matrix storage;
-    halo::DenseView<float> view;
-};
-
-// Uploads the whole padded block of `h` (padding included, so the device padding holds NaN).
-DeviceMatrix upload(halo::Backend& backend, const HostMatrix& h)
-{
-    auto storage = backend.allocate(h.rows, h.ld);
-    backend.copy_from_host(h.data.data(), storage.view());
-    const halo::DenseView<float> view{storage.data(), h.rows, h.cols, h.ld};
-    return {std::move(storage), view};
-}
-
-HostMatrix download(halo::Backend& backend, const DeviceMatrix& d)
-{
-    HostMatrix h(d.view.rows, d.view.cols, d.view.ld);
-    backend.copy_to_host(d.storage.view(), h.data.data());
-    return h;
 }
 
 void expect_padding_nan(const HostMatrix& m, const std::string& what)
@@ -468,41 +406,10 @@ TEST(CudaBackend, BiasActivationMatchesTheReferenceOnItsRowsOnly)
 // ---------------------------------------------------------------------------------------------
 // cuSPARSE SpMM
 
-halo::Csr graph_csr(const std::string& kind, int scale, std::uint64_t seed, bool valued)
-{
-    halo::EdgeList edges;
-    if (kind == "rmat") {
-        halo::RmatOptions o;
-        o.scale = scale;
-        o.edge_factor = 8;
-        o.seed = seed;
-        edges = halo::generate_rmat(o);
-    } else {
-        // Sparse Erdos-Renyi, directed: most rows have no nonzero.
-        halo::ErdosRenyiOptions o;
-        o.num_nodes = std::int64_t{1} << scale;
-        o.num_edges = o.num_nodes / 3;
-        o.seed = seed;
-        edges = halo::generate_erdos_renyi(o);
-    }
-    halo::BuildOptions b;
-    b.symmetrize = kind == "rmat";
-    auto a = halo::build_csr(edges, b);
-    a.values.clear();
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
-    }
-    return a;
-}
-
 // Per-row tolerance of a SpMM row: a sum of nnz products |a| * |x| in some order.
 float spmm_row_tolerance(const halo::Csr& a, std::int64_t i, float max_x)
 {
-    float max_a = 0.0f;
-    for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-        max_a = std::max(max_a, a.has_values() ? std::abs(a.values[k]) : 1.0f);
-    }
-    return tolerance<float>(4, std::max<double>(1.0, a.row_nnz(i)) * max_a * max_x);
+    return tolerance<float>(4, std::max<double>(1.0, a.row_nnz(i)) * row_max_abs(a, i) * max_x);
 }
 
 // Runs the plan over `ranges` in order on a NaN-poisoned y; after each run, rows not yet covered

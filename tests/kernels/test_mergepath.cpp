@@ -24,73 +24,16 @@
 #include "halo/io.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "spmm_fixtures.hpp"
 
 namespace {
 
 using halo::cuda::MergePathOptions;
+using halo::testing::csr_with_rows;
+using halo::testing::erdos_renyi_csr;
+using halo::testing::kNaN;
+using halo::testing::rmat_csr;
 using halo::testing::tolerance;
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-halo::Csr rmat_csr(int scale, std::uint64_t seed, bool valued)
-{
-    halo::RmatOptions o;
-    o.scale = scale;
-    o.edge_factor = 8;
-    o.seed = seed;
-    halo::BuildOptions b;
-    b.symmetrize = true;
-    auto a = halo::build_csr(halo::generate_rmat(o), b);
-    a.values.clear();
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
-    }
-    return a;
-}
-
-// Directed and sparse: most rows are empty.
-halo::Csr erdos_renyi_csr(std::int64_t n, std::uint64_t seed, bool valued)
-{
-    halo::ErdosRenyiOptions o;
-    o.num_nodes = n;
-    o.num_edges = n / 3;
-    o.seed = seed;
-    halo::BuildOptions b;
-    b.symmetrize = false;
-    auto a = halo::build_csr(halo::generate_erdos_renyi(o), b);
-    a.values.clear();
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
-    }
-    return a;
-}
-
-// Rows of the given lengths, columns cycling over num_cols (repeated within a long row).
-halo::Csr csr_with_rows(const std::vector<std::int64_t>& lengths, std::int64_t num_cols,
-                        bool valued, std::uint64_t seed)
-{
-    halo::Csr a;
-    a.num_rows = static_cast<std::int64_t>(lengths.size());
-    a.num_cols = num_cols;
-    for (const auto len : lengths) {
-        for (std::int64_t k = 0; k < len; ++k) {
-            a.indices.push_back(static_cast<halo::local_id>((k * 7919) % num_cols));
-        }
-        a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
-    }
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed);
-    }
-    return a;
-}
-
-halo::Csr shared_graph(const std::string& name)
-{
-    const auto path = halo::testing::shared_data_file(name);
-    halo::BuildOptions b;
-    b.symmetrize = true;
-    return halo::build_csr(halo::read_edge_list(path), b);
-}
 
 // A device block of rows x ld floats seen as rows x cols.
 struct DeviceMatrix {
@@ -343,7 +286,7 @@ TEST(MergePathSpmm, SharedGraphs)
     halo::cuda::Context ctx;
     for (const std::string name : {"cora.el.gz", "BlogCatalog.el.gz"}) {
         SCOPED_TRACE(name);
-        auto a = shared_graph(name);
+        auto a = halo::testing::read_symmetric_graph(halo::testing::shared_data_file(name));
         halo::normalize(a, halo::Normalization::gcn);
         const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 256);
         for (const std::int64_t width : {1, 16, 33, 128, 256}) {

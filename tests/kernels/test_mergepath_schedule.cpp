@@ -18,61 +18,16 @@
 #include "halo/graph.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "spmm_fixtures.hpp"
 
 namespace {
 
 namespace mp = halo::mergepath;
+using halo::testing::csr_with_rows;
+using halo::testing::erdos_renyi_csr;
+using halo::testing::kNaN;
+using halo::testing::rmat_csr;
 using halo::testing::tolerance;
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-halo::Csr rmat_csr(int scale, std::uint64_t seed, bool valued)
-{
-    halo::RmatOptions o;
-    o.scale = scale;
-    o.edge_factor = 8;
-    o.seed = seed;
-    halo::BuildOptions b;
-    b.symmetrize = true;
-    auto a = halo::build_csr(halo::generate_rmat(o), b);
-    a.values.clear();
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
-    }
-    return a;
-}
-
-// Directed and sparse: most rows are empty, a few have several nonzeros.
-halo::Csr erdos_renyi_csr(std::int64_t n, std::uint64_t seed, bool valued)
-{
-    halo::ErdosRenyiOptions o;
-    o.num_nodes = n;
-    o.num_edges = n / 3;
-    o.seed = seed;
-    halo::BuildOptions b;
-    b.symmetrize = false;
-    auto a = halo::build_csr(halo::generate_erdos_renyi(o), b);
-    a.values.clear();
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
-    }
-    return a;
-}
-
-// Rows of the given lengths, columns cycling over num_cols.
-halo::Csr csr_with_rows(const std::vector<std::int64_t>& lengths, std::int64_t num_cols)
-{
-    halo::Csr a;
-    a.num_rows = static_cast<std::int64_t>(lengths.size());
-    a.num_cols = num_cols;
-    for (const auto len : lengths) {
-        for (std::int64_t k = 0; k < len; ++k) {
-            a.indices.push_back(static_cast<halo::local_id>((k * 7919) % num_cols));
-        }
-        a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
-    }
-    return a;
-}
 
 // The merge path of a range built item by item: point d is (rows consumed, nonzeros consumed)
 // after d items, a row end being consumed as soon as all of its nonzeros are.

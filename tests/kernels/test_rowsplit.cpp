@@ -24,65 +24,20 @@
 #include "halo/io.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "spmm_device_fixtures.hpp"
 
 namespace {
 
+using halo::testing::DeviceMatrix;
+using halo::testing::download;
+using halo::testing::Gpu;
+using halo::testing::graph_csr;
+using halo::testing::HostMatrix;
+using halo::testing::random_matrix;
+using halo::testing::read_gcn_graph;
+using halo::testing::row_max_abs;
 using halo::testing::tolerance;
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-struct HostMatrix {
-    std::int64_t rows = 0;
-    std::int64_t cols = 0;
-    std::int64_t ld = 0;
-    std::vector<float> data;
-
-    HostMatrix(std::int64_t r, std::int64_t c, std::int64_t l, float fill = kNaN)
-        : rows(r), cols(c), ld(l), data(static_cast<std::size_t>(r * l), fill)
-    {
-    }
-    float& operator()(std::int64_t i, std::int64_t j) { return data[i * ld + j]; }
-    float operator()(std::int64_t i, std::int64_t j) const { return data[i * ld + j]; }
-    halo::DenseView<float> view() { return {data.data(), rows, cols, ld}; }
-    halo::DenseView<const float> cview() const { return {data.data(), rows, cols, ld}; }
-};
-
-HostMatrix random_matrix(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::uint64_t seed)
-{
-    HostMatrix m(rows, cols, ld);
-    const auto values = halo::testing::random_floats(static_cast<std::size_t>(rows * cols), seed);
-    for (std::int64_t i = 0; i < rows; ++i) {
-        std::copy_n(values.begin() + i * cols, cols, m.data.begin() + i * ld);
-    }
-    return m;
-}
-
-// One context and a CUDA backend (for allocation and copies) per test, made after the GPU check.
-struct Gpu {
-    halo::cuda::Context ctx;
-    std::unique_ptr<halo::Backend> backend = halo::cuda::make_cuda_backend(ctx);
-};
-
-struct DeviceMatrix {
-    halo::Matrix storage;
-    halo::DenseView<float> view;
-};
-
-// Uploads the whole padded block (padding included, so the device padding holds NaN too).
-DeviceMatrix upload(halo::Backend& backend, const HostMatrix& h)
-{
-    auto storage = backend.allocate(h.rows, h.ld);
-    backend.copy_from_host(h.data.data(), storage.view());
-    const halo::DenseView<float> view{storage.data(), h.rows, h.cols, h.ld};
-    return {std::move(storage), view};
-}
-
-HostMatrix download(halo::Backend& backend, const DeviceMatrix& d)
-{
-    HostMatrix h(d.view.rows, d.view.cols, d.view.ld);
-    backend.copy_to_host(d.storage.view(), h.data.data());
-    return h;
-}
+using halo::testing::upload;
 
 // y[i, :] = sum_k a_ik x[k, :] with one fma per nonzero, in CSR order: the kernel's arithmetic.
 HostMatrix fma_spmm(const halo::Csr& a, const HostMatrix& x, std::int64_t ldy)
@@ -139,10 +94,7 @@ void check_spmm(halo::Backend& backend, halo::SpmmPlan& plan, const halo::Csr& a
         }
         got = download(backend, dy);
         for (std::int64_t i = 0; i < a.num_rows; ++i) {
-            float max_a = 0.0f;
-            for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-                max_a = std::max(max_a, a.has_values() ? std::abs(a.values[k]) : 1.0f);
-            }
+            const float max_a = row_max_abs(a, i);
             // A sum of row_nnz products |a_ik| * |x_kj| <= max_a * 1 (x in [-1, 1)), in CSR
             // order on the GPU and in the reference's order on the CPU: k = 4 covers both.
             const float tol =
@@ -164,33 +116,6 @@ void check_spmm(halo::Backend& backend, halo::SpmmPlan& plan, const halo::Csr& a
     if (result != nullptr) {
         *result = got;
     }
-}
-
-halo::Csr graph_csr(const std::string& kind, int scale, std::uint64_t seed, bool valued)
-{
-    halo::EdgeList edges;
-    if (kind == "rmat") {
-        halo::RmatOptions o;
-        o.scale = scale;
-        o.edge_factor = 8;
-        o.seed = seed;
-        edges = halo::generate_rmat(o);
-    } else {
-        // Sparse Erdos-Renyi, directed: most rows have no nonzero.
-        halo::ErdosRenyiOptions o;
-        o.num_nodes = std::int64_t{1} << scale;
-        o.num_edges = o.num_nodes / 3;
-        o.seed = seed;
-        edges = halo::generate_erdos_renyi(o);
-    }
-    halo::BuildOptions b;
-    b.symmetrize = kind == "rmat";
-    auto a = halo::build_csr(edges, b);
-    a.values.clear();
-    if (valued) {
-        a.values = halo::testing::random_floats(a.indices.size(), seed + 17);
-    }
-    return a;
 }
 
 // The standard ranges: all rows; interior then boundary (as the engine runs them around the
@@ -368,10 +293,7 @@ TEST(RowsplitSpmm, OneRowOfAMillionNonzeros)
 void check_shared_graph(const std::filesystem::path& path, std::uint64_t seed)
 {
     Gpu gpu;
-    halo::BuildOptions b;
-    b.self_loops = halo::SelfLoops::add;
-    b.normalization = halo::Normalization::gcn;
-    const auto a = halo::build_csr(halo::read_edge_list(path), b);
+    const auto a = read_gcn_graph(path);
     const auto plan = halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 128);
     const auto n = a.num_rows;
     for (const std::int64_t width : {16, 33, 64, 128}) {
