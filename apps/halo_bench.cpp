@@ -637,8 +637,8 @@ int run_e2e(const Options& o, Context& ctx, const halo::Csr& a, const std::strin
 {
     const std::vector<std::int32_t> owner(a.num_rows, 0);
     const auto shard = halo::build_shard(a, owner, 1, 0);
-    const auto model = halo::random_model(halo::parse_layer_type(o.layer),
-                                          halo::parse_dims(o.model_dims), o.seed);
+    const auto model =
+        halo::random_model(halo::parse_layer_type(o.layer), halo::parse_dims(o.model_dims), o.seed);
     auto backend = halo::cuda::make_cuda_backend(ctx);
     auto exchanger = halo::make_local_exchanger(shard);
     halo::EngineOptions eopt;
@@ -666,9 +666,10 @@ int run_e2e(const Options& o, Context& ctx, const halo::Csr& a, const std::strin
         }
         forward.push_back(sum);
     }
-    fmt::print("\ne2e: random {} model {} on {} ({} rows, {} nonzeros), CUDA backend, one part; "
-               "medians of {} runs after {} warm-up\n",
-               o.layer, o.model_dims, source, a.num_rows, a.nnz(), o.runs, o.warmup);
+    fmt::print(
+        "\ne2e: random {} model {} on {} ({} rows, {} nonzeros), CUDA backend, one part; "
+        "medians of {} runs after {} warm-up\n",
+        o.layer, o.model_dims, source, a.num_rows, a.nnz(), o.runs, o.warmup);
     fmt::print("{:>5} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "layer", "width", "total ms",
                "spmm ms", "dense ms", "exch ms", "wait ms");
     Json records = Json::array();

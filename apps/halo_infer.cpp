@@ -4,10 +4,10 @@
 // exchange overlapped with interior aggregation, and writes its own rows. Rank 0 writes the
 // manifest last, after every rank reported success, so an interrupted run never looks complete.
 // A failure on any rank aborts the whole job (MPI_Abort): no rank is left waiting.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <mpi.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
@@ -65,8 +65,7 @@ void maybe_inject_fault(int rank, std::size_t layer)
     int fault_rank = -1;
     int fault_layer = -1;
     if (std::sscanf(spec, "rank=%d,layer=%d", &fault_rank, &fault_layer) != 2) {
-        HALO_THROW(halo::InputError, "HALO_FAULT_INJECT='", spec,
-                   "' (expected rank=R,layer=L)");
+        HALO_THROW(halo::InputError, "HALO_FAULT_INJECT='", spec, "' (expected rank=R,layer=L)");
     }
     if (fault_rank == rank && fault_layer == static_cast<int>(layer)) {
         HALO_THROW(halo::Error, "injected fault before layer ", layer, " (HALO_FAULT_INJECT)");
@@ -115,8 +114,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     }
 #ifndef HALO_HAVE_CUDA
     if (cuda) {
-        HALO_THROW(halo::InputError, "--backend cuda: halo-infer was built without CUDA "
-                                     "(configure with -DHALO_ENABLE_CUDA=ON), use --backend cpu");
+        HALO_THROW(halo::InputError,
+                   "--backend cuda: halo-infer was built without CUDA "
+                   "(configure with -DHALO_ENABLE_CUDA=ON), use --backend cpu");
     }
 #endif
 
@@ -189,8 +189,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         HALO_MPI_TRY(MPI_Allreduce(&shares, &any_shares, 1, MPI_INT, MPI_MAX, world.comm()));
         if (size > 1 && any_shares == 1 && exchange == "nccl") {
             if (!o.exchange.empty()) {
-                HALO_THROW(halo::InputError, "--exchange nccl needs one GPU per rank, but ranks "
-                                             "share a GPU on some node (",
+                HALO_THROW(halo::InputError,
+                           "--exchange nccl needs one GPU per rank, but ranks "
+                           "share a GPU on some node (",
                            world.local_size(), " ranks and ", halo::cuda::device_count(),
                            " visible GPU(s) on ", world.node_name(),
                            o.device >= 0 ? ", --device given" : "",
@@ -198,8 +199,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             }
             exchange = "mpi";
             if (lead) {
-                fmt::print("ranks share a GPU: halo exchange over MPI (NCCL needs one GPU per "
-                           "rank)\n");
+                fmt::print(
+                    "ranks share a GPU: halo exchange over MPI (NCCL needs one GPU per "
+                    "rank)\n");
             }
         }
         if (size == 1) {
@@ -304,31 +306,33 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         const auto bytes = reduce_stat(world.comm(), static_cast<double>(t.exchanged_bytes), size);
         const auto& layer = model.layers[l];
         if (lead) {
-            fmt::print("{:>5} {:>6} {:>4}->{:<5} | {:>10.3f} {:>10.3f} | {:>10.3f} {:>10.3f} | "
-                       "{:>10.3f} {:>10.3f} | {:>11.3f}\n",
-                       l, halo::to_string(layer.type), layer.in_dim, layer.out_dim, tot.max,
-                       tot.mean, comp.max, comp.mean, exch.max, exch.mean, wait.max);
+            fmt::print(
+                "{:>5} {:>6} {:>4}->{:<5} | {:>10.3f} {:>10.3f} | {:>10.3f} {:>10.3f} | "
+                "{:>10.3f} {:>10.3f} | {:>11.3f}\n",
+                l, halo::to_string(layer.type), layer.in_dim, layer.out_dim, tot.max, tot.mean,
+                comp.max, comp.mean, exch.max, exch.mean, wait.max);
         }
-        layers_json.push_back({{"layer", l},
-                               {"type", halo::to_string(layer.type)},
-                               {"in_dim", layer.in_dim},
-                               {"out_dim", layer.out_dim},
-                               {"aggregate_first", layer.aggregate_first()},
-                               {"total_ms", {{"max", tot.max}, {"mean", tot.mean}}},
-                               {"compute_ms", {{"max", comp.max}, {"mean", comp.mean}}},
-                               {"exchange_ms", {{"max", exch.max}, {"mean", exch.mean}}},
-                               {"waiting_ms", {{"max", wait.max}, {"mean", wait.mean}}},
-                               {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}}});
+        layers_json.push_back(
+            {{"layer", l},
+             {"type", halo::to_string(layer.type)},
+             {"in_dim", layer.in_dim},
+             {"out_dim", layer.out_dim},
+             {"aggregate_first", layer.aggregate_first()},
+             {"total_ms", {{"max", tot.max}, {"mean", tot.mean}}},
+             {"compute_ms", {{"max", comp.max}, {"mean", comp.mean}}},
+             {"exchange_ms", {{"max", exch.max}, {"mean", exch.mean}}},
+             {"waiting_ms", {{"max", wait.max}, {"mean", wait.mean}}},
+             {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}}});
     }
     const auto load_stat = reduce_stat(world.comm(), load_seconds, size);
     std::string memory_line;
 #ifdef HALO_HAVE_CUDA
     if (ctx) {
         const auto peak = reduce_stat(world.comm(), static_cast<double>(ctx->peak_bytes()), size);
-        memory_line = fmt::format("device memory: rank 0 {}; peak over ranks max {:.2f} GiB, "
-                                  "mean {:.2f} GiB",
-                                  ctx->memory_report(), peak.max / (1 << 30),
-                                  peak.mean / (1 << 30));
+        memory_line = fmt::format(
+            "device memory: rank 0 {}; peak over ranks max {:.2f} GiB, "
+            "mean {:.2f} GiB",
+            ctx->memory_report(), peak.max / (1 << 30), peak.mean / (1 << 30));
     }
 #endif
 
@@ -362,19 +366,20 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         }
         nlohmann::json pieces = nlohmann::json::array();
         for (int p = 0; p < size; ++p) {
-            pieces.push_back({{"part", p},
-                              {"file", halo::result_piece_path("", p).filename().string()}});
+            pieces.push_back(
+                {{"part", p}, {"file", halo::result_piece_path("", p).filename().string()}});
         }
         manifest["pieces"] = pieces;
         halo::write_file_atomic(halo::result_manifest_path(o.out), manifest.dump(2) + "\n");
     }
     if (lead) {
-        fmt::print("\n{} nodes on {} rank(s), backend {}, model {} ({} layers): forward {:.3f} ms, "
-                   "with upload and download {:.3f} ms (medians of {}), load {:.3f} s (max over "
-                   "ranks), total {:.2f} s\n",
-                   info.num_nodes, size, o.backend, model.name.empty() ? o.model : model.name,
-                   model.layers.size(), forward_median_seconds * 1e3, median_seconds * 1e3,
-                   o.repeat, load_stat.max, total.seconds());
+        fmt::print(
+            "\n{} nodes on {} rank(s), backend {}, model {} ({} layers): forward {:.3f} ms, "
+            "with upload and download {:.3f} ms (medians of {}), load {:.3f} s (max over "
+            "ranks), total {:.2f} s\n",
+            info.num_nodes, size, o.backend, model.name.empty() ? o.model : model.name,
+            model.layers.size(), forward_median_seconds * 1e3, median_seconds * 1e3, o.repeat,
+            load_stat.max, total.seconds());
         if (!memory_line.empty()) {
             fmt::print("{}\n", memory_line);
         }

@@ -18,7 +18,8 @@ public:
     Matrix() = default;
     Matrix(std::shared_ptr<float> storage, std::int64_t rows, std::int64_t cols)
         : storage_(std::move(storage)), rows_(rows), cols_(cols)
-    {}
+    {
+    }
 
     float* data() const noexcept { return storage_.get(); }
     std::int64_t rows() const noexcept { return rows_; }

@@ -40,8 +40,8 @@ struct LayerTiming {
 };
 
 struct EngineOptions {
-    bool overlap = true;        // aggregate interior rows while the exchange is in flight
-    bool keep_layers = false;   // keep every layer's output (for --save-layers)
+    bool overlap = true;       // aggregate interior rows while the exchange is in flight
+    bool keep_layers = false;  // keep every layer's output (for --save-layers)
     /// What the dataset's stored values are ("none", "gcn", "mean"); see make_aggregation.
     std::string dataset_normalization = "none";
     /// Called before each layer with its index (progress reports; fault injection in tests).

@@ -80,7 +80,10 @@ template <>
 struct Lanes<4> {
     using type = float4;
     __device__ static type zero() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
-    __device__ static type load(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+    __device__ static type load(const float* p)
+    {
+        return __ldg(reinterpret_cast<const float4*>(p));
+    }
     __device__ static void fma(float a, type x, type& acc)
     {
         acc.x = fmaf(a, x.x, acc.x);

@@ -14,9 +14,12 @@ namespace {
 const char* to_string(Aggregation kind)
 {
     switch (kind) {
-    case Aggregation::gcn: return "gcn";
-    case Aggregation::mean: return "mean";
-    case Aggregation::sum: return "sum";
+        case Aggregation::gcn:
+            return "gcn";
+        case Aggregation::mean:
+            return "mean";
+        case Aggregation::sum:
+            return "sum";
     }
     return "?";
 }
@@ -24,9 +27,12 @@ const char* to_string(Aggregation kind)
 Aggregation aggregation_of(LayerType type)
 {
     switch (type) {
-    case LayerType::gcn: return Aggregation::gcn;
-    case LayerType::sage: return Aggregation::mean;
-    case LayerType::gin: return Aggregation::sum;
+        case LayerType::gcn:
+            return Aggregation::gcn;
+        case LayerType::sage:
+            return Aggregation::mean;
+        case LayerType::gin:
+            return Aggregation::sum;
     }
     HALO_THROW(LogicError, "unknown layer type");
 }
@@ -71,7 +77,8 @@ Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& da
         HALO_THROW(InputError, "the dataset's adjacency is ", dataset_normalization,
                    "-normalized, but a layer needs the ", to_string(kind),
                    " operator; partition with --normalize none (the engine derives every "
-                   "operator from the raw adjacency) or --normalize ", to_string(kind));
+                   "operator from the raw adjacency) or --normalize ",
+                   to_string(kind));
     }
     const auto& a = shard.csr;
     const auto n = shard.num_owned;
@@ -117,8 +124,8 @@ Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& da
         bool placed = has_diagonal[i] != 0;
         auto emit = [&](local_id col, double value) {
             out.indices[o] = col;
-            out.values[o] = static_cast<float>(
-                value / std::sqrt(static_cast<double>(degree[i]) * degree[col]));
+            out.values[o] =
+                static_cast<float>(value / std::sqrt(static_cast<double>(degree[i]) * degree[col]));
             ++o;
         };
         for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
@@ -167,7 +174,8 @@ std::vector<float> random_node_features(const std::vector<global_id>& global_ids
     std::vector<float> x(global_ids.size() * static_cast<std::size_t>(dim));
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < static_cast<std::int64_t>(global_ids.size()); ++r) {
-        const auto base = static_cast<std::uint64_t>(global_ids[r]) * static_cast<std::uint64_t>(dim);
+        const auto base =
+            static_cast<std::uint64_t>(global_ids[r]) * static_cast<std::uint64_t>(dim);
         for (std::int64_t j = 0; j < dim; ++j) {
             x[r * dim + j] = detail::uniform_pm1(seed, feature_stream, base + j);
         }
@@ -192,8 +200,13 @@ struct Engine::Impl {
     std::vector<Matrix> buffers;  // 4 work matrices of n_total x max_dim
 
     Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m, EngineOptions o)
-        : backend(b), exchanger(e), shard(s), model(m), options(std::move(o)),
-          n_owned(s.num_owned), n_total(s.num_owned + s.num_halo)
+        : backend(b),
+          exchanger(e),
+          shard(s),
+          model(m),
+          options(std::move(o)),
+          n_owned(s.num_owned),
+          n_total(s.num_owned + s.num_halo)
     {
         validate_model(model, "model");
         prepare_operators();
@@ -203,14 +216,15 @@ struct Engine::Impl {
             const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
             w.weight = upload(layer.weight, in_w, mid);
             w.bias = upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
-            w.root_weight = upload(layer.root_weight, layer.root_weight.empty() ? 0 : in_w,
-                                   layer.out_dim);
+            w.root_weight =
+                upload(layer.root_weight, layer.root_weight.empty() ? 0 : in_w, layer.out_dim);
             w.weight2 = upload(layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
             w.bias2 = upload(layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
             weights.push_back(std::move(w));
         }
         for (int k = 0; k < 4; ++k) {
-            buffers.push_back(backend.allocate(n_total, std::max<std::int64_t>(model.max_dim(), 1)));
+            buffers.push_back(
+                backend.allocate(n_total, std::max<std::int64_t>(model.max_dim(), 1)));
         }
     }
 
@@ -319,55 +333,72 @@ struct Engine::Impl {
         };
         int out = a;
         switch (layer.type) {
-        case LayerType::gcn:
-            if (agg_first) {
-                aggregate(op, x_all, view(b, n_total, in_w), t);
-                timed([&] { backend.gemm(view(b, n_owned, in_w), w.weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f); });
-            } else {
-                timed([&] { backend.gemm(x, w.weight.view(), view(b, n_owned, out_w), 1.0f, 0.0f); });
-                aggregate(op, view(b, n_total, out_w), view(a, n_total, out_w), t);
-            }
-            break;
-        case LayerType::sage:
-            if (agg_first) {
-                aggregate(op, x_all, view(b, n_total, in_w), t);
+            case LayerType::gcn:
+                if (agg_first) {
+                    aggregate(op, x_all, view(b, n_total, in_w), t);
+                    timed([&] {
+                        backend.gemm(view(b, n_owned, in_w), w.weight.view(),
+                                     view(a, n_owned, out_w), 1.0f, 0.0f);
+                    });
+                } else {
+                    timed([&] {
+                        backend.gemm(x, w.weight.view(), view(b, n_owned, out_w), 1.0f, 0.0f);
+                    });
+                    aggregate(op, view(b, n_total, out_w), view(a, n_total, out_w), t);
+                }
+                break;
+            case LayerType::sage:
+                if (agg_first) {
+                    aggregate(op, x_all, view(b, n_total, in_w), t);
+                    timed([&] {
+                        backend.gemm(x, w.root_weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
+                        backend.gemm(view(b, n_owned, in_w), w.weight.view(),
+                                     view(a, n_owned, out_w), 1.0f, 1.0f);
+                    });
+                } else {
+                    timed([&] {
+                        backend.gemm(x, w.weight.view(), view(b, n_owned, out_w), 1.0f, 0.0f);
+                        backend.gemm(x, w.root_weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
+                    });
+                    aggregate(op, view(b, n_total, out_w), view(c, n_total, out_w), t);
+                    timed([&] {
+                        backend.axpby(1.0f, view(c, n_owned, out_w), 1.0f, view(a, n_owned, out_w));
+                    });
+                }
+                break;
+            case LayerType::gin: {
+                const auto hid = layer.hidden_dim;
+                const float self = 1.0f + layer.eps;
+                if (agg_first) {
+                    aggregate(op, x_all, view(b, n_total, in_w), t);
+                    timed([&] {
+                        backend.axpby(self, x, 1.0f, view(b, n_owned, in_w));
+                        backend.gemm(view(b, n_owned, in_w), w.weight.view(), view(c, n_owned, hid),
+                                     1.0f, 0.0f);
+                    });
+                } else {
+                    timed([&] {
+                        backend.gemm(x, w.weight.view(), view(b, n_owned, hid), 1.0f, 0.0f);
+                    });
+                    aggregate(op, view(b, n_total, hid), view(c, n_total, hid), t);
+                    timed([&] {
+                        backend.axpby(self, view(b, n_owned, hid), 1.0f, view(c, n_owned, hid));
+                    });
+                }
                 timed([&] {
-                    backend.gemm(x, w.root_weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
-                    backend.gemm(view(b, n_owned, in_w), w.weight.view(), view(a, n_owned, out_w), 1.0f, 1.0f);
+                    backend.bias_activation(view(c, n_owned, hid), w.bias.data(), Activation::relu,
+                                            {0, n_owned});
+                    backend.gemm(view(c, n_owned, hid), w.weight2.view(), view(a, n_owned, out_w),
+                                 1.0f, 0.0f);
+                    backend.bias_activation(view(a, n_owned, out_w), w.bias2.data(),
+                                            layer.activation, {0, n_owned});
                 });
-            } else {
-                timed([&] {
-                    backend.gemm(x, w.weight.view(), view(b, n_owned, out_w), 1.0f, 0.0f);
-                    backend.gemm(x, w.root_weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
-                });
-                aggregate(op, view(b, n_total, out_w), view(c, n_total, out_w), t);
-                timed([&] { backend.axpby(1.0f, view(c, n_owned, out_w), 1.0f, view(a, n_owned, out_w)); });
+                return out;
             }
-            break;
-        case LayerType::gin: {
-            const auto hid = layer.hidden_dim;
-            const float self = 1.0f + layer.eps;
-            if (agg_first) {
-                aggregate(op, x_all, view(b, n_total, in_w), t);
-                timed([&] {
-                    backend.axpby(self, x, 1.0f, view(b, n_owned, in_w));
-                    backend.gemm(view(b, n_owned, in_w), w.weight.view(), view(c, n_owned, hid), 1.0f, 0.0f);
-                });
-            } else {
-                timed([&] { backend.gemm(x, w.weight.view(), view(b, n_owned, hid), 1.0f, 0.0f); });
-                aggregate(op, view(b, n_total, hid), view(c, n_total, hid), t);
-                timed([&] { backend.axpby(self, view(b, n_owned, hid), 1.0f, view(c, n_owned, hid)); });
-            }
-            timed([&] {
-                backend.bias_activation(view(c, n_owned, hid), w.bias.data(), Activation::relu, {0, n_owned});
-                backend.gemm(view(c, n_owned, hid), w.weight2.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
-                backend.bias_activation(view(a, n_owned, out_w), w.bias2.data(), layer.activation, {0, n_owned});
-            });
-            return out;
-        }
         }
         timed([&] {
-            backend.bias_activation(view(out, n_owned, out_w), w.bias.data(), layer.activation, {0, n_owned});
+            backend.bias_activation(view(out, n_owned, out_w), w.bias.data(), layer.activation,
+                                    {0, n_owned});
         });
         return out;
     }
@@ -376,7 +407,8 @@ struct Engine::Impl {
 Engine::Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, const Model& model,
                EngineOptions options)
     : impl_(std::make_unique<Impl>(backend, exchanger, shard, model, std::move(options)))
-{}
+{
+}
 
 Engine::~Engine() = default;
 
@@ -390,8 +422,8 @@ std::string Engine::kernel_report() const
         while (pos < report.size()) {
             auto end = report.find('\n', pos);
             end = end == std::string::npos ? report.size() : end;
-            out += std::string(to_string(kind)) + " operator, " +
-                   report.substr(pos, end - pos) + "\n";
+            out +=
+                std::string(to_string(kind)) + " operator, " + report.substr(pos, end - pos) + "\n";
             pos = end + 1;
         }
     }
