@@ -277,6 +277,29 @@ void check_gemm(halo::Backend& backend, std::int64_t m, std::int64_t k, std::int
     }
 }
 
+// Contiguous copies of 64 MiB and more go through the pinned double buffer in 32 MiB chunks;
+// 100 MB with a partial last chunk, modified on the device in between so that the download
+// cannot pass by reading back what was uploaded through a stale staging buffer.
+TEST(CudaBackend, LargeCopiesThroughPinnedStagingRoundTrip)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const std::int64_t rows = 5'000'003;
+    const std::int64_t cols = 5;
+    std::vector<float> host(static_cast<std::size_t>(rows * cols));
+    for (std::size_t k = 0; k < host.size(); ++k) {
+        host[k] = static_cast<float>(k % 1000003);  // exact in float, distinct across chunks
+    }
+    auto m = gpu.backend->allocate(rows, cols);
+    gpu.backend->copy_from_host(host.data(), m.view());
+    gpu.backend->axpby(2.0f, m.view(), 0.0f, m.view());
+    std::vector<float> back(host.size(), std::nanf(""));
+    gpu.backend->copy_to_host(m.view(), back.data());
+    for (std::size_t k = 0; k < host.size(); ++k) {
+        ASSERT_EQ(back[k], 2.0f * host[k]) << "element " << k;
+    }
+}
+
 TEST(CudaBackend, GemmMatchesTheReference)
 {
     HALO_REQUIRE_GPUS(1);
