@@ -7,7 +7,7 @@ set -uo pipefail
 build=$1 data=$2 out=$3 rtol=${4:-1e-5}
 bin=$build/apps
 mkdir -p "$out"
-mpi=(mpirun -np 1 --allow-run-as-root)
+mpi=(mpirun -np 1 --allow-run-as-root --bind-to none)
 failures=0
 for f in "$data"/*.el.gz; do
   name=$(basename "$f" .el.gz)

@@ -9,7 +9,7 @@ build=$1 data=$2 out=$3
 shift 3
 mkdir -p "$out"
 bin=$build/apps
-mpi=(mpirun -np 1 --allow-run-as-root)
+mpi=(mpirun -np 1 --allow-run-as-root --bind-to none)
 for g in "$@"; do
   case "$g" in
     *:*) input=$g; name=${g//:/-} ;;

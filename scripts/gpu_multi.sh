@@ -10,7 +10,7 @@ set -uo pipefail
 build=$1 data=$2 out=$3 scale=${4:-22}
 bin=$build/apps
 mkdir -p "$out"
-mpi=(mpirun -np 2 --allow-run-as-root -x OMP_NUM_THREADS=8)
+mpi=(mpirun -np 2 --allow-run-as-root --bind-to none -x OMP_NUM_THREADS=8)
 echo "== 1. exchanger tests"
 ctest --test-dir "$build" -R 'nccl_exchanger|mpi_device_exchanger|cuda_backend' --output-on-failure \
   2>&1 | grep -E 'tests passed|Failed|FAILED|Skipped' | head -20
