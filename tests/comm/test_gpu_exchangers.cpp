@@ -136,23 +136,7 @@ halo::Csr random_graph()
 // A 24 x 24 grid: METIS and block partitions give few peers and long boundaries.
 halo::Csr grid_graph()
 {
-    constexpr int side = 24;
-    halo::EdgeList e;
-    e.num_nodes = side * side;
-    for (int r = 0; r < side; ++r) {
-        for (int c = 0; c < side; ++c) {
-            const std::int64_t v = r * side + c;
-            if (c + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + 1);
-            }
-            if (r + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + side);
-            }
-        }
-    }
-    return halo::build_csr(e, {});
+    return halo::testing::grid_graph(24);
 }
 
 struct Graph {

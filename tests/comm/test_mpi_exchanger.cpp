@@ -46,27 +46,6 @@ halo::Csr random_graph(std::int64_t num_nodes, std::int64_t num_edges, std::uint
     return halo::build_csr(e, {});
 }
 
-// A side x side grid: METIS and block partitions give few peers and long boundaries.
-halo::Csr grid(int side)
-{
-    halo::EdgeList e;
-    e.num_nodes = static_cast<std::int64_t>(side) * side;
-    for (int r = 0; r < side; ++r) {
-        for (int c = 0; c < side; ++c) {
-            const auto v = static_cast<std::int64_t>(r) * side + c;
-            if (c + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + 1);
-            }
-            if (r + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + side);
-            }
-        }
-    }
-    return halo::build_csr(e, {});
-}
-
 struct Graph {
     std::string name;
     halo::Csr csr;
@@ -76,7 +55,7 @@ std::vector<Graph> graphs()
 {
     std::vector<Graph> result;
     result.push_back({"random", random_graph(500, 1500, 42)});
-    result.push_back({"grid", grid(20)});
+    result.push_back({"grid", halo::testing::grid_graph(20)});
     return result;
 }
 

@@ -73,6 +73,31 @@ int gpu_count()
     return halo::cuda::device_count();
 }
 
+EdgeList grid_edges(int side)
+{
+    EdgeList e;
+    e.num_nodes = static_cast<std::int64_t>(side) * side;
+    for (int r = 0; r < side; ++r) {
+        for (int c = 0; c < side; ++c) {
+            const auto v = static_cast<std::int64_t>(r) * side + c;
+            if (c + 1 < side) {
+                e.src.push_back(v);
+                e.dst.push_back(v + 1);
+            }
+            if (r + 1 < side) {
+                e.src.push_back(v);
+                e.dst.push_back(v + side);
+            }
+        }
+    }
+    return e;
+}
+
+Csr grid_graph(int side)
+{
+    return build_csr(grid_edges(side), {});
+}
+
 std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo, float hi)
 {
     std::mt19937_64 rng(seed);

@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "halo/csr.hpp"
+#include "halo/graph.hpp"
+
 namespace halo::testing {
 
 /// Directory of ../shared/data: $HALO_DATA_DIR if set, else the path configured at build time.
@@ -35,6 +38,13 @@ T tolerance(double k, double scale)
 {
     return static_cast<T>(k * std::numeric_limits<T>::epsilon() * scale);
 }
+
+/// The edges of a side x side grid, node r * side + c linked to its right and lower neighbours
+/// (one direction; build_csr symmetrizes by default): partitioners with locality cut few edges.
+EdgeList grid_edges(int side);
+
+/// build_csr(grid_edges(side), {}): the symmetric grid adjacency.
+Csr grid_graph(int side);
 
 /// Seeded uniform floats in [lo, hi): every test draws fresh inputs from its own seed.
 std::vector<float> random_floats(std::size_t count, std::uint64_t seed, float lo = -1.0f,

@@ -6,34 +6,9 @@
 #include "halo/partition.hpp"
 #include "halo_test.hpp"
 
-namespace {
-
-// A 2D grid graph: a partitioner that understands locality cuts few edges of it.
-halo::Csr grid(int side)
-{
-    halo::EdgeList e;
-    e.num_nodes = static_cast<std::int64_t>(side) * side;
-    for (int r = 0; r < side; ++r) {
-        for (int c = 0; c < side; ++c) {
-            const auto v = static_cast<std::int64_t>(r) * side + c;
-            if (c + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + 1);
-            }
-            if (r + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + side);
-            }
-        }
-    }
-    return halo::build_csr(e, {});
-}
-
-}  // namespace
-
 TEST(Partition, EveryMethodAssignsEveryNodeToAValidPart)
 {
-    const auto g = grid(20);
+    const auto g = halo::testing::grid_graph(20);
     for (auto method :
          {halo::Partitioner::metis, halo::Partitioner::block, halo::Partitioner::random}) {
         for (int p : {1, 2, 3, 7}) {
@@ -57,7 +32,7 @@ TEST(Partition, EveryMethodAssignsEveryNodeToAValidPart)
 
 TEST(Partition, MetisCutsFewerEdgesThanRandomOnAGrid)
 {
-    const auto g = grid(40);
+    const auto g = halo::testing::grid_graph(40);
     halo::PartitionOptions opt;
     opt.num_parts = 4;
     opt.method = halo::Partitioner::metis;
@@ -70,7 +45,7 @@ TEST(Partition, MetisCutsFewerEdgesThanRandomOnAGrid)
 
 TEST(Partition, SeedMakesMetisAndRandomDeterministic)
 {
-    const auto g = grid(30);
+    const auto g = halo::testing::grid_graph(30);
     for (auto method : {halo::Partitioner::metis, halo::Partitioner::random}) {
         halo::PartitionOptions opt;
         opt.method = method;
@@ -105,7 +80,7 @@ TEST(Partition, QualityOfABlockSplitOfAPath)
 
 TEST(Partition, RejectsImpossibleRequests)
 {
-    const auto g = grid(3);
+    const auto g = halo::testing::grid_graph(3);
     halo::PartitionOptions opt;
     opt.num_parts = 0;
     EXPECT_THROW(halo::partition_graph(g.view(), opt), halo::InputError);

@@ -9,21 +9,8 @@ SmallDataset make_small_dataset(const DatasetSpec& spec)
 {
     constexpr int side = 6;
     constexpr int ring = 8;
-    EdgeList edges;
-    edges.num_nodes = side * side + ring;
-    for (int r = 0; r < side; ++r) {
-        for (int c = 0; c < side; ++c) {
-            const auto v = r * side + c;
-            if (c + 1 < side) {
-                edges.src.push_back(v);
-                edges.dst.push_back(v + 1);
-            }
-            if (r + 1 < side) {
-                edges.src.push_back(v);
-                edges.dst.push_back(v + side);
-            }
-        }
-    }
+    EdgeList edges = grid_edges(side);
+    edges.num_nodes += ring;
     for (int k = 0; k < ring; ++k) {
         edges.src.push_back(side * side + k);
         edges.dst.push_back(side * side + (k + 1) % ring);

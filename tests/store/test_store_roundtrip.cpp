@@ -128,22 +128,7 @@ TEST(StoreRoundTrip, PatternStoresNoValuesAndValuedStoresTheAnnDataAlias)
 TEST(StoreRoundTrip, MetisPartitionOfALargerGraph)
 {
     // A real partitioner on a 30 x 30 grid with 4 parts: every part exchanges with several peers.
-    halo::EdgeList e;
-    constexpr int side = 30;
-    e.num_nodes = side * side;
-    for (int r = 0; r < side; ++r) {
-        for (int c = 0; c < side; ++c) {
-            const auto v = r * side + c;
-            if (c + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + 1);
-            }
-            if (r + 1 < side) {
-                e.src.push_back(v);
-                e.dst.push_back(v + side);
-            }
-        }
-    }
+    const auto e = halo::testing::grid_edges(30);
     halo::BuildOptions build;
     build.normalization = halo::Normalization::mean;
     const auto global = halo::build_csr(e, build);
