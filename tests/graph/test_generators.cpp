@@ -11,6 +11,7 @@
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo_test.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
@@ -23,40 +24,7 @@ halo::RmatOptions rmat(int scale, std::uint64_t seed, double edge_factor = 16)
     return o;
 }
 
-// Sets the OpenMP thread count for one scope and restores the previous one, also when a check
-// throws. Dynamic adjustment is off so that the team really has the requested size.
-class ThreadCount {
-public:
-    explicit ThreadCount(int threads)
-        : saved_threads_(omp_get_max_threads()), saved_dynamic_(omp_get_dynamic())
-    {
-        omp_set_dynamic(0);
-        omp_set_num_threads(threads);
-    }
-    ~ThreadCount()
-    {
-        omp_set_num_threads(saved_threads_);
-        omp_set_dynamic(saved_dynamic_);
-    }
-    ThreadCount(const ThreadCount&) = delete;
-    ThreadCount& operator=(const ThreadCount&) = delete;
-
-    // The size of the team a parallel region gets now.
-    static int team_size()
-    {
-        int size = 0;
-#pragma omp parallel
-        {
-#pragma omp single
-            size = omp_get_num_threads();
-        }
-        return size;
-    }
-
-private:
-    int saved_threads_;
-    int saved_dynamic_;
-};
+using halo::testing::ThreadCount;
 
 template <typename Generate>
 void expect_thread_count_independent(Generate generate)

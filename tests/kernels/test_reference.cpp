@@ -18,6 +18,7 @@
 #include "halo/sddmm.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
@@ -137,38 +138,7 @@ void expect_padding_untouched(const HostMatrix& m)
     }
 }
 
-// Sets the OpenMP thread count for one scope and restores it, also when a check fails.
-class ThreadCount {
-public:
-    explicit ThreadCount(int threads)
-        : saved_threads_(omp_get_max_threads()), saved_dynamic_(omp_get_dynamic())
-    {
-        omp_set_dynamic(0);
-        omp_set_num_threads(threads);
-    }
-    ~ThreadCount()
-    {
-        omp_set_num_threads(saved_threads_);
-        omp_set_dynamic(saved_dynamic_);
-    }
-    ThreadCount(const ThreadCount&) = delete;
-    ThreadCount& operator=(const ThreadCount&) = delete;
-
-    static int team_size()
-    {
-        int size = 0;
-#pragma omp parallel
-        {
-#pragma omp single
-            size = omp_get_num_threads();
-        }
-        return size;
-    }
-
-private:
-    int saved_threads_;
-    int saved_dynamic_;
-};
+using halo::testing::ThreadCount;
 
 }  // namespace
 
