@@ -12,10 +12,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <ctime>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "app_common.hpp"
+#include "bench_common.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/autotune.hpp"
@@ -44,15 +43,15 @@
 #include "halo/shard.hpp"
 #include "halo/spmm.hpp"
 
-#ifndef HALO_GIT_COMMIT
-#define HALO_GIT_COMMIT "unknown"
-#endif
-
 namespace {
 
 namespace bench = halo::cuda::bench;
 using halo::cuda::Context;
-using Json = nlohmann::ordered_json;
+using halo::bench_app::Json;
+using halo::bench_app::Stats;
+using halo::bench_app::gib;
+using halo::bench_app::summarize;
+using halo::bench_app::utc_now_iso;
 
 // ---------------------------------------------------------------------------------------------
 // Kernels by name. A kernel joins the benchmark with one line here: its command-line name, what it
@@ -98,21 +97,13 @@ constexpr const char* kBaseline = "cusparse";
 
 // Graphs up to this many rows are checked on every row; larger ones on a seeded sample.
 constexpr std::int64_t kFullCheckMaxRows = 200000;
-// The copy that measures the bandwidth: large against any L2, short enough to repeat.
-constexpr std::size_t kCopyBytes = std::size_t{2} << 30;
-constexpr int kCopyWarmup = 3;
-constexpr int kCopyRuns = 20;
 // Device memory left free when sizing the buffer sets: plan workspaces and the check's gathers.
 constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
 
 struct Options {
-    std::string graph;
+    halo::bench_app::GraphOptions graph;
     std::vector<std::int64_t> dims{32, 64, 128, 256};
     std::vector<std::string> kernels{kBaseline};
-    bool symmetrize = false;
-    bool no_symmetrize = false;
-    std::string self_loops = "keep";
-    std::string normalize = "none";
     int warmup = 10;
     int runs = 100;
     std::int64_t check_rows = 2000;
@@ -123,93 +114,6 @@ struct Options {
     std::string model_dims = "128,128,64";
     std::string layer = "gcn";
 };
-
-struct Stats {
-    double median = 0;
-    double min = 0;
-    double max = 0;
-};
-
-Stats summarize(std::vector<double> values)
-{
-    HALO_EXPECTS(!values.empty(), "no values to summarize");
-    std::sort(values.begin(), values.end());
-    const auto n = values.size();
-    Stats s;
-    s.median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-    s.min = values.front();
-    s.max = values.back();
-    return s;
-}
-
-std::string utc_now_iso()
-{
-    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return text;
-}
-
-double gib(double bytes)
-{
-    return bytes / double(std::size_t{1} << 30);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The graph.
-
-struct Graph {
-    halo::Csr csr;
-    std::string source;
-    bool generated = false;
-    bool symmetrized = false;
-};
-
-bool is_generator_spec(const std::string& input)
-{
-    return input.rfind("rmat:", 0) == 0 || input.rfind("er:", 0) == 0;
-}
-
-Graph load_graph(const Options& o)
-{
-    Graph g;
-    g.generated = is_generator_spec(o.graph);
-    halo::EdgeList edges;
-    if (g.generated) {
-        const auto spec = halo::parse_graph_spec(o.graph);
-        g.source = halo::to_string(spec);
-        fmt::print("generating {}\n", g.source);
-        std::fflush(stdout);
-        edges = halo::generate(spec);
-    } else {
-        g.source = o.graph;
-        fmt::print("reading {} ({})\n", o.graph,
-                   halo::to_string(halo::detect_graph_format(o.graph)));
-        std::fflush(stdout);
-        edges = halo::read_graph(o.graph);
-    }
-    // Generated edge lists are directed draws; GNN adjacencies are undirected, so generated graphs
-    // are symmetrized unless asked not to be. Files are taken as they are unless asked.
-    g.symmetrized = o.symmetrize || (g.generated && !o.no_symmetrize);
-    halo::BuildOptions build;
-    build.symmetrize = g.symmetrized;
-    build.self_loops = halo::parse_self_loops(o.self_loops);
-    build.normalization = halo::parse_normalization(o.normalize);
-    fmt::print("building the CSR: symmetrize {}{}, self-loops {}, normalize {}\n",
-               g.symmetrized ? "yes" : "no",
-               g.generated && !o.no_symmetrize && !o.symmetrize
-                   ? " (default for generated graphs; --no-symmetrize turns it off)"
-                   : "",
-               o.self_loops, o.normalize);
-    g.csr = halo::build_csr(edges, build);
-    if (g.csr.num_rows == 0 || g.csr.nnz() == 0) {
-        HALO_THROW(halo::InputError, g.source, ": the graph has ", g.csr.num_rows, " rows and ",
-                   g.csr.nnz(), " nonzeros; nothing to benchmark");
-    }
-    return g;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The correctness check: which rows, their reference, and the comparison.
@@ -642,7 +546,7 @@ int run_e2e(const Options& o, Context& ctx, const halo::Csr& a, const std::strin
     auto backend = halo::cuda::make_cuda_backend(ctx);
     auto exchanger = halo::make_local_exchanger(shard);
     halo::EngineOptions eopt;
-    eopt.dataset_normalization = o.normalize;
+    eopt.dataset_normalization = o.graph.normalize;
     halo::Engine engine(*backend, *exchanger, shard, model, eopt);
     const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), o.seed);
     for (int r = 0; r < o.warmup; ++r) {
@@ -699,7 +603,7 @@ int run_e2e(const Options& o, Context& ctx, const halo::Csr& a, const std::strin
         Json doc;
         doc["tool"] = "halo-bench --e2e";
         doc["date"] = date;
-        doc["git_commit"] = HALO_GIT_COMMIT;
+        doc["git_commit"] = halo::bench_app::git_commit();
         doc["command"] = command;
         doc["device"] = halo::cuda::device_info(ctx.device()).name;
         doc["graph"] = {{"source", source}, {"rows", a.num_rows}, {"nnz", a.nnz()}};
@@ -719,29 +623,17 @@ int run(const Options& o, const std::string& command)
     check_dims(o.dims);
     const auto kernel_entries = resolve_kernels(o.kernels);
 
-    // 0. The device, before a possibly long graph build.
-    const int devices = halo::cuda::device_count();
-    if (devices == 0) {
-        HALO_THROW(halo::CudaError, "no CUDA device visible to this process");
-    }
-    if (o.device < 0 || o.device >= devices) {
-        HALO_THROW(halo::InputError, "--device ", o.device, ": only ", devices,
-                   " CUDA device(s) visible");
-    }
-    halo::cuda::ContextOptions context_options;
-    context_options.device = o.device;
-    Context ctx(context_options);
-    bench::set_device(ctx.device());
+    // 0. The device and its copy bandwidth (the roofline every kernel is held against), before a
+    // possibly long graph build.
+    halo::bench_app::BenchDevice device(o.device);
+    auto& ctx = device.ctx;
     const auto stream = ctx.compute_stream();
-    const auto info = halo::cuda::device_info(ctx.device());
-    fmt::print("device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB, L2 {:.1f} MiB)\n", info.index,
-               info.name, info.compute_major, info.compute_minor, info.multiprocessors,
-               gib(static_cast<double>(info.global_memory_bytes)),
-               info.l2_cache_bytes / double(1 << 20));
+    const auto& info = device.info;
+    const double copy_gb_per_s = device.copy_gb_per_s();
 
     // 1. The graph.
     halo::app::Stopwatch load_time;
-    const Graph graph = load_graph(o);
+    const auto graph = halo::bench_app::load_graph(o.graph);
     const auto& a = graph.csr;
     const auto max_degree = halo::max_row_nnz(a.view());
     const double avg_degree = static_cast<double>(a.nnz()) / static_cast<double>(a.num_rows);
@@ -751,15 +643,6 @@ int run(const Options& o, const std::string& command)
         graph.source, a.num_rows, a.num_cols, a.nnz(),
         a.has_values() ? "float32 values" : "pattern, all ones", avg_degree, max_degree,
         load_time.seconds());
-
-    // 2. The copy bandwidth: the roofline every kernel is held against.
-    const auto copy = bench::measure_copy_bandwidth(stream, kCopyBytes, kCopyWarmup, kCopyRuns);
-    const double copy_gb_per_s = copy.median_gb_per_s();
-    fmt::print(
-        "device-to-device copy of {:.2f} GiB: median {:.3f} ms (min {:.3f}, max {:.3f}, {} "
-        "runs) = {:.1f} GB/s read + written\n",
-        gib(static_cast<double>(copy.copy_bytes)), copy.median_ms, copy.min_ms, copy.max_ms,
-        copy.runs, copy_gb_per_s);
 
     if (o.e2e) {
         return run_e2e(o, ctx, a, graph.source, date, command, copy_gb_per_s);
@@ -914,31 +797,10 @@ int run(const Options& o, const std::string& command)
                records.size());
 
     if (!o.json.empty()) {
-        Json doc;
-        doc["tool"] = "halo-bench";
-        doc["date"] = date;
-        doc["git_commit"] = HALO_GIT_COMMIT;
-        doc["command"] = command;
-        doc["device"] = {
-            {"index", info.index},
-            {"name", info.name},
-            {"compute_capability", fmt::format("{}.{}", info.compute_major, info.compute_minor)},
-            {"multiprocessors", info.multiprocessors},
-            {"memory_bytes", info.global_memory_bytes},
-            {"l2_cache_bytes", info.l2_cache_bytes}};
-        doc["graph"] = {{"source", graph.source},
-                        {"rows", a.num_rows},
-                        {"cols", a.num_cols},
-                        {"nnz", a.nnz()},
-                        {"avg_degree", avg_degree},
-                        {"max_degree", max_degree},
-                        {"values", a.has_values() ? "float32" : "pattern"},
-                        {"symmetrized", graph.symmetrized},
-                        {"self_loops", o.self_loops},
-                        {"normalize", o.normalize}};
-        doc["copy_bandwidth"] = {{"copy_bytes", copy.copy_bytes}, {"runs", copy.runs},
-                                 {"median_ms", copy.median_ms},   {"min_ms", copy.min_ms},
-                                 {"max_ms", copy.max_ms},         {"gb_per_s", copy_gb_per_s}};
+        Json doc = halo::bench_app::provenance_json("halo-bench", date, command);
+        doc["device"] = device.device_json();
+        doc["graph"] = halo::bench_app::graph_json(graph, o.graph);
+        doc["copy_bandwidth"] = device.copy_json();
         doc["settings"] = {{"warmup", o.warmup},
                            {"runs", o.runs},
                            {"seed", o.seed},
@@ -963,11 +825,11 @@ int main(int argc, char** argv)
     Options o;
     CLI::App app{
         "halo-bench: time SpMM kernels on one GPU against cuSPARSE and the measured copy "
-        "bandwidth, each checked against the CPU reference"};
-    app.add_option("--graph", o.graph,
-                   "graph file (edge list, Matrix Market, .hcsr; gzip or plain) or a generator: "
-                   "rmat:SCALE:EF[:SEED], er:N:M[:SEED]")
-        ->required();
+        "bandwidth, each checked against the CPU reference. Other kernel families are "
+        "subcommands (halo-bench <mode> --help)"};
+    // The SpMM mode takes the top-level options; a subcommand brings its own, so --graph is
+    // required only when no subcommand is given (checked below).
+    halo::bench_app::add_graph_options(app, o.graph, false);
     app.add_option("--dims", o.dims, "dense widths d, comma-separated")
         ->delimiter(',')
         ->capture_default_str();
@@ -979,16 +841,6 @@ int main(int argc, char** argv)
                    "kernels to time, comma-separated (known: " + known + "); " + kBaseline +
                        " always runs as the baseline")
         ->delimiter(',')
-        ->capture_default_str();
-    auto* sym = app.add_flag("--symmetrize", o.symmetrize,
-                             "use A | A^T (the default for generated graphs)");
-    app.add_flag("--no-symmetrize", o.no_symmetrize, "keep a generated graph directed")
-        ->excludes(sym);
-    app.add_option("--self-loops", o.self_loops, "keep | drop | add")
-        ->check(CLI::IsMember({"keep", "drop", "add"}))
-        ->capture_default_str();
-    app.add_option("--normalize", o.normalize, "none (pattern, or the file's weights) | gcn | mean")
-        ->check(CLI::IsMember({"none", "gcn", "mean"}))
         ->capture_default_str();
     app.add_option("--warmup", o.warmup, "untimed launches per kernel and width")
         ->check(CLI::Range(0, 1 << 20))
@@ -1012,7 +864,20 @@ int main(int argc, char** argv)
     app.add_option("--layer", o.layer, "with --e2e: gcn | sage | gin")
         ->check(CLI::IsMember({"gcn", "sage", "gin"}))
         ->capture_default_str();
+
+    // Subcommands (apps/bench_<mode>.cpp) set the exit code from their callbacks.
+    int mode_exit_code = 0;
+    app.require_subcommand(0, 1);
+    // BEGIN bench modes (one line each)
+    // END bench modes
     CLI11_PARSE(app, argc, argv);
+    if (!app.get_subcommands().empty()) {
+        return mode_exit_code;
+    }
+    if (o.graph.graph.empty()) {
+        fmt::print(stderr, "halo-bench: --graph is required (or name a mode; see --help)\n");
+        return 2;
+    }
     const auto command = halo::app::command_line(argc, argv);
     return halo::app::run_guarded("halo-bench", [&] { return run(o, command); });
 }

@@ -1,0 +1,196 @@
+// Shared pieces of the halo-bench modes (bench_common.hpp).
+#include "bench_common.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "halo/error.hpp"
+#include "halo/generators.hpp"
+#include "halo/graph.hpp"
+#include "halo/io.hpp"
+
+#ifndef HALO_GIT_COMMIT
+#define HALO_GIT_COMMIT "unknown"
+#endif
+
+namespace halo::bench_app {
+namespace {
+
+// The copy that measures the bandwidth: large against any L2, short enough to repeat.
+constexpr std::size_t kCopyBytes = std::size_t{2} << 30;
+constexpr int kCopyWarmup = 3;
+constexpr int kCopyRuns = 20;
+
+bool is_generator_spec(const std::string& input)
+{
+    return input.rfind("rmat:", 0) == 0 || input.rfind("er:", 0) == 0;
+}
+
+cuda::ContextOptions context_options(int device)
+{
+    const int devices = cuda::device_count();
+    if (devices == 0) {
+        HALO_THROW(CudaError, "no CUDA device visible to this process");
+    }
+    if (device < 0 || device >= devices) {
+        HALO_THROW(InputError, "--device ", device, ": only ", devices, " CUDA device(s) visible");
+    }
+    cuda::ContextOptions options;
+    options.device = device;
+    return options;
+}
+
+}  // namespace
+
+Stats summarize(std::vector<double> values)
+{
+    HALO_EXPECTS(!values.empty(), "no values to summarize");
+    std::sort(values.begin(), values.end());
+    const auto n = values.size();
+    Stats s;
+    s.median = n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    s.min = values.front();
+    s.max = values.back();
+    return s;
+}
+
+std::string utc_now_iso()
+{
+    const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text;
+}
+
+const char* git_commit()
+{
+    return HALO_GIT_COMMIT;
+}
+
+double gib(double bytes)
+{
+    return bytes / double(std::size_t{1} << 30);
+}
+
+void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required)
+{
+    auto* graph = cmd.add_option("--graph", o.graph,
+                                 "graph file (edge list, Matrix Market, .hcsr; gzip or plain) or a "
+                                 "generator: rmat:SCALE:EF[:SEED], er:N:M[:SEED]");
+    if (graph_required) {
+        graph->required();
+    }
+    auto* sym = cmd.add_flag("--symmetrize", o.symmetrize,
+                             "use A | A^T (the default for generated graphs)");
+    cmd.add_flag("--no-symmetrize", o.no_symmetrize, "keep a generated graph directed")
+        ->excludes(sym);
+    cmd.add_option("--self-loops", o.self_loops, "keep | drop | add")
+        ->check(CLI::IsMember({"keep", "drop", "add"}))
+        ->capture_default_str();
+    cmd.add_option("--normalize", o.normalize, "none (pattern, or the file's weights) | gcn | mean")
+        ->check(CLI::IsMember({"none", "gcn", "mean"}))
+        ->capture_default_str();
+}
+
+BenchGraph load_graph(const GraphOptions& o)
+{
+    BenchGraph g;
+    g.generated = is_generator_spec(o.graph);
+    EdgeList edges;
+    if (g.generated) {
+        const auto spec = parse_graph_spec(o.graph);
+        g.source = to_string(spec);
+        fmt::print("generating {}\n", g.source);
+        std::fflush(stdout);
+        edges = generate(spec);
+    } else {
+        g.source = o.graph;
+        fmt::print("reading {} ({})\n", o.graph, to_string(detect_graph_format(o.graph)));
+        std::fflush(stdout);
+        edges = read_graph(o.graph);
+    }
+    // Generated edge lists are directed draws; GNN adjacencies are undirected, so generated graphs
+    // are symmetrized unless asked not to be. Files are taken as they are unless asked.
+    g.symmetrized = o.symmetrize || (g.generated && !o.no_symmetrize);
+    BuildOptions build;
+    build.symmetrize = g.symmetrized;
+    build.self_loops = parse_self_loops(o.self_loops);
+    build.normalization = parse_normalization(o.normalize);
+    fmt::print("building the CSR: symmetrize {}{}, self-loops {}, normalize {}\n",
+               g.symmetrized ? "yes" : "no",
+               g.generated && !o.no_symmetrize && !o.symmetrize
+                   ? " (default for generated graphs; --no-symmetrize turns it off)"
+                   : "",
+               o.self_loops, o.normalize);
+    g.csr = build_csr(edges, build);
+    if (g.csr.num_rows == 0 || g.csr.nnz() == 0) {
+        HALO_THROW(InputError, g.source, ": the graph has ", g.csr.num_rows, " rows and ",
+                   g.csr.nnz(), " nonzeros; nothing to benchmark");
+    }
+    return g;
+}
+
+Json graph_json(const BenchGraph& g, const GraphOptions& o)
+{
+    const auto& a = g.csr;
+    const double avg_degree =
+        a.num_rows > 0 ? static_cast<double>(a.nnz()) / static_cast<double>(a.num_rows) : 0.0;
+    return {{"source", g.source},
+            {"rows", a.num_rows},
+            {"cols", a.num_cols},
+            {"nnz", a.nnz()},
+            {"avg_degree", avg_degree},
+            {"max_degree", max_row_nnz(a.view())},
+            {"values", a.has_values() ? "float32" : "pattern"},
+            {"symmetrized", g.symmetrized},
+            {"self_loops", o.self_loops},
+            {"normalize", o.normalize}};
+}
+
+BenchDevice::BenchDevice(int device)
+    : ctx(context_options(device)), info(cuda::device_info(ctx.device()))
+{
+    cuda::bench::set_device(ctx.device());
+    fmt::print("device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB, L2 {:.1f} MiB)\n", info.index,
+               info.name, info.compute_major, info.compute_minor, info.multiprocessors,
+               gib(static_cast<double>(info.global_memory_bytes)),
+               info.l2_cache_bytes / double(1 << 20));
+    copy = cuda::bench::measure_copy_bandwidth(ctx.compute_stream(), kCopyBytes, kCopyWarmup,
+                                               kCopyRuns);
+    fmt::print(
+        "device-to-device copy of {:.2f} GiB: median {:.3f} ms (min {:.3f}, max {:.3f}, {} "
+        "runs) = {:.1f} GB/s read + written\n",
+        gib(static_cast<double>(copy.copy_bytes)), copy.median_ms, copy.min_ms, copy.max_ms,
+        copy.runs, copy_gb_per_s());
+    std::fflush(stdout);
+}
+
+Json BenchDevice::device_json() const
+{
+    return {{"index", info.index},
+            {"name", info.name},
+            {"compute_capability", fmt::format("{}.{}", info.compute_major, info.compute_minor)},
+            {"multiprocessors", info.multiprocessors},
+            {"memory_bytes", info.global_memory_bytes},
+            {"l2_cache_bytes", info.l2_cache_bytes}};
+}
+
+Json BenchDevice::copy_json() const
+{
+    return {{"copy_bytes", copy.copy_bytes}, {"runs", copy.runs},
+            {"median_ms", copy.median_ms},   {"min_ms", copy.min_ms},
+            {"max_ms", copy.max_ms},         {"gb_per_s", copy_gb_per_s()}};
+}
+
+Json provenance_json(const std::string& tool, const std::string& date, const std::string& command)
+{
+    return {{"tool", tool}, {"date", date}, {"git_commit", git_commit()}, {"command", command}};
+}
+
+}  // namespace halo::bench_app

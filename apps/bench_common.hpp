@@ -1,0 +1,88 @@
+// Pieces that every halo-bench mode shares (apps/halo_bench.cpp is the SpMM mode; other kernel
+// families add a subcommand in a file of their own, apps/bench_<mode>.cpp): the graph options and
+// loader, median/min/max statistics, the device banner and the measured copy bandwidth that every
+// roofline figure divides by, and the provenance (date, commit, device) that every JSON result
+// records (bench/README.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "halo/csr.hpp"
+#include "halo/cuda/bench.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda/device.hpp"
+
+namespace halo::bench_app {
+
+using Json = nlohmann::ordered_json;
+
+struct Stats {
+    double median = 0;
+    double min = 0;
+    double max = 0;
+};
+
+/// Median (mean of the two middle values for an even count), min and max; throws
+/// halo::LogicError on an empty list.
+Stats summarize(std::vector<double> values);
+
+/// "2026-11-21T10:00:00Z".
+std::string utc_now_iso();
+
+/// The commit halo-bench was built from (CMake's HALO_GIT_COMMIT), "unknown" without one.
+const char* git_commit();
+
+double gib(double bytes);
+
+/// How the benchmarked graph is read or generated and turned into a CSR operator.
+struct GraphOptions {
+    std::string graph;
+    bool symmetrize = false;
+    bool no_symmetrize = false;
+    std::string self_loops = "keep";
+    std::string normalize = "none";
+};
+
+/// Adds --graph (required when `graph_required`), --symmetrize / --no-symmetrize, --self-loops
+/// and --normalize to `cmd`.
+void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required = true);
+
+struct BenchGraph {
+    Csr csr;
+    std::string source;  // the file name, or the generator spec as to_string() spells it
+    bool generated = false;
+    bool symmetrized = false;
+};
+
+/// Reads or generates the graph and builds its CSR (generated graphs are symmetrized unless
+/// --no-symmetrize), printing progress lines. Throws halo::InputError for an empty graph.
+BenchGraph load_graph(const GraphOptions& o);
+
+/// The graph's JSON description: source, rows, cols, nnz, degrees, values, build options.
+Json graph_json(const BenchGraph& g, const GraphOptions& o);
+
+/// The device of a benchmark: its Context (device checked against the visible ones), its
+/// properties and the device-to-device copy bandwidth measured once at start.
+struct BenchDevice {
+    explicit BenchDevice(int device);
+
+    cuda::Context ctx;
+    cuda::DeviceInfo info;
+    cuda::bench::CopyBandwidth copy;
+
+    double copy_gb_per_s() const noexcept { return copy.median_gb_per_s(); }
+    /// {"index", "name", "compute_capability", "multiprocessors", "memory_bytes",
+    ///  "l2_cache_bytes"}.
+    Json device_json() const;
+    /// {"copy_bytes", "runs", "median_ms", "min_ms", "max_ms", "gb_per_s"}.
+    Json copy_json() const;
+};
+
+/// The provenance every JSON result starts with: tool, date, git_commit, command.
+Json provenance_json(const std::string& tool, const std::string& date, const std::string& command);
+
+}  // namespace halo::bench_app
