@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "halo/kernel_metadata.hpp"
 #include "halo/shard.hpp"
 
 namespace halo {
@@ -48,6 +51,9 @@ public:
     DatasetWriter& operator=(const DatasetWriter&) = delete;
 
     void write_part(const Shard& shard);
+    /// Adds kernel metadata to a part already written (docs/FORMAT.md, "Kernel metadata"); part
+    /// of the same atomic file, so it is published by commit() with everything else.
+    void write_kernel_metadata(int part, const KernelMetadata& metadata);
     /// Checks that every part was written, closes and renames into place.
     void commit();
 
@@ -76,6 +82,24 @@ std::vector<std::int32_t> read_owner(const std::filesystem::path& path);
 /// sizes against the root attributes. Opens the file read-only, so all ranks may read one file at
 /// once.
 Shard read_shard(const std::filesystem::path& path, int part);
+
+/// Kernel metadata of part `part` (docs/FORMAT.md, "Kernel metadata"): the group
+/// /parts/<part>/kernels/<kernel>/<op>, or nullopt when the dataset has none. Errors as for every
+/// reader; a malformed group is a halo::InputError naming it.
+std::optional<KernelMetadata> read_kernel_metadata(const std::filesystem::path& path, int part,
+                                                   const std::string& kernel,
+                                                   const std::string& op);
+
+/// "kernel/op" for each kernel metadata group of part `part`, in name order.
+std::vector<std::string> list_kernel_metadata(const std::filesystem::path& path, int part);
+
+/// Adds or replaces kernel metadata of part `part` in a committed dataset, in place (the
+/// autotuner's choices are known only after a run). The new group is written under a temporary
+/// name and renamed over the old one, so readers see the old group or the new one; the space of
+/// a replaced group is not reclaimed (h5repack does). The file must not be open in another
+/// process (HDF5 locks it): halo-infer writes after every rank has closed it.
+void store_kernel_metadata(const std::filesystem::path& path, int part,
+                           const KernelMetadata& metadata);
 
 /// Every check halo-inspect --check performs: root attributes, each part, the pairwise agreement
 /// of halo plans, halo ids against /partition/owner, and the nonzero total. Throws on the first

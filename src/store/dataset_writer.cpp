@@ -4,6 +4,7 @@
 #include "halo/error.hpp"
 #include "halo/store.hpp"
 #include "hdf5_util.hpp"
+#include "kernel_metadata_io.hpp"
 
 #ifndef HALO_VERSION_STRING
 #define HALO_VERSION_STRING "unknown"
@@ -176,6 +177,23 @@ void DatasetWriter::write_part(const Shard& shard)
         store::write_array(g, pw, "labels", span_of(shard.labels));
     }
     w.written[static_cast<std::size_t>(p)] = true;
+    w.broken = false;
+}
+
+void DatasetWriter::write_kernel_metadata(int part, const KernelMetadata& metadata)
+{
+    const store::QuietErrors quiet;
+    auto& w = *impl_;
+    const auto& f = w.file;
+    HALO_EXPECTS(!w.committed && !w.broken, f, ": write_kernel_metadata after ",
+                 w.committed ? "commit" : "a failed write");
+    HALO_EXPECTS(part >= 0 && part < w.info.num_parts && w.written[static_cast<std::size_t>(part)],
+                 f, ": kernel metadata for part ", part, ", which is not written yet");
+    const auto name = std::to_string(part);
+    const store::Where parts_where{f, "/parts"};
+    const auto group = store::open_group(w.parts.get(), parts_where, name.c_str());
+    w.broken = true;
+    store::write_kernel_metadata_group(group.get(), parts_where.child(name), metadata);
     w.broken = false;
 }
 
