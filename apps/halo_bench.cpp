@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -33,9 +34,11 @@
 #include "halo/cuda/bench.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
 #include "halo/cuda/rowsplit.hpp"
 #include "halo/engine.hpp"
+#include "halo/feature_type.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
@@ -77,6 +80,22 @@ const std::vector<KernelEntry>& kernel_registry()
          [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
              return halo::cuda::make_accel_gcn_spmm_plan(ctx, a, max_dim);
          }},
+        // BEGIN Accel-GCN ablation (issue 6 item 6)
+        {"accel_gcn_nosort",
+         "Accel-GCN ablation: no degree sort (blocks take runs of equal degree)",
+         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             halo::cuda::AccelGcnOptions o;
+             o.degree_sort = false;
+             return halo::cuda::make_accel_gcn_spmm_plan(ctx, a, max_dim, o);
+         }},
+        {"accel_gcn_nocombine",
+         "Accel-GCN ablation: no combined warps (each warp loops over its column slices)",
+         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             halo::cuda::AccelGcnOptions o;
+             o.combined_warps = false;
+             return halo::cuda::make_accel_gcn_spmm_plan(ctx, a, max_dim, o);
+         }},
+        // END Accel-GCN ablation
         {"mergepath", "MergePath-SpMM: merge-path segments, plain stores, atomics for split rows",
          [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
              return halo::cuda::make_mergepath_spmm_plan(ctx, a, max_dim);
@@ -104,6 +123,10 @@ struct Options {
     halo::bench_app::GraphOptions graph;
     std::vector<std::int64_t> dims{32, 64, 128, 256};
     std::vector<std::string> kernels{kBaseline};
+    // X's element type for every kernel but the baseline (cuSPARSE reads fp32 always).
+    std::string feature_type = "fp32";
+    // Extra "mergepath(cost=N)" kernels: the merge-path cost sweep (issue 6 item 6).
+    std::vector<std::int64_t> mergepath_costs;
     int warmup = 10;
     int runs = 100;
     std::int64_t check_rows = 2000;
@@ -185,12 +208,15 @@ struct Reference {
     std::vector<float> scale;
 };
 
+// With a low-precision `type`, the reference reads X rounded to it on the host, exactly as the
+// device conversion rounds it (halo::round_features), so only the fp32 summation order differs.
 Reference make_reference(const CheckSet& cs, const float* x, std::int64_t x_rows, std::int64_t dim,
-                         cudaStream_t stream)
+                         cudaStream_t stream, halo::FeatureType type = halo::FeatureType::fp32)
 {
     std::vector<float> xs(cs.columns.size() * dim);
     bench::gather_rows_to_host({x, x_rows, dim, dim}, cs.columns.data(),
                                static_cast<std::int64_t>(cs.columns.size()), xs.data(), stream);
+    halo::round_features(xs, type);
     Reference ref;
     ref.values.resize(cs.rows.size() * dim);
     ref.scale.resize(cs.rows.size() * dim);
@@ -284,16 +310,15 @@ CheckResult compare(const CheckSet& cs, const Reference& ref, const std::vector<
     return result;
 }
 
-// Poisons every element of y with NaN, runs the plan once over all rows, and compares the checked
-// rows with the reference.
-CheckResult checked_run(halo::SpmmPlan& plan, const CheckSet& cs, const Reference& ref,
-                        const float* x, float* y, const halo::Csr& a, std::int64_t dim,
+// Poisons every element of y with NaN, runs the plan once over all rows (run_once), and compares
+// the checked rows with the reference.
+CheckResult checked_run(const std::function<void()>& run_once, const CheckSet& cs,
+                        const Reference& ref, float* y, const halo::Csr& a, std::int64_t dim,
                         cudaStream_t stream)
 {
     bench::fill_value(y, static_cast<std::size_t>(a.num_rows * dim),
                       std::numeric_limits<float>::quiet_NaN(), stream);
-    plan.run({x, a.num_cols, dim, dim}, {y, a.num_rows, dim, dim}, {0, a.num_rows});
-    bench::check_last_error();
+    run_once();
     std::vector<float> ys(cs.rows.size() * dim);
     bench::gather_rows_to_host({y, a.num_rows, dim, dim}, cs.rows.data(),
                                static_cast<std::int64_t>(cs.rows.size()), ys.data(), stream);
@@ -306,6 +331,7 @@ CheckResult checked_run(halo::SpmmPlan& plan, const CheckSet& cs, const Referenc
 struct Record {
     std::string kernel;
     std::string algorithm;
+    std::string feature_type = "fp32";  // what the kernel read X as
     std::int64_t dim = 0;
     std::string status;  // ok | FAILED | ERROR | SKIPPED
     std::string message;
@@ -322,12 +348,15 @@ struct Record {
     CheckResult check;
 };
 
-std::int64_t compulsory_bytes(const halo::Csr& a, std::int64_t dim)
+// X read once in its element type, Y written once in fp32, the matrix read once.
+std::int64_t compulsory_bytes(const halo::Csr& a, std::int64_t dim,
+                              halo::FeatureType x_type = halo::FeatureType::fp32)
 {
     const std::int64_t matrix = (a.num_rows + 1) * std::int64_t{sizeof(halo::offset_t)} +
                                 a.nnz() * std::int64_t{sizeof(halo::local_id)} +
                                 (a.has_values() ? a.nnz() * std::int64_t{sizeof(float)} : 0);
-    return matrix + (a.num_cols + a.num_rows) * dim * std::int64_t{sizeof(float)};
+    return matrix + a.num_cols * dim * static_cast<std::int64_t>(halo::feature_bytes(x_type)) +
+           a.num_rows * dim * std::int64_t{sizeof(float)};
 }
 
 struct Kernel {
@@ -335,6 +364,8 @@ struct Kernel {
     std::unique_ptr<halo::SpmmPlan> plan;
     double setup_ms = 0;
     std::string error;
+    // What this kernel reads X as: the run's --feature-type, fp32 for the baseline.
+    halo::FeatureType x_type = halo::FeatureType::fp32;
 };
 
 // The X and Y buffer sets of one width, each kind in one allocation (a small graph may need
@@ -345,9 +376,18 @@ struct BufferSets {
     std::size_t y_stride = 0;
     bench::DeviceArray x;
     bench::DeviceArray y;
+    // --feature-type fp16/bf16: each set's X converted once on the device, 2-byte elements
+    // (held in a float array of half the count), h_stride elements from one set to the next.
+    halo::FeatureType lowp_type = halo::FeatureType::fp32;
+    std::size_t h_stride = 0;
+    bench::DeviceArray h;
 
     float* x_set(std::int64_t s) const { return x.data() + s * x_stride; }
     float* y_set(std::int64_t s) const { return y.data() + s * y_stride; }
+    void* h_set(std::int64_t s) const
+    {
+        return reinterpret_cast<std::uint16_t*>(h.data()) + s * h_stride;
+    }
 };
 
 std::size_t aligned_floats(std::int64_t count)
@@ -357,6 +397,7 @@ std::size_t aligned_floats(std::int64_t count)
 }
 
 // Checks, warms up, times and checks again one kernel at one width on the prepared buffer sets.
+// refs: the references of the first and last set for the kernel's X type.
 void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a, const CheckSet& cs,
              const BufferSets& sets, const std::vector<Reference>& refs, double copy_gb_per_s,
              cudaStream_t stream)
@@ -364,13 +405,23 @@ void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a, 
     const auto dim = rec.dim;
     const auto last = sets.count - 1;
     auto& plan = *kernel.plan;
-    rec.check = checked_run(plan, cs, refs.front(), sets.x_set(0), sets.y_set(0), a, dim, stream);
-
+    halo::cuda::FeatureSpmmPlan* lowp = nullptr;
+    if (kernel.x_type != halo::FeatureType::fp32) {
+        lowp = halo::cuda::as_feature_plan(plan);
+        HALO_EXPECTS(lowp != nullptr, "the plan reads fp32 features only");
+    }
     auto launch = [&](std::int64_t set) {
-        plan.run({sets.x_set(set), a.num_cols, dim, dim}, {sets.y_set(set), a.num_rows, dim, dim},
-                 {0, a.num_rows});
+        const halo::DenseView<float> y{sets.y_set(set), a.num_rows, dim, dim};
+        if (lowp != nullptr) {
+            lowp->run_features({sets.h_set(set), kernel.x_type, a.num_cols, dim, dim}, y,
+                               {0, a.num_rows});
+        } else {
+            plan.run({sets.x_set(set), a.num_cols, dim, dim}, y, {0, a.num_rows});
+        }
         bench::check_last_error();
     };
+    rec.check = checked_run([&] { launch(0); }, cs, refs.front(), sets.y_set(0), a, dim, stream);
+
     for (int w = 0; w < o.warmup; ++w) {
         launch(w % sets.count);
     }
@@ -386,11 +437,11 @@ void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a, 
     // Again on another buffer set, after every timed run: a plan that kept the first set's
     // pointers, or state that drifts between runs, shows up here.
     if (last > 0) {
-        rec.check.merge(
-            checked_run(plan, cs, refs.back(), sets.x_set(last), sets.y_set(last), a, dim, stream));
+        rec.check.merge(checked_run([&] { launch(last); }, cs, refs.back(), sets.y_set(last), a,
+                                    dim, stream));
     }
 
-    rec.compulsory_bytes = compulsory_bytes(a, dim);
+    rec.compulsory_bytes = compulsory_bytes(a, dim, kernel.x_type);
     const auto bytes = static_cast<double>(rec.compulsory_bytes);
     rec.gflops = 2.0 * static_cast<double>(a.nnz()) * dim / (rec.ms.median * 1e6);
     rec.gb_per_s = bytes / (rec.ms.median * 1e6);
@@ -410,31 +461,35 @@ std::string format_speedup(const Record& r)
 void print_table(const std::vector<Record>& records)
 {
     fmt::print(
-        "\n{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+        "\n{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
         "{:>9} {:>8} {}\n",
-        "kernel", "d", "sets", "median ms", "min ms", "max ms", "floor ms", "GFLOP/s", "GB/s",
+        "kernel", "x", "d", "sets", "median ms", "min ms", "max ms", "floor ms", "GFLOP/s", "GB/s",
         "%copy", "speedup", "max rel", "bad", "status");
+    bool lowp = false;
     for (const auto& r : records) {
+        lowp = lowp || r.feature_type != "fp32";
         if (r.status == "ERROR" || r.status == "SKIPPED") {
             fmt::print(
-                "{:<12} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+                "{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
                 "{:>9} {:>8} {}: {}\n",
-                r.kernel, r.dim, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", r.status,
-                r.message);
+                r.kernel, r.feature_type, r.dim, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                "-", r.status, r.message);
             continue;
         }
         fmt::print(
-            "{:<12} {:>5} {:>5} {:>10.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8.1f} "
+            "{:<20} {:>4} {:>5} {:>5} {:>10.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8.1f} "
             "{:>5.1f}% {:>8} {:>9.2e} {:>8} {}\n",
-            r.kernel, r.dim, r.sets, r.ms.median, r.ms.min, r.ms.max, r.floor_ms, r.gflops,
-            r.gb_per_s, 100.0 * r.roofline_fraction, format_speedup(r), r.check.max_rel_error,
-            r.check.bad, r.status);
+            r.kernel, r.feature_type, r.dim, r.sets, r.ms.median, r.ms.min, r.ms.max, r.floor_ms,
+            r.gflops, r.gb_per_s, 100.0 * r.roofline_fraction, format_speedup(r),
+            r.check.max_rel_error, r.check.bad, r.status);
     }
     fmt::print(
-        "floor: compulsory bytes / copy bandwidth; %copy: achieved GB/s over the copy's; "
+        "x: the element type each kernel reads X as{}; floor: compulsory bytes (X in that type) "
+        "/ copy bandwidth;\n%copy: achieved GB/s over the copy's; "
         "speedup: {} median / this median (same run);\nmax rel: max |y - ref| / "
-        "sum_k |a_ik x_kj|; bad: elements outside the tolerance or not finite "
-        "(bench/README.md)\n",
+        "sum_k |a_ik x_kj| (ref on X rounded to the kernel's type); bad: elements outside the "
+        "tolerance or not finite (bench/README.md)\n",
+        lowp ? fmt::format(" (the {} baseline reads fp32 always)", kBaseline) : std::string(),
         kBaseline);
 }
 
@@ -445,6 +500,7 @@ Json record_json(const Record& r)
     if (!r.algorithm.empty()) {
         j["algorithm"] = r.algorithm;
     }
+    j["feature_type"] = r.feature_type;
     j["dim"] = r.dim;
     j["status"] = r.status;
     if (!r.message.empty()) {
@@ -475,6 +531,33 @@ Json record_json(const Record& r)
 }
 
 // ---------------------------------------------------------------------------------------------
+
+// The merge-path cost sweep: one "mergepath(cost=N)" kernel per cost, appended to `extra` (which
+// must keep its elements in place: the chosen list points into it).
+void add_mergepath_costs(const std::vector<std::int64_t>& costs, std::deque<KernelEntry>& extra,
+                         std::vector<const KernelEntry*>& chosen)
+{
+    for (const auto cost : costs) {
+        if (cost < 1) {
+            HALO_THROW(halo::InputError, "--mergepath-costs: cost ", cost, " must be at least 1");
+        }
+        const auto name = fmt::format("mergepath(cost={})", cost);
+        for (const auto* c : chosen) {
+            if (c->name == name) {
+                HALO_THROW(halo::InputError, "--mergepath-costs: cost ", cost, " given twice");
+            }
+        }
+        extra.push_back({name,
+                         fmt::format("MergePath-SpMM, {} merge items per segment at every width",
+                                     cost),
+                         [cost](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+                             halo::cuda::MergePathOptions mo;
+                             mo.cost = cost;
+                             return halo::cuda::make_mergepath_spmm_plan(ctx, a, max_dim, mo);
+                         }});
+        chosen.push_back(&extra.back());
+    }
+}
 
 std::vector<const KernelEntry*> resolve_kernels(const std::vector<std::string>& names)
 {
@@ -621,7 +704,10 @@ int run(const Options& o, const std::string& command)
 {
     const auto date = utc_now_iso();
     check_dims(o.dims);
-    const auto kernel_entries = resolve_kernels(o.kernels);
+    auto kernel_entries = resolve_kernels(o.kernels);
+    std::deque<KernelEntry> sweep_entries;
+    add_mergepath_costs(o.mergepath_costs, sweep_entries, kernel_entries);
+    const auto feature_type = halo::parse_feature_type(o.feature_type);
 
     // 0. The device and its copy bandwidth (the roofline every kernel is held against), before a
     // possibly long graph build.
@@ -654,6 +740,7 @@ int run(const Options& o, const std::string& command)
     for (const auto* entry : kernel_entries) {
         Kernel k;
         k.entry = entry;
+        k.x_type = entry->name == kBaseline ? halo::FeatureType::fp32 : feature_type;
         halo::app::Stopwatch setup;
         try {
             k.plan = entry->make(ctx, a, max_dim);
@@ -688,13 +775,23 @@ int run(const Options& o, const std::string& command)
     std::vector<Record> records;
     for (const auto dim : o.dims) {
         const auto set_bytes = (a.num_cols + a.num_rows) * dim * std::int64_t{sizeof(float)};
+        const bool lowp = feature_type != halo::FeatureType::fp32;
+        // Enough sets that what the smallest reader reads (X in its type and Y) exceeds twice L2.
+        const auto read_bytes =
+            a.num_cols * dim * static_cast<std::int64_t>(halo::feature_bytes(feature_type)) +
+            a.num_rows * dim * std::int64_t{sizeof(float)};
         const auto l2 = static_cast<double>(info.l2_cache_bytes);
         const auto wanted = std::max<std::int64_t>(
-            1, static_cast<std::int64_t>(std::ceil(2.0 * l2 / static_cast<double>(set_bytes))));
+            1, static_cast<std::int64_t>(std::ceil(2.0 * l2 / static_cast<double>(read_bytes))));
         BufferSets buffers;
         buffers.x_stride = aligned_floats(a.num_cols * dim);
         buffers.y_stride = aligned_floats(a.num_rows * dim);
-        const auto stride_bytes = (buffers.x_stride + buffers.y_stride) * sizeof(float);
+        if (lowp) {
+            buffers.lowp_type = feature_type;
+            buffers.h_stride = 2 * aligned_floats((a.num_cols * dim + 1) / 2);
+        }
+        const auto stride_bytes =
+            (buffers.x_stride + buffers.y_stride + buffers.h_stride / 2) * sizeof(float);
         const auto free = bench::free_device_memory();
         const std::size_t fit = free > kReserveBytes ? (free - kReserveBytes) / stride_bytes : 0;
         const auto sets =
@@ -732,19 +829,37 @@ int run(const Options& o, const std::string& command)
                             stream);
         bench::fill_value(buffers.y.data(), buffers.y.size(),
                           std::numeric_limits<float>::quiet_NaN(), stream);
+        if (lowp) {
+            // X converted once per set on the device; the timed runs read only the converted X.
+            buffers.h = bench::DeviceArray(buffers.h_stride / 2 * sets);
+            for (std::int64_t set = 0; set < sets; ++set) {
+                halo::cuda::convert_features(stream, {buffers.x_set(set), a.num_cols, dim, dim},
+                                             feature_type, buffers.h_set(set), dim);
+            }
+        }
         bench::synchronize(stream);
         // The references of the first and the last set (the two that checks use), computed
-        // before any kernel runs and shared by all of them.
+        // before any kernel runs and shared by all of them: on fp32 X for the baseline, on X
+        // rounded to --feature-type for the others.
         std::vector<Reference> refs;
-        refs.push_back(make_reference(cs, buffers.x_set(0), a.num_cols, dim, stream));
+        std::vector<Reference> lowp_refs;
+        std::vector<std::int64_t> checked_sets{0};
         if (sets > 1) {
-            refs.push_back(make_reference(cs, buffers.x_set(sets - 1), a.num_cols, dim, stream));
+            checked_sets.push_back(sets - 1);
+        }
+        for (const auto set : checked_sets) {
+            refs.push_back(make_reference(cs, buffers.x_set(set), a.num_cols, dim, stream));
+            if (lowp) {
+                lowp_refs.push_back(make_reference(cs, buffers.x_set(set), a.num_cols, dim, stream,
+                                                   feature_type));
+            }
         }
 
         const auto first = records.size();
         for (auto& k : kernels) {
             Record rec;
             rec.kernel = k.entry->name;
+            rec.feature_type = halo::to_string(k.x_type);
             rec.dim = dim;
             rec.sets = sets;
             rec.set_bytes = set_bytes;
@@ -752,10 +867,16 @@ int run(const Options& o, const std::string& command)
             if (!k.plan) {
                 rec.status = "ERROR";
                 rec.message = k.error;
+            } else if (k.x_type != halo::FeatureType::fp32 &&
+                       halo::cuda::as_feature_plan(*k.plan) == nullptr) {
+                rec.status = "SKIPPED";
+                rec.message = "reads fp32 features only";
             } else {
                 rec.algorithm = k.plan->algorithm();
                 try {
-                    measure(k, rec, o, a, cs, buffers, refs, copy_gb_per_s, stream);
+                    measure(k, rec, o, a, cs, buffers,
+                            k.x_type == halo::FeatureType::fp32 ? refs : lowp_refs, copy_gb_per_s,
+                            stream);
                 } catch (const halo::Error& e) {
                     if (k.entry->name == kBaseline) {
                         throw;
@@ -764,13 +885,13 @@ int run(const Options& o, const std::string& command)
                     rec.message = e.message();
                 }
             }
-            if (rec.status == "ERROR") {
-                fmt::print("  {:<12} ERROR: {}\n", rec.kernel, rec.message);
+            if (rec.status == "ERROR" || rec.status == "SKIPPED") {
+                fmt::print("  {:<20} {}: {}\n", rec.kernel, rec.status, rec.message);
             } else {
                 fmt::print(
-                    "  {:<12} median {:.4f} ms, {:.1f} GFLOP/s, {:.1f} GB/s ({:.1f}% of "
+                    "  {:<20} {} median {:.4f} ms, {:.1f} GFLOP/s, {:.1f} GB/s ({:.1f}% of "
                     "copy), {} bad of {} checked elements: {}\n",
-                    rec.kernel, rec.ms.median, rec.gflops, rec.gb_per_s,
+                    rec.kernel, rec.feature_type, rec.ms.median, rec.gflops, rec.gb_per_s,
                     100.0 * rec.roofline_fraction, rec.check.bad, rec.check.elements, rec.status);
             }
             std::fflush(stdout);
@@ -779,7 +900,7 @@ int run(const Options& o, const std::string& command)
         const auto& base = records[first];  // the baseline runs first
         for (auto i = first; i < records.size(); ++i) {
             auto& r = records[i];
-            if (r.status != "ERROR" && base.status != "ERROR") {
+            if (r.status != "ERROR" && r.status != "SKIPPED" && base.status != "ERROR") {
                 r.speedup = base.ms.median / r.ms.median;
             }
         }
@@ -805,6 +926,9 @@ int run(const Options& o, const std::string& command)
                            {"runs", o.runs},
                            {"seed", o.seed},
                            {"baseline", kBaseline},
+                           {"feature_type", halo::to_string(feature_type)},
+                           {"baseline_feature_type", "fp32"},
+                           {"mergepath_costs", o.mergepath_costs},
                            {"check_rows", cs.rows.size()},
                            {"check_sampled", cs.sampled}};
         Json list = Json::array();
@@ -819,6 +943,13 @@ int run(const Options& o, const std::string& command)
 }
 
 }  // namespace
+
+// The subcommands of the other kernel families (apps/bench_<mode>.cpp).
+namespace halo::bench_app {
+void add_maxk_command(CLI::App& app, int& exit_code);
+void add_attention_command(CLI::App& app, int& exit_code);
+void add_aes_command(CLI::App& app, int& exit_code);
+}  // namespace halo::bench_app
 
 int main(int argc, char** argv)
 {
@@ -842,6 +973,16 @@ int main(int argc, char** argv)
                        " always runs as the baseline")
         ->delimiter(',')
         ->capture_default_str();
+    app.add_option("--feature-type", o.feature_type,
+                   "element type of X for every kernel but the baseline (fp32 | fp16 | bf16; "
+                   "converted once on the device, fp32 accumulation and output; " +
+                       std::string(kBaseline) + " reads fp32 always)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+        ->capture_default_str();
+    app.add_option("--mergepath-costs", o.mergepath_costs,
+                   "merge-path cost sweep: adds a kernel mergepath(cost=N) per cost, "
+                   "comma-separated")
+        ->delimiter(',');
     app.add_option("--warmup", o.warmup, "untimed launches per kernel and width")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();
@@ -869,6 +1010,9 @@ int main(int argc, char** argv)
     int mode_exit_code = 0;
     app.require_subcommand(0, 1);
     // BEGIN bench modes (one line each)
+    halo::bench_app::add_maxk_command(app, mode_exit_code);  // apps/bench_maxk.cpp
+    halo::bench_app::add_attention_command(app, mode_exit_code);  // apps/bench_attention.cpp
+    halo::bench_app::add_aes_command(app, mode_exit_code);  // apps/bench_aes.cpp
     // END bench modes
     CLI11_PARSE(app, argc, argv);
     if (!app.get_subcommands().empty()) {

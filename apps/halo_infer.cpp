@@ -53,6 +53,8 @@ struct Options {
     std::string eval_nodes;
     int repeat = 1;
     bool quiet = false;
+    bool save_tuning = false;
+    bool ignore_kernel_metadata = false;
 };
 
 // HALO_FAULT_INJECT="rank=R,layer=L": rank R throws before layer L (tests of the abort path).
@@ -86,6 +88,31 @@ Stat reduce_stat(MPI_Comm comm, double value, int size)
     return s;
 }
 
+// Stores every rank's new autotune choices in its part of the dataset. HDF5 locks a file that
+// one process writes, so the ranks take turns (a barrier between turns); every rank has closed the
+// dataset since it read its part. A failed write is reported by its rank and aborts the job like
+// any other error.
+void save_tuning(halo::MpiWorld& world, const std::string& dataset,
+                 const std::vector<halo::KernelMetadata>& metadata, bool lead)
+{
+    std::int64_t written = 0;
+    for (int turn = 0; turn < world.size(); ++turn) {
+        if (turn == world.rank()) {
+            for (const auto& md : metadata) {
+                halo::store_kernel_metadata(dataset, world.rank(), md);
+                ++written;
+            }
+        }
+        HALO_MPI_TRY(MPI_Barrier(world.comm()));
+    }
+    std::int64_t total = 0;
+    HALO_MPI_TRY(MPI_Allreduce(&written, &total, 1, MPI_INT64_T, MPI_SUM, world.comm()));
+    if (lead) {
+        fmt::print("stored {} autotune group(s) in {} (kernels/autotune of each part)\n", total,
+                   dataset);
+    }
+}
+
 int run(halo::MpiWorld& world, const Options& o, const std::string& command)
 {
     const int rank = world.rank();
@@ -107,6 +134,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + exchange,
                    " needs --backend cuda (the cpu backend runs on the host and exchanges over "
                    "MPI)");
+    }
+    if (o.save_tuning && o.spmm != "autotune") {
+        HALO_THROW(halo::InputError, "--save-tuning needs --spmm autotune (only the autotuner "
+                                     "makes choices worth storing)");
     }
     if (!cuda && !o.spmm.empty()) {
         HALO_THROW(halo::InputError, "--spmm ", o.spmm,
@@ -178,6 +209,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         auto spmm = halo::cuda::SpmmAlgorithm::cusparse;
         if (o.spmm == "rowsplit") {
             spmm = halo::cuda::SpmmAlgorithm::rowsplit;
+        } else if (o.spmm == "mergepath") {
+            spmm = halo::cuda::SpmmAlgorithm::mergepath;
+        } else if (o.spmm == "accel_gcn") {
+            spmm = halo::cuda::SpmmAlgorithm::accel_gcn;
         } else if (o.spmm == "autotune") {
             spmm = halo::cuda::SpmmAlgorithm::autotune;
         }
@@ -219,6 +254,17 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     eopt.overlap = !o.no_overlap;
     eopt.keep_layers = o.save_layers;
     eopt.dataset_normalization = info.normalization;
+    if (cuda && !o.ignore_kernel_metadata) {
+        // Kernel metadata stored for this part (docs/FORMAT.md): Accel-GCN's partition, the
+        // autotuner's choices. Plans take what applies to them and say so in the kernel report.
+        for (const auto& name : halo::list_kernel_metadata(o.dataset, rank)) {
+            const auto slash = name.find('/');
+            if (auto md = halo::read_kernel_metadata(o.dataset, rank, name.substr(0, slash),
+                                                     name.substr(slash + 1))) {
+                eopt.kernel_metadata.push_back(std::move(*md));
+            }
+        }
+    }
     const MPI_Comm comm = world.comm();
     const bool sync_layers = o.sync_layers;
     eopt.before_layer = [rank, comm, sync_layers](std::size_t layer) {
@@ -372,6 +418,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["pieces"] = pieces;
         halo::write_file_atomic(halo::result_manifest_path(o.out), manifest.dump(2) + "\n");
     }
+    if (o.save_tuning) {
+        save_tuning(world, o.dataset, engine.tuning_metadata(), lead);
+    }
     if (lead) {
         fmt::print(
             "\n{} nodes on {} rank(s), backend {}, model {} ({} layers): forward {:.3f} ms, "
@@ -430,9 +479,16 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"nccl", "mpi"}));
     app.add_option("--spmm", o.spmm,
                    "SpMM kernel of --backend cuda: cusparse (default) | rowsplit (a warp per row) "
-                   "| autotune (the fastest exact kernel per row range and width, timed on the "
-                   "first run)")
-        ->check(CLI::IsMember({"cusparse", "rowsplit", "autotune"}));
+                   "| mergepath | accel_gcn | autotune (the fastest exact kernel per row range "
+                   "and width, timed on the first run, or taken from the dataset's stored "
+                   "choices)")
+        ->check(CLI::IsMember({"cusparse", "rowsplit", "mergepath", "accel_gcn", "autotune"}));
+    app.add_flag("--save-tuning", o.save_tuning,
+                 "with --spmm autotune: store the choices in the dataset (kernels/autotune of "
+                 "each part), so later runs on the same device skip the timing");
+    app.add_flag("--ignore-kernel-metadata", o.ignore_kernel_metadata,
+                 "do not use the kernel metadata stored in the dataset (partition and time "
+                 "again)");
     app.add_option("--device", o.device,
                    "CUDA device of every rank (default: local rank modulo the visible devices)")
         ->check(CLI::Range(0, 1024));

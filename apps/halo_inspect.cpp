@@ -1,14 +1,20 @@
 // halo-inspect: summary of a dataset (root attributes, per-part table) with an optional full
-// check of every invariant; or of a halo-infer result directory, optionally compared with another.
+// check of every invariant; or of a halo-infer result directory, optionally compared with another
+// result or with reference logits from another framework (a .npy file, e.g. PyG's own logits
+// written by tools/export_pyg.py; docs/PYG.md), and optionally exported as .npy.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "app_common.hpp"
+#include "halo/io.hpp"
 #include "halo/result.hpp"
 #include "halo/store.hpp"
 
@@ -19,9 +25,176 @@ struct Options {
     int part = -1;
     bool check = false;
     std::string compare;
+    std::string compare_logits;
+    std::string labels;
+    std::string test_index;
+    bool require_identical = false;
+    std::string json;
+    std::string export_logits;
     double tolerance = -1.0;
     double rtol = -1.0;
 };
+
+// A result holds rows by global id; a dense logits file holds row i for node i. The two line up
+// only when the result covers every node 0..n-1 exactly once (read_results sorts and rejects
+// duplicates, so checking the ends and the count is enough).
+void require_all_nodes(const halo::ResultSet& result, const std::string& dir, const char* why)
+{
+    const auto n = static_cast<std::int64_t>(result.global_ids.size());
+    if (n == 0 || result.global_ids.front() != 0 || result.global_ids.back() != n - 1) {
+        HALO_THROW(halo::InputError, dir, ": holds ", n, " rows with global ids ",
+                   n == 0 ? -1 : result.global_ids.front(), "..",
+                   n == 0 ? -1 : result.global_ids.back(), "; ", why,
+                   " needs a result of every node 0..num_nodes-1");
+    }
+}
+
+// Correct predictions among the labelled nodes of `eval` (each id once, as halo-infer
+// --eval-nodes counts them), or of every node when `eval` is null.
+struct Accuracy {
+    std::int64_t correct = 0;
+    std::int64_t evaluated = 0;
+    double value() const { return evaluated > 0 ? double(correct) / double(evaluated) : 0.0; }
+};
+
+Accuracy accuracy(const std::vector<std::int32_t>& prediction,
+                  const std::vector<std::int32_t>& labels, const std::vector<halo::global_id>* eval)
+{
+    Accuracy a;
+    auto count = [&](std::int64_t i) {
+        if (labels[i] != halo::no_label) {
+            ++a.evaluated;
+            a.correct += prediction[i] == labels[i] ? 1 : 0;
+        }
+    };
+    if (eval == nullptr) {
+        for (std::int64_t i = 0; i < static_cast<std::int64_t>(labels.size()); ++i) {
+            count(i);
+        }
+    } else {
+        for (const auto i : *eval) {
+            count(i);
+        }
+    }
+    return a;
+}
+
+// --compare-logits: halo-infer's outputs against reference logits of the same graph and model.
+// Exit status 3 when a requested check fails (--tolerance, --rtol, --require-identical).
+int compare_logits(const Options& o, const halo::ResultSet& result)
+{
+    require_all_nodes(result, o.path, "--compare-logits");
+    const auto ref = halo::read_npy(o.compare_logits);
+    const auto n = static_cast<std::int64_t>(result.global_ids.size());
+    if (ref.rows != n || ref.cols != result.output_dim) {
+        HALO_THROW(halo::InputError, o.compare_logits, ": shape [", ref.rows, ", ", ref.cols,
+                   "], but ", o.path, " holds ", n, " rows of width ", result.output_dim,
+                   ": not logits of the same graph and model");
+    }
+    double max_abs = 0.0;
+    double max_ref = 0.0;
+    std::int64_t worst = 0;
+    for (std::size_t k = 0; k < ref.values.size(); ++k) {
+        const double d = std::abs(double(result.output[k]) - double(ref.values[k]));
+        if (d > max_abs) {
+            max_abs = d;
+            worst = static_cast<std::int64_t>(k);
+        }
+        max_ref = std::max(max_ref, std::abs(double(ref.values[k])));
+    }
+    // The reference's predictions by the same rule as halo-infer's (lowest index among equal
+    // maxima; torch.argmax picks the first maximum too).
+    const auto ref_prediction = halo::argmax_rows(ref.values, ref.cols);
+    std::int64_t same = 0;
+    std::int64_t first_differing = -1;
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (result.prediction[i] == ref_prediction[i]) {
+            ++same;
+        } else if (first_differing < 0) {
+            first_differing = i;
+        }
+    }
+    fmt::print(
+        "compared with {} ({} x {}): max |difference| {:.3e} at node {} column {} (largest "
+        "|value| {:.3e}), identical predictions {:.4f}% ({} of {})\n",
+        o.compare_logits, ref.rows, ref.cols, max_abs, worst / ref.cols, worst % ref.cols, max_ref,
+        100.0 * double(same) / double(n), same, n);
+    if (first_differing >= 0) {
+        fmt::print("  first differing prediction: node {}: {} here, {} in the reference\n",
+                   first_differing, result.prediction[first_differing],
+                   ref_prediction[first_differing]);
+    }
+
+    Accuracy ours;
+    Accuracy theirs;
+    const bool with_labels = !o.labels.empty();
+    if (with_labels) {
+        const auto labels = halo::read_labels(o.labels);
+        if (static_cast<std::int64_t>(labels.size()) != n) {
+            HALO_THROW(halo::InputError, o.labels, ": ", labels.size(), " labels, but ", o.path,
+                       " holds ", n, " nodes");
+        }
+        std::vector<halo::global_id> eval;
+        if (!o.test_index.empty()) {
+            eval = halo::read_index_list(o.test_index, n);
+            std::sort(eval.begin(), eval.end());
+            eval.erase(std::unique(eval.begin(), eval.end()), eval.end());
+        }
+        const auto* listed = o.test_index.empty() ? nullptr : &eval;
+        ours = accuracy(result.prediction, labels, listed);
+        theirs = accuracy(ref_prediction, labels, listed);
+        fmt::print("  accuracy on {}: {:.4f} here ({} of {}), {:.4f} in the reference ({} of {})\n",
+                   o.test_index.empty() ? "every labelled node" : o.test_index, ours.value(),
+                   ours.correct, ours.evaluated, theirs.value(), theirs.correct, theirs.evaluated);
+    }
+
+    std::vector<std::string> failures;
+    if (o.tolerance >= 0.0 && max_abs > o.tolerance) {
+        failures.push_back(fmt::format("max |difference| {:.3e} exceeds --tolerance {:.3e}",
+                                       max_abs, o.tolerance));
+    }
+    if (o.rtol >= 0.0 && max_abs > o.rtol * max_ref) {
+        failures.push_back(
+            fmt::format("max |difference| {:.3e} exceeds --rtol {:.3e} x largest |value| {:.3e}",
+                        max_abs, o.rtol, max_ref));
+    }
+    if (o.require_identical && same != n) {
+        failures.push_back(fmt::format("{} of {} predictions differ (first at node {})", n - same,
+                                       n, first_differing));
+    }
+    if (o.require_identical && with_labels && ours.correct != theirs.correct) {
+        failures.push_back(fmt::format("accuracy {} of {} differs from the reference's {} of {}",
+                                       ours.correct, ours.evaluated, theirs.correct,
+                                       theirs.evaluated));
+    }
+    for (const auto& f : failures) {
+        fmt::print(stderr, "halo-inspect: {}\n", f);
+    }
+    if (!o.json.empty()) {
+        nlohmann::json j = {{"result", o.path},
+                            {"reference", o.compare_logits},
+                            {"rows", n},
+                            {"cols", ref.cols},
+                            {"num_parts", result.num_parts},
+                            {"max_abs_diff", max_abs},
+                            {"max_abs_reference", max_ref},
+                            {"identical_predictions", same},
+                            {"identical_prediction_share", double(same) / double(n)},
+                            {"passed", failures.empty()},
+                            {"failures", failures}};
+        if (with_labels) {
+            j["labels"] = o.labels;
+            j["eval_nodes"] = o.test_index.empty() ? "all labelled" : o.test_index;
+            j["accuracy"] = {{"evaluated", ours.evaluated},
+                             {"halo_correct", ours.correct},
+                             {"reference_correct", theirs.correct},
+                             {"halo", ours.value()},
+                             {"reference", theirs.value()}};
+        }
+        halo::write_file_atomic(o.json, j.dump(2) + "\n");
+    }
+    return failures.empty() ? 0 : 3;
+}
 
 int inspect_dataset(const Options& o)
 {
@@ -61,6 +234,18 @@ int inspect_results(const Options& o)
     const auto result = halo::read_results(o.path);
     fmt::print("{}: {} rows from {} pieces, output width {}\n", o.path, result.global_ids.size(),
                result.num_parts, result.output_dim);
+    if (!o.export_logits.empty()) {
+        require_all_nodes(result, o.path, "--export-logits");
+        halo::DenseMatrix m;
+        m.rows = static_cast<std::int64_t>(result.global_ids.size());
+        m.cols = result.output_dim;
+        m.values = result.output;
+        halo::write_npy(o.export_logits, m);
+        fmt::print("wrote {} ({} x {} float32, row i = node i)\n", o.export_logits, m.rows, m.cols);
+    }
+    if (!o.compare_logits.empty()) {
+        return compare_logits(o, result);
+    }
     if (o.compare.empty()) {
         return 0;
     }
@@ -116,15 +301,46 @@ int main(int argc, char** argv)
     app.add_option("path", o.path, "dataset (.h5) or result directory")->required();
     app.add_option("--part", o.part, "show this part only")->check(CLI::NonNegativeNumber);
     app.add_flag("--check", o.check, "validate every invariant of the dataset");
-    app.add_option("--compare", o.compare, "result directory to compare with (results only)");
+    auto* compare =
+        app.add_option("--compare", o.compare, "result directory to compare with (results only)");
+    auto* logits =
+        app.add_option("--compare-logits", o.compare_logits,
+                       "reference logits (.npy, float32 [num_nodes, width], row i = node i, e.g. "
+                       "PyG's from tools/export_pyg.py) to compare a result directory with");
+    logits->excludes(compare);
+    auto* labels = app.add_option("--labels", o.labels,
+                                  "with --compare-logits: labels file (one per line, -1: none); "
+                                  "prints the accuracy of both")
+                       ->needs(logits);
+    app.add_option("--test-index", o.test_index,
+                   "with --labels: node ids (one per line) to compute the accuracy on (default: "
+                   "every labelled node)")
+        ->needs(labels);
+    app.add_flag("--require-identical", o.require_identical,
+                 "with --compare-logits: exit with status 3 unless every predicted class equals "
+                 "the reference's and (with --labels) the accuracies are equal")
+        ->needs(logits);
+    app.add_option("--json", o.json, "with --compare-logits: also write the comparison as JSON")
+        ->needs(logits);
+    app.add_option("--export-logits", o.export_logits,
+                   "write the result's outputs as .npy (float32 [num_nodes, width], row i = node "
+                   "i; results only)");
     app.add_option("--tolerance", o.tolerance,
-                   "with --compare: exit with status 3 if max |difference| exceeds it (0: "
-                   "bit-identical outputs required)");
+                   "with --compare or --compare-logits: exit with status 3 if max |difference| "
+                   "exceeds it (0: bit-identical outputs required)");
     app.add_option("--rtol", o.rtol,
-                   "with --compare: exit with status 3 if max |difference| exceeds RTOL times the "
-                   "largest |value| of the other result");
+                   "with --compare or --compare-logits: exit with status 3 if max |difference| "
+                   "exceeds RTOL times the largest |value| of the other result");
     CLI11_PARSE(app, argc, argv);
     return halo::app::run_guarded("halo-inspect", [&] {
-        return std::filesystem::is_directory(o.path) ? inspect_results(o) : inspect_dataset(o);
+        if (std::filesystem::is_directory(o.path)) {
+            return inspect_results(o);
+        }
+        if (!o.compare.empty() || !o.compare_logits.empty() || !o.export_logits.empty()) {
+            HALO_THROW(halo::InputError, o.path,
+                       ": not a result directory (--compare, --compare-logits and "
+                       "--export-logits work on halo-infer result directories)");
+        }
+        return inspect_dataset(o);
     });
 }

@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,7 +12,9 @@
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
+#include "halo/kernel_metadata_build.hpp"
 #include "halo/partition.hpp"
+#include "halo/quantize.hpp"
 #include "halo/shard.hpp"
 #include "halo/store.hpp"
 
@@ -34,6 +37,8 @@ struct Options {
     std::string save_csr;
     std::string report;
     bool quiet = false;
+    std::vector<std::string> kernel_metadata;
+    std::string quantize = "none";
 };
 
 bool is_generator_spec(const std::string& input)
@@ -124,6 +129,19 @@ int run(const Options& o, const std::string& command)
     info.normalization = o.normalize;
     info.self_loops = o.self_loops;
     info.feature_dim = features.cols;
+    // --quantize int8: one scale and zero point per column over all nodes (docs/FORMAT.md), so
+    // every part stores its rows with the same parameters.
+    halo::QuantizedMatrix quantized;
+    if (o.quantize == "int8") {
+        if (features.cols == 0) {
+            HALO_THROW(halo::InputError, "--quantize int8 needs --features");
+        }
+        step("quantizing features to int8 (per-column scale and zero point)");
+        quantized = halo::quantize_columns(
+            halo::dense_view<const float>(features.values.data(), features.rows, features.cols),
+            o.features.c_str());
+        info.feature_type = "int8";
+    }
     info.has_labels = !labels.empty();
     info.created_by = "halo-partition: " + command;
     halo::DatasetWriter writer(o.output, info, owner);
@@ -131,10 +149,24 @@ int run(const Options& o, const std::string& command)
     for (int p = 0; p < o.parts; ++p) {
         auto shard = halo::build_shard(csr, owner, o.parts, p);
         halo::attach_node_data(shard, features.values, features.cols, labels);
+        if (!quantized.scale.empty()) {
+            const auto dim = quantized.cols;
+            shard.features_int8.resize(static_cast<std::size_t>(shard.num_owned * dim));
+            for (std::int64_t i = 0; i < shard.num_owned; ++i) {
+                std::copy_n(quantized.data.data() + shard.global_ids[i] * dim, dim,
+                            shard.features_int8.data() + i * dim);
+            }
+            shard.feature_scale = quantized.scale;
+            shard.feature_zero_point = quantized.zero_point;
+        }
         interior[p] = shard.num_interior;
         writer.write_part(shard);
-        step(fmt::format("part {}/{} written ({} rows, {} halo)", p + 1, o.parts, shard.num_owned,
-                         shard.num_halo));
+        for (const auto& md : halo::build_kernel_metadata(shard, o.normalize, o.kernel_metadata)) {
+            writer.write_kernel_metadata(p, md);
+        }
+        step(fmt::format("part {}/{} written ({} rows, {} halo{})", p + 1, o.parts,
+                         shard.num_owned, shard.num_halo,
+                         o.kernel_metadata.empty() ? "" : ", kernel metadata"));
     }
     writer.commit();
     const auto file_size = std::filesystem::file_size(o.output);
@@ -226,6 +258,20 @@ int main(int argc, char** argv)
     app.add_option("--num-nodes", o.num_nodes, "node count (ids must be below it)");
     app.add_option("--save-csr", o.save_csr, "also write the global CSR as binary .hcsr");
     app.add_option("-o,--output", o.output, "dataset file to write (.h5)")->required();
+    std::string known;
+    for (const auto& k : halo::offline_metadata_kernels()) {
+        known += (known.empty() ? "" : ", ") + k;
+    }
+    app.add_option("--kernel-metadata", o.kernel_metadata,
+                   "also store these kernels' metadata per part, comma-separated (known: " +
+                       known + "); halo-infer loads it instead of rebuilding it")
+        ->delimiter(',')
+        ->check(CLI::IsMember(halo::offline_metadata_kernels()));
+    app.add_option("--quantize", o.quantize,
+                   "store the features as: none (float32) | int8 (per-column scale and zero "
+                   "point, 4x smaller; docs/FORMAT.md)")
+        ->check(CLI::IsMember({"none", "int8"}))
+        ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     CLI11_PARSE(app, argc, argv);

@@ -15,6 +15,7 @@ packages=(
   libgtest-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   zlib1g-dev
+  python3-numpy python3-h5py  # tools/export_pyg.py's torch-free path, its agreement test
 )
 missing=()
 for p in "${packages[@]}"; do

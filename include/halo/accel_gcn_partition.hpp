@@ -40,8 +40,17 @@ struct AccelGcnPartitionOptions {
     /// Nonzeros one block takes (max_block_warps * max_warp_nzs); a multiple of warps_per_block
     /// with deg_bound / warps_per_block <= 65535. Longer rows are split over several blocks.
     std::int32_t deg_bound = 96;
+    /// Section III-C's degree sorting (on by default). Off, for the ablation of issue 6: rows keep
+    /// their original order and Algorithm 2 runs over maximal runs of consecutive rows of one
+    /// degree instead of over degree classes. A block still holds rows of a single degree (its
+    /// int4 has one degree field), so a change of degree from one row to the next closes the block
+    /// early: on an unsorted graph most blocks hold one row and many warps idle, which is what
+    /// the sort avoids. Rows longer than deg_bound are split in place, as with sorting.
+    bool degree_sort = true;
 
     std::int32_t warp_nonzeros() const noexcept { return deg_bound / warps_per_block; }
+    friend bool operator==(const AccelGcnPartitionOptions&,
+                           const AccelGcnPartitionOptions&) = default;
 };
 
 /// Throws halo::InputError naming the offending option.
@@ -68,9 +77,12 @@ struct AccelGcnPartition {
     std::vector<std::int64_t> segment_blocks{0};
     std::vector<std::int64_t> segment_split_rows{0};
 
-    /// Original row id of each sorted position (degree ascending, stable within a segment).
+    /// Original row id of each sorted position (degree ascending, stable within a segment; the
+    /// original order without degree_sort).
     std::vector<local_id> sorted_rows;
-    /// The segments' nonzeros in sorted row order (a row's nonzeros keep their order).
+    /// The segments' nonzeros in sorted row order (a row's nonzeros keep their order). Derived
+    /// data: accel_gcn_gather_nonzeros() rebuilds indices and values from sorted_rows and the
+    /// matrix, so a stored partition needs only the other arrays.
     std::vector<local_id> indices;
     std::vector<float> values;  // empty for a pattern matrix
     std::vector<AccelGcnBlock> blocks;
@@ -91,6 +103,29 @@ struct AccelGcnPartition {
 /// metadata, or when a segment leaves [0, a.num_rows).
 AccelGcnPartition build_accel_gcn_partition(const CsrView& a, std::span<const RowRange> segments,
                                             const AccelGcnPartitionOptions& options);
+
+/// Fills p.indices and p.values (values only for a valued matrix, else empty) with the nonzeros
+/// of the rows p.sorted_rows lists, in that order: what build_accel_gcn_partition() stores there.
+/// Throws halo::InputError when a listed row lies outside `a` or the nonzeros exceed int32.
+void accel_gcn_gather_nonzeros(const CsrView& a, AccelGcnPartition& p);
+
+/// Checks that `p` is a partition of `a` that the kernel can run safely and correctly, in
+/// O(rows + blocks + nnz): valid options; consistent segment tables; each segment's sorted rows a
+/// permutation of its rows; every block's degree equal to its rows' degrees, its nonzero offset
+/// equal to theirs, its rows and nonzeros per warp within Algorithm 1's pattern (the kernel's
+/// shared memory is sized by it); every row written by exactly one block or, above deg_bound,
+/// covered by consecutive chunks and listed once among the split rows; indices and values (when
+/// present; empty indices are allowed, to be gathered) equal to the matrix's. Throws
+/// halo::InputError naming the first mismatch (a partition of another matrix fails here).
+void validate_accel_gcn_partition(const CsrView& a, const AccelGcnPartition& p);
+
+/// The checks a plan makes on a stored partition before using it instead of building one:
+/// validate_accel_gcn_partition(), p.options == options, segments that tile [0, a.num_rows) in
+/// ascending order (so sorted positions and row ids share their segment bounds), and every one of
+/// `ranges` a union of consecutive segments. Throws halo::InputError naming the mismatch.
+void check_stored_accel_gcn_partition(const CsrView& a, const AccelGcnPartition& p,
+                                      const AccelGcnPartitionOptions& options,
+                                      std::span<const RowRange> ranges);
 
 /// The segments that the boundaries of `ranges` (and 0, num_rows) cut [0, num_rows) into,
 /// ascending, without empty ones: every range is a union of consecutive segments.

@@ -29,6 +29,7 @@ struct AutotuneChoice {
     std::vector<std::string> names;     // the candidates, in the order given
     std::vector<double> median_ms;      // per candidate; NaN when it failed
     std::vector<std::string> failures;  // per candidate; empty when it ran
+    bool stored = false;                // loaded from the dataset, not measured in this process
 };
 
 class AutotuneTable {
@@ -51,10 +52,18 @@ public:
     /// The cached choice for `key`, or null.
     const AutotuneChoice* find(const AutotuneKey& key) const;
     std::size_t size() const noexcept { return table_.size(); }
+    const std::map<AutotuneKey, AutotuneChoice>& entries() const noexcept { return table_; }
+
+    /// Adds a choice made earlier (stored in the dataset) so that choose() returns it without
+    /// measuring; marks it stored. Throws halo::InputError when the choice is inconsistent (index
+    /// outside names, medians or failures of another length, a winner that failed) and
+    /// halo::LogicError when `key` is already in the table.
+    void preload(const AutotuneKey& key, AutotuneChoice choice);
 
     /// One line per key, in key order:
     /// "rows [0, 812) d=64: mergepath 0.021 ms (cusparse 0.034, accel_gcn 0.025, rowsplit 0.090)"
-    /// with "name failed: message" in the parentheses for a skipped candidate.
+    /// with "name failed: message" in the parentheses for a skipped candidate, and " [stored]"
+    /// at the end of a preloaded choice.
     std::string report() const;
 
 private:

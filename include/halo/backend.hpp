@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "halo/csr.hpp"
 #include "halo/dense.hpp"
+#include "halo/kernel_metadata.hpp"
 
 namespace halo {
 
@@ -47,6 +49,20 @@ public:
     /// What the plan decided at run time (an autotuned plan's choices), one line per decision;
     /// empty for plans that decide nothing.
     virtual std::string report() const { return {}; }
+    /// Decisions made in this process that are worth keeping in the dataset (the autotuner's
+    /// new choices) as kernel metadata of the plan's operator; empty when there are none.
+    virtual std::vector<KernelMetadata> tuning_metadata() const { return {}; }
+};
+
+/// What the engine knows about an operator beyond its matrix, for plans that can use it.
+struct SpmmPlanHints {
+    /// The operator's pattern name in the dataset's kernel metadata (kernel_operator_adjacency or
+    /// kernel_operator_gcn).
+    std::string op;
+    /// The row ranges run() will be asked for (the interior and the boundary rows).
+    std::vector<RowRange> ranges;
+    /// This operator's kernel metadata from the dataset (any kernel; a plan takes what it uses).
+    std::vector<KernelMetadata> stored;
 };
 
 class Backend {
@@ -62,6 +78,13 @@ public:
 
     /// Takes a host CSR (the shard's local operator) into the backend and prepares it.
     virtual std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a) = 0;
+    /// The same with what the engine knows about the operator; backends that use no hints
+    /// ignore them.
+    virtual std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a, const SpmmPlanHints& hints)
+    {
+        static_cast<void>(hints);
+        return make_spmm_plan(a);
+    }
 
     /// c = alpha * a * b + beta * c (row-major; beta == 0: c is not read).
     virtual void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c,

@@ -46,7 +46,14 @@ struct EngineOptions {
     std::string dataset_normalization = "none";
     /// Called before each layer with its index (progress reports; fault injection in tests).
     std::function<void(std::size_t)> before_layer;
+    /// This part's kernel metadata from the dataset (read_kernel_metadata), handed to the
+    /// backend's plans with the operator it belongs to (SpmmPlanHints).
+    std::vector<KernelMetadata> kernel_metadata;
 };
+
+/// The kernel-metadata operator name of the operator a layer of `kind` aggregates with:
+/// kernel_operator_gcn for gcn, kernel_operator_adjacency for mean and sum (the stored pattern).
+const char* kernel_operator_name(Aggregation kind);
 
 /// Degrees of A + I with remaining self-loops added (row sums of the stored values, plus 1 for a
 /// row without a diagonal entry) of the owned rows, rounded to float: the gcn operator's d_i.
@@ -78,6 +85,9 @@ public:
     /// The run-time decisions of the operators' SpMM plans (SpmmPlan::report(), e.g. the
     /// autotuned kernel per row range and width), concatenated; empty when no plan decides.
     std::string kernel_report() const;
+    /// New kernel decisions of the operators' plans worth storing in the dataset (the autotuner's
+    /// choices; SpmmPlan::tuning_metadata), one entry per operator pattern.
+    std::vector<KernelMetadata> tuning_metadata() const;
     /// Host copies of every layer's output when EngineOptions::keep_layers is set.
     const std::vector<std::vector<float>>& layer_outputs() const { return layer_outputs_; }
 

@@ -64,6 +64,10 @@ struct KernelMetadata {
 /// indices of `a`, not its values: equal patterns hash equally on every machine.
 std::uint64_t pattern_fingerprint(const CsrView& a);
 
+/// Metadata naming `kernel`, operator `op` and the shape and fingerprint of `a`, nothing else yet.
+KernelMetadata metadata_for_operator(const std::string& kernel, const std::string& op,
+                                     const CsrView& a);
+
 /// Checks that `name` can be a kernel or operator name in the file: [a-z0-9_]+, not empty.
 void validate_metadata_name(std::string_view name, std::string_view what);
 

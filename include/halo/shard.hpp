@@ -49,6 +49,12 @@ struct Shard {
     HaloPlan plan;
     std::int64_t feature_dim = 0;      // 0: no features stored
     std::vector<float> features;       // num_owned x feature_dim, row-major, local order
+    /// INT8 features (docs/FORMAT.md, "Features"): when feature_scale is not empty, the dataset
+    /// stores features_int8 (num_owned x feature_dim) with one scale and zero point per column
+    /// (the same in every part), and `features` holds their dequantized values.
+    std::vector<std::int8_t> features_int8;
+    std::vector<float> feature_scale;             // feature_dim entries when int8
+    std::vector<std::int32_t> feature_zero_point;  // feature_dim entries when int8
     std::vector<std::int32_t> labels;  // num_owned, local order; empty: none (-1: none)
 
     RowRange interior_rows() const { return {0, num_interior}; }

@@ -18,7 +18,9 @@
 namespace halo {
 
 inline constexpr const char* dataset_format_name = "halo-dataset";
-inline constexpr int dataset_format_version = 1;
+/// Version 2 added the root attribute feature_type and int8 features; version-1 files (float32
+/// features, no feature_type) are still read.
+inline constexpr int dataset_format_version = 2;
 
 /// Root attributes of a dataset (docs/FORMAT.md, "Root").
 struct DatasetInfo {
@@ -31,6 +33,8 @@ struct DatasetInfo {
     std::string normalization;     // none | gcn | mean
     std::string self_loops;        // keep | drop | add
     std::int64_t feature_dim = 0;  // 0: no features
+    /// "float32" or "int8" (per-column scale and zero point; read_shard dequantizes them).
+    std::string feature_type = "float32";
     bool has_labels = false;
     bool has_values = false;  // parts store csr/values (else a pattern matrix). The writer
                               // derives it from the shards and ignores this field.

@@ -5,6 +5,9 @@
 // and partitioned on its own into one shared upload; a range made of consecutive segments is one
 // contiguous slice of the block metadata, hence one launch. Any other range is partitioned and
 // uploaded on its first run() and cached (once per range), so later runs do no host work.
+// A stored partition (AccelGcnOptions::partition) replaces the one built here once it passed
+// check_stored_accel_gcn_partition(); ranges that are not unions of its segments still get their
+// own partition on first use.
 #include "halo/cuda/accel_gcn.hpp"
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 
 #include "accel_gcn_kernels.hpp"
 #include "halo/accel_gcn_partition.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "spmm_checks.hpp"
@@ -64,19 +68,35 @@ struct Prepared {
     }
 };
 
-class AccelGcnPlan final : public SpmmPlan {
+class AccelGcnPlan final : public FeatureSpmmPlan {
 public:
     AccelGcnPlan(Context& ctx, const Csr& a, std::int64_t max_dim, const AccelGcnOptions& options)
-        : ctx_(ctx), a_(a), max_dim_(max_dim), options_{options.warps_per_block, options.deg_bound}
+        : ctx_(ctx),
+          a_(a),
+          max_dim_(max_dim),
+          options_{options.warps_per_block, options.deg_bound, options.degree_sort}
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
         validate(a_, "the operator of an Accel-GCN SpMM plan");
         validate(options_);
-        const std::vector<RowRange> segments = accel_gcn_segments(a_.num_rows, options.ranges);
-        main_ = std::make_unique<Prepared>(
-            ctx_, build_accel_gcn_partition(a_.view(), segments, options_));
+        if (options.partition != nullptr) {
+            const AccelGcnPartition& stored = *options.partition;
+            check_stored_accel_gcn_partition(a_.view(), stored, options_, options.ranges);
+            if (stored.indices.size() == static_cast<std::size_t>(a_.nnz())) {
+                main_ = std::make_unique<Prepared>(ctx_, stored);
+            } else {
+                // Stored without its nonzeros (derived data): gather them from the matrix.
+                AccelGcnPartition full = stored;
+                accel_gcn_gather_nonzeros(a_.view(), full);
+                main_ = std::make_unique<Prepared>(ctx_, full);
+            }
+        } else {
+            const std::vector<RowRange> segments = accel_gcn_segments(a_.num_rows, options.ranges);
+            main_ = std::make_unique<Prepared>(
+                ctx_, build_accel_gcn_partition(a_.view(), segments, options_));
+        }
         launch_ = {options_.warps_per_block, options_.deg_bound, options_.warp_nonzeros(),
-                   detail::accel_gcn_tile_cap(options_.warps_per_block)};
+                   detail::accel_gcn_tile_cap(options_.warps_per_block), options.combined_warps};
         // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
     }
@@ -86,7 +106,14 @@ public:
 
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
-        detail::check_spmm_operands(x, y, rows, a_.num_rows, a_.num_cols, max_dim_);
+        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
+    }
+
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        // The shape checks of every plan (x's element type does not enter them).
+        detail::check_spmm_operands({static_cast<const float*>(nullptr), x.rows, x.cols, x.ld}, y,
+                                    rows, a_.num_rows, a_.num_cols, max_dim_);
         const std::int64_t d = x.cols;
         if (rows.empty() || d == 0) {
             return;
@@ -110,13 +137,14 @@ public:
         detail::accel_gcn_spmm(stream, launch_, prep->blocks.data() + block_begin,
                                prep->segment_blocks[s1] - block_begin, prep->sorted_rows.data(),
                                prep->indices.data(), prep->valued ? prep->values.data() : nullptr,
-                               x.data, x.ld, y.data, y.ld, d);
+                               x.data, x.type, x.ld, y.data, y.ld, d);
     }
 
     std::string algorithm() const override
     {
         return "accel-gcn-w" + std::to_string(options_.warps_per_block) + "-b" +
-               std::to_string(options_.deg_bound);
+               std::to_string(options_.deg_bound) + (options_.degree_sort ? "" : "-nosort") +
+               (launch_.combined_warps ? "" : "-nocombine");
     }
 
 private:

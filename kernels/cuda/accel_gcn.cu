@@ -11,11 +11,15 @@
 //   the block's sum to y with one atomicAdd per column, after a kernel zeroed those rows.
 // - Wide dense matrices: the shared accumulator holds at most warps_per_block / 2 rows of a column
 //   tile; widths beyond the tile run as several tiles (gridDim.y), each a combined-warp sweep.
+// - Ablation (AccelGcnOptions::combined_warps = false): the same nonzero groups and columns, but
+//   warp w loops over the column slices of its own group (the paper's Fig. 4(a)).
+// - fp16/bf16 features: one column per lane as for fp32, widened to fp32 at the load.
 #include <algorithm>
 #include <climits>
 #include <cstddef>
 
 #include "accel_gcn_kernels.hpp"
+#include "feature_load.cuh"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
@@ -32,11 +36,11 @@ int shared_rows(int warps_per_block)
     return std::max(1, warps_per_block / 2);
 }
 
-template <bool kValued>
+template <bool kValued, bool kCombined, typename T>
 __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
                                  const int* __restrict__ sorted_rows,
                                  const int* __restrict__ indices, const float* __restrict__ values,
-                                 const float* __restrict__ x, long long ldx, float* __restrict__ y,
+                                 const T* __restrict__ x, long long ldx, float* __restrict__ y,
                                  long long ldy, int d, int tile, int deg_bound, int warp_cap)
 {
     extern __shared__ float shared[];
@@ -64,12 +68,10 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
         }
         __syncthreads();
     }
-    for (int pass = 0; pass < passes; ++pass) {
-        const int t = static_cast<int>(threadIdx.x) + pass * static_cast<int>(blockDim.x);
-        const int cw = t / round_dim;
-        const int lane = t % round_dim;
+    // Nonzero group `cw` (a logical warp of the partition) on column `lane` of the tile.
+    const auto sweep = [&](int cw, int lane) {
         if (lane >= width) {
-            continue;
+            return;
         }
         int r = 0;
         long long first = m.z;
@@ -80,23 +82,39 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
             e = min(b + per_warp, m.w);
         } else {
             if (cw >= rows * warps_per_row) {
-                continue;
+                return;
             }
             r = cw / warps_per_row;
             first += static_cast<long long>(r) * m.x;
             b = min((cw % warps_per_row) * per_warp, m.x);
             e = min(b + per_warp, m.x);
         }
-        const float* xc = x + col0 + lane;
+        const T* xc = x + col0 + lane;
         float sum = 0.0f;
         for (long long k = first + b; k < first + e; ++k) {
             const float v = kValued ? values[k] : 1.0f;
-            sum += v * xc[static_cast<long long>(indices[k]) * ldx];
+            sum += v * load_feature(xc + static_cast<long long>(indices[k]) * ldx);
         }
         if (use_shared) {
             atomicAdd_block(&shared[r * width + lane], sum);
         } else {
             y[static_cast<long long>(sorted_rows[m.y + r]) * ldy + col0 + lane] = sum;
+        }
+    };
+    if constexpr (kCombined) {
+        // Section III-D: pass p gives thread t the virtual id t + p * blockDim; c consecutive
+        // warps (round_dim lanes) form combined warp id / round_dim over the whole tile width.
+        for (int pass = 0; pass < passes; ++pass) {
+            const int t = static_cast<int>(threadIdx.x) + pass * static_cast<int>(blockDim.x);
+            sweep(t / round_dim, t % round_dim);
+        }
+    } else {
+        // Fig. 4(a), the non-combined baseline: warp w keeps nonzero group w and walks the tile's
+        // column slices of 32 one after another. The same (group, column) pairs as above.
+        const int w = static_cast<int>(threadIdx.x) / 32;
+        const int l = static_cast<int>(threadIdx.x) % 32;
+        for (int slice = 0; slice < passes; ++slice) {
+            sweep(w, slice * 32 + l);
         }
     }
     if (use_shared) {
@@ -131,10 +149,56 @@ int accel_gcn_tile_cap(int warps_per_block)
     return kSharedBytes / static_cast<int>(sizeof(float)) / shared_rows(warps_per_block) / 32 * 32;
 }
 
+namespace {
+
+struct KernelArgs {
+    dim3 grid;
+    dim3 block;
+    std::size_t shared_bytes;
+    cudaStream_t stream;
+    const int4* blocks;
+    const std::int32_t* sorted_rows;
+    const std::int32_t* indices;
+    const float* values;
+    std::int64_t ldx;
+    float* y;
+    std::int64_t ldy;
+    int d;
+    int tile;
+    int deg_bound;
+    int warp_cap;
+};
+
+template <bool kValued, bool kCombined, typename T>
+void launch(const KernelArgs& k, const void* x)
+{
+    accel_gcn_kernel<kValued, kCombined, T><<<k.grid, k.block, k.shared_bytes, k.stream>>>(
+        k.blocks, k.sorted_rows, k.indices, k.values, static_cast<const T*>(x), k.ldx, k.y, k.ldy,
+        k.d, k.tile, k.deg_bound, k.warp_cap);
+}
+
+template <typename T>
+void launch_type(const KernelArgs& k, bool combined, const void* x)
+{
+    const bool valued = k.values != nullptr;
+    if (valued && combined) {
+        launch<true, true, T>(k, x);
+    } else if (valued) {
+        launch<true, false, T>(k, x);
+    } else if (combined) {
+        launch<false, true, T>(k, x);
+    } else {
+        launch<false, false, T>(k, x);
+    }
+}
+
+}  // namespace
+
 void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const void* blocks,
                     std::int64_t block_count, const std::int32_t* sorted_rows,
-                    const std::int32_t* indices, const float* values, const float* x,
-                    std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t d)
+                    const std::int32_t* indices, const float* values, const void* x,
+                    FeatureType x_type, std::int64_t ldx, float* y, std::int64_t ldy,
+                    std::int64_t d)
 {
     if (block_count == 0 || d == 0) {
         return;
@@ -146,19 +210,34 @@ void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const voi
     const int tile = static_cast<int>(std::min<std::int64_t>(d, launch.tile_cap));
     const std::int64_t tiles = (d + tile - 1) / tile;
     HALO_EXPECTS(tiles <= 65535, "dense width ", d, " needs ", tiles, " column tiles");
-    const std::size_t shared_bytes =
-        static_cast<std::size_t>(shared_rows(launch.warps_per_block)) * tile * sizeof(float);
-    const dim3 grid(static_cast<unsigned>(block_count), static_cast<unsigned>(tiles));
-    const dim3 block(static_cast<unsigned>(32 * launch.warps_per_block));
-    const auto* meta = static_cast<const int4*>(blocks);
-    if (values != nullptr) {
-        accel_gcn_kernel<true><<<grid, block, shared_bytes, stream>>>(
-            meta, sorted_rows, indices, values, x, ldx, y, ldy, static_cast<int>(d), tile,
-            launch.deg_bound, launch.warp_nonzeros);
-    } else {
-        accel_gcn_kernel<false><<<grid, block, shared_bytes, stream>>>(
-            meta, sorted_rows, indices, nullptr, x, ldx, y, ldy, static_cast<int>(d), tile,
-            launch.deg_bound, launch.warp_nonzeros);
+    const KernelArgs args{
+        dim3(static_cast<unsigned>(block_count), static_cast<unsigned>(tiles)),
+        dim3(static_cast<unsigned>(32 * launch.warps_per_block)),
+        static_cast<std::size_t>(shared_rows(launch.warps_per_block)) * tile * sizeof(float),
+        stream,
+        static_cast<const int4*>(blocks),
+        sorted_rows,
+        indices,
+        values,
+        ldx,
+        y,
+        ldy,
+        static_cast<int>(d),
+        tile,
+        launch.deg_bound,
+        launch.warp_nonzeros};
+    switch (x_type) {
+        case FeatureType::fp32:
+            launch_type<float>(args, launch.combined_warps, x);
+            break;
+        case FeatureType::fp16:
+            launch_type<__half>(args, launch.combined_warps, x);
+            break;
+        case FeatureType::bf16:
+            launch_type<__nv_bfloat16>(args, launch.combined_warps, x);
+            break;
+        default:
+            HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x_type));
     }
     HALO_CUDA_CHECK_LAUNCH();
 }

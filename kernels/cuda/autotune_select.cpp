@@ -93,6 +93,22 @@ const AutotuneChoice* AutotuneTable::find(const AutotuneKey& key) const
     return it == table_.end() ? nullptr : &it->second;
 }
 
+void AutotuneTable::preload(const AutotuneKey& key, AutotuneChoice choice)
+{
+    HALO_EXPECTS(table_.count(key) == 0, "autotune: rows [", key.begin, ", ", key.end,
+                 ") d=", key.width, " preloaded twice");
+    const auto n = choice.names.size();
+    if (n == 0 || choice.index >= n || choice.median_ms.size() != n ||
+        choice.failures.size() != n || !choice.failures[choice.index].empty() ||
+        !std::isfinite(choice.median_ms[choice.index]) || choice.median_ms[choice.index] < 0.0) {
+        HALO_THROW(InputError, "autotune: stored choice for rows [", key.begin, ", ", key.end,
+                   ") d=", key.width, " is inconsistent (", n, " candidates, choice ",
+                   choice.index, ", ", choice.median_ms.size(), " times)");
+    }
+    choice.stored = true;
+    table_.emplace(key, std::move(choice));
+}
+
 std::string AutotuneTable::report() const
 {
     std::string out;
@@ -109,7 +125,8 @@ std::string AutotuneTable::report() const
                    (c.failures[i].empty() ? format_ms(c.median_ms[i]) : "failed: " + c.failures[i]);
             first = false;
         }
-        out += first ? "\n" : ")\n";
+        out += first ? "" : ")";
+        out += c.stored ? " [stored]\n" : "\n";
     }
     return out;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "halo/autotune_metadata.hpp"
 #include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/autotune.hpp"
 #include "halo/cuda/backend.hpp"
@@ -92,41 +93,83 @@ std::string AutotunedSpmmPlan::algorithm() const
     return last_.empty() ? "autotune" : "autotune(" + last_ + ")";
 }
 
+void AutotunedSpmmPlan::preload(const std::vector<std::pair<AutotuneKey, AutotuneChoice>>& choices,
+                                const std::vector<std::string>& notes)
+{
+    for (const auto& [key, choice] : choices) {
+        HALO_EXPECTS(choice.names == names_, "autotune: stored choices over other candidates");
+        table_.preload(key, choice);
+    }
+    notes_.insert(notes_.end(), notes.begin(), notes.end());
+}
+
+void AutotunedSpmmPlan::set_identity(KernelMetadata identity, std::string device)
+{
+    identity_ = std::move(identity);
+    device_ = std::move(device);
+}
+
+std::vector<KernelMetadata> AutotunedSpmmPlan::tuning_metadata() const
+{
+    bool measured = false;
+    for (const auto& [key, choice] : table_.entries()) {
+        measured = measured || !choice.stored;
+    }
+    if (!measured || identity_.kernel.empty()) {
+        return {};
+    }
+    return {autotune_to_metadata(table_, identity_, device_)};
+}
+
 std::string AutotunedSpmmPlan::report() const
 {
     auto out = table_.report();
+    for (const auto& n : notes_) {
+        out += "note: " + n + "\n";
+    }
     for (const auto& u : unavailable_) {
         out += "unavailable: " + u + "\n";
     }
     return out;
 }
 
+const std::vector<std::string>& autotune_candidate_names()
+{
+    static const std::vector<std::string> names{"cusparse", "accel_gcn", "mergepath", "rowsplit"};
+    return names;
+}
+
 std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const Csr& a,
-                                                            std::int64_t max_dim)
+                                                            std::int64_t max_dim,
+                                                            const AutotunePlanOptions& options)
 {
     validate(a, "the operator of an autotuned SpMM plan");
     HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-    using Factory = std::unique_ptr<SpmmPlan> (*)(Context&, const Csr&, std::int64_t);
-    const std::pair<const char*, Factory> factories[] = {
-        {"cusparse",
-         [](Context& c, const Csr& m, std::int64_t d) { return make_cusparse_spmm_plan(c, m, d); }},
-        {"accel_gcn", [](Context& c, const Csr& m,
-                         std::int64_t d) { return make_accel_gcn_spmm_plan(c, m, d); }},
-        {"mergepath", [](Context& c, const Csr& m,
-                         std::int64_t d) { return make_mergepath_spmm_plan(c, m, d); }},
-        {"rowsplit",
-         [](Context& c, const Csr& m, std::int64_t d) { return make_rowsplit_spmm_plan(c, m, d); }},
+    auto make = [&](const std::string& name) -> std::unique_ptr<SpmmPlan> {
+        if (name == "cusparse") {
+            return make_cusparse_spmm_plan(ctx, a, max_dim);
+        }
+        if (name == "accel_gcn") {
+            AccelGcnOptions accel;
+            accel.ranges = options.ranges;
+            accel.partition = options.accel_gcn_partition;
+            return make_accel_gcn_spmm_plan(ctx, a, max_dim, accel);
+        }
+        if (name == "mergepath") {
+            return make_mergepath_spmm_plan(ctx, a, max_dim);
+        }
+        return make_rowsplit_spmm_plan(ctx, a, max_dim);
     };
     std::vector<AutotunedSpmmPlan::Candidate> candidates;
     std::vector<std::string> unavailable;
-    for (const auto& [name, make] : factories) {
+    for (const auto& name : autotune_candidate_names()) {
         // Only a rejection of this operator is tolerated; device failures propagate.
         try {
-            candidates.push_back({name, make(ctx, a, max_dim)});
+            candidates.push_back({name, make(name)});
         } catch (const InputError& e) {
-            unavailable.push_back(std::string(name) + ": " + e.what());
+            unavailable.push_back(name + ": " + e.what());
         } catch (const LogicError& e) {
-            unavailable.push_back(std::string(name) + ": " + e.what());
+            unavailable.push_back(name + ": " + e.what());
         }
     }
     if (candidates.empty()) {
@@ -137,8 +180,17 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
         HALO_THROW(InputError, "autotuned SpMM plan: no kernel accepts the ", a.num_rows, " x ",
                    a.num_cols, " operator with ", a.nnz(), " nonzeros", why);
     }
-    return std::make_unique<AutotunedSpmmPlan>(ctx, a.num_rows, a.num_cols, std::move(candidates),
-                                               std::move(unavailable));
+    auto plan = std::make_unique<AutotunedSpmmPlan>(ctx, a.num_rows, a.num_cols,
+                                                    std::move(candidates), std::move(unavailable));
+    auto notes = options.notes;
+    if (!options.stored_choices.empty() &&
+        plan->candidate_names() != autotune_candidate_names()) {
+        notes.push_back("stored autotune choices ignored: not every candidate could be built");
+        plan->preload({}, notes);
+    } else {
+        plan->preload(options.stored_choices, notes);
+    }
+    return plan;
 }
 
 }  // namespace halo::cuda

@@ -9,8 +9,13 @@
 #include <string>
 
 #include "cuda_kernels.hpp"
+#include "halo/accel_gcn_metadata.hpp"
+#include "halo/autotune_metadata.hpp"
+#include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/autotune.hpp"
+#include "halo/cuda/device.hpp"
 #include "halo/cuda/backend.hpp"
+#include "halo/cuda/mergepath.hpp"
 #include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -44,6 +49,49 @@ int checked_int(std::int64_t value, const char* what)
     HALO_EXPECTS(value >= 0 && value <= INT_MAX, what, " = ", value,
                  " is outside cuBLAS's 32-bit range");
     return static_cast<int>(value);
+}
+
+// A plan with lines for report() about stored metadata it could not use.
+class NotedPlan final : public SpmmPlan {
+public:
+    NotedPlan(std::unique_ptr<SpmmPlan> plan, std::vector<std::string> notes)
+        : plan_(std::move(plan)), notes_(std::move(notes))
+    {
+    }
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        plan_->run(x, y, rows);
+    }
+    std::string algorithm() const override { return plan_->algorithm(); }
+    std::string report() const override
+    {
+        auto out = plan_->report();
+        for (const auto& n : notes_) {
+            out += "note: " + n + "\n";
+        }
+        return out;
+    }
+
+private:
+    std::unique_ptr<SpmmPlan> plan_;
+    std::vector<std::string> notes_;
+};
+
+const KernelMetadata* find_metadata(const SpmmPlanHints& hints, const char* kernel)
+{
+    for (const auto& md : hints.stored) {
+        if (md.kernel == kernel && md.op == hints.op) {
+            return &md;
+        }
+    }
+    return nullptr;
+}
+
+// Whether stored metadata was built for operator `a` (shape and pattern fingerprint).
+bool built_for(const KernelMetadata& md, const Csr& a)
+{
+    return md.rows == a.num_rows && md.cols == a.num_cols && md.nnz == a.nnz() &&
+           md.fingerprint == pattern_fingerprint(a.view());
 }
 
 class CudaBackend final : public Backend {
@@ -121,11 +169,28 @@ public:
 
     std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a) override
     {
-        if (spmm_ == SpmmAlgorithm::rowsplit) {
-            return make_rowsplit_spmm_plan(ctx_, a, kMaxSpmmWidth);
-        }
-        if (spmm_ == SpmmAlgorithm::autotune) {
-            return make_autotuned_spmm_plan(ctx_, a, kMaxSpmmWidth);
+        return make_spmm_plan(a, SpmmPlanHints{});
+    }
+
+    std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a, const SpmmPlanHints& hints) override
+    {
+        switch (spmm_) {
+            case SpmmAlgorithm::rowsplit:
+                return make_rowsplit_spmm_plan(ctx_, a, kMaxSpmmWidth);
+            case SpmmAlgorithm::mergepath:
+                return make_mergepath_spmm_plan(ctx_, a, kMaxSpmmWidth);
+            case SpmmAlgorithm::accel_gcn: {
+                AccelGcnOptions options;
+                options.ranges = hints.ranges;
+                std::vector<std::string> notes;
+                options.partition = stored_accel_gcn(a, hints, notes);
+                return std::make_unique<NotedPlan>(
+                    make_accel_gcn_spmm_plan(ctx_, a, kMaxSpmmWidth, options), std::move(notes));
+            }
+            case SpmmAlgorithm::autotune:
+                return make_tuned_plan(a, hints);
+            case SpmmAlgorithm::cusparse:
+                break;
         }
         return make_cusparse_spmm_plan(ctx_, a, kMaxSpmmWidth);
     }
@@ -254,6 +319,59 @@ private:
     }
 
     Context& ctx_;
+    // The stored Accel-GCN partition of this operator, when the hints carry one built for it;
+    // one built for another operator (a stale dataset) is skipped with a note, a damaged one is
+    // an error.
+    static std::shared_ptr<const AccelGcnPartition> stored_accel_gcn(
+        const Csr& a, const SpmmPlanHints& hints, std::vector<std::string>& notes)
+    {
+        const auto* md = find_metadata(hints, accel_gcn_metadata_kernel);
+        if (md == nullptr) {
+            return nullptr;
+        }
+        const auto view = a.view();
+        if (!built_for(*md, a)) {
+            notes.push_back(md->origin + ": built for another operator; partitioning again");
+            return nullptr;
+        }
+        auto p = std::make_shared<AccelGcnPartition>(accel_gcn_from_metadata(*md, view));
+        try {
+            check_stored_accel_gcn_partition(view, *p, AccelGcnPartitionOptions{}, hints.ranges);
+        } catch (const InputError& e) {
+            notes.push_back(md->origin + ": " + e.message() + "; partitioning again");
+            return nullptr;
+        }
+        notes.push_back("accel_gcn: block partition loaded from " + md->origin);
+        return p;
+    }
+
+    std::unique_ptr<SpmmPlan> make_tuned_plan(const Csr& a, const SpmmPlanHints& hints)
+    {
+        AutotunePlanOptions options;
+        options.ranges = hints.ranges;
+        options.accel_gcn_partition = stored_accel_gcn(a, hints, options.notes);
+        const auto device = device_info(ctx_.device()).name;
+        const auto* md = find_metadata(hints, autotune_metadata_kernel);
+        if (md != nullptr && !built_for(*md, a)) {
+            options.notes.push_back(md->origin + ": built for another operator; timing again");
+        } else if (md != nullptr) {
+            auto stored = autotune_from_metadata(*md, a.view(), device, autotune_candidate_names());
+            if (!stored.note.empty()) {
+                options.notes.push_back(md->origin + ": " + stored.note);
+            } else {
+                options.notes.push_back("autotune: " + std::to_string(stored.entries.size()) +
+                                        " choice(s) loaded from " + md->origin);
+            }
+            options.stored_choices = std::move(stored.entries);
+        }
+        auto plan = make_autotuned_spmm_plan(ctx_, a, kMaxSpmmWidth, options);
+        if (!hints.op.empty()) {
+            plan->set_identity(
+                metadata_for_operator(autotune_metadata_kernel, hints.op, a.view()), device);
+        }
+        return plan;
+    }
+
     SpmmAlgorithm spmm_;
     PinnedBuffer<char> staging_[2];
     cudaEvent_t stage_events_[2] = {nullptr, nullptr};

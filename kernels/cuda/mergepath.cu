@@ -8,8 +8,9 @@
 //   split rows only, then each segment adds its part with one atomicAdd per element (the paper's
 //   T[0, :] / T[1, :] accumulate in registers first). Every other row gets one plain store from
 //   the segment holding its start and end, so no other row of y is read or zeroed.
-// - Mapping by width d: a lane owns 4 consecutive columns (float4 loads and stores) when d, both
-//   leading dimensions and both base pointers allow 16-byte accesses, else 1 column; with c
+// - Mapping by width d: a lane owns the columns of one 16-byte load (4 fp32 or 8 fp16/bf16; one or
+//   two float4 stores of y) when d, both leading dimensions and both base pointers allow it, else
+//   1 column (feature_vec.hpp); fp16/bf16 features are widened at the load, sums stay fp32; with c
 //   columns of lanes, a segment gets L lanes, L = the next power of two >= c when c <= 32
 //   (32 / L segments share a warp: independent thread scheduling lets them diverge), else c
 //   rounded up to 32 (ceil(c / 32) warps per segment, each warp one slice); every x row read by a
@@ -25,9 +26,13 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "feature_load.cuh"
+#include "feature_vec.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -37,6 +42,11 @@
 namespace halo::cuda {
 namespace {
 
+using detail::atomic_add_results;
+using detail::load_features;
+using detail::store_results;
+using detail::vector_columns;
+
 constexpr int kBlockThreads = 256;
 // Grid-stride loops beyond this many blocks (any larger grid only adds block scheduling).
 constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 22;
@@ -44,6 +54,7 @@ constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 22;
 // every default cost that a plan can use.
 constexpr std::int64_t kLastCostClass = 65;
 
+template <typename T>
 struct KernelArgs {
     const std::int64_t* indptr;
     const std::int32_t* indices;
@@ -56,84 +67,47 @@ struct KernelArgs {
     std::int64_t first_nonzero;
     std::int64_t lanes;  // per segment
     std::int64_t width;
-    const float* x;
+    const T* x;
     std::int64_t ldx;
     float* y;
     std::int64_t ldy;
 };
 
-// Columns per lane: 4 (one float4) when the width, both leading dimensions and both base
-// pointers allow 16-byte accesses, else 1.
-template <int kVec>
-struct Lanes;
-template <>
-struct Lanes<1> {
-    using type = float;
-    __device__ static type zero() { return 0.0f; }
-    __device__ static type load(const float* p) { return __ldg(p); }
-    __device__ static void fma(float a, type x, type& acc) { acc = fmaf(a, x, acc); }
-    __device__ static void add(type x, type& acc) { acc += x; }
-    __device__ static void store(float* p, type v) { *p = v; }
-    __device__ static void atomic_add(float* p, type v) { atomicAdd(p, v); }
-};
-template <>
-struct Lanes<4> {
-    using type = float4;
-    __device__ static type zero() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
-    __device__ static type load(const float* p)
-    {
-        return __ldg(reinterpret_cast<const float4*>(p));
-    }
-    __device__ static void fma(float a, type x, type& acc)
-    {
-        acc.x = fmaf(a, x.x, acc.x);
-        acc.y = fmaf(a, x.y, acc.y);
-        acc.z = fmaf(a, x.z, acc.z);
-        acc.w = fmaf(a, x.w, acc.w);
-    }
-    __device__ static void add(type x, type& acc)
-    {
-        acc.x += x.x;
-        acc.y += x.y;
-        acc.z += x.z;
-        acc.w += x.w;
-    }
-    __device__ static void store(float* p, type v) { *reinterpret_cast<float4*>(p) = v; }
-    __device__ static void atomic_add(float* p, type v)
-    {
-        atomicAdd(p, v.x);
-        atomicAdd(p + 1, v.y);
-        atomicAdd(p + 2, v.z);
-        atomicAdd(p + 3, v.w);
-    }
-};
-
-template <bool kValued, int kVec>
-__device__ __forceinline__ typename Lanes<kVec>::type row_sum(const KernelArgs& k,
-                                                              std::int64_t from, std::int64_t to,
-                                                              std::int64_t col)
+// A lane's kVec columns: kVec == 1, or one 16-byte load of x (4 fp32 or 8 fp16/bf16 columns)
+// when feature_vec.hpp's lane_columns() allows it; fp32 accumulators and fp32 y either way.
+template <bool kValued, int kVec, typename T>
+__device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t from, std::int64_t to,
+                                        std::int64_t col, float (&acc)[kVec])
 {
     // Unrolled so that several independent index -> x gathers are in flight per lane; x, the
     // matrix and the schedule are read-only for the whole kernel (read-only cache loads).
-    using L = Lanes<kVec>;
-    auto acc = L::zero();
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+        acc[i] = 0.0f;
+    }
 #pragma unroll 4
     for (std::int64_t j = from; j < to; ++j) {
-        const auto xv =
-            L::load(k.x + static_cast<std::int64_t>(__ldg(k.indices + j)) * k.ldx + col);
+        float xv[kVec];
+        load_features<T, kVec>(
+            k.x + static_cast<std::int64_t>(__ldg(k.indices + j)) * k.ldx + col, xv);
         if constexpr (kValued) {
-            L::fma(__ldg(k.values + j), xv, acc);
+            const float a = __ldg(k.values + j);
+#pragma unroll
+            for (int i = 0; i < kVec; ++i) {
+                acc[i] = fmaf(a, xv[i], acc[i]);
+            }
         } else {
-            L::add(xv, acc);
+#pragma unroll
+            for (int i = 0; i < kVec; ++i) {
+                acc[i] += xv[i];
+            }
         }
     }
-    return acc;
 }
 
-template <bool kValued, int kVec>
-__global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const KernelArgs k)
+template <bool kValued, int kVec, typename T>
+__global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const KernelArgs<T> k)
 {
-    using L = Lanes<kVec>;
     const std::int64_t total = k.num_segments * k.lanes;
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -149,22 +123,26 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
         const std::int64_t row_end = __ldg(k.segment_rows + s + 1);
         std::int64_t j = k.first_nonzero + d0 - (row_begin - k.range_begin);
         const std::int64_t nz_end = k.first_nonzero + d1 - (row_end - k.range_begin);
+        float acc[kVec];
         for (std::int64_t r = row_begin; r < row_end; ++r) {
             const std::int64_t next = __ldg(k.indptr + r + 1);
             float* out = k.y + r * k.ldy + col;
             if (r == row_begin && j > __ldg(k.indptr + r)) {
                 // Partial start row (Algorithm 2, lines 2-10): zeroed by the pre-pass.
                 if (j < next) {
-                    L::atomic_add(out, row_sum<kValued, kVec>(k, j, next, col));
+                    row_sum<kValued, kVec>(k, j, next, col, acc);
+                    atomic_add_results<kVec>(out, acc);
                 }
             } else {
-                L::store(out, row_sum<kValued, kVec>(k, j, next, col));
+                row_sum<kValued, kVec>(k, j, next, col, acc);
+                store_results<kVec>(out, acc);
             }
             j = next;
         }
         if (j < nz_end) {
             // Partial end row (lines 11-13), continued by the next segment(s).
-            L::atomic_add(k.y + row_end * k.ldy + col, row_sum<kValued, kVec>(k, j, nz_end, col));
+            row_sum<kValued, kVec>(k, j, nz_end, col, acc);
+            atomic_add_results<kVec>(k.y + row_end * k.ldy + col, acc);
         }
     }
 }
@@ -200,7 +178,25 @@ std::int64_t lanes_per_segment(std::int64_t width)
     return lanes;
 }
 
-class MergePathSpmmPlan final : public SpmmPlan {
+template <typename T>
+void launch_kernel(cudaStream_t stream, unsigned int grid, bool valued, int vec,
+                   const KernelArgs<T>& args)
+{
+    constexpr int kWide = vector_columns(std::is_same_v<T, float> ? FeatureType::fp32
+                                                                   : FeatureType::fp16);
+    if (valued && vec > 1) {
+        mergepath_spmm_kernel<true, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    } else if (valued) {
+        mergepath_spmm_kernel<true, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    } else if (vec > 1) {
+        mergepath_spmm_kernel<false, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    } else {
+        mergepath_spmm_kernel<false, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    }
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+class MergePathSpmmPlan final : public FeatureSpmmPlan {
 public:
     MergePathSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim,
                       const MergePathOptions& options)
@@ -253,7 +249,14 @@ public:
 
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
-        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
+        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
+    }
+
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        // The shape checks of every plan (x's element type does not enter them).
+        detail::check_spmm_operands({static_cast<const float*>(nullptr), x.rows, x.cols, x.ld}, y,
+                                    rows, num_rows_, num_cols_, max_dim_);
         const std::int64_t width = x.cols;
         if (rows.empty() || width == 0) {
             return;
@@ -266,38 +269,23 @@ public:
                 p.split_rows.data(), num_split, width, y.data, y.ld);
             HALO_CUDA_CHECK_LAUNCH();
         }
-        // float4 lanes when every access of a lane's four columns is 16-byte aligned.
-        const bool vec4 = width % 4 == 0 && x.ld % 4 == 0 && y.ld % 4 == 0 &&
-                          reinterpret_cast<std::uintptr_t>(x.data) % 16 == 0 &&
-                          reinterpret_cast<std::uintptr_t>(y.data) % 16 == 0;
-        const std::int64_t lanes = lanes_per_segment(vec4 ? width / 4 : width);
-        const KernelArgs args{indptr_d_.data(),
-                              indices_d_.data(),
-                              values_d_.data(),
-                              p.segment_rows.data(),
-                              p.host.num_segments(),
-                              p.host.cost,
-                              p.host.items,
-                              p.host.range.begin,
-                              p.host.first_nonzero,
-                              lanes,
-                              width,
-                              x.data,
-                              x.ld,
-                              y.data,
-                              y.ld};
+        // 16-byte lanes (4 fp32 or 8 fp16/bf16 columns) when every access of a lane is aligned.
+        const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
+        const std::int64_t lanes = lanes_per_segment(width / vec);
         const unsigned int grid = grid_for(p.host.num_segments() * lanes);
         const bool valued = values_d_.data() != nullptr;
-        if (valued && vec4) {
-            mergepath_spmm_kernel<true, 4><<<grid, kBlockThreads, 0, stream>>>(args);
-        } else if (valued) {
-            mergepath_spmm_kernel<true, 1><<<grid, kBlockThreads, 0, stream>>>(args);
-        } else if (vec4) {
-            mergepath_spmm_kernel<false, 4><<<grid, kBlockThreads, 0, stream>>>(args);
-        } else {
-            mergepath_spmm_kernel<false, 1><<<grid, kBlockThreads, 0, stream>>>(args);
+        switch (x.type) {
+            case FeatureType::fp32:
+                return launch_kernel(stream, grid, valued, vec,
+                                     kernel_args<float>(p, lanes, x, y));
+            case FeatureType::fp16:
+                return launch_kernel(stream, grid, valued, vec,
+                                     kernel_args<__half>(p, lanes, x, y));
+            case FeatureType::bf16:
+                return launch_kernel(stream, grid, valued, vec,
+                                     kernel_args<__nv_bfloat16>(p, lanes, x, y));
         }
-        HALO_CUDA_CHECK_LAUNCH();
+        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
     }
 
     std::string algorithm() const override
@@ -313,6 +301,27 @@ private:
         DeviceBuffer<std::int64_t> segment_rows;
         DeviceBuffer<std::int64_t> split_rows;
     };
+
+    template <typename T>
+    KernelArgs<T> kernel_args(const Prepared& p, std::int64_t lanes, FeatureView x,
+                       DenseView<float> y) const
+    {
+        return {indptr_d_.data(),
+                indices_d_.data(),
+                values_d_.data(),
+                p.segment_rows.data(),
+                p.host.num_segments(),
+                p.host.cost,
+                p.host.items,
+                p.host.range.begin,
+                p.host.first_nonzero,
+                lanes,
+                x.cols,
+                static_cast<const T*>(x.data),
+                x.ld,
+                y.data,
+                y.ld};
+    }
 
     std::int64_t cost_for(std::int64_t width) const
     {

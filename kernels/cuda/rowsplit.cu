@@ -11,6 +11,8 @@
 // - Each output element sums its row's nonzeros in CSR order with fmaf and is stored once: no
 //   atomics, the same bits every run, for any row range and any layout.
 // - Pattern matrices keep a null value array (1.0f is substituted at load): no array of ones.
+// - fp16/bf16 features: 8 columns per 16-byte load where aligned, widened to fp32 at the load;
+//   the sums are the fp32 path's, in the same order.
 // - Offsets are int32 when nnz + a warp stays below 2^31 (the lane index is added to offsets
 //   before the bound check), else int64; columns are int32 (local ids) in both.
 
@@ -19,8 +21,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "feature_load.cuh"
+#include "feature_vec.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -30,6 +36,8 @@
 namespace halo::cuda {
 namespace {
 
+using detail::load_features;
+using detail::store_results;
 using rowsplit::kWarp;
 
 constexpr int kBlock = 256;
@@ -37,8 +45,9 @@ constexpr int kBlock = 256;
 // scheduler balances skewed rows; beyond it the grid-stride loop takes over.
 constexpr std::int64_t kMaxBlocks = 65536;
 
+template <typename T>
 struct Args {
-    const float* x;
+    const T* x;
     std::int64_t ldx;
     float* y;
     std::int64_t ldy;
@@ -50,33 +59,25 @@ struct Args {
     const float* values;  // null: pattern matrix
 };
 
-template <int Vec>
-struct Acc;
-
-template <>
-struct Acc<1> {
-    float v = 0.0f;
-    __device__ void fma(float a, const float* x) { v = fmaf(a, __ldg(x), v); }
-    __device__ void store(float* y) const { *y = v; }
-};
-
-template <>
-struct Acc<4> {
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    __device__ void fma(float a, const float* x)
+// A lane's Vec fp32 sums; x read as T, Vec columns per load (feature_load.cuh).
+template <typename T, int Vec>
+struct Acc {
+    float v[Vec] = {};
+    __device__ void fma(float a, const T* x)
     {
-        const float4 b = __ldg(reinterpret_cast<const float4*>(x));
-        v.x = fmaf(a, b.x, v.x);
-        v.y = fmaf(a, b.y, v.y);
-        v.z = fmaf(a, b.z, v.z);
-        v.w = fmaf(a, b.w, v.w);
+        float b[Vec];
+        load_features<T, Vec>(x, b);
+#pragma unroll
+        for (int i = 0; i < Vec; ++i) {
+            v[i] = fmaf(a, b[i], v[i]);
+        }
     }
-    __device__ void store(float* y) const { *reinterpret_cast<float4*>(y) = v; }
+    __device__ void store(float* y) const { store_results<Vec>(y, v); }
 };
 
-template <typename Offset, int Group, int Vec>
+template <typename Offset, int Group, int Vec, typename T>
 __global__ void __launch_bounds__(kBlock)
-    rowsplit_kernel(const Offset* __restrict__ offsets, Args a)
+    rowsplit_kernel(const Offset* __restrict__ offsets, Args<T> a)
 {
     static_assert(kBlock % kWarp == 0 && kWarp % Group == 0, "groups must tile warps");
     const int lane = static_cast<int>(threadIdx.x) % Group;
@@ -94,8 +95,8 @@ __global__ void __launch_bounds__(kBlock)
         for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
             const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
             const bool active = col < a.width;
-            const float* x_col = a.x + col;
-            Acc<Vec> acc;
+            const T* x_col = a.x + col;
+            Acc<T, Vec> acc;
             for (Offset base = start; base < stop; base += Group) {
                 const Offset k = base + lane;
                 std::int32_t c = 0;
@@ -121,19 +122,19 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
-template <typename Offset, int Group, int Vec>
-void launch(cudaStream_t stream, const Offset* offsets, const Args& args)
+template <typename Offset, int Group, int Vec, typename T>
+void launch(cudaStream_t stream, const Offset* offsets, const Args<T>& args)
 {
     const std::int64_t rows = args.row_end - args.row_begin;
     const std::int64_t rows_per_block = kBlock / Group;
     const std::int64_t blocks = std::min((rows + rows_per_block - 1) / rows_per_block, kMaxBlocks);
-    rowsplit_kernel<Offset, Group, Vec>
+    rowsplit_kernel<Offset, Group, Vec, T>
         <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(offsets, args);
     HALO_CUDA_CHECK_LAUNCH();
 }
 
-template <typename Offset, int Vec>
-void launch_group(cudaStream_t stream, int group, const Offset* offsets, const Args& args)
+template <typename Offset, int Vec, typename T>
+void launch_group(cudaStream_t stream, int group, const Offset* offsets, const Args<T>& args)
 {
     switch (group) {
         case 4:
@@ -149,18 +150,22 @@ void launch_group(cudaStream_t stream, int group, const Offset* offsets, const A
     }
 }
 
-template <typename Offset>
+// fp32 features: 1 or 4 columns per lane; fp16/bf16: 1 or 8 (16-byte loads either way).
+template <typename Offset, typename T>
 void launch_layout(cudaStream_t stream, const rowsplit::Layout& layout, const Offset* offsets,
-                   const Args& args)
+                   const Args<T>& args)
 {
-    if (layout.vec == 4) {
-        launch_group<Offset, 4>(stream, layout.group, offsets, args);
+    constexpr int kWide = std::is_same_v<T, float> ? 4 : 8;
+    HALO_EXPECTS(layout.vec == 1 || layout.vec == kWide, "row-split lanes of ", layout.vec,
+                 " columns are not instantiated for this feature type");
+    if (layout.vec == kWide) {
+        launch_group<Offset, kWide>(stream, layout.group, offsets, args);
     } else {
         launch_group<Offset, 1>(stream, layout.group, offsets, args);
     }
 }
 
-class RowsplitSpmmPlan final : public SpmmPlan {
+class RowsplitSpmmPlan final : public FeatureSpmmPlan {
 public:
     RowsplitSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth offsets)
         : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim)
@@ -202,17 +207,47 @@ public:
 
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
-        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
+        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
+    }
+
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        // The shape checks of every plan (x's element type does not enter them).
+        detail::check_spmm_operands({static_cast<const float*>(nullptr), x.rows, x.cols, x.ld}, y,
+                                    rows, num_rows_, num_cols_, max_dim_);
         const std::int64_t width = x.cols;
         if (rows.empty() || width == 0) {
             return;
         }
         HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || num_cols_ == 0),
                      "null device operands");
-        const auto layout =
-            rowsplit::make_layout(width, rowsplit::vectorizable(x.data, x.ld, y.data, y.ld, width));
-        const Args args{x.data, x.ld,          y.data,          y.ld,          rows.begin, rows.end,
-                        width,  layout.chunks, columns_.data(), values_.data()};
+        const auto layout = rowsplit::make_layout(
+            width, detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width));
+        switch (x.type) {
+            case FeatureType::fp32:
+                return dispatch(layout, kernel_args<float>(layout, x, y, rows));
+            case FeatureType::fp16:
+                return dispatch(layout, kernel_args<__half>(layout, x, y, rows));
+            case FeatureType::bf16:
+                return dispatch(layout, kernel_args<__nv_bfloat16>(layout, x, y, rows));
+        }
+        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+    }
+
+    std::string algorithm() const override { return wide_ ? "rowsplit-i64" : "rowsplit"; }
+
+private:
+    template <typename T>
+    Args<T> kernel_args(const rowsplit::Layout& layout, FeatureView x, DenseView<float> y,
+                 RowRange rows) const
+    {
+        return {static_cast<const T*>(x.data), x.ld, y.data, y.ld, rows.begin, rows.end,
+                x.cols, layout.chunks, columns_.data(), values_.data()};
+    }
+
+    template <typename T>
+    void dispatch(const rowsplit::Layout& layout, const Args<T>& args) const
+    {
         if (wide_) {
             launch_layout(ctx_.compute_stream(), layout, offsets64_.data(), args);
         } else {
@@ -220,9 +255,6 @@ public:
         }
     }
 
-    std::string algorithm() const override { return wide_ ? "rowsplit-i64" : "rowsplit"; }
-
-private:
     Context& ctx_;
     std::int64_t num_rows_ = 0;
     std::int64_t num_cols_ = 0;

@@ -50,6 +50,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0)
 
 }  // namespace
 
+const char* kernel_operator_name(Aggregation kind)
+{
+    return kind == Aggregation::gcn ? kernel_operator_gcn.data() : kernel_operator_adjacency.data();
+}
+
 std::vector<float> gcn_degrees(const Shard& shard)
 {
     const auto& a = shard.csr;
@@ -251,7 +256,15 @@ struct Engine::Impl {
                 degree = exchange_degrees();
             }
             const auto op = make_aggregation(shard, kind, options.dataset_normalization, degree);
-            operators[kind] = backend.make_spmm_plan(op);
+            SpmmPlanHints hints;
+            hints.op = kernel_operator_name(kind);
+            hints.ranges = {{0, shard.num_interior}, {shard.num_interior, shard.num_owned}};
+            for (const auto& md : options.kernel_metadata) {
+                if (md.op == hints.op) {
+                    hints.stored.push_back(md);
+                }
+            }
+            operators[kind] = backend.make_spmm_plan(op, hints);
         }
     }
 
@@ -425,6 +438,23 @@ std::string Engine::kernel_report() const
             out +=
                 std::string(to_string(kind)) + " operator, " + report.substr(pos, end - pos) + "\n";
             pos = end + 1;
+        }
+    }
+    return out;
+}
+
+std::vector<KernelMetadata> Engine::tuning_metadata() const
+{
+    std::vector<KernelMetadata> out;
+    for (const auto& [kind, plan] : impl_->operators) {
+        for (auto& md : plan->tuning_metadata()) {
+            // mean and sum share the adjacency pattern: one entry per (kernel, operator).
+            const bool seen = std::any_of(out.begin(), out.end(), [&](const KernelMetadata& o) {
+                return o.kernel == md.kernel && o.op == md.op;
+            });
+            if (!seen) {
+                out.push_back(std::move(md));
+            }
         }
     }
     return out;

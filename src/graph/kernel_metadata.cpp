@@ -80,6 +80,19 @@ std::uint64_t pattern_fingerprint(const CsrView& a)
     return h;
 }
 
+KernelMetadata metadata_for_operator(const std::string& kernel, const std::string& op,
+                                     const CsrView& a)
+{
+    KernelMetadata md;
+    md.kernel = kernel;
+    md.op = op;
+    md.fingerprint = pattern_fingerprint(a);
+    md.rows = a.num_rows;
+    md.cols = a.num_cols;
+    md.nnz = a.nnz();
+    return md;
+}
+
 void validate_metadata_name(std::string_view name, std::string_view what)
 {
     bool ok = !name.empty() && name.size() <= 64;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "halo/error.hpp"
+#include "halo/quantize.hpp"
 
 namespace halo::store {
 
@@ -94,6 +95,13 @@ DatasetReader::DatasetReader(const std::filesystem::path& path)
     }
     info_.num_parts = static_cast<std::int32_t>(num_parts);
     info_.feature_dim = read_count(h, root, "feature_dim");
+    if (info_.version >= 2) {
+        info_.feature_type = read_string_attribute(h, root, "feature_type");
+        if (!is_one_of(info_.feature_type, {"float32", "int8"})) {
+            HALO_THROW(InputError, root.str(), ": attribute feature_type: '", info_.feature_type,
+                       "' is not float32 or int8");
+        }
+    }
     info_.has_labels = read_flag(h, root, "has_labels");
     info_.has_values = read_flag(h, root, "has_values");
     info_.partitioner = read_string_attribute(h, root, "partitioner");
@@ -239,7 +247,27 @@ Shard DatasetReader::part(int part) const
             h, hw, "send_rows", {plan.send_offsets.back(), "last entry of send_offsets"});
     }
 
-    if (info_.feature_dim > 0) {
+    if (info_.feature_dim > 0 && info_.feature_type == "int8") {
+        const auto features = open_group(g, where, "features");
+        const auto fw = where.child("features");
+        shard.feature_dim = info_.feature_dim;
+        QuantizedMatrix q;
+        q.rows = shard.num_owned;
+        q.cols = info_.feature_dim;
+        q.data = read_matrix<std::int8_t>(features.get(), fw, "values", shard.num_owned,
+                                          info_.feature_dim,
+                                          "attribute num_owned x root attribute feature_dim");
+        q.scale = read_array<float>(features.get(), fw, "scale",
+                                    {info_.feature_dim, "root attribute feature_dim"});
+        q.zero_point = read_array<std::int32_t>(features.get(), fw, "zero_point",
+                                                {info_.feature_dim, "root attribute feature_dim"});
+        validate(q, fw.str().c_str());
+        shard.features.resize(static_cast<std::size_t>(q.rows * q.cols));
+        dequantize(q.view(), dense_view(shard.features.data(), q.rows, q.cols));
+        shard.features_int8 = std::move(q.data);
+        shard.feature_scale = std::move(q.scale);
+        shard.feature_zero_point = std::move(q.zero_point);
+    } else if (info_.feature_dim > 0) {
         const auto features = open_group(g, where, "features");
         shard.feature_dim = info_.feature_dim;
         shard.features = read_matrix<float>(features.get(), where.child("features"), "values",

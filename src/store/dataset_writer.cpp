@@ -2,6 +2,7 @@
 
 #include "dataset_ledger.hpp"
 #include "halo/error.hpp"
+#include "halo/quantize.hpp"
 #include "halo/store.hpp"
 #include "hdf5_util.hpp"
 #include "kernel_metadata_io.hpp"
@@ -33,6 +34,8 @@ struct DatasetWriter::Impl {
     std::optional<bool> has_values;  // decided by the first part with a nonzero
     bool committed = false;
     bool broken = false;  // a write failed half-way: the file is unusable
+    std::vector<float> int8_scale;  // int8 datasets: the first part's column parameters
+    std::vector<std::int32_t> int8_zero_point;
 
     ~Impl()
     {
@@ -82,6 +85,9 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
     store::write_attribute_string(h, root, "normalization", info.normalization);
     store::write_attribute_string(h, root, "self_loops", info.self_loops);
     store::write_attribute<std::int64_t>(h, root, "feature_dim", info.feature_dim);
+    HALO_EXPECTS(info.feature_type == "float32" || info.feature_type == "int8", f,
+                 ": feature_type '", info.feature_type, "'");
+    store::write_attribute_string(h, root, "feature_type", info.feature_type);
     store::write_attribute<std::int8_t>(h, root, "has_labels", info.has_labels ? 1 : 0);
     store::write_attribute_string(
         h, root, "created_by",
@@ -115,6 +121,24 @@ void DatasetWriter::write_part(const Shard& shard)
                                       : " has labels but has_labels is not set");
     const std::string where = f + ": /parts/" + std::to_string(p);
     validate_shard(shard, where);
+    if (w.info.feature_type == "int8" && shard.feature_dim > 0) {
+        // Int8 parts share their columns' parameters, so that a row means the same on every
+        // rank (and a halo row can be sent as int8 and dequantized by its receiver).
+        QuantizedMatrix q;
+        q.rows = shard.num_owned;
+        q.cols = shard.feature_dim;
+        q.data = shard.features_int8;
+        q.scale = shard.feature_scale;
+        q.zero_point = shard.feature_zero_point;
+        validate(q, where.c_str());
+        if (w.int8_scale.empty()) {
+            w.int8_scale = shard.feature_scale;
+            w.int8_zero_point = shard.feature_zero_point;
+        }
+        HALO_EXPECTS(shard.feature_scale == w.int8_scale &&
+                         shard.feature_zero_point == w.int8_zero_point,
+                     where, ": int8 feature scales or zero points differ from the first part's");
+    }
     const auto nnz = shard.csr.nnz();
     if (nnz > 0) {
         if (!w.has_values) {
@@ -168,7 +192,14 @@ void DatasetWriter::write_part(const Shard& shard)
         store::write_array(h, hw, "send_offsets", span_of(plan.send_offsets));
         store::write_array(h, hw, "send_rows", span_of(plan.send_rows));
     }
-    if (shard.feature_dim > 0) {
+    if (shard.feature_dim > 0 && w.info.feature_type == "int8") {
+        const auto features = store::create_group(g, pw, "features");
+        const auto fw = pw.child("features");
+        store::write_matrix(features.get(), fw, "values", span_of(shard.features_int8),
+                            shard.num_owned, shard.feature_dim);
+        store::write_array(features.get(), fw, "scale", span_of(shard.feature_scale));
+        store::write_array(features.get(), fw, "zero_point", span_of(shard.feature_zero_point));
+    } else if (shard.feature_dim > 0) {
         const auto features = store::create_group(g, pw, "features");
         store::write_matrix(features.get(), pw.child("features"), "values", span_of(shard.features),
                             shard.num_owned, shard.feature_dim);

@@ -214,6 +214,88 @@ TEST(AccelGcn, SharedGraphs)
     }
 }
 
+TEST(AccelGcn, AblationWithoutDegreeSortOrCombinedWarps)
+{
+    HALO_REQUIRE_GPUS(1);
+    // Issue 6 item 6's switches compute the same result: unsorted rows in runs of equal degree,
+    // and warps that loop over their own column slices (the paper's Fig. 4(a)).
+    for (const bool sort : {true, false}) {
+        for (const bool combined : {true, false}) {
+            if (sort && combined) {
+                continue;  // the default, tested above
+            }
+            AccelGcnOptions o;
+            o.degree_sort = sort;
+            o.combined_warps = combined;
+            SCOPED_TRACE(::testing::Message()
+                         << "degree_sort " << sort << " combined " << combined);
+            check_graph(rmat_graph(11, 8, 21), kAllWidths, 7000, o);
+            check_graph(sparse_er(3000, 2000, 22), {1, 33, 256}, 7500, o);
+            AccelGcnOptions small = o;
+            small.warps_per_block = 4;
+            small.deg_bound = 8;
+            check_graph(long_row(true), {3, 100}, 7700, small);
+        }
+    }
+    halo::cuda::Context ctx;
+    AccelGcnOptions o;
+    o.degree_sort = false;
+    o.combined_warps = false;
+    EXPECT_EQ(halo::cuda::make_accel_gcn_spmm_plan(ctx, one_row(), 8, o)->algorithm(),
+              "accel-gcn-w12-b96-nosort-nocombine");
+}
+
+TEST(AccelGcn, StoredPartitionIsUsedAndChecked)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    const Csr a = rmat_graph(11, 8, 23, halo::Normalization::gcn);
+    const std::int64_t n = a.num_rows;
+    const std::vector<RowRange> ranges = {{0, n / 3}, {n / 3, n}};
+    for (const bool sort : {true, false}) {
+        const halo::AccelGcnPartitionOptions popt{12, 96, sort};
+        auto full = std::make_shared<halo::AccelGcnPartition>(halo::build_accel_gcn_partition(
+            a.view(), halo::accel_gcn_segments(n, ranges), popt));
+        // As a dataset stores it: without the derived nonzeros.
+        auto lean = std::make_shared<halo::AccelGcnPartition>(*full);
+        lean->indices.clear();
+        lean->values.clear();
+        for (const auto& stored : {full, lean}) {
+            AccelGcnOptions o;
+            o.degree_sort = sort;
+            o.ranges = ranges;
+            o.partition = stored;
+            const auto plan = halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, o);
+            std::uint64_t seed = 8000;
+            for (const std::int64_t d : {1, 33, 256}) {
+                for (const auto& set : range_sets(n)) {
+                    check(ctx, *plan, a, d, set, ++seed);
+                }
+            }
+        }
+        // A partition of another matrix, other options, or ranges it was not cut for.
+        AccelGcnOptions o;
+        o.degree_sort = sort;
+        o.partition = full;
+        const Csr other = rmat_graph(10, 8, 23, halo::Normalization::gcn);
+        EXPECT_THROW((void)halo::cuda::make_accel_gcn_spmm_plan(ctx, other, kMaxDim, o),
+                     halo::InputError);
+        Csr moved = a;
+        std::rotate(moved.indices.begin(), moved.indices.begin() + 1, moved.indices.end());
+        EXPECT_THROW((void)halo::cuda::make_accel_gcn_spmm_plan(ctx, moved, kMaxDim, o),
+                     halo::InputError);
+        AccelGcnOptions wrong = o;
+        wrong.degree_sort = !sort;
+        EXPECT_THROW((void)halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, wrong),
+                     halo::InputError);
+        AccelGcnOptions odd = o;
+        odd.ranges = {{1, n}};
+        EXPECT_THROW((void)halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, odd),
+                     halo::InputError);
+    }
+    HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
+}
+
 TEST(AccelGcn, RejectsWiderThanMaxDimAndBadOptions)
 {
     HALO_REQUIRE_GPUS(1);

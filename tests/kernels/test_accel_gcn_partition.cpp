@@ -8,6 +8,8 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "halo/accel_gcn_partition.hpp"
@@ -82,8 +84,11 @@ void check_partition(const Csr& a, const AccelGcnPartition& p, std::int64_t s0, 
         std::vector<std::int32_t> rows(p.sorted_rows.begin() + p.segment_rows[s],
                                        p.sorted_rows.begin() + p.segment_rows[s + 1]);
         ASSERT_EQ(static_cast<std::int64_t>(rows.size()), seg.size());
+        // Without degree sorting the key is constant: the rows keep their original order.
         auto key = [&](std::int32_t r) {
-            return std::min<std::int64_t>(a.row_nnz(r), std::int64_t{opt.deg_bound} + 1);
+            return opt.degree_sort
+                       ? std::min<std::int64_t>(a.row_nnz(r), std::int64_t{opt.deg_bound} + 1)
+                       : std::int64_t{0};
         };
         for (std::size_t i = 1; i < rows.size(); ++i) {
             ASSERT_TRUE(key(rows[i - 1]) < key(rows[i]) ||
@@ -298,10 +303,162 @@ TEST(AccelGcnPartition, CoversEveryNonzeroOnce)
                     check_partition(a, p, s0, s1);
                 }
             }
+            // The plan's check of stored partitions accepts every partition the builder makes.
+            EXPECT_NO_THROW(halo::validate_accel_gcn_partition(a.view(), p));
             const RowRange one[] = {{n / 4, n}};
             check_partition(a, halo::build_accel_gcn_partition(a.view(), one, opt), 0, 1);
         }
     }
+}
+
+TEST(AccelGcnPartition, UnsortedRowsKeepTheirOrderInRunsOfEqualDegree)
+{
+    // Degrees 2, 2, 2, 1, 2, 0, 0, 5 with 2 warps of 2 nonzeros (deg_bound 4): without sorting
+    // Algorithm 2 walks the original order, a block takes up to block_rows rows of a run of one
+    // degree (2 for degree <= 2) and a change of degree closes it; row 7 (degree 5) is split.
+    const Csr a = csr_from_rows(
+        8, {{0, 1}, {1, 2}, {2, 3}, {4}, {5, 6}, {}, {}, {0, 1, 2, 3, 4}}, false, 0);
+    const RowRange all[] = {{0, 8}};
+    const AccelGcnPartition p =
+        halo::build_accel_gcn_partition(a.view(), all, {2, 4, /*degree_sort=*/false});
+    EXPECT_EQ(p.sorted_rows, (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    const std::vector<AccelGcnBlock> want = {
+        {2, 0, 0, (2 << 16) | 2}, {2, 2, 4, (2 << 16) | 1}, {1, 3, 6, (1 << 16) | 1},
+        {2, 4, 7, (2 << 16) | 1}, {0, 5, 9, 2},             {5, 7, 9, 4},
+        {5, 7, 13, 1}};
+    EXPECT_EQ(p.blocks, want);
+    EXPECT_EQ(p.split_rows, (std::vector<std::int32_t>{7}));
+    // The nonzeros are the matrix's own, unpermuted.
+    EXPECT_EQ(p.indices, a.indices);
+    // Sorted, the four degree-2 rows fill two blocks, the empty rows and the degree-1 row one
+    // each, plus the two chunks of row 7: 6 blocks instead of 7.
+    const AccelGcnPartition sorted = halo::build_accel_gcn_partition(a.view(), all, {2, 4});
+    EXPECT_EQ(sorted.sorted_rows, (std::vector<std::int32_t>{5, 6, 3, 0, 1, 2, 4, 7}));
+    EXPECT_EQ(sorted.blocks.size(), 6u);
+}
+
+TEST(AccelGcnPartition, UnsortedPartitionCoversEveryNonzeroOnceAndEmulates)
+{
+    const std::vector<Csr> graphs = {rmat_graph(10, 8, 7), sparse_er(3000, 1500, 8, true),
+                                     long_row(), csr_from_rows(3, {{}}, false, 0), Csr{}};
+    std::uint64_t seed = 500;
+    for (const Csr& a : graphs) {
+        for (AccelGcnPartitionOptions opt :
+             std::vector<AccelGcnPartitionOptions>{{12, 96}, {1, 1}, {4, 8}}) {
+            opt.degree_sort = false;
+            const std::int64_t n = a.num_rows;
+            const RowRange cuts[] = {{0, n / 3}, {n / 3, n}};
+            const auto p =
+                halo::build_accel_gcn_partition(a.view(), halo::accel_gcn_segments(n, cuts), opt);
+            SCOPED_TRACE(::testing::Message() << "rows " << n << " nnz " << a.nnz() << " warps "
+                                              << opt.warps_per_block << " unsorted");
+            for (std::int64_t s0 = 0; s0 < p.num_segments(); ++s0) {
+                for (std::int64_t s1 = s0 + 1; s1 <= p.num_segments(); ++s1) {
+                    check_partition(a, p, s0, s1);
+                }
+            }
+            EXPECT_NO_THROW(halo::validate_accel_gcn_partition(a.view(), p));
+            // The original order throughout, so each segment's rows are its range ascending.
+            for (std::size_t k = 0; k < p.sorted_rows.size(); ++k) {
+                ASSERT_EQ(p.sorted_rows[k], static_cast<std::int32_t>(k));
+            }
+            if (p.num_segments() > 0 && a.nnz() < 100000) {
+                check_emulation(a, p, 0, p.num_segments(), 33, ++seed);
+            } else if (p.num_segments() > 0) {
+                check_emulation(a, p, 0, p.num_segments(), 1, ++seed);
+            }
+        }
+    }
+}
+
+TEST(AccelGcnPartition, GatherRebuildsTheNonzeros)
+{
+    for (const bool sort : {true, false}) {
+        for (const Csr& a : {rmat_graph(10, 8, 9), sparse_er(2000, 1000, 10, true), long_row()}) {
+            const std::int64_t n = a.num_rows;
+            const RowRange cuts[] = {{0, n / 2}, {n / 2, n}};
+            const auto built = halo::build_accel_gcn_partition(
+                a.view(), halo::accel_gcn_segments(n, cuts), {4, 16, sort});
+            AccelGcnPartition stored = built;
+            stored.indices.clear();
+            stored.values.clear();
+            stored.indices.shrink_to_fit();
+            // What a dataset holds is enough for the plan's checks ...
+            EXPECT_NO_THROW(halo::validate_accel_gcn_partition(a.view(), stored));
+            halo::accel_gcn_gather_nonzeros(a.view(), stored);
+            // ... and the gather restores exactly what the builder made.
+            EXPECT_EQ(stored.indices, built.indices);
+            EXPECT_EQ(stored.values, built.values);
+            EXPECT_EQ(stored.values.size(), a.has_values() ? a.indices.size() : 0u);
+        }
+    }
+    AccelGcnPartition bad;
+    bad.sorted_rows = {0, 5};
+    const Csr a = csr_from_rows(2, {{0}, {1}}, false, 0);
+    EXPECT_THROW(halo::accel_gcn_gather_nonzeros(a.view(), bad), halo::InputError);
+}
+
+// The message of the InputError that `f` throws (empty when it throws none).
+template <typename F>
+std::string input_error(F&& f)
+{
+    try {
+        f();
+    } catch (const halo::InputError& e) {
+        return e.what();
+    }
+    return {};
+}
+
+TEST(AccelGcnPartition, StoredPartitionMismatchesAreNamed)
+{
+    const Csr a = rmat_graph(9, 8, 11);
+    const std::int64_t n = a.num_rows;
+    const std::vector<RowRange> ranges = {{0, n / 3}, {n / 3, n}};
+    const AccelGcnPartitionOptions opt{12, 96};
+    const auto good =
+        halo::build_accel_gcn_partition(a.view(), halo::accel_gcn_segments(n, ranges), opt);
+    EXPECT_NO_THROW(halo::check_stored_accel_gcn_partition(a.view(), good, opt, ranges));
+    // Coarser requests are unions of the segments: fine. The whole range too.
+    const RowRange whole[] = {{0, n}};
+    EXPECT_NO_THROW(halo::check_stored_accel_gcn_partition(a.view(), good, opt, whole));
+    auto expect_error = [&](const AccelGcnPartition& p, const AccelGcnPartitionOptions& o,
+                            std::span<const RowRange> r, const Csr& m, const std::string& what) {
+        const std::string msg =
+            input_error([&] { halo::check_stored_accel_gcn_partition(m.view(), p, o, r); });
+        EXPECT_NE(msg.find(what), std::string::npos) << "got: '" << msg << "'";
+    };
+    expect_error(good, {12, 96, false}, ranges, a, "degree_sort");
+    expect_error(good, {4, 96}, ranges, a, "warps_per_block 12");
+    const RowRange odd[] = {{1, n}};
+    expect_error(good, opt, odd, a, "not a union of the stored partition's segments");
+    // Another matrix: fewer rows, or as many rows with other degrees, or other columns.
+    expect_error(good, opt, {}, rmat_graph(8, 8, 11), "covers " + std::to_string(n) + " rows");
+    Csr other = a;
+    std::rotate(other.indices.begin(), other.indices.begin() + 1, other.indices.end());
+    expect_error(good, opt, {}, other, "differs from the matrix's");
+    const Csr denser = rmat_graph(9, 16, 11);
+    if (denser.num_rows == n) {
+        expect_error(good, opt, {}, denser, "accel_gcn partition");
+    }
+    // Corrupted metadata that would overrun the kernel's shared memory or skip rows.
+    AccelGcnPartition too_many_rows = good;
+    too_many_rows.blocks.front().info = (too_many_rows.blocks.front().info & ~0xFFFF) | 0xFFFF;
+    expect_error(too_many_rows, opt, {}, a, "Algorithm 1's pattern");
+    AccelGcnPartition dropped = good;
+    dropped.blocks.pop_back();
+    dropped.segment_blocks.back() -= 1;
+    expect_error(dropped, opt, {}, a, "not covered exactly once");
+    AccelGcnPartition tables = good;
+    tables.segment_rows.pop_back();
+    expect_error(tables, opt, {}, a, "segment tables");
+    AccelGcnPartition values = good;
+    values.values.assign(values.indices.size(), 1.0f);
+    expect_error(values, opt, {}, a, "stored values");
+    AccelGcnPartition unsplit = good;
+    unsplit.split_rows.push_back(0);
+    unsplit.segment_split_rows.back() += 1;
+    expect_error(unsplit, opt, {}, a, "split rows");
 }
 
 TEST(AccelGcnPartition, SegmentsCutAtEveryRangeBound)

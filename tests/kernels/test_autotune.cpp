@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "halo/accel_gcn_metadata.hpp"
+#include "halo/accel_gcn_partition.hpp"
 #include "halo/autotune.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/autotune.hpp"
@@ -294,6 +296,103 @@ TEST(AutotunedSpmm, CudaBackendRunsItWhenAsked)
     check_spmm(*backend, *tuned, a, 48, {{0, a.num_rows / 2}, {a.num_rows / 2, a.num_rows}}, 8);
     check_report(*tuned, 2);
     EXPECT_EQ(plan->algorithm().rfind("autotune(", 0), 0u);
+}
+
+}  // namespace
+
+namespace {
+
+// Kernel metadata through the CUDA backend (SpmmPlanHints), as halo-infer passes it: a first plan
+// times its shapes and offers them for the dataset; a second plan given them (and the offline
+// Accel-GCN partition) runs without timing, says so in its report, offers nothing new, and
+// computes the same right results. Metadata of another operator is skipped with a note.
+TEST(AutotunedSpmm, StoredChoicesAndPartitionThroughTheBackend)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    const auto backend = halo::cuda::make_cuda_backend(ctx, halo::cuda::SpmmAlgorithm::autotune);
+    const auto a = graph_csr("rmat", 11, 21, true);
+    const auto n = a.num_rows;
+    const std::vector<halo::RowRange> ranges{{0, n / 3}, {n / 3, n}};
+    halo::SpmmPlanHints hints;
+    hints.op = "gcn";
+    hints.ranges = ranges;
+    const auto first = backend->make_spmm_plan(a, hints);
+    auto* tuned = dynamic_cast<halo::cuda::AutotunedSpmmPlan*>(first.get());
+    ASSERT_NE(tuned, nullptr);
+    check_spmm(*backend, *tuned, a, 64, ranges, 31);
+    const auto offered = first->tuning_metadata();
+    ASSERT_EQ(offered.size(), 1u);
+    EXPECT_EQ(offered[0].kernel, "autotune");
+    EXPECT_EQ(offered[0].op, "gcn");
+    EXPECT_EQ(offered[0].int64_arrays.at("begin").size(), 2u);
+
+    const auto segments = halo::accel_gcn_segments(n, ranges);
+    const auto partition = halo::build_accel_gcn_partition(a.view(), segments, {});
+    hints.stored = {offered[0], halo::accel_gcn_to_metadata(partition, a.view(), "gcn")};
+    hints.stored[0].origin = "test autotune";
+    hints.stored[1].origin = "test accel_gcn";
+    const auto second = backend->make_spmm_plan(a, hints);
+    auto* reused = dynamic_cast<halo::cuda::AutotunedSpmmPlan*>(second.get());
+    ASSERT_NE(reused, nullptr);
+    EXPECT_EQ(reused->table().size(), 2u) << "stored choices are preloaded";
+    check_spmm(*backend, *reused, a, 64, ranges, 32);
+    const auto report = second->report();
+    EXPECT_NE(report.find("[stored]"), std::string::npos) << report;
+    EXPECT_NE(report.find("loaded from test autotune"), std::string::npos) << report;
+    EXPECT_NE(report.find("block partition loaded from test accel_gcn"), std::string::npos)
+        << report;
+    EXPECT_TRUE(second->tuning_metadata().empty()) << "nothing new was timed";
+    for (const auto& key : {halo::AutotuneKey{0, n / 3, 64}, halo::AutotuneKey{n / 3, n, 64}}) {
+        EXPECT_EQ(reused->table().find(key)->index, tuned->table().find(key)->index);
+    }
+
+    // Metadata of another operator: skipped with a note, timed again.
+    const auto other = graph_csr("rmat", 11, 22, true);
+    const auto third = backend->make_spmm_plan(other, hints);
+    EXPECT_NE(third->report().find("built for another operator"), std::string::npos)
+        << third->report();
+    auto* retimed = dynamic_cast<halo::cuda::AutotunedSpmmPlan*>(third.get());
+    ASSERT_NE(retimed, nullptr);
+    EXPECT_EQ(retimed->table().size(), 0u);
+}
+
+// --spmm accel_gcn with a stored partition: loaded, and right.
+TEST(AutotunedSpmm, AccelGcnBackendUsesTheStoredPartition)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    const auto backend = halo::cuda::make_cuda_backend(ctx, halo::cuda::SpmmAlgorithm::accel_gcn);
+    const auto a = graph_csr("er", 12, 23, true);
+    const auto n = a.num_rows;
+    const std::vector<halo::RowRange> ranges{{0, n / 2}, {n / 2, n}};
+    halo::SpmmPlanHints hints;
+    hints.op = "adjacency";
+    hints.ranges = ranges;
+    const auto partition =
+        halo::build_accel_gcn_partition(a.view(), halo::accel_gcn_segments(n, ranges), {});
+    hints.stored = {halo::accel_gcn_to_metadata(partition, a.view(), "adjacency")};
+    hints.stored[0].origin = "test accel_gcn";
+    const auto plan = backend->make_spmm_plan(a, hints);
+    EXPECT_NE(plan->report().find("block partition loaded from test accel_gcn"),
+              std::string::npos)
+        << plan->report();
+    const auto x = random_matrix(a.num_cols, 40, 40, 5);
+    HostMatrix want(n, 40, 40);
+    halo::reference::spmm(a.view(), x.cview(), want.view());
+    auto dx = upload(*backend, x);
+    auto dy = upload(*backend, HostMatrix(n, 40, 40));
+    for (const auto& r : ranges) {
+        plan->run(dx.view, dy.view, r);
+    }
+    const auto got = download(*backend, dy);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float tol = tolerance<float>(
+            4, std::max<double>(1.0, a.row_nnz(i)) * std::max(row_max_abs(a, i), 1.0f));
+        for (std::int64_t j = 0; j < 40; ++j) {
+            ASSERT_NEAR(got(i, j), want(i, j), tol) << "(" << i << ", " << j << ")";
+        }
+    }
 }
 
 }  // namespace

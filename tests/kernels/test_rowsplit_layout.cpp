@@ -27,13 +27,13 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 TEST(RowsplitLayout, PicksTheSmallestGroupThatCoversTheWidth)
 {
     for (std::int64_t width = 1; width <= 1100; ++width) {
-        for (const bool vector : {false, true}) {
-            if (vector && width % 4 != 0) {
+        for (const int vec : {1, 4, 8}) {  // 8: 16-byte loads of fp16/bf16 features
+            if (width % vec != 0) {
                 continue;
             }
-            SCOPED_TRACE(testing::Message() << "width " << width << (vector ? " float4" : ""));
-            const auto l = rs::make_layout(width, vector);
-            EXPECT_EQ(l.vec, vector ? 4 : 1);
+            SCOPED_TRACE(testing::Message() << "width " << width << " vec " << vec);
+            const auto l = rs::make_layout(width, vec);
+            EXPECT_EQ(l.vec, vec);
             EXPECT_TRUE(l.group == 4 || l.group == 8 || l.group == 16 || l.group == 32);
             const std::int64_t pass = std::int64_t{l.group} * l.vec;
             EXPECT_GE(l.chunks * pass, width);
@@ -57,26 +57,31 @@ TEST(RowsplitLayout, PicksTheSmallestGroupThatCoversTheWidth)
     EXPECT_EQ(rs::make_layout(128, true).chunks, 1);
     EXPECT_EQ(rs::make_layout(1000, true).chunks, 8);
     EXPECT_EQ(rs::make_layout(1000, false).chunks, 32);
+    EXPECT_EQ(rs::make_layout(1000, true).vec, 4);  // the bool overload: float4
+    EXPECT_EQ(rs::make_layout(256, 8).group, 32);
+    EXPECT_EQ(rs::make_layout(256, 8).chunks, 1);
+    EXPECT_EQ(rs::make_layout(1000, 8).chunks, 4);
+    EXPECT_EQ(rs::make_layout(8, 8).group, 4);
 }
 
 TEST(RowsplitLayout, EveryColumnIsCoveredByExactlyOneLane)
 {
     for (std::int64_t width = 1; width <= 1100; ++width) {
-        for (const bool vector : {false, true}) {
-            if (vector && width % 4 != 0) {
+        for (const int vec : {1, 4, 8}) {
+            if (width % vec != 0) {
                 continue;
             }
-            SCOPED_TRACE(testing::Message() << "width " << width << (vector ? " float4" : ""));
-            const auto l = rs::make_layout(width, vector);
+            SCOPED_TRACE(testing::Message() << "width " << width << " vec " << vec);
+            const auto l = rs::make_layout(width, vec);
             std::vector<int> count(static_cast<std::size_t>(width), 0);
             for (std::int64_t chunk = 0; chunk < l.chunks; ++chunk) {
                 for (int lane = 0; lane < l.group; ++lane) {
                     const auto first = rs::first_column(l.group, l.vec, chunk, lane);
-                    ASSERT_EQ(first % l.vec, 0) << "float4 lane not 16-byte aligned";
+                    ASSERT_EQ(first % l.vec, 0) << "vector lane not 16-byte aligned";
                     if (first >= width) {
                         continue;  // an idle lane (the kernel's `active` is false)
                     }
-                    // An active float4 lane must have all four columns inside the width.
+                    // An active vector lane must have all its columns inside the width.
                     ASSERT_LE(first + l.vec, width) << "lane " << lane << " chunk " << chunk;
                     for (int e = 0; e < l.vec; ++e) {
                         ++count[static_cast<std::size_t>(first + e)];
@@ -200,16 +205,16 @@ TEST(RowsplitLayout, EmulatedKernelMatchesTheReference)
                 kind == "long-row" ? std::vector<std::int64_t>{1, 8}
                                    : std::vector<std::int64_t>{1, 3, 31, 32, 33, 100, 256, 1000};
             for (const auto width : widths) {
-                for (const bool vector : {false, true}) {
-                    if (vector && width % 4 != 0) {
+                for (const int vec : {1, 4, 8}) {  // 8: the fp16/bf16 lanes' columns
+                    if (width % vec != 0) {
                         continue;
                     }
                     SCOPED_TRACE(testing::Message()
                                  << kind << (valued ? " valued" : " pattern") << ", width " << width
-                                 << (vector ? " float4" : ""));
-                    const auto l = rs::make_layout(width, vector);
-                    const std::int64_t ldx = width + (vector ? 4 : 3);
-                    const std::int64_t ldy = width + (vector ? 8 : 1);
+                                 << " vec " << vec);
+                    const auto l = rs::make_layout(width, vec);
+                    const std::int64_t ldx = width + (vec > 1 ? vec : 3);
+                    const std::int64_t ldy = width + (vec > 1 ? 8 : 1);
                     auto x = halo::testing::random_floats(
                         static_cast<std::size_t>(a.num_cols * ldx), ++seed);
                     std::vector<float> want(static_cast<std::size_t>(n * ldy), kNaN);

@@ -82,9 +82,9 @@ TEST_F(StoreCorrupt, WrongFormatName)
 
 TEST_F(StoreCorrupt, FutureVersion)
 {
-    halo::testing::set_int_attribute(path_, "/", "version", 2);
+    halo::testing::set_int_attribute(path_, "/", "version", 3);
     expect_error<halo::InputError>([&] { halo::read_shard(path_, 0); },
-                                   {path_.string(), "version 2", "newer", "(version 1)"});
+                                   {path_.string(), "version 3", "newer", "(version 2)"});
 }
 
 TEST_F(StoreCorrupt, MissingDataset)

@@ -60,7 +60,8 @@ void round_trip(const DatasetSpec& spec)
     const auto info = halo::read_dataset_info(path);
     expect_same_info(info, d.info);
     EXPECT_EQ(info.format, "halo-dataset");
-    EXPECT_EQ(info.version, 1);
+    EXPECT_EQ(info.version, 2);
+    EXPECT_EQ(info.feature_type, "float32");
     EXPECT_EQ(info.has_values, spec.valued);
     EXPECT_EQ(halo::read_owner(path), d.owner);
 

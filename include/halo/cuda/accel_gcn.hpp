@@ -10,8 +10,10 @@
 #include <memory>
 #include <vector>
 
+#include "halo/accel_gcn_partition.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/context.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
 
 namespace halo::cuda {
 
@@ -29,12 +31,30 @@ struct AccelGcnOptions {
     /// partition. run() on another range partitions and uploads it on its first call (host work,
     /// once per range) and caches it.
     std::vector<RowRange> ranges;
+    /// Section III-C's degree sorting (default). false: rows keep their order, blocks take runs
+    /// of consecutive rows of equal degree (AccelGcnPartitionOptions::degree_sort); an ablation.
+    bool degree_sort = true;
+    /// Section III-D's combined warps (default): for width d, c = ceil(d / 32) consecutive warps
+    /// form one combined warp that sweeps a nonzero group across all d columns at once, and the
+    /// block's c passes hand the next groups to the same combined warps. false: the non-combined
+    /// mapping of the paper's Fig. 4(a) (GNNAdvisor's), the ablation of its Fig. 8: warp w keeps
+    /// nonzero group w and loops over the c column slices of 32 itself.
+    bool combined_warps = true;
+    /// A precomputed host partition (e.g. loaded from the dataset's kernels/accel_gcn group), used
+    /// instead of building one. It must be a partition of this matrix with these warps_per_block,
+    /// deg_bound and degree_sort, whose segments tile the rows and cut at every bound of
+    /// `ranges`; otherwise the plan throws halo::InputError naming the mismatch
+    /// (halo::check_stored_accel_gcn_partition). Its indices and values may be left empty: they
+    /// are gathered from the matrix (halo::accel_gcn_gather_nonzeros).
+    std::shared_ptr<const AccelGcnPartition> partition = nullptr;
 };
 
 /// Accel-GCN SpMM over a device copy of `a` (reordered by degree) for dense widths up to
 /// `max_dim`, any width (lanes beyond the width idle). run() is asynchronous on
-/// ctx.compute_stream(); x and y are device views. Throws halo::InputError when `a` is not a valid
-/// CSR matrix, has more than 2^31 - 1 nonzeros (int4 metadata) or the options are invalid.
+/// ctx.compute_stream(); x and y are device views. The plan is a FeatureSpmmPlan
+/// (as_feature_plan()): fp16/bf16 features are read one column per lane, as fp32 ones. Throws
+/// halo::InputError when `a` is not a valid CSR matrix, has more than 2^31 - 1 nonzeros (int4
+/// metadata), the options are invalid or a stored partition does not match.
 std::unique_ptr<SpmmPlan> make_accel_gcn_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                    const AccelGcnOptions& options = {});
 

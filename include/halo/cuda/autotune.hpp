@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "halo/accel_gcn_partition.hpp"
 #include "halo/autotune.hpp"
 #include "halo/backend.hpp"
 #include "halo/csr.hpp"
@@ -46,6 +48,16 @@ public:
     std::string report() const override;
 
     const AutotuneTable& table() const noexcept { return table_; }
+    /// Adds choices made earlier (AutotuneTable::preload) and notes for report().
+    void preload(const std::vector<std::pair<AutotuneKey, AutotuneChoice>>& choices,
+                 const std::vector<std::string>& notes);
+    const std::vector<std::string>& candidate_names() const noexcept { return names_; }
+    /// Names the operator (metadata_for_operator("autotune", op, a)) and the device, so that
+    /// tuning_metadata() can say what the choices belong to. Without it, nothing is offered.
+    void set_identity(KernelMetadata identity, std::string device);
+    /// The table as kernels/autotune/<op> metadata when this process timed at least one shape
+    /// (preloaded choices alone are not worth writing back) and set_identity() was called.
+    std::vector<KernelMetadata> tuning_metadata() const override;
 
 private:
     double time_candidate(std::size_t i, DenseView<const float> x, DenseView<float> y,
@@ -57,17 +69,37 @@ private:
     std::vector<Candidate> candidates_;
     std::vector<std::string> names_;
     std::vector<std::string> unavailable_;
+    std::vector<std::string> notes_;
+    KernelMetadata identity_;
+    std::string device_;
     AutotuneTable table_;
     cudaEvent_t start_ = nullptr;
     cudaEvent_t stop_ = nullptr;
     std::string last_;
 };
 
+struct AutotunePlanOptions {
+    /// Row ranges run() will be asked for (interior and boundary rows): Accel-GCN partitions
+    /// them at plan creation.
+    std::vector<RowRange> ranges;
+    /// Accel-GCN's partition, precomputed (the dataset's kernels/accel_gcn group).
+    std::shared_ptr<const AccelGcnPartition> accel_gcn_partition;
+    /// Choices stored by an earlier run (autotune_from_metadata entries): preloaded, so those
+    /// shapes are not timed again.
+    std::vector<std::pair<AutotuneKey, AutotuneChoice>> stored_choices;
+    /// Lines for report() about stored metadata that was not used, and why.
+    std::vector<std::string> notes;
+};
+
+/// The candidates' names, in the order make_autotuned_spmm_plan tries them.
+const std::vector<std::string>& autotune_candidate_names();
+
 /// Builds the four exact plans over `a` for widths up to `max_dim` (in the order cusparse,
 /// accel_gcn, mergepath, rowsplit: ties go to cuSPARSE). A kernel whose plan rejects `a` (e.g.
-/// Accel-GCN beyond 2^31 - 1 nonzeros) is left out and named in report(). Throws halo::InputError
-/// when `a` is not a valid CSR matrix or no plan could be built.
-std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const Csr& a,
-                                                            std::int64_t max_dim);
+/// Accel-GCN beyond 2^31 - 1 nonzeros) is left out and named in report(). Stored choices are
+/// preloaded when every kernel was built (otherwise they are ignored, with a note). Throws
+/// halo::InputError when `a` is not a valid CSR matrix or no plan could be built.
+std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(
+    Context& ctx, const Csr& a, std::int64_t max_dim, const AutotunePlanOptions& options = {});
 
 }  // namespace halo::cuda

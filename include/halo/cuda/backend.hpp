@@ -19,6 +19,8 @@ namespace halo::cuda {
 enum class SpmmAlgorithm {
     cusparse,
     rowsplit,
+    mergepath,  // include/halo/cuda/mergepath.hpp
+    accel_gcn,  // include/halo/cuda/accel_gcn.hpp; uses a stored partition when the hints carry one
     autotune,
 };
 

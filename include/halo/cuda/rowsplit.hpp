@@ -19,7 +19,9 @@ namespace halo::cuda {
 /// halo::LogicError). Row offsets are int32 when nnz fits comfortably in int32 and int64 beyond;
 /// IndexWidth::bits64 forces int64 (to test that path on small matrices). The upload happens here,
 /// run() is asynchronous on ctx.compute_stream() with x and y device views and allocates nothing.
-/// Throws halo::InputError when `a` is not a valid CSR matrix.
+/// Throws halo::InputError when `a` is not a valid CSR matrix. The plan is a FeatureSpmmPlan
+/// (as_feature_plan()): fp16/bf16 features, 8 columns per lane where aligned, fp32 sums in the
+/// same order as for fp32 features.
 std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                   IndexWidth offsets = IndexWidth::automatic);
 

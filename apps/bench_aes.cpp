@@ -1,0 +1,686 @@
+// halo-bench aes: AES-SpMM (paper 004, docs/AES.md) on one graph and one GPU, per sample width W
+// and dense width d, with fp32 and/or int8 features, against cuSPARSE SpMM in the same run.
+//
+// For each d: seeded fp32 features X (and their per-column int8 quantization), cuSPARSE on X as
+// the baseline and as the exact result, the exact int8 kernel, then AES at every W. Before
+// timing, each kernel's output (NaN-poisoned first) is compared with the CPU reference on the
+// checked rows (all rows of small graphs, a seeded sample of large ones): AES and int8 bit for
+// bit (the reference samples the same nonzeros and sums them in the same order), cuSPARSE within
+// the project's tolerance. Timings are medians of CUDA-event-timed runs after warm-up, rotating
+// among enough buffer sets that consecutive runs do not find their inputs in L2. Reported per W:
+// the speed-up over cuSPARSE and the relative Frobenius error ||Y_aes - Y_exact|| / ||Y_exact||
+// against cuSPARSE's fp32 result (for int8 features it includes the quantization error, which
+// the exact int8 kernel's line isolates). Exit code: 0 all checks passed, 1 an error stopped the
+// run, 3 a check failed.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "app_common.hpp"
+#include "bench_common.hpp"
+#include "halo/aes.hpp"
+#include "halo/backend.hpp"
+#include "halo/cuda/aes.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/bench.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/io.hpp"
+#include "halo/quantize.hpp"
+#include "halo/spmm.hpp"
+
+namespace halo::bench_app {
+namespace {
+
+namespace bench = halo::cuda::bench;
+
+constexpr std::int64_t kFullCheckMaxRows = 200000;
+constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
+constexpr std::int64_t kMaxSets = 64;
+
+struct AesBenchOptions {
+    GraphOptions graph;
+    std::vector<std::int64_t> dims{32, 64, 128, 256};
+    std::vector<std::int64_t> ws{16, 32, 64, 128, 256, 512, 1024};
+    std::string features = "both";
+    std::vector<std::string> scalings{"sample_sum"};
+    int warmup = 10;
+    int runs = 100;
+    std::int64_t check_rows = 2000;
+    std::uint64_t seed = 1;
+    int device = 0;
+    std::string json;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The checked rows as a CSR of their own: each row keeps its nonzeros in order (so AES samples
+// the same positions), columns renumbered to the rows of X they read.
+
+struct CheckSet {
+    std::vector<std::int64_t> rows;
+    std::vector<std::int64_t> columns;
+    Csr sub;
+    bool sampled = false;
+};
+
+CheckSet make_check_set(const Csr& a, std::int64_t sample, std::uint64_t seed)
+{
+    CheckSet cs;
+    if (a.num_rows <= kFullCheckMaxRows || sample <= 0 || sample >= a.num_rows) {
+        cs.rows.resize(static_cast<std::size_t>(a.num_rows));
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            cs.rows[i] = i;
+        }
+    } else {
+        cs.sampled = true;
+        std::mt19937_64 rng(seed);
+        std::uniform_int_distribution<std::int64_t> pick(0, a.num_rows - 1);
+        std::unordered_set<std::int64_t> chosen;
+        while (static_cast<std::int64_t>(chosen.size()) < sample) {
+            chosen.insert(pick(rng));
+        }
+        // The first and last rows and the longest row: the sampled rows of every strategy.
+        std::int64_t longest = 0;
+        for (std::int64_t i = 1; i < a.num_rows; ++i) {
+            longest = a.row_nnz(i) > a.row_nnz(longest) ? i : longest;
+        }
+        chosen.insert({0, a.num_rows - 1, longest});
+        cs.rows.assign(chosen.begin(), chosen.end());
+        std::sort(cs.rows.begin(), cs.rows.end());
+    }
+    std::vector<local_id> position(static_cast<std::size_t>(a.num_cols), -1);
+    cs.sub.num_rows = static_cast<std::int64_t>(cs.rows.size());
+    cs.sub.indptr.assign(1, 0);
+    for (const auto i : cs.rows) {
+        for (auto p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
+            const auto c = a.indices[p];
+            if (position[c] < 0) {
+                position[c] = static_cast<local_id>(cs.columns.size());
+                cs.columns.push_back(c);
+            }
+            cs.sub.indices.push_back(position[c]);
+            if (a.has_values()) {
+                cs.sub.values.push_back(a.values[p]);
+            }
+        }
+        cs.sub.indptr.push_back(static_cast<offset_t>(cs.sub.indices.size()));
+    }
+    cs.sub.num_cols = static_cast<std::int64_t>(cs.columns.size());
+    return cs;
+}
+
+struct Check {
+    std::int64_t elements = 0;
+    std::int64_t bad = 0;
+    double max_abs_diff = 0;
+};
+
+// Bit-for-bit: every element equal to the reference (a NaN, the poison, is never equal).
+Check compare_exact(const std::vector<float>& got, const std::vector<float>& want)
+{
+    Check c;
+    for (std::size_t e = 0; e < got.size(); ++e) {
+        ++c.elements;
+        if (!(got[e] == want[e])) {
+            ++c.bad;
+            const double d = std::fabs(static_cast<double>(got[e]) - want[e]);
+            c.max_abs_diff = std::isnan(d) ? d : std::max(c.max_abs_diff, d);
+        }
+    }
+    return c;
+}
+
+// Within k * eps * sum|terms| per element, k = min(2 row_nnz, 32) (the rule of halo-bench's SpMM
+// mode: two summation orders of random-signed terms).
+Check compare_tolerance(const std::vector<float>& got, const Csr& sub, const std::vector<float>& xs,
+                        std::int64_t dim)
+{
+    constexpr double eps = std::numeric_limits<float>::epsilon();
+    Check c;
+    for (std::int64_t i = 0; i < sub.num_rows; ++i) {
+        std::vector<double> ref(static_cast<std::size_t>(dim), 0.0);
+        std::vector<double> scale(static_cast<std::size_t>(dim), 0.0);
+        for (auto p = sub.indptr[i]; p < sub.indptr[i + 1]; ++p) {
+            const double v = sub.has_values() ? sub.values[p] : 1.0;
+            for (std::int64_t j = 0; j < dim; ++j) {
+                const double t = v * xs[sub.indices[p] * dim + j];
+                ref[j] += t;
+                scale[j] += std::fabs(t);
+            }
+        }
+        const double k = std::min<double>(2.0 * static_cast<double>(sub.row_nnz(i)), 32.0);
+        for (std::int64_t j = 0; j < dim; ++j) {
+            ++c.elements;
+            const double d = std::fabs(static_cast<double>(got[i * dim + j]) - ref[j]);
+            if (!(d <= k * eps * scale[j])) {
+                ++c.bad;
+            }
+            c.max_abs_diff = std::isnan(d) ? d : std::max(c.max_abs_diff, d);
+        }
+    }
+    return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs of one width: host X and its quantization, and device buffer sets rotated between runs.
+
+std::uint64_t splitmix64(std::uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// Uniform in [-1, 1) from a counter-based hash: the same values for any thread count.
+std::vector<float> host_uniform(std::size_t count, std::uint64_t seed)
+{
+    std::vector<float> v(count);
+    const std::uint64_t key = splitmix64(seed);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i) {
+        const auto bits = splitmix64(key ^ static_cast<std::uint64_t>(i)) >> 40;  // 24 bits
+        v[i] = -1.0f + 2.0f * static_cast<float>(bits) * 0x1.0p-24f;
+    }
+    return v;
+}
+
+std::size_t round_up(std::size_t n, std::size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+struct Inputs {
+    std::int64_t dim = 0;
+    std::vector<float> x;  // num_cols x dim, host
+    QuantizedMatrix q;     // its int8 quantization (empty without int8 features)
+    std::int64_t sets = 1;
+    std::size_t x_stride = 0;  // floats
+    std::size_t q_stride = 0;  // bytes
+    std::size_t y_stride = 0;  // floats
+    bench::DeviceArray x_sets;
+    cuda::DeviceBuffer<std::int8_t> q_sets;
+    cuda::DeviceBuffer<float> scale;
+    cuda::DeviceBuffer<std::int32_t> zero_point;
+    bench::DeviceArray y_sets;
+    bench::DeviceArray y_exact;
+
+    const float* x_set(std::int64_t s) const { return x_sets.data() + (s % sets) * x_stride; }
+    float* y_set(std::int64_t s) const { return y_sets.data() + (s % sets) * y_stride; }
+    QuantizedView q_set(std::int64_t s, std::int64_t rows) const
+    {
+        return {q_sets.data() + (s % sets) * q_stride, rows, dim, dim, scale.data(),
+                zero_point.data()};
+    }
+};
+
+Inputs make_inputs(cuda::Context& ctx, const Csr& a, std::int64_t dim, bool int8,
+                   std::int64_t l2_bytes, std::uint64_t seed)
+{
+    Inputs in;
+    in.dim = dim;
+    const auto x_count = static_cast<std::size_t>(a.num_cols * dim);
+    const auto y_count = static_cast<std::size_t>(a.num_rows * dim);
+    in.x = host_uniform(x_count, seed);
+    if (int8) {
+        in.q = quantize_columns(dense_view<const float>(in.x.data(), a.num_cols, dim),
+                                "the benchmark's features");
+    }
+    in.x_stride = round_up(x_count, 64);
+    in.q_stride = int8 ? round_up(x_count, 256) : 0;
+    in.y_stride = round_up(y_count, 64);
+    const double set_bytes = 4.0 * double(in.x_stride) + double(in.q_stride) + 4.0 * in.y_stride;
+    const auto wanted = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::ceil(2.0 * double(l2_bytes) / set_bytes)), 1, kMaxSets);
+    const auto free = bench::free_device_memory();
+    // The exact result and one set are needed; more sets only while they fit.
+    const double fixed = 4.0 * double(y_count) + double(kReserveBytes);
+    const auto fit = free > fixed ? static_cast<std::int64_t>((free - fixed) / set_bytes) : 0;
+    if (fit < 1) {
+        HALO_THROW(CudaError, "d = ", dim, ": one buffer set of ", app::format_bytes(set_bytes),
+                   " and the exact result do not fit in ", app::format_bytes(double(free)),
+                   " of free device memory");
+    }
+    in.sets = std::min(wanted, fit);
+    in.x_sets = bench::DeviceArray(in.x_stride * in.sets);
+    in.y_sets = bench::DeviceArray(in.y_stride * in.sets);
+    in.y_exact = bench::DeviceArray(y_count);
+    const cudaStream_t stream = ctx.compute_stream();
+    for (std::int64_t s = 0; s < in.sets; ++s) {
+        HALO_CUDA_TRY(cudaMemcpyAsync(in.x_sets.data() + s * in.x_stride, in.x.data(),
+                                      x_count * sizeof(float), cudaMemcpyHostToDevice, stream));
+    }
+    if (int8) {
+        in.q_sets = cuda::DeviceBuffer<std::int8_t>(ctx, in.q_stride * in.sets);
+        for (std::int64_t s = 0; s < in.sets; ++s) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(in.q_sets.data() + s * in.q_stride, in.q.data.data(),
+                                          x_count, cudaMemcpyHostToDevice, stream));
+        }
+        validate(in.q, "the benchmark's features");
+        in.scale = cuda::DeviceBuffer<float>(ctx, in.q.scale.size());
+        in.zero_point = cuda::DeviceBuffer<std::int32_t>(ctx, in.q.zero_point.size());
+        HALO_CUDA_TRY(cudaMemcpyAsync(in.scale.data(), in.q.scale.data(), in.scale.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+        HALO_CUDA_TRY(cudaMemcpyAsync(in.zero_point.data(), in.q.zero_point.data(),
+                                      in.zero_point.bytes(), cudaMemcpyHostToDevice, stream));
+    }
+    bench::synchronize(stream);
+    return in;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records.
+
+struct Record {
+    std::string kernel;    // cusparse | int8-exact | aes
+    std::string features;  // fp32 | int8
+    std::int64_t w = 0;    // 0: exact
+    std::string scaling;
+    std::int64_t dim = 0;
+    std::string status;  // ok | FAILED | ERROR
+    std::string message;
+    Stats ms;
+    std::int64_t sets = 0;
+    Check check;
+    double rel_frobenius = 0;
+    std::int64_t compulsory_bytes = 0;
+    double roofline_fraction = 0;
+    double speedup = 0;
+};
+
+Record make_record(std::string kernel, std::string features, std::int64_t w,
+                   std::string scaling, std::int64_t dim)
+{
+    Record r;
+    r.kernel = std::move(kernel);
+    r.features = std::move(features);
+    r.w = w;
+    r.scaling = std::move(scaling);
+    r.dim = dim;
+    return r;
+}
+
+template <typename Launch>
+Stats time_runs(const AesBenchOptions& o, cudaStream_t stream, std::int64_t sets, Launch&& launch)
+{
+    for (int w = 0; w < o.warmup; ++w) {
+        launch(w % sets);
+    }
+    bench::EventTimer timer(stream, o.runs);
+    for (int r = 0; r < o.runs; ++r) {
+        timer.start(r);
+        launch((o.warmup + r) % sets);
+        timer.stop(r);
+    }
+    return summarize(timer.elapsed_ms());
+}
+
+std::vector<float> gather(const float* y, const Csr& a, std::int64_t dim, const CheckSet& cs,
+                          cudaStream_t stream)
+{
+    std::vector<float> out(cs.rows.size() * static_cast<std::size_t>(dim));
+    bench::gather_rows_to_host({y, a.num_rows, dim, dim}, cs.rows.data(),
+                               static_cast<std::int64_t>(cs.rows.size()), out.data(), stream);
+    return out;
+}
+
+// The compulsory bytes of one SpMM: the row offsets, the staged nonzeros (column, and value
+// unless a pattern), every feature row once (int8 with its per-column parameters, or fp32) and
+// the output once.
+std::int64_t compulsory_bytes(const Csr& a, std::int64_t staged, std::int64_t dim, bool int8)
+{
+    const std::int64_t matrix =
+        (a.num_rows + 1) * 8 + staged * (4 + (a.has_values() ? 4 : 0));
+    const std::int64_t features = int8 ? a.num_cols * dim + 8 * dim : 4 * a.num_cols * dim;
+    return matrix + features + 4 * a.num_rows * dim;
+}
+
+std::string list_text(const std::vector<std::int64_t>& values)
+{
+    std::string text;
+    for (const auto v : values) {
+        text += (text.empty() ? "" : ",") + std::to_string(v);
+    }
+    return text;
+}
+
+int run_aes(const AesBenchOptions& o, const std::string& command)
+{
+    const auto date = utc_now_iso();
+    const bool want_fp32 = o.features != "int8";
+    const bool want_int8 = o.features != "fp32";
+    std::vector<AesScaling> scalings;
+    for (const auto& s : o.scalings) {
+        scalings.push_back(parse_aes_scaling(s));
+    }
+    for (const auto w : o.ws) {
+        validate(AesOptions{w, AesScaling::sample_sum});
+    }
+    for (const auto d : o.dims) {
+        if (d < 1) {
+            HALO_THROW(InputError, "--dims: width ", d, " must be at least 1");
+        }
+    }
+
+    BenchDevice device(o.device);
+    auto& ctx = device.ctx;
+    const cudaStream_t stream = ctx.compute_stream();
+    fmt::print("device {}: {} ({} SMs, L2 {}), copy bandwidth {:.0f} GB/s\n", device.info.index,
+               device.info.name, device.info.multiprocessors,
+               app::format_bytes(double(device.info.l2_cache_bytes)), device.copy_gb_per_s());
+
+    const auto graph = load_graph(o.graph);
+    const Csr& a = graph.csr;
+    fmt::print("graph {}: {} rows, {} nonzeros, max row {} nonzeros, {}\n", graph.source,
+               a.num_rows, a.nnz(), max_row_nnz(a.view()),
+               a.has_values() ? "valued" : "pattern");
+    const auto cs = make_check_set(a, o.check_rows, o.seed + 1);
+    fmt::print("checking {} rows{}\n", cs.rows.size(), cs.sampled ? " (seeded sample)" : "");
+
+    // How much of the graph each W keeps (the paper's Fig. 5).
+    std::vector<AesSampleStats> stats;
+    fmt::print("{:>6} {:>14} {:>14} {:>10} {:>10}\n", "W", "sampled rows", "staged", "staged %",
+               "distinct %");
+    for (const auto w : o.ws) {
+        stats.push_back(aes_sample_stats(a.view(), a.view().all_rows(), w));
+        const auto& s = stats.back();
+        fmt::print("{:>6} {:>14} {:>14} {:>9.2f}% {:>9.2f}%\n", w, s.sampled_rows, s.slots,
+                   100.0 * s.slot_fraction(), 100.0 * s.distinct_fraction());
+    }
+
+    const auto max_dim = *std::max_element(o.dims.begin(), o.dims.end());
+    const auto cusparse = cuda::make_cusparse_spmm_plan(ctx, a, max_dim);
+    std::vector<Record> records;
+    int failures = 0;
+    const double copy = device.copy_gb_per_s();
+
+    for (const auto dim : o.dims) {
+        const auto in =
+            make_inputs(ctx, a, dim, want_int8, device.info.l2_cache_bytes, o.seed + dim);
+        fmt::print("\nd = {}: {} buffer set(s)\n", dim, in.sets);
+        // The checked rows' features, packed in cs.columns order, for the references.
+        std::vector<float> xs(cs.columns.size() * static_cast<std::size_t>(dim));
+        QuantizedMatrix qs;
+        qs.rows = static_cast<std::int64_t>(cs.columns.size());
+        qs.cols = dim;
+        qs.scale = in.q.scale;
+        qs.zero_point = in.q.zero_point;
+        for (std::size_t c = 0; c < cs.columns.size(); ++c) {
+            std::copy_n(in.x.begin() + cs.columns[c] * dim, dim, xs.begin() + c * dim);
+            if (want_int8) {
+                qs.data.insert(qs.data.end(), in.q.data.begin() + cs.columns[c] * dim,
+                               in.q.data.begin() + (cs.columns[c] + 1) * dim);
+            }
+        }
+        const auto xs_view = dense_view<const float>(xs.data(), cs.sub.num_cols, dim);
+        std::vector<float> want(cs.rows.size() * static_cast<std::size_t>(dim));
+        const auto want_view = dense_view(want.data(), cs.sub.num_rows, dim);
+
+        auto finish = [&](Record& rec, std::int64_t staged, bool int8, double baseline_ms) {
+            rec.compulsory_bytes = compulsory_bytes(a, staged, dim, int8);
+            rec.roofline_fraction =
+                double(rec.compulsory_bytes) / (rec.ms.median * 1e6) / copy;
+            rec.speedup = baseline_ms / rec.ms.median;
+            rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
+            failures += rec.check.bad > 0 ? 1 : 0;
+            fmt::print("  {:<10} {:<5} {:>5} {:<10} median {:>9.4f} ms {:>6.1f}% copy "
+                       "{:>7.2f}x vs cusparse  rel.err {:.3e}  bad {} of {}: {}\n",
+                       rec.kernel, rec.features, rec.w > 0 ? std::to_string(rec.w) : "-",
+                       rec.scaling, rec.ms.median, 100.0 * rec.roofline_fraction, rec.speedup,
+                       rec.rel_frobenius, rec.check.bad, rec.check.elements, rec.status);
+            std::fflush(stdout);
+            records.push_back(rec);
+        };
+        auto frobenius = [&](const float* y) {
+            const auto s = cuda::frobenius_sums(ctx, {y, a.num_rows, dim, dim},
+                                                {in.y_exact.data(), a.num_rows, dim, dim});
+            return s.ref_sq > 0 ? std::sqrt(s.diff_sq / s.ref_sq) : std::sqrt(s.diff_sq);
+        };
+
+        // cuSPARSE: the baseline, and the exact result every error is measured against.
+        auto base = make_record("cusparse", "fp32", 0, "-", dim);
+        bench::fill_value(in.y_exact.data(), in.y_exact.size(), NAN, stream);
+        cusparse->run({in.x_set(0), a.num_cols, dim, dim}, {in.y_exact.data(), a.num_rows, dim, dim},
+                      {0, a.num_rows});
+        bench::check_last_error();
+        base.check =
+            compare_tolerance(gather(in.y_exact.data(), a, dim, cs, stream), cs.sub, xs, dim);
+        base.ms = time_runs(o, stream, in.sets, [&](std::int64_t s) {
+            cusparse->run({in.x_set(s), a.num_cols, dim, dim}, {in.y_set(s), a.num_rows, dim, dim},
+                          {0, a.num_rows});
+        });
+        base.sets = in.sets;
+        const double baseline_ms = base.ms.median;
+        finish(base, a.nnz(), false, baseline_ms);
+
+        if (want_int8) {
+            auto rec = make_record("int8-exact", "int8", 0, "-", dim);
+            const auto plan = cuda::make_int8_spmm_plan(ctx, a, dim);
+            bench::fill_value(in.y_set(0), in.y_stride, NAN, stream);
+            plan->run(in.q_set(0, a.num_cols), {in.y_set(0), a.num_rows, dim, dim},
+                      {0, a.num_rows});
+            bench::check_last_error();
+            reference::spmm_int8(cs.sub.view(), qs.view(), want_view, cs.sub.view().all_rows());
+            rec.check = compare_exact(gather(in.y_set(0), a, dim, cs, stream), want);
+            rec.rel_frobenius = frobenius(in.y_set(0));
+            rec.ms = time_runs(o, stream, in.sets, [&](std::int64_t s) {
+                plan->run(in.q_set(s, a.num_cols), {in.y_set(s), a.num_rows, dim, dim},
+                          {0, a.num_rows});
+            });
+            rec.sets = in.sets;
+            finish(rec, a.nnz(), true, baseline_ms);
+        }
+
+        for (std::size_t wi = 0; wi < o.ws.size(); ++wi) {
+            const auto w = o.ws[wi];
+            for (const auto scaling : scalings) {
+                const AesOptions options{w, scaling};
+                for (const bool int8 : {false, true}) {
+                    if ((int8 && !want_int8) || (!int8 && !want_fp32)) {
+                        continue;
+                    }
+                    auto rec = make_record("aes", int8 ? "int8" : "fp32", w, to_string(scaling), dim);
+                    try {
+                        std::unique_ptr<SpmmPlan> fp32_plan;
+                        std::unique_ptr<cuda::Int8SpmmPlan> int8_plan;
+                        if (int8) {
+                            int8_plan = cuda::make_aes_int8_spmm_plan(ctx, a, dim, options);
+                        } else {
+                            fp32_plan = cuda::make_aes_spmm_plan(ctx, a, dim, options);
+                        }
+                        auto launch = [&](std::int64_t s) {
+                            const DenseView<float> y{in.y_set(s), a.num_rows, dim, dim};
+                            if (int8) {
+                                int8_plan->run(in.q_set(s, a.num_cols), y, {0, a.num_rows});
+                            } else {
+                                fp32_plan->run({in.x_set(s), a.num_cols, dim, dim}, y,
+                                               {0, a.num_rows});
+                            }
+                        };
+                        bench::fill_value(in.y_set(0), in.y_stride, NAN, stream);
+                        launch(0);
+                        bench::check_last_error();
+                        if (int8) {
+                            reference::aes_spmm(cs.sub.view(), qs.view(), want_view,
+                                                cs.sub.view().all_rows(), options);
+                        } else {
+                            reference::aes_spmm(cs.sub.view(), xs_view, want_view,
+                                                cs.sub.view().all_rows(), options);
+                        }
+                        rec.check = compare_exact(gather(in.y_set(0), a, dim, cs, stream), want);
+                        rec.rel_frobenius = frobenius(in.y_set(0));
+                        rec.ms = time_runs(o, stream, in.sets, launch);
+                        rec.sets = in.sets;
+                        finish(rec, stats[wi].slots, int8, baseline_ms);
+                    } catch (const Error& e) {
+                        rec.status = "ERROR";
+                        rec.message = e.message();
+                        ++failures;
+                        fmt::print("  aes {} W {} {}: ERROR {}\n", rec.features, w, rec.scaling,
+                                   e.message());
+                        records.push_back(rec);
+                    }
+                }
+            }
+        }
+    }
+
+    // Summary: speed-up and error per W (the median over widths of each).
+    fmt::print("\n{:<6} {:<10} {:<5} {:>22} {:>24}\n", "W", "scaling", "feat",
+               "speed-up vs cusparse", "rel. Frobenius error");
+    for (const auto w : o.ws) {
+        for (const auto& s : o.scalings) {
+            for (const std::string f : {"fp32", "int8"}) {
+                std::string line;
+                for (const auto& r : records) {
+                    if (r.kernel == "aes" && r.w == w && r.scaling == s && r.features == f &&
+                        r.status != "ERROR") {
+                        line += fmt::format(" d{}: {:.2f}x {:.2e}", r.dim, r.speedup,
+                                            r.rel_frobenius);
+                    }
+                }
+                if (!line.empty()) {
+                    fmt::print("{:<6} {:<10} {:<5}{}\n", w, s, f, line);
+                }
+            }
+        }
+    }
+    fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
+
+    if (!o.json.empty()) {
+        Json doc = provenance_json("halo-bench aes", date, command);
+        doc["device"] = device.device_json();
+        doc["graph"] = graph_json(graph, o.graph);
+        doc["copy_bandwidth"] = device.copy_json();
+        doc["settings"] = {{"dims", o.dims},
+                           {"ws", o.ws},
+                           {"features", o.features},
+                           {"scalings", o.scalings},
+                           {"warmup", o.warmup},
+                           {"runs", o.runs},
+                           {"seed", o.seed},
+                           {"check_rows", cs.rows.size()},
+                           {"check_sampled", cs.sampled}};
+        Json sampling = Json::array();
+        for (std::size_t i = 0; i < o.ws.size(); ++i) {
+            const auto& s = stats[i];
+            sampling.push_back({{"w", o.ws[i]},
+                                {"sampled_rows", s.sampled_rows},
+                                {"staged_nonzeros", s.slots},
+                                {"distinct_nonzeros", s.distinct},
+                                {"staged_fraction", s.slot_fraction()},
+                                {"distinct_fraction", s.distinct_fraction()}});
+        }
+        doc["sampling"] = std::move(sampling);
+        Json list = Json::array();
+        for (const auto& r : records) {
+            Json j{{"kernel", r.kernel},
+                   {"features", r.features},
+                   {"w", r.w > 0 ? Json(r.w) : Json(nullptr)},
+                   {"scaling", r.scaling},
+                   {"dim", r.dim},
+                   {"status", r.status}};
+            if (r.status == "ERROR") {
+                j["message"] = r.message;
+            } else {
+                j["time_ms"] = {{"median", r.ms.median}, {"min", r.ms.min}, {"max", r.ms.max}};
+                j["buffer_sets"] = r.sets;
+                j["speedup_vs_cusparse"] = r.speedup;
+                j["rel_frobenius_error_vs_exact_fp32"] = r.rel_frobenius;
+                j["compulsory_bytes"] = r.compulsory_bytes;
+                j["roofline_fraction"] = r.roofline_fraction;
+                j["check"] = {{"elements", r.check.elements},
+                              {"bad_elements", r.check.bad},
+                              {"max_abs_diff", r.check.max_abs_diff},
+                              {"rule", r.kernel == "cusparse" ? "tolerance" : "bit-exact"}};
+            }
+            list.push_back(std::move(j));
+        }
+        doc["results"] = std::move(list);
+        write_file_atomic(o.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.json);
+    }
+    return failures ? 3 : 0;
+}
+
+// The command line that reproduces this run (the subcommand does not see argv).
+std::string command_text(const AesBenchOptions& o)
+{
+    std::string c = fmt::format("halo-bench aes --graph {}", o.graph.graph);
+    if (o.graph.symmetrize) {
+        c += " --symmetrize";
+    }
+    if (o.graph.no_symmetrize) {
+        c += " --no-symmetrize";
+    }
+    std::string scalings;
+    for (const auto& s : o.scalings) {
+        scalings += (scalings.empty() ? "" : ",") + s;
+    }
+    c += fmt::format(
+        " --self-loops {} --normalize {} --dims {} --ws {} --features {} --scaling {} "
+        "--warmup {} --runs {} --check-rows {} --seed {} --device {}",
+        o.graph.self_loops, o.graph.normalize, list_text(o.dims), list_text(o.ws), o.features,
+        scalings, o.warmup, o.runs, o.check_rows, o.seed, o.device);
+    if (!o.json.empty()) {
+        c += " --json " + o.json;
+    }
+    return c;
+}
+
+}  // namespace
+
+void add_aes_command(CLI::App& app, int& exit_code)
+{
+    auto o = std::make_shared<AesBenchOptions>();
+    auto* cmd = app.add_subcommand(
+        "aes",
+        "AES-SpMM (docs/AES.md): sampled SpMM per W with fp32 and int8 features, and the exact "
+        "int8 SpMM, against cuSPARSE in the same run; each checked against the CPU sampling "
+        "reference; speed-up and relative Frobenius error per W");
+    add_graph_options(*cmd, o->graph);
+    cmd->add_option("--dims", o->dims, "dense widths d, comma-separated")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--ws", o->ws, "sample widths W (16 to 1024), comma-separated")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--features", o->features, "fp32 | int8 | both")
+        ->check(CLI::IsMember({"fp32", "int8", "both"}))
+        ->capture_default_str();
+    cmd->add_option("--scaling", o->scalings,
+                    "sample_sum (the paper's) and/or rescaled, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"sample_sum", "rescaled"}))
+        ->capture_default_str();
+    cmd->add_option("--warmup", o->warmup, "untimed launches per measurement")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--runs", o->runs, "timed launches per measurement (median reported)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--check-rows", o->check_rows,
+                    "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
+        ->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed of X and of the checked-row sample")
+        ->capture_default_str();
+    cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+    cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+    cmd->callback([o, &exit_code] {
+        exit_code = app::run_guarded("halo-bench aes",
+                                     [&] { return run_aes(*o, command_text(*o)); });
+    });
+}
+
+}  // namespace halo::bench_app

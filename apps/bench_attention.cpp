@@ -1,0 +1,645 @@
+// halo-bench attention: sparse attention O = softmax_row(mask(Q K^T * scale)) V on one graph and
+// one GPU (docs/FUSED3S.md): the fused Fused3S kernel against the unfused fp32 baseline (SDDMM,
+// row softmax, cuSPARSE SpMM) in the same run.
+//
+// It builds the BSB on the host (timed), then for each width d: fills seeded Q, K, V sets, checks
+// both kernels on NaN-poisoned outputs against the fp64 CPU reference on a seeded sample of rows
+// (all rows of small graphs): Fused3S per-row relative error at most 1e-2, the baseline within
+// 1e-5 of max |V|; then times each with CUDA events after warm-up (median of `runs`), rotating
+// among enough input/output sets that consecutive runs do not find their data in L2. Fused3S is
+// timed on fp16 inputs (the kernel) and from fp32 inputs (conversion included). --ablation adds
+// the four settings of row-window reordering and register remapping. Exit code: 0 all checks
+// passed, 1 an error stopped the run, 3 a check failed.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "app_common.hpp"
+#include "bench_common.hpp"
+#include "halo/attention.hpp"
+#include "halo/cuda/bench.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda/fused3s.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/fused3s.hpp"
+#include "halo/io.hpp"
+
+namespace halo::bench_app {
+namespace {
+
+namespace bench = halo::cuda::bench;
+
+constexpr std::int64_t kFullCheckMaxRows = 200000;
+constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
+constexpr double kFusedTolerance = 1e-2;
+constexpr double kUnfusedTolerance = 1e-5;
+
+struct AttentionOptions {
+    GraphOptions graph;
+    std::vector<std::int64_t> dims{64, 128};
+    double scale = 0;  // 0: 1 / sqrt(d)
+    bool ablation = false;
+    int warmup = 10;
+    int runs = 100;
+    std::int64_t check_rows = 2000;
+    std::uint64_t seed = 1;
+    int device = 0;
+    std::string json;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Checked rows: a seeded sample (or all rows), and the sub-pattern over the columns they read.
+
+struct CheckSet {
+    std::vector<std::int64_t> rows;
+    std::vector<std::int64_t> columns;
+    Csr sub;
+    bool sampled = false;
+};
+
+CheckSet make_check_set(const Csr& a, std::int64_t sample, std::uint64_t seed)
+{
+    CheckSet cs;
+    if (a.num_rows <= kFullCheckMaxRows || sample <= 0 || sample >= a.num_rows) {
+        cs.rows.resize(static_cast<std::size_t>(a.num_rows));
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            cs.rows[i] = i;
+        }
+    } else {
+        cs.sampled = true;
+        std::mt19937_64 rng(seed);
+        std::uniform_int_distribution<std::int64_t> pick(0, a.num_rows - 1);
+        std::unordered_set<std::int64_t> chosen;
+        while (static_cast<std::int64_t>(chosen.size()) < sample) {
+            chosen.insert(pick(rng));
+        }
+        std::int64_t longest = 0;
+        for (std::int64_t i = 1; i < a.num_rows; ++i) {
+            longest = a.row_nnz(i) > a.row_nnz(longest) ? i : longest;
+        }
+        chosen.insert({0, a.num_rows - 1, longest});
+        cs.rows.assign(chosen.begin(), chosen.end());
+        std::sort(cs.rows.begin(), cs.rows.end());
+    }
+    std::vector<local_id> position(static_cast<std::size_t>(a.num_cols), -1);
+    cs.sub.num_rows = static_cast<std::int64_t>(cs.rows.size());
+    cs.sub.indptr.assign(1, 0);
+    for (const auto i : cs.rows) {
+        for (auto p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
+            const auto c = a.indices[p];
+            if (position[c] < 0) {
+                position[c] = static_cast<local_id>(cs.columns.size());
+                cs.columns.push_back(c);
+            }
+            cs.sub.indices.push_back(position[c]);
+        }
+        cs.sub.indptr.push_back(static_cast<offset_t>(cs.sub.indices.size()));
+    }
+    cs.sub.num_cols = static_cast<std::int64_t>(cs.columns.size());
+    return cs;
+}
+
+std::vector<float> gather(DenseView<const float> m, const std::vector<std::int64_t>& rows,
+                          cudaStream_t stream)
+{
+    std::vector<float> out(rows.size() * static_cast<std::size_t>(m.cols));
+    if (!rows.empty()) {
+        bench::gather_rows_to_host(m, rows.data(), static_cast<std::int64_t>(rows.size()),
+                                   out.data(), stream);
+    }
+    return out;
+}
+
+struct Check {
+    std::int64_t rows = 0;
+    std::int64_t bad_rows = 0;
+    std::int64_t nonfinite = 0;
+    double max_row_rel_error = 0;  // max_i ||O_i - R_i|| / ||R_i||
+    double frobenius_rel_error = 0;
+    double max_abs_error = 0;
+    std::int64_t worst_row = -1;
+};
+
+// got (checked rows, packed) against ref. Fused: a row is bad when its relative error exceeds
+// `row_tol`; baseline: when an element differs by more than `abs_tol`. Rows without a nonzero
+// must be exactly zero.
+Check compare(const CheckSet& cs, const std::vector<float>& got, const std::vector<double>& ref,
+              std::int64_t d, double row_tol, double abs_tol)
+{
+    Check c;
+    double err_sq = 0;
+    double ref_sq = 0;
+    for (std::int64_t r = 0; r < cs.sub.num_rows; ++r) {
+        ++c.rows;
+        double row_err = 0;
+        double row_ref = 0;
+        bool bad = false;
+        for (std::int64_t j = 0; j < d; ++j) {
+            const float g = got[r * d + j];
+            const double w = ref[r * d + j];
+            if (!std::isfinite(g)) {
+                ++c.nonfinite;
+                bad = true;
+                continue;
+            }
+            if (cs.sub.row_nnz(r) == 0 && g != 0.0f) {
+                bad = true;
+            }
+            const double diff = std::fabs(g - w);
+            c.max_abs_error = std::max(c.max_abs_error, diff);
+            bad = bad || diff > abs_tol;
+            row_err += diff * diff;
+            row_ref += w * w;
+        }
+        err_sq += row_err;
+        ref_sq += row_ref;
+        const double rel = row_ref > 0 ? std::sqrt(row_err / row_ref) : std::sqrt(row_err);
+        if (rel > c.max_row_rel_error) {
+            c.max_row_rel_error = rel;
+            c.worst_row = cs.rows[r];
+        }
+        bad = bad || rel > row_tol;
+        c.bad_rows += bad ? 1 : 0;
+    }
+    c.frobenius_rel_error = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : std::sqrt(err_sq);
+    return c;
+}
+
+Json check_json(const Check& c)
+{
+    return {{"rows", c.rows},
+            {"bad_rows", c.bad_rows},
+            {"nonfinite_elements", c.nonfinite},
+            {"max_row_rel_error", c.max_row_rel_error},
+            {"frobenius_rel_error", c.frobenius_rel_error},
+            {"max_abs_error", c.max_abs_error},
+            {"worst_row", c.worst_row}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffer sets: Q, K, V (fp32 and fp16) and O of one set side by side, sets rotated between runs.
+
+std::size_t aligned_floats(std::int64_t count)
+{
+    constexpr std::size_t align = 256 / sizeof(float);
+    return (static_cast<std::size_t>(count) + align - 1) / align * align;
+}
+
+struct Sets {
+    std::int64_t count = 0;
+    std::int64_t n = 0;  // rows of Q and O
+    std::int64_t m = 0;  // rows of K and V
+    std::int64_t d = 0;
+    std::size_t q = 0;  // offsets (in floats) inside a set
+    std::size_t k = 0;
+    std::size_t v = 0;
+    std::size_t o = 0;
+    std::size_t q16 = 0;
+    std::size_t k16 = 0;
+    std::size_t v16 = 0;
+    std::size_t stride = 0;
+    bench::DeviceArray data;
+
+    Sets(std::int64_t rows, std::int64_t cols, std::int64_t dim, std::int64_t l2_bytes)
+        : n(rows), m(cols), d(dim)
+    {
+        q = 0;
+        k = q + aligned_floats(n * d);
+        v = k + aligned_floats(m * d);
+        o = v + aligned_floats(m * d);
+        q16 = o + aligned_floats(n * d);
+        k16 = q16 + aligned_floats((n * d + 1) / 2);
+        v16 = k16 + aligned_floats((m * d + 1) / 2);
+        stride = v16 + aligned_floats((m * d + 1) / 2);
+        // The smallest timed footprint (fp16 inputs and the output) over twice the L2.
+        const double timed_bytes = double((n + 2 * m) * d) * 2 + double(n * d) * 4;
+        const auto wanted = std::max<std::int64_t>(
+            1, static_cast<std::int64_t>(std::ceil(2.0 * double(l2_bytes) / timed_bytes)));
+        const std::size_t bytes = stride * sizeof(float);
+        const auto free = bench::free_device_memory();
+        const std::size_t fit = free > kReserveBytes ? (free - kReserveBytes) / bytes : 0;
+        if (fit == 0) {
+            HALO_THROW(CudaError, "one buffer set of ", app::format_bytes(double(bytes)),
+                       " does not fit: ", app::format_bytes(double(free)), " free, ",
+                       app::format_bytes(double(kReserveBytes)), " kept in reserve");
+        }
+        count = std::min<std::int64_t>(wanted, static_cast<std::int64_t>(fit));
+        data = bench::DeviceArray(stride * static_cast<std::size_t>(count));
+    }
+
+    float* base(std::int64_t s) const { return data.data() + (s % count) * stride; }
+    DenseView<float> f32(std::int64_t s, std::size_t offset, std::int64_t rows) const
+    {
+        return {base(s) + offset, rows, d, d};
+    }
+    DenseView<__half> f16(std::int64_t s, std::size_t offset, std::int64_t rows) const
+    {
+        return {reinterpret_cast<__half*>(base(s) + offset), rows, d, d};
+    }
+    DenseView<const float> cq(std::int64_t s) const { return f32(s, q, n); }
+    DenseView<const float> ck(std::int64_t s) const { return f32(s, k, m); }
+    DenseView<const float> cv(std::int64_t s) const { return f32(s, v, m); }
+    DenseView<float> out(std::int64_t s) const { return f32(s, o, n); }
+    DenseView<const __half> hq(std::int64_t s) const { return as_const(f16(s, q16, n)); }
+    DenseView<const __half> hk(std::int64_t s) const { return as_const(f16(s, k16, m)); }
+    DenseView<const __half> hv(std::int64_t s) const { return as_const(f16(s, v16, m)); }
+
+    static DenseView<const __half> as_const(DenseView<__half> x)
+    {
+        return {x.data, x.rows, x.cols, x.ld};
+    }
+};
+
+struct Timing {
+    Stats ms;
+    std::int64_t sets = 0;
+};
+
+template <typename Launch>
+Timing time_runs(const AttentionOptions& o, cudaStream_t stream, std::int64_t sets, Launch&& launch)
+{
+    for (int w = 0; w < o.warmup; ++w) {
+        launch(w % sets);
+    }
+    bench::EventTimer timer(stream, o.runs);
+    for (int r = 0; r < o.runs; ++r) {
+        timer.start(r);
+        launch((o.warmup + r) % sets);
+        timer.stop(r);
+    }
+    bench::check_last_error();
+    return {summarize(timer.elapsed_ms()), sets};
+}
+
+Json time_json(const Timing& t)
+{
+    return {{"median", t.ms.median}, {"min", t.ms.min}, {"max", t.ms.max}};
+}
+
+double geomean(const std::vector<double>& v)
+{
+    if (v.empty()) {
+        return 0;
+    }
+    double log_sum = 0;
+    for (const auto x : v) {
+        log_sum += std::log(x);
+    }
+    return std::exp(log_sum / static_cast<double>(v.size()));
+}
+
+struct Record {
+    std::string kernel;  // fused3s | fused3s+convert | unfused
+    std::int64_t d = 0;
+    bool reorder = true;
+    bool remap = true;
+    std::string status;  // ok | FAILED | ERROR
+    std::string message;
+    Timing time;
+    Check check;
+    std::int64_t compulsory_bytes = 0;
+    double roofline_fraction = 0;
+    double speedup_vs_unfused = 0;
+};
+
+std::string variant_name(const Record& r)
+{
+    if (r.kernel == "unfused") {
+        return r.kernel;
+    }
+    return fmt::format("{} (reorder {}, remap {})", r.kernel, r.reorder ? "on" : "off",
+                       r.remap ? "on" : "off");
+}
+
+int run_attention(const AttentionOptions& o, const std::string& command)
+{
+    const auto date = utc_now_iso();
+    for (const auto d : o.dims) {
+        if (!cuda::fused3s_supports_dim(d)) {
+            HALO_THROW(InputError, "--dims: d = ", d,
+                       " is not supported by the fused kernel (32, 64, 128, 256)");
+        }
+    }
+    BenchDevice device(o.device);
+    auto& ctx = device.ctx;
+    const auto stream = ctx.compute_stream();
+    const double copy_gb_per_s = device.copy_gb_per_s();
+
+    app::Stopwatch load_time;
+    const auto graph = load_graph(o.graph);
+    const auto& a = graph.csr;
+    fmt::print("graph {}: {} rows, {} nonzeros, degree avg {:.2f} max {} ({:.1f} s)\n",
+               graph.source, a.num_rows, a.nnz(),
+               static_cast<double>(a.nnz()) / static_cast<double>(a.num_rows),
+               max_row_nnz(a.view()), load_time.seconds());
+
+    // The BSB, built on the host: the preprocessing a plan does once (or loads from the dataset).
+    app::Stopwatch bsb_time;
+    Bsb bsb = build_bsb(a);
+    const double bsb_seconds = bsb_time.seconds();
+    const auto stats = bsb_stats(bsb);
+    fmt::print(
+        "BSB built on the host in {:.1f} ms: {} windows, {} blocks; blocks/window avg "
+        "{:.2f} (CV {:.2f}) max {}; nnz/block avg {:.2f} (CV {:.2f}); fill {:.1f}%\n",
+        bsb_seconds * 1e3, stats.windows, stats.blocks, stats.blocks_per_window,
+        stats.blocks_per_window_cv, stats.max_blocks_per_window, stats.nnz_per_block,
+        stats.nnz_per_block_cv, 100.0 * stats.fill);
+    const std::int64_t max_dim = *std::max_element(o.dims.begin(), o.dims.end());
+    const std::int64_t bsb_bytes =
+        stats.blocks * (8 * 4 + 2 * 8) + (stats.windows + 1) * 8 + stats.windows * 4;
+    app::Stopwatch setup;
+    auto fused = cuda::make_fused3s_plan(ctx, std::move(bsb), max_dim);
+    auto unfused = cuda::make_unfused_attention_plan(ctx, a);
+    ctx.synchronize();
+    fmt::print("plans ready in {:.1f} ms\n", setup.seconds() * 1e3);
+
+    const auto cs = make_check_set(a, o.check_rows, o.seed);
+    fmt::print("checking {} rows{}\n", cs.rows.size(),
+               cs.sampled ? " (a seeded sample plus the first, last and longest)" : " (all)");
+
+    struct Setting {
+        bool reorder;
+        bool remap;
+    };
+    std::vector<Setting> settings{{true, true}};
+    if (o.ablation) {
+        settings = {{true, true}, {false, true}, {true, false}, {false, false}};
+    }
+
+    std::vector<Record> records;
+    int failures = 0;
+    constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+    for (const auto d : o.dims) {
+        const float scale =
+            o.scale > 0 ? static_cast<float>(o.scale) : 1.0f / std::sqrt(static_cast<float>(d));
+        Sets sets(a.num_rows, a.num_cols, d, device.info.l2_cache_bytes);
+        for (std::int64_t s = 0; s < sets.count; ++s) {
+            const auto seed = o.seed + 1000 * static_cast<std::uint64_t>(d) + 3 * s;
+            bench::fill_uniform(sets.base(s) + sets.q, static_cast<std::size_t>(a.num_rows * d),
+                                seed, -1.0f, 1.0f, stream);
+            bench::fill_uniform(sets.base(s) + sets.k, static_cast<std::size_t>(a.num_cols * d),
+                                seed + 1, -1.0f, 1.0f, stream);
+            bench::fill_uniform(sets.base(s) + sets.v, static_cast<std::size_t>(a.num_cols * d),
+                                seed + 2, -1.0f, 1.0f, stream);
+            cuda::convert_to_half(sets.cq(s), sets.f16(s, sets.q16, a.num_rows), stream);
+            cuda::convert_to_half(sets.ck(s), sets.f16(s, sets.k16, a.num_cols), stream);
+            cuda::convert_to_half(sets.cv(s), sets.f16(s, sets.v16, a.num_cols), stream);
+        }
+        bench::synchronize(stream);
+        fmt::print("\nd = {}: scale {:.6g}, {} buffer set(s) of {:.1f} MiB\n", d, scale, sets.count,
+                   double(sets.stride * sizeof(float)) / double(1 << 20));
+
+        // The reference of the checked rows, from set 0's inputs.
+        const auto qs = gather(sets.cq(0), cs.rows, stream);
+        const auto ks = gather(sets.ck(0), cs.columns, stream);
+        const auto vs = gather(sets.cv(0), cs.columns, stream);
+        std::vector<double> ref(cs.rows.size() * static_cast<std::size_t>(d));
+        reference::sparse_attention(cs.sub.view(), dense_view(qs.data(), cs.sub.num_rows, d),
+                                    dense_view(ks.data(), cs.sub.num_cols, d),
+                                    dense_view(vs.data(), cs.sub.num_cols, d), scale,
+                                    dense_view(ref.data(), cs.sub.num_rows, d));
+        double max_v = 1.0;
+        for (const auto x : vs) {
+            max_v = std::max(max_v, double(std::fabs(x)));
+        }
+        auto poison = [&] {
+            bench::fill_value(sets.out(0).data, static_cast<std::size_t>(a.num_rows * d), nan,
+                              stream);
+        };
+        const std::int64_t n = a.num_rows;
+
+        // The baseline first, so every fused record has its speed-up when printed.
+        Record base;
+        base.kernel = "unfused";
+        base.d = d;
+        base.compulsory_bytes = (n + 1) * 8 + a.nnz() * 4 + (2 * a.num_cols + 2 * n) * d * 4;
+        try {
+            poison();
+            unfused->run(sets.cq(0), sets.ck(0), sets.cv(0), scale, sets.out(0), {0, n});
+            base.check =
+                compare(cs, gather(sets.out(0), cs.rows, stream), ref, d,
+                        std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v);
+            base.time = time_runs(o, stream, sets.count, [&](std::int64_t s) {
+                unfused->run(sets.cq(s), sets.ck(s), sets.cv(s), scale, sets.out(s), {0, n});
+            });
+            base.status = base.check.bad_rows > 0 ? "FAILED" : "ok";
+        } catch (const Error& e) {
+            base.status = "ERROR";
+            base.message = e.message();
+        }
+        const double base_ms = base.status == "ERROR" ? 0 : base.time.ms.median;
+        records.push_back(base);
+
+        for (const auto& setting : settings) {
+            for (const bool convert : {false, true}) {
+                if (convert && !(setting.reorder && setting.remap)) {
+                    continue;  // the conversion is timed once, with the default kernel
+                }
+                Record rec;
+                rec.kernel = convert ? "fused3s+convert" : "fused3s";
+                rec.d = d;
+                rec.reorder = setting.reorder;
+                rec.remap = setting.remap;
+                rec.compulsory_bytes =
+                    (n + 2 * a.num_cols) * d * (convert ? 4 : 2) + n * d * 4 + bsb_bytes;
+                fused->set_options({setting.reorder, setting.remap});
+                auto launch = [&](std::int64_t s) {
+                    if (convert) {
+                        cuda::fused_attention(*fused, sets.cq(s), sets.ck(s), sets.cv(s), scale,
+                                              sets.out(s));
+                    } else {
+                        fused->run(sets.hq(s), sets.hk(s), sets.hv(s), scale, sets.out(s), {0, n});
+                    }
+                };
+                try {
+                    poison();
+                    launch(0);
+                    rec.check = compare(cs, gather(sets.out(0), cs.rows, stream), ref, d,
+                                        kFusedTolerance, std::numeric_limits<double>::infinity());
+                    rec.time = time_runs(o, stream, sets.count, launch);
+                    rec.status = rec.check.bad_rows > 0 ? "FAILED" : "ok";
+                } catch (const Error& e) {
+                    rec.status = "ERROR";
+                    rec.message = e.message();
+                }
+                records.push_back(rec);
+            }
+        }
+        fused->set_options({});
+
+        for (auto& r : records) {
+            if (r.d != d) {
+                continue;
+            }
+            if (r.status == "ERROR") {
+                fmt::print("  {:<40} ERROR: {}\n", variant_name(r), r.message);
+                ++failures;
+                continue;
+            }
+            failures += r.status == "ok" ? 0 : 1;
+            r.roofline_fraction =
+                double(r.compulsory_bytes) / (r.time.ms.median * 1e6) / copy_gb_per_s;
+            r.speedup_vs_unfused = base_ms > 0 ? base_ms / r.time.ms.median : 0;
+            fmt::print(
+                "  {:<40} median {:>9.4f} ms  {:>5.1f}% copy  vs unfused {:>6.2f}x  "
+                "row rel err max {:.2e} (row {}), Frobenius {:.2e}, bad rows {} of {}: "
+                "{}\n",
+                variant_name(r), r.time.ms.median, 100.0 * r.roofline_fraction,
+                r.speedup_vs_unfused, r.check.max_row_rel_error, r.check.worst_row,
+                r.check.frobenius_rel_error, r.check.bad_rows, r.check.rows, r.status);
+        }
+        std::fflush(stdout);
+    }
+
+    // Summary: geomean over the widths of each variant's speed-up against the baseline.
+    fmt::print("\n{:<40} {:>20}\n", "variant", "geomean vs unfused");
+    Json summary = Json::array();
+    std::vector<std::string> order;
+    for (const auto& r : records) {
+        const auto name = variant_name(r);
+        if (r.kernel != "unfused" && std::find(order.begin(), order.end(), name) == order.end()) {
+            order.push_back(name);
+        }
+    }
+    for (const auto& name : order) {
+        std::vector<double> speedups;
+        for (const auto& r : records) {
+            if (variant_name(r) == name && r.status != "ERROR" && r.speedup_vs_unfused > 0) {
+                speedups.push_back(r.speedup_vs_unfused);
+            }
+        }
+        const auto gm = geomean(speedups);
+        fmt::print("{:<40} {:>19.3f}x\n", name, gm);
+        summary.push_back({{"variant", name}, {"geomean_vs_unfused", gm}, {"dims", o.dims}});
+    }
+    fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
+
+    if (!o.json.empty()) {
+        Json doc = provenance_json("halo-bench attention", date, command);
+        doc["device"] = device.device_json();
+        doc["graph"] = graph_json(graph, o.graph);
+        doc["copy_bandwidth"] = device.copy_json();
+        doc["settings"] = {{"dims", o.dims},
+                           {"scale", o.scale > 0 ? Json(o.scale) : Json("1/sqrt(d)")},
+                           {"ablation", o.ablation},
+                           {"warmup", o.warmup},
+                           {"runs", o.runs},
+                           {"seed", o.seed},
+                           {"check_rows", cs.rows.size()},
+                           {"check_sampled", cs.sampled},
+                           {"fused_row_tolerance", kFusedTolerance},
+                           {"unfused_tolerance", kUnfusedTolerance}};
+        doc["bsb"] = {{"build_ms", bsb_seconds * 1e3},
+                      {"windows", stats.windows},
+                      {"blocks", stats.blocks},
+                      {"blocks_per_window", stats.blocks_per_window},
+                      {"blocks_per_window_cv", stats.blocks_per_window_cv},
+                      {"max_blocks_per_window", stats.max_blocks_per_window},
+                      {"nnz_per_block", stats.nnz_per_block},
+                      {"nnz_per_block_cv", stats.nnz_per_block_cv},
+                      {"fill", stats.fill},
+                      {"bytes", bsb_bytes}};
+        Json list = Json::array();
+        for (const auto& r : records) {
+            Json j{{"kernel", r.kernel}, {"d", r.d}, {"status", r.status}};
+            if (r.kernel != "unfused") {
+                j["reorder_windows"] = r.reorder;
+                j["remap_registers"] = r.remap;
+            }
+            if (r.status == "ERROR") {
+                j["message"] = r.message;
+            } else {
+                j["time_ms"] = time_json(r.time);
+                j["buffer_sets"] = r.time.sets;
+                j["compulsory_bytes"] = r.compulsory_bytes;
+                j["roofline_fraction"] = r.roofline_fraction;
+                j["speedup_vs_unfused"] = r.speedup_vs_unfused;
+                j["check"] = check_json(r.check);
+            }
+            list.push_back(std::move(j));
+        }
+        doc["results"] = std::move(list);
+        doc["summary"] = std::move(summary);
+        write_file_atomic(o.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.json);
+    }
+    return failures ? 3 : 0;
+}
+
+// The command line that reproduces this run (the subcommand does not see argv).
+std::string command_text(const AttentionOptions& o)
+{
+    std::string dims;
+    for (const auto d : o.dims) {
+        dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    }
+    std::string c = fmt::format("halo-bench attention --graph {}", o.graph.graph);
+    if (o.graph.symmetrize) {
+        c += " --symmetrize";
+    }
+    if (o.graph.no_symmetrize) {
+        c += " --no-symmetrize";
+    }
+    c += fmt::format(" --self-loops {} --normalize {} --dims {}", o.graph.self_loops,
+                     o.graph.normalize, dims);
+    if (o.scale > 0) {
+        c += fmt::format(" --scale {}", o.scale);
+    }
+    if (o.ablation) {
+        c += " --ablation";
+    }
+    c += fmt::format(" --warmup {} --runs {} --check-rows {} --seed {} --device {}", o.warmup,
+                     o.runs, o.check_rows, o.seed, o.device);
+    if (!o.json.empty()) {
+        c += " --json " + o.json;
+    }
+    return c;
+}
+
+}  // namespace
+
+void add_attention_command(CLI::App& app, int& exit_code)
+{
+    auto o = std::make_shared<AttentionOptions>();
+    auto* cmd = app.add_subcommand(
+        "attention",
+        "sparse attention (docs/FUSED3S.md): the fused Fused3S kernel (fp16, tensor cores) "
+        "against the unfused fp32 baseline (SDDMM, row softmax, cuSPARSE SpMM), each checked");
+    add_graph_options(*cmd, o->graph);
+    cmd->add_option("--dims", o->dims, "widths d of Q, K and V (32, 64, 128, 256), comma-separated")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--scale", o->scale, "score scale (0: 1 / sqrt(d))")->capture_default_str();
+    cmd->add_flag("--ablation", o->ablation,
+                  "also time the fused kernel without row-window reordering and/or register "
+                  "remapping");
+    cmd->add_option("--warmup", o->warmup, "untimed launches per measurement")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--runs", o->runs, "timed launches per measurement (median reported)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--check-rows", o->check_rows,
+                    "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
+        ->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed of Q, K, V and of the checked-row sample")
+        ->capture_default_str();
+    cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+    cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+    cmd->callback([o, &exit_code] {
+        exit_code = app::run_guarded("halo-bench attention",
+                                     [&] { return run_attention(*o, command_text(*o)); });
+    });
+}
+
+}  // namespace halo::bench_app

@@ -1,0 +1,762 @@
+// halo-bench maxk: the MaxK-GNN kernels (paper 000, docs/MAXK.md) on one graph and one GPU.
+//
+// For each k: the top-k activation of a random embedding X (n x D) into CBSR, then the SSD
+// aggregation A * CBSR in every asked variant (the MaxK baseline, the decoupled operator and its
+// ablations) for each edge group size and buffers-per-warp setting, and cuSPARSE SpMM of A by the
+// dense X at d = D, all in the same run. Before timing, every result is checked against the CPU
+// reference on NaN-poisoned outputs (all rows of small graphs, a seeded sample of large ones):
+// the top-k bit for bit, the SSD within tolerance. Timings are medians of CUDA-event-timed runs
+// after warm-up, rotating among enough input/output sets that consecutive runs do not find their
+// data in L2. Exit code: 0 all checks passed, 1 an error stopped the run, 3 a check failed.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "app_common.hpp"
+#include "bench_common.hpp"
+#include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/bench.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda/maxk.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/io.hpp"
+#include "halo/maxk.hpp"
+#include "halo/spmm.hpp"
+
+namespace halo::bench_app {
+namespace {
+
+namespace bench = halo::cuda::bench;
+using halo::cuda::SsdLaunch;
+using halo::cuda::SsdVariant;
+
+constexpr std::int64_t kFullCheckMaxRows = 200000;
+constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
+
+struct MaxkOptions {
+    GraphOptions graph;
+    std::int64_t dim = 256;
+    std::vector<std::int64_t> ks{2, 4, 8, 16, 32, 64};
+    std::vector<std::int32_t> group_sizes{64};
+    std::vector<std::int32_t> buffers{2};
+    std::vector<std::string> variants{"maxk", "decoupled", "no_slots", "no_atomic_aware",
+                                      "no_slots_no_atomic_aware"};
+    std::int32_t warps_per_block = 12;
+    int warmup = 10;
+    int runs = 100;
+    std::int64_t check_rows = 2000;
+    std::uint64_t seed = 1;
+    int device = 0;
+    std::string json;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Checks: the checked rows as a CSR of their own over the columns they read (renumbered), so the
+// references need only those rows of X and of the CBSR.
+
+struct CheckSet {
+    std::vector<std::int64_t> rows;
+    std::vector<std::int64_t> columns;
+    Csr sub;
+    bool sampled = false;
+};
+
+CheckSet make_check_set(const Csr& a, std::int64_t sample, std::uint64_t seed)
+{
+    CheckSet cs;
+    if (a.num_rows <= kFullCheckMaxRows || sample <= 0 || sample >= a.num_rows) {
+        cs.rows.resize(static_cast<std::size_t>(a.num_rows));
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            cs.rows[i] = i;
+        }
+    } else {
+        cs.sampled = true;
+        std::mt19937_64 rng(seed);
+        std::uniform_int_distribution<std::int64_t> pick(0, a.num_rows - 1);
+        std::unordered_set<std::int64_t> chosen;
+        while (static_cast<std::int64_t>(chosen.size()) < sample) {
+            chosen.insert(pick(rng));
+        }
+        std::int64_t longest = 0;
+        for (std::int64_t i = 1; i < a.num_rows; ++i) {
+            longest = a.row_nnz(i) > a.row_nnz(longest) ? i : longest;
+        }
+        chosen.insert({0, a.num_rows - 1, longest});
+        cs.rows.assign(chosen.begin(), chosen.end());
+        std::sort(cs.rows.begin(), cs.rows.end());
+    }
+    std::vector<local_id> position(static_cast<std::size_t>(a.num_cols), -1);
+    cs.sub.num_rows = static_cast<std::int64_t>(cs.rows.size());
+    cs.sub.indptr.assign(1, 0);
+    for (const auto i : cs.rows) {
+        for (auto p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
+            const auto c = a.indices[p];
+            if (position[c] < 0) {
+                position[c] = static_cast<local_id>(cs.columns.size());
+                cs.columns.push_back(c);
+            }
+            cs.sub.indices.push_back(position[c]);
+            if (a.has_values()) {
+                cs.sub.values.push_back(a.values[p]);
+            }
+        }
+        cs.sub.indptr.push_back(static_cast<offset_t>(cs.sub.indices.size()));
+    }
+    cs.sub.num_cols = static_cast<std::int64_t>(cs.columns.size());
+    return cs;
+}
+
+struct Check {
+    std::int64_t elements = 0;
+    std::int64_t bad = 0;
+    std::int64_t nonfinite = 0;
+    double max_rel_error = 0;  // max |y - ref| / sum |terms|
+};
+
+// y (checked rows, packed) against ref: |y - ref| <= terms[r] * eps * scale, where scale is the
+// element's sum of |products| and terms[r] the row's bound on rounding steps.
+Check compare(const std::vector<float>& y, const std::vector<double>& ref,
+              const std::vector<double>& scale, const std::vector<double>& terms, std::int64_t dim)
+{
+    constexpr double eps = std::numeric_limits<float>::epsilon();
+    Check c;
+    for (std::size_t e = 0; e < y.size(); ++e) {
+        ++c.elements;
+        if (!std::isfinite(y[e])) {
+            ++c.nonfinite;
+            ++c.bad;
+            continue;
+        }
+        const double diff = std::fabs(static_cast<double>(y[e]) - ref[e]);
+        if (diff > terms[e / dim] * eps * scale[e]) {
+            ++c.bad;
+        }
+        if (diff > 0) {
+            c.max_rel_error =
+                std::max(c.max_rel_error,
+                         scale[e] > 0 ? diff / scale[e] : std::numeric_limits<double>::max());
+        }
+    }
+    return c;
+}
+
+// Double-precision product of the checked rows and the per-element sum of |products|, for a
+// dense right-hand side (X rows of cs.columns, packed) or a CBSR one (its rows of cs.columns).
+struct Reference {
+    std::vector<double> values;
+    std::vector<double> scale;
+};
+
+Reference dense_reference(const CheckSet& cs, const std::vector<float>& xs, std::int64_t dim)
+{
+    Reference r{std::vector<double>(cs.rows.size() * dim, 0.0),
+                std::vector<double>(cs.rows.size() * dim, 0.0)};
+    for (std::int64_t i = 0; i < cs.sub.num_rows; ++i) {
+        for (auto p = cs.sub.indptr[i]; p < cs.sub.indptr[i + 1]; ++p) {
+            const double v = cs.sub.has_values() ? cs.sub.values[p] : 1.0;
+            const float* x = xs.data() + cs.sub.indices[p] * dim;
+            for (std::int64_t j = 0; j < dim; ++j) {
+                r.values[i * dim + j] += v * x[j];
+                r.scale[i * dim + j] += std::fabs(v * x[j]);
+            }
+        }
+    }
+    return r;
+}
+
+Reference cbsr_reference(const CheckSet& cs, const Cbsr& s)
+{
+    const auto dim = s.dim;
+    Reference r{std::vector<double>(cs.rows.size() * dim, 0.0),
+                std::vector<double>(cs.rows.size() * dim, 0.0)};
+    for (std::int64_t i = 0; i < cs.sub.num_rows; ++i) {
+        for (auto p = cs.sub.indptr[i]; p < cs.sub.indptr[i + 1]; ++p) {
+            const double v = cs.sub.has_values() ? cs.sub.values[p] : 1.0;
+            const auto c = cs.sub.indices[p];
+            for (std::int64_t t = 0; t < s.k; ++t) {
+                const auto j = s.indices[c * s.k + t];
+                r.values[i * dim + j] += v * s.values[c * s.k + t];
+                r.scale[i * dim + j] += std::fabs(v * s.values[c * s.k + t]);
+            }
+        }
+    }
+    return r;
+}
+
+std::vector<float> gather(DenseView<const float> m, const std::vector<std::int64_t>& rows,
+                          cudaStream_t stream)
+{
+    std::vector<float> out(rows.size() * static_cast<std::size_t>(m.cols));
+    bench::gather_rows_to_host(m, rows.data(), static_cast<std::int64_t>(rows.size()), out.data(),
+                               stream);
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers: sets of X, Y and CBSR, each kind in one allocation, rotated between timed runs.
+
+struct Sets {
+    std::int64_t count = 0;
+    std::size_t stride = 0;  // elements from one set to the next (256-byte aligned)
+    bench::DeviceArray data;
+
+    float* set(std::int64_t s) const { return data.data() + (s % count) * stride; }
+};
+
+std::size_t aligned_floats(std::int64_t count)
+{
+    constexpr std::size_t align = 256 / sizeof(float);
+    return (static_cast<std::size_t>(count) + align - 1) / align * align;
+}
+
+// Sets needed so that one round of them exceeds twice the L2 cache.
+std::int64_t wanted_sets(double set_bytes, std::int64_t l2_bytes)
+{
+    return std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(2.0 * static_cast<double>(l2_bytes) / set_bytes)));
+}
+
+std::int64_t fitting_sets(std::size_t stride_bytes, std::int64_t wanted)
+{
+    const auto free = bench::free_device_memory();
+    const std::size_t fit = free > kReserveBytes ? (free - kReserveBytes) / stride_bytes : 0;
+    if (fit == 0) {
+        HALO_THROW(CudaError, "one buffer set of ", app::format_bytes(double(stride_bytes)),
+                   " does not fit: ", app::format_bytes(double(free)), " free, ",
+                   app::format_bytes(double(kReserveBytes)), " kept in reserve");
+    }
+    return std::min<std::int64_t>(wanted, static_cast<std::int64_t>(fit));
+}
+
+// CBSR sets of one k: values in one allocation, int16 indices in another (as floats' storage).
+struct CbsrSets {
+    std::int64_t count = 0;
+    std::size_t value_stride = 0;
+    std::size_t index_stride = 0;  // in int16
+    bench::DeviceArray values;
+    bench::DeviceArray indices;  // storage for the int16 indices
+
+    CbsrView<float> view(std::int64_t s, std::int64_t rows, std::int64_t dim, std::int64_t k) const
+    {
+        s %= count;
+        auto* idx = reinterpret_cast<cbsr_index*>(indices.data()) + s * index_stride;
+        return {values.data() + s * value_stride, idx, rows, dim, k};
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Records.
+
+struct Timing {
+    Stats ms;
+    std::int64_t sets = 0;
+};
+
+struct SsdRecord {
+    std::int64_t k = 0;
+    std::int32_t group_size = 0;
+    std::string variant;
+    std::int32_t buffers = 0;  // 0: the variant has no slots
+    std::string config;
+    std::string status;  // ok | FAILED | ERROR
+    std::string message;
+    Timing time;
+    Check check;
+    std::int64_t compulsory_bytes = 0;
+    double roofline_fraction = 0;
+    double vs_maxk = 0;
+    double vs_cusparse = 0;
+};
+
+struct TopkRecord {
+    std::int64_t k = 0;
+    Timing time;
+    std::int64_t checked_rows = 0;
+    std::int64_t mismatched_rows = 0;
+    double roofline_fraction = 0;
+};
+
+template <typename Launch>
+Timing time_runs(const MaxkOptions& o, cudaStream_t stream, std::int64_t sets, Launch&& launch)
+{
+    for (int w = 0; w < o.warmup; ++w) {
+        launch(w % sets);
+    }
+    bench::EventTimer timer(stream, o.runs);
+    for (int r = 0; r < o.runs; ++r) {
+        timer.start(r);
+        launch((o.warmup + r) % sets);
+        timer.stop(r);
+    }
+    bench::check_last_error();
+    return {summarize(timer.elapsed_ms()), sets};
+}
+
+double geomean(const std::vector<double>& v)
+{
+    if (v.empty()) {
+        return 0;
+    }
+    double log_sum = 0;
+    for (const auto x : v) {
+        log_sum += std::log(x);
+    }
+    return std::exp(log_sum / static_cast<double>(v.size()));
+}
+
+void check_options(const MaxkOptions& o)
+{
+    if (o.dim < 1 || o.dim > kMaxkMaxDim) {
+        HALO_THROW(InputError, "--dim ", o.dim, " outside [1, ", kMaxkMaxDim, "]");
+    }
+    for (const auto k : o.ks) {
+        if (k < 1 || k > o.dim) {
+            HALO_THROW(InputError, "--ks: k = ", k, " outside [1, ", o.dim, "] (the width)");
+        }
+    }
+    for (const auto g : o.group_sizes) {
+        validate(EdgeGroupOptions{g});
+    }
+    for (const auto b : o.buffers) {
+        validate(SsdLaunch{SsdVariant::decoupled, o.warps_per_block, b});
+    }
+    for (const auto& v : o.variants) {
+        (void)cuda::parse_ssd_variant(v);
+    }
+}
+
+bool has_slots(SsdVariant v)
+{
+    return v == SsdVariant::decoupled || v == SsdVariant::no_atomic_aware;
+}
+
+int run_maxk(const MaxkOptions& o, const std::string& command)
+{
+    const auto date = utc_now_iso();
+    check_options(o);
+    std::vector<SsdVariant> variants;
+    for (const auto& v : o.variants) {
+        variants.push_back(cuda::parse_ssd_variant(v));
+    }
+    if (std::find(variants.begin(), variants.end(), SsdVariant::maxk) == variants.end()) {
+        variants.push_back(SsdVariant::maxk);
+        fmt::print("maxk runs as the baseline of every comparison\n");
+    }
+    // The baseline first, so that every other variant's speed-up is known when it is printed.
+    std::stable_partition(variants.begin(), variants.end(),
+                          [](SsdVariant v) { return v == SsdVariant::maxk; });
+    variants.erase(std::unique(variants.begin(), variants.end()), variants.end());
+    const auto dim = o.dim;
+
+    BenchDevice device(o.device);
+    auto& ctx = device.ctx;
+    const auto stream = ctx.compute_stream();
+    const double copy_gb_per_s = device.copy_gb_per_s();
+
+    app::Stopwatch load_time;
+    const auto graph = load_graph(o.graph);
+    const auto& a = graph.csr;
+    fmt::print("graph {}: {} rows, {} nonzeros ({}), degree avg {:.2f} max {} ({:.1f} s)\n",
+               graph.source, a.num_rows, a.nnz(), a.has_values() ? "float32 values" : "pattern",
+               static_cast<double>(a.nnz()) / static_cast<double>(a.num_rows),
+               max_row_nnz(a.view()), load_time.seconds());
+
+    // Plans: cuSPARSE at d = D, one SSD plan (upload + edge groups) per group size.
+    app::Stopwatch setup;
+    auto cusparse = cuda::make_cusparse_spmm_plan(ctx, a, dim);
+    std::map<std::int32_t, std::unique_ptr<cuda::DeviceSsdPlan>> plans;
+    for (const auto g : o.group_sizes) {
+        cuda::SsdOptions options;
+        options.groups.group_size = g;
+        options.launch.warps_per_block = o.warps_per_block;
+        plans[g] = cuda::make_ssd_plan(ctx, a, dim, options);
+        const auto& groups = plans[g]->groups();
+        const auto shared = std::count(groups.update_mode.begin(), groups.update_mode.end(), 1);
+        fmt::print("edge groups of {}: {} groups, {:.1f}% of them in shared rows\n", g,
+                   groups.size(), 100.0 * static_cast<double>(shared) / double(groups.size()));
+    }
+    ctx.synchronize();
+    fmt::print("plans ready in {:.1f} ms\n", setup.seconds() * 1e3);
+
+    const auto cs = make_check_set(a, o.check_rows, o.seed);
+    fmt::print("checking {} rows{}\n", cs.rows.size(),
+               cs.sampled ? " (a seeded sample plus the first, last and longest)" : " (all)");
+
+    // X and Y sets (X: n_cols x D, Y: n_rows x D), for cuSPARSE, the top-k and the SSD outputs.
+    const auto l2 = device.info.l2_cache_bytes;
+    const std::size_t x_stride = aligned_floats(a.num_cols * dim);
+    const std::size_t y_stride = aligned_floats(a.num_rows * dim);
+    const auto xy_sets = fitting_sets(
+        (x_stride + y_stride) * sizeof(float),
+        wanted_sets(static_cast<double>((a.num_cols + a.num_rows) * dim) * sizeof(float), l2));
+    Sets x{xy_sets, x_stride, bench::DeviceArray(x_stride * xy_sets)};
+    // The SSD's sets (CBSR + Y) are smaller than cuSPARSE's (X + Y): more of them may be needed.
+    // Y sets are shared by both; room is left for the CBSR sets of the largest k.
+    const auto k_min = *std::min_element(o.ks.begin(), o.ks.end());
+    const auto k_max = *std::max_element(o.ks.begin(), o.ks.end());
+    const auto ssd_wanted =
+        wanted_sets(static_cast<double>(a.num_cols * k_min * 6 + a.num_rows * dim * 4), l2);
+    const auto y_sets = fitting_sets(
+        y_stride * sizeof(float) + static_cast<std::size_t>(a.num_cols * k_max * 6) + 512,
+        std::max(xy_sets, ssd_wanted));
+    Sets y{y_sets, y_stride, bench::DeviceArray(y_stride * y_sets)};
+    bench::fill_uniform(x.data.data(), x.data.size(), o.seed, -1.0f, 1.0f, stream);
+    bench::synchronize(stream);
+    fmt::print("{} X set(s), {} Y set(s) of {:.1f} MiB each\n", x.count, y.count,
+               static_cast<double>(y_stride * sizeof(float)) / double(1 << 20));
+
+    auto x_view = [&](std::int64_t s) {
+        return DenseView<const float>{x.set(s), a.num_cols, dim, dim};
+    };
+    auto y_view = [&](std::int64_t s) { return DenseView<float>{y.set(s), a.num_rows, dim, dim}; };
+    constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+    auto poison = [&](std::int64_t s) {
+        bench::fill_value(y.set(s), static_cast<std::size_t>(a.num_rows * dim), nan, stream);
+    };
+    int failures = 0;
+
+    // The inputs of the checks: X rows the checked rows read (set 0).
+    const auto xs = gather(x_view(0), cs.columns, stream);
+
+    // cuSPARSE at d = D on the dense X: checked, then timed.
+    Check cusparse_check;
+    {
+        poison(0);
+        cusparse->run(x_view(0), y_view(0), {0, a.num_rows});
+        const auto got = gather(y_view(0), cs.rows, stream);
+        const auto ref = dense_reference(cs, xs, dim);
+        std::vector<double> terms(cs.rows.size());
+        for (std::size_t r = 0; r < cs.rows.size(); ++r) {
+            terms[r] = 2.0 * static_cast<double>(cs.sub.row_nnz(static_cast<std::int64_t>(r))) + 2;
+        }
+        cusparse_check = compare(got, ref.values, ref.scale, terms, dim);
+    }
+    const auto cusparse_time = time_runs(o, stream, std::min(x.count, y.count), [&](auto s) {
+        cusparse->run(x_view(s), y_view(s), {0, a.num_rows});
+    });
+    const auto dense_bytes = (a.num_rows + 1) * 8 + a.nnz() * (a.has_values() ? 8 : 4) +
+                             (a.num_cols + a.num_rows) * dim * 4;
+    fmt::print("cusparse d = {}: median {:.4f} ms, {} bad of {} checked elements\n", dim,
+               cusparse_time.ms.median, cusparse_check.bad, cusparse_check.elements);
+    failures += cusparse_check.bad > 0 ? 1 : 0;
+
+    std::vector<TopkRecord> topk_records;
+    std::vector<SsdRecord> records;
+    for (const auto k : o.ks) {
+        // CBSR sets: the top-k of X set s % |X| goes to CBSR set s.
+        CbsrSets cb;
+        cb.value_stride = aligned_floats(a.num_cols * k);
+        cb.index_stride = aligned_floats((a.num_cols * k + 1) / 2) * 2;
+        const std::size_t cb_bytes = cb.value_stride * 4 + cb.index_stride * 2;
+        cb.count = std::min(
+            fitting_sets(cb_bytes,
+                         wanted_sets(double(a.num_cols * k * 6 + a.num_rows * dim * 4), l2)),
+            y.count);
+        cb.values = bench::DeviceArray(cb.value_stride * cb.count);
+        cb.indices = bench::DeviceArray(cb.index_stride * cb.count / 2);
+        auto cbsr = [&](std::int64_t s) { return cb.view(s, a.num_cols, dim, k); };
+        for (std::int64_t s = 0; s < cb.count; ++s) {
+            cuda::maxk_topk(ctx, x_view(s), cbsr(s));
+        }
+        bench::synchronize(stream);
+
+        // Top-k check: the CBSR rows of the checked columns, bit for bit against the reference.
+        Cbsr host(a.num_cols, dim, k);
+        HALO_CUDA_TRY(cudaMemcpy(host.values.data(), cbsr(0).values, host.values.size() * 4,
+                                 cudaMemcpyDeviceToHost));
+        HALO_CUDA_TRY(cudaMemcpy(host.indices.data(), cbsr(0).indices, host.indices.size() * 2,
+                                 cudaMemcpyDeviceToHost));
+        const auto want = reference::maxk_topk(
+            dense_view<const float>(xs.data(), static_cast<std::int64_t>(cs.columns.size()), dim),
+            k);
+        TopkRecord tr;
+        tr.k = k;
+        tr.checked_rows = static_cast<std::int64_t>(cs.columns.size());
+        Cbsr checked(static_cast<std::int64_t>(cs.columns.size()), dim, k);
+        for (std::size_t r = 0; r < cs.columns.size(); ++r) {
+            bool same = true;
+            for (std::int64_t t = 0; t < k; ++t) {
+                const auto src = cs.columns[r] * k + t;
+                const auto dst = static_cast<std::int64_t>(r) * k + t;
+                checked.values[dst] = host.values[src];
+                checked.indices[dst] = host.indices[src];
+                same = same && host.indices[src] == want.indices[dst] &&
+                       std::bit_cast<std::uint32_t>(host.values[src]) ==
+                           std::bit_cast<std::uint32_t>(want.values[dst]);
+            }
+            tr.mismatched_rows += same ? 0 : 1;
+        }
+        tr.time = time_runs(o, stream, cb.count,
+                            [&](auto s) { cuda::maxk_topk(ctx, x_view(s), cbsr(s)); });
+        tr.roofline_fraction = double(a.num_cols) * double(dim * 4 + k * 6) /
+                               (tr.time.ms.median * 1e6) / copy_gb_per_s;
+        fmt::print(
+            "k = {}: top-k median {:.4f} ms ({:.1f}% of copy), {} of {} checked rows "
+            "differ\n",
+            k, tr.time.ms.median, 100.0 * tr.roofline_fraction, tr.mismatched_rows,
+            tr.checked_rows);
+        failures += tr.mismatched_rows > 0 ? 1 : 0;
+        topk_records.push_back(tr);
+
+        // The SSD reference of the checked rows from the (verified) CBSR of their columns.
+        const auto ref = cbsr_reference(cs, checked);
+        for (const auto g : o.group_sizes) {
+            auto& plan = *plans[g];
+            const auto& groups = plan.groups();
+            std::vector<double> terms(cs.rows.size());
+            for (std::size_t r = 0; r < cs.rows.size(); ++r) {
+                const auto n = a.row_nnz(cs.rows[r]);
+                const auto count = std::max<std::int64_t>(1, (n + g - 1) / g);
+                terms[r] = static_cast<double>(std::min<std::int64_t>(n, g) + count + 2);
+            }
+            const auto bytes = groups.size() * 16 + a.nnz() * (a.has_values() ? 8 : 4) +
+                               a.num_cols * k * 6 + a.num_rows * dim * 4;
+            double maxk_ms = 0;
+            for (const auto v : variants) {
+                const auto buffer_list = has_slots(v) ? o.buffers : std::vector<std::int32_t>{0};
+                for (const auto b : buffer_list) {
+                    SsdRecord rec;
+                    rec.k = k;
+                    rec.group_size = g;
+                    rec.variant = cuda::to_string(v);
+                    rec.buffers = b;
+                    const SsdLaunch launch{v, o.warps_per_block, std::max(b, 1)};
+                    try {
+                        rec.config = plan.describe(launch, dim, k);
+                        poison(0);
+                        plan.run(cbsr(0), y_view(0), {0, a.num_rows}, launch);
+                        rec.check = compare(gather(y_view(0), cs.rows, stream), ref.values,
+                                            ref.scale, terms, dim);
+                        rec.time = time_runs(o, stream, cb.count, [&](auto s) {
+                            plan.run(cbsr(s), y_view(s), {0, a.num_rows}, launch);
+                        });
+                        rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
+                    } catch (const Error& e) {
+                        rec.status = "ERROR";
+                        rec.message = e.message();
+                    }
+                    if (rec.status == "ERROR") {
+                        fmt::print("  {} g {} b {}: ERROR: {}\n", rec.variant, g, b, rec.message);
+                        ++failures;
+                        records.push_back(rec);
+                        continue;
+                    }
+                    failures += rec.status == "ok" ? 0 : 1;
+                    rec.compulsory_bytes = bytes;
+                    rec.roofline_fraction =
+                        double(bytes) / (rec.time.ms.median * 1e6) / copy_gb_per_s;
+                    if (v == SsdVariant::maxk) {
+                        maxk_ms = rec.time.ms.median;
+                    }
+                    rec.vs_maxk = maxk_ms > 0 ? maxk_ms / rec.time.ms.median : 0;
+                    rec.vs_cusparse = cusparse_time.ms.median / rec.time.ms.median;
+                    fmt::print(
+                        "  k {:>3} g {:>4} {:<26} {:<26} median {:>9.4f} ms  {:>5.1f}% copy  "
+                        "vs maxk {:>5.2f}x  vs cusparse {:>6.2f}x  bad {} of {}: {}\n",
+                        k, g, rec.variant + (b > 0 ? fmt::format(" b{}", b) : ""), rec.config,
+                        rec.time.ms.median, 100.0 * rec.roofline_fraction, rec.vs_maxk,
+                        rec.vs_cusparse, rec.check.bad, rec.check.elements, rec.status);
+                    std::fflush(stdout);
+                    records.push_back(rec);
+                }
+            }
+        }
+    }
+
+    // Summary: geomean over k of each variant's speed-up against the MaxK baseline and cuSPARSE.
+    fmt::print("\ncusparse SpMM at d = {}: median {:.4f} ms ({:.1f}% of copy)\n", dim,
+               cusparse_time.ms.median,
+               100.0 * double(dense_bytes) / (cusparse_time.ms.median * 1e6) / copy_gb_per_s);
+    fmt::print("{:<6} {:<34} {:>14} {:>18}\n", "group", "variant", "geomean vs maxk",
+               "geomean vs cusparse");
+    Json summary = Json::array();
+    for (const auto g : o.group_sizes) {
+        std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by;
+        std::vector<std::string> order;
+        for (const auto& r : records) {
+            if (r.group_size != g || r.status == "ERROR") {
+                continue;
+            }
+            const auto name = r.variant + (r.buffers > 0 ? fmt::format(" b{}", r.buffers) : "");
+            if (by.find(name) == by.end()) {
+                order.push_back(name);
+            }
+            if (r.vs_maxk > 0) {
+                by[name].first.push_back(r.vs_maxk);
+            }
+            by[name].second.push_back(r.vs_cusparse);
+        }
+        for (const auto& name : order) {
+            const auto gm = geomean(by[name].first);
+            const auto gc = geomean(by[name].second);
+            fmt::print("{:<6} {:<34} {:>13.3f}x {:>17.3f}x\n", g, name, gm, gc);
+            summary.push_back({{"group_size", g},
+                               {"variant", name},
+                               {"geomean_vs_maxk", gm},
+                               {"geomean_vs_cusparse", gc},
+                               {"ks", o.ks}});
+        }
+    }
+    fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
+
+    if (!o.json.empty()) {
+        Json doc = provenance_json("halo-bench maxk", date, command);
+        doc["device"] = device.device_json();
+        doc["graph"] = graph_json(graph, o.graph);
+        doc["copy_bandwidth"] = device.copy_json();
+        doc["settings"] = {{"dim", dim},
+                           {"ks", o.ks},
+                           {"group_sizes", o.group_sizes},
+                           {"buffers_per_warp", o.buffers},
+                           {"warps_per_block", o.warps_per_block},
+                           {"warmup", o.warmup},
+                           {"runs", o.runs},
+                           {"seed", o.seed},
+                           {"check_rows", cs.rows.size()},
+                           {"check_sampled", cs.sampled}};
+        doc["cusparse"] = {
+            {"dim", dim},
+            {"time_ms",
+             {{"median", cusparse_time.ms.median},
+              {"min", cusparse_time.ms.min},
+              {"max", cusparse_time.ms.max}}},
+            {"buffer_sets", cusparse_time.sets},
+            {"compulsory_bytes", dense_bytes},
+            {"check",
+             {{"elements", cusparse_check.elements}, {"bad_elements", cusparse_check.bad}}}};
+        Json topk = Json::array();
+        for (const auto& t : topk_records) {
+            topk.push_back(
+                {{"k", t.k},
+                 {"time_ms",
+                  {{"median", t.time.ms.median}, {"min", t.time.ms.min}, {"max", t.time.ms.max}}},
+                 {"buffer_sets", t.time.sets},
+                 {"roofline_fraction", t.roofline_fraction},
+                 {"checked_rows", t.checked_rows},
+                 {"mismatched_rows", t.mismatched_rows}});
+        }
+        doc["topk"] = std::move(topk);
+        Json list = Json::array();
+        for (const auto& r : records) {
+            Json j{{"k", r.k},
+                   {"group_size", r.group_size},
+                   {"variant", r.variant},
+                   {"buffers_per_warp", r.buffers > 0 ? Json(r.buffers) : Json(nullptr)},
+                   {"config", r.config},
+                   {"status", r.status}};
+            if (r.status == "ERROR") {
+                j["message"] = r.message;
+            } else {
+                j["time_ms"] = {
+                    {"median", r.time.ms.median}, {"min", r.time.ms.min}, {"max", r.time.ms.max}};
+                j["buffer_sets"] = r.time.sets;
+                j["compulsory_bytes"] = r.compulsory_bytes;
+                j["roofline_fraction"] = r.roofline_fraction;
+                j["speedup_vs_maxk"] = r.vs_maxk;
+                j["speedup_vs_cusparse"] = r.vs_cusparse;
+                j["check"] = {{"elements", r.check.elements},
+                              {"bad_elements", r.check.bad},
+                              {"nonfinite_elements", r.check.nonfinite},
+                              {"max_rel_error", r.check.max_rel_error}};
+            }
+            list.push_back(std::move(j));
+        }
+        doc["ssd"] = std::move(list);
+        doc["summary"] = std::move(summary);
+        write_file_atomic(o.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.json);
+    }
+    return failures ? 3 : 0;
+}
+
+// The command line that reproduces this run (the subcommand does not see argv).
+std::string command_text(const MaxkOptions& o)
+{
+    auto list = [](const auto& values) {
+        std::string text;
+        for (const auto& v : values) {
+            text += (text.empty() ? "" : ",") + fmt::format("{}", v);
+        }
+        return text;
+    };
+    std::string c = fmt::format("halo-bench maxk --graph {}", o.graph.graph);
+    if (o.graph.symmetrize) {
+        c += " --symmetrize";
+    }
+    if (o.graph.no_symmetrize) {
+        c += " --no-symmetrize";
+    }
+    c += fmt::format(
+        " --self-loops {} --normalize {} --dim {} --ks {} --group-sizes {} --buffers-per-warp {} "
+        "--variants {} --warps-per-block {} --warmup {} --runs {} --check-rows {} --seed {} "
+        "--device {}",
+        o.graph.self_loops, o.graph.normalize, o.dim, list(o.ks), list(o.group_sizes),
+        list(o.buffers), list(o.variants), o.warps_per_block, o.warmup, o.runs, o.check_rows,
+        o.seed, o.device);
+    if (!o.json.empty()) {
+        c += " --json " + o.json;
+    }
+    return c;
+}
+
+}  // namespace
+
+void add_maxk_command(CLI::App& app, int& exit_code)
+{
+    auto o = std::make_shared<MaxkOptions>();
+    auto* cmd = app.add_subcommand(
+        "maxk",
+        "MaxK-GNN kernels (docs/MAXK.md): top-k into CBSR, then the SSD aggregation (MaxK "
+        "baseline, decoupled, ablations) against cuSPARSE SpMM at d = D, each checked");
+    add_graph_options(*cmd, o->graph);
+    cmd->add_option("--dim", o->dim, "unpruned embedding width D")->capture_default_str();
+    cmd->add_option("--ks", o->ks, "k values (kept entries per row), comma-separated")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--group-sizes", o->group_sizes, "edge group sizes, comma-separated")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--buffers-per-warp", o->buffers,
+                    "buffers (slots) per warp of the slotted variants, comma-separated (a sweep)")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--variants", o->variants,
+                    "maxk, decoupled, no_slots, no_atomic_aware, no_slots_no_atomic_aware "
+                    "(maxk always runs as the baseline)")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--warps-per-block", o->warps_per_block, "warps of a thread block")
+        ->capture_default_str();
+    cmd->add_option("--warmup", o->warmup, "untimed launches per measurement")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--runs", o->runs, "timed launches per measurement (median reported)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--check-rows", o->check_rows,
+                    "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
+        ->capture_default_str();
+    cmd->add_option("--seed", o->seed, "seed of X and of the checked-row sample")
+        ->capture_default_str();
+    cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
+    cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+    cmd->callback([o, &exit_code] {
+        exit_code =
+            app::run_guarded("halo-bench maxk", [&] { return run_maxk(*o, command_text(*o)); });
+    });
+}
+
+}  // namespace halo::bench_app

@@ -1,0 +1,90 @@
+// Device loads of dense features of any FeatureType (include/halo/feature_type.hpp) widened to
+// fp32, shared by the SpMM kernels: the accumulation stays fp32 whatever the storage type.
+// Internal to halo_kernels; kVec columns per load as chosen by feature_vec.hpp's lane_columns().
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+namespace halo::cuda::detail {
+
+/// One feature as fp32 (read-only cache load).
+template <typename T>
+__device__ __forceinline__ float load_feature(const T* p)
+{
+    if constexpr (std::is_same_v<T, float>) {
+        return __ldg(p);
+    } else if constexpr (std::is_same_v<T, __half>) {
+        return __half2float(__ldg(p));
+    } else {
+        static_assert(std::is_same_v<T, __nv_bfloat16>, "fp32, fp16 or bf16 features");
+        return __bfloat162float(__ldg(p));
+    }
+}
+
+// The two features packed in a 32-bit word (lower address in the low half), widened exactly.
+template <typename T>
+__device__ __forceinline__ void widen_pair(unsigned int word, float& lo, float& hi)
+{
+    if constexpr (std::is_same_v<T, __half>) {
+        lo = __half2float(__ushort_as_half(static_cast<unsigned short>(word & 0xFFFFu)));
+        hi = __half2float(__ushort_as_half(static_cast<unsigned short>(word >> 16)));
+    } else {
+        // bf16 is the upper half of an fp32: widening is a shift.
+        lo = __uint_as_float(word << 16);
+        hi = __uint_as_float(word & 0xFFFF0000u);
+    }
+}
+
+/// kVec consecutive features at p as fp32: one load of 16 bytes when kVec is 4 (fp32) or 8
+/// (fp16/bf16), in which case p must be 16-byte aligned; else kVec == 1.
+template <typename T, int kVec>
+__device__ __forceinline__ void load_features(const T* p, float (&out)[kVec])
+{
+    if constexpr (kVec == 1) {
+        out[0] = load_feature(p);
+    } else if constexpr (std::is_same_v<T, float>) {
+        static_assert(kVec == 4, "fp32 vectors are float4");
+        const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+        out[0] = v.x;
+        out[1] = v.y;
+        out[2] = v.z;
+        out[3] = v.w;
+    } else {
+        static_assert(kVec == 8, "fp16/bf16 vectors are 8 halves (16 bytes)");
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+        widen_pair<T>(v.x, out[0], out[1]);
+        widen_pair<T>(v.y, out[2], out[3]);
+        widen_pair<T>(v.z, out[4], out[5]);
+        widen_pair<T>(v.w, out[6], out[7]);
+    }
+}
+
+/// Stores kVec fp32 results at p: float4 stores when kVec > 1 (p 16-byte aligned).
+template <int kVec>
+__device__ __forceinline__ void store_results(float* p, const float (&v)[kVec])
+{
+    if constexpr (kVec == 1) {
+        *p = v[0];
+    } else {
+        static_assert(kVec % 4 == 0, "vector stores are float4");
+#pragma unroll
+        for (int i = 0; i < kVec; i += 4) {
+            *reinterpret_cast<float4*>(p + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+        }
+    }
+}
+
+/// atomicAdd of each of kVec fp32 results at p.
+template <int kVec>
+__device__ __forceinline__ void atomic_add_results(float* p, const float (&v)[kVec])
+{
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+        atomicAdd(p + i, v[i]);
+    }
+}
+
+}  // namespace halo::cuda::detail

@@ -1,0 +1,125 @@
+// Host half of the low-precision feature support (include/halo/feature_type.hpp): parsing and the
+// bit-exact fp32 -> fp16 / bf16 rounding that the device conversion (lowp_convert.cu) performs,
+// so CPU references and unit tests see the same rounded features. No CUDA needed.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "halo/error.hpp"
+#include "halo/feature_type.hpp"
+
+namespace halo {
+
+FeatureType parse_feature_type(std::string_view text)
+{
+    if (text == "fp32") {
+        return FeatureType::fp32;
+    }
+    if (text == "fp16") {
+        return FeatureType::fp16;
+    }
+    if (text == "bf16") {
+        return FeatureType::bf16;
+    }
+    HALO_THROW(InputError, "feature type '", std::string(text), "' is not fp32, fp16 or bf16");
+}
+
+std::string to_string(FeatureType type)
+{
+    switch (type) {
+        case FeatureType::fp32:
+            return "fp32";
+        case FeatureType::fp16:
+            return "fp16";
+        case FeatureType::bf16:
+            return "bf16";
+    }
+    HALO_THROW(LogicError, "unknown feature type ", static_cast<int>(type));
+}
+
+std::size_t feature_bytes(FeatureType type)
+{
+    return type == FeatureType::fp32 ? 4 : 2;
+}
+
+std::uint16_t float_to_half_bits(float value)
+{
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
+    const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+    const std::uint32_t abs = x & 0x7FFFFFFFu;
+    if (abs > 0x7F800000u) {
+        return static_cast<std::uint16_t>(sign | 0x7E00u);  // quiet NaN
+    }
+    if (abs >= 0x477FF000u) {
+        // 65520 and above (the tie between 65504 and 2^16 included) round to infinity.
+        return static_cast<std::uint16_t>(sign | 0x7C00u);
+    }
+    if (abs < 0x38800000u) {
+        // Below 2^-14: a subnormal m * 2^-24. The scaling by 2^24 is exact; nearbyint rounds to
+        // nearest even in the default mode, and m == 1024 is the smallest normal's bit pattern.
+        const float scaled = std::bit_cast<float>(abs) * 16777216.0f;
+        return static_cast<std::uint16_t>(sign |
+                                          static_cast<std::uint16_t>(std::nearbyint(scaled)));
+    }
+    // Normal: rebias the exponent (127 - 15 = 112) and round the 13 dropped bits to nearest even;
+    // a carry out of the significand correctly bumps the exponent.
+    const std::uint32_t rebased = abs - 0x38000000u;
+    const std::uint32_t rounded = rebased + 0xFFFu + ((rebased >> 13) & 1u);
+    return static_cast<std::uint16_t>(sign | (rounded >> 13));
+}
+
+std::uint16_t float_to_bf16_bits(float value)
+{
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(value);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) {
+        return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+    }
+    // Ties to even on the 16 dropped bits; overflow past the largest finite bf16 gives infinity.
+    return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+float half_bits_to_float(std::uint16_t bits)
+{
+    const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+    const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
+    const std::uint32_t mantissa = bits & 0x3FFu;
+    if (exponent == 0) {
+        const float magnitude = static_cast<float>(mantissa) / 16777216.0f;  // m * 2^-24, exact
+        return sign != 0 ? -magnitude : magnitude;
+    }
+    if (exponent == 0x1Fu) {
+        return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+    }
+    return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+float bf16_bits_to_float(std::uint16_t bits)
+{
+    return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
+
+float round_feature(float value, FeatureType type)
+{
+    switch (type) {
+        case FeatureType::fp32:
+            return value;
+        case FeatureType::fp16:
+            return half_bits_to_float(float_to_half_bits(value));
+        case FeatureType::bf16:
+            return bf16_bits_to_float(float_to_bf16_bits(value));
+    }
+    HALO_THROW(LogicError, "unknown feature type ", static_cast<int>(type));
+}
+
+void round_features(std::span<float> values, FeatureType type)
+{
+    if (type == FeatureType::fp32) {
+        return;
+    }
+    for (float& v : values) {
+        v = round_feature(v, type);
+    }
+}
+
+}  // namespace halo

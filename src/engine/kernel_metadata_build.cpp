@@ -1,0 +1,60 @@
+#include "halo/kernel_metadata_build.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "halo/accel_gcn_metadata.hpp"
+#include "halo/engine.hpp"
+#include "halo/error.hpp"
+
+namespace halo {
+
+const std::vector<std::string>& offline_metadata_kernels()
+{
+    static const std::vector<std::string> names{accel_gcn_metadata_kernel};
+    return names;
+}
+
+std::vector<KernelMetadata> build_kernel_metadata(const Shard& shard,
+                                                  const std::string& normalization,
+                                                  const std::vector<std::string>& kernels)
+{
+    const auto& known = offline_metadata_kernels();
+    for (const auto& k : kernels) {
+        if (std::find(known.begin(), known.end(), k) == known.end()) {
+            std::string list;
+            for (const auto& n : known) {
+                list += (list.empty() ? "" : ", ") + n;
+            }
+            HALO_THROW(InputError, "kernel metadata '", k, "': unknown (offline metadata exists for ",
+                       list, ")");
+        }
+    }
+    // The operators' patterns, as the engine builds them (make_aggregation; the values do not
+    // matter here, so the gcn degrees are ones).
+    std::vector<std::pair<std::string, Csr>> operators;
+    operators.emplace_back(std::string(kernel_operator_adjacency), shard.csr);
+    if (normalization != "mean") {
+        const std::vector<float> ones(static_cast<std::size_t>(shard.num_owned + shard.num_halo),
+                                      1.0f);
+        operators.emplace_back(std::string(kernel_operator_gcn),
+                               make_aggregation(shard, Aggregation::gcn, normalization, ones));
+    }
+    const std::array<RowRange, 2> ranges{RowRange{0, shard.num_interior},
+                                         RowRange{shard.num_interior, shard.num_owned}};
+    std::vector<KernelMetadata> out;
+    for (const auto& kernel : kernels) {
+        for (const auto& [op, a] : operators) {
+            if (kernel == accel_gcn_metadata_kernel) {
+                const auto view = a.view();
+                const auto segments = accel_gcn_segments(a.num_rows, ranges);
+                const auto p = build_accel_gcn_partition(view, segments, {});
+                out.push_back(accel_gcn_to_metadata(p, view, op));
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace halo
