@@ -15,6 +15,8 @@
 // CPU code here does.
 #pragma once
 
+// The C headers: their global rintf, rint, nextafterf, fmaxf and fminf are the names that host
+// and device code share.
 #include <float.h>
 #include <math.h>
 
@@ -99,7 +101,7 @@ struct QuantizedView {
     const std::int8_t* data = nullptr;
     std::int64_t rows = 0;
     std::int64_t cols = 0;
-    std::int64_t ld = 0;  // >= cols
+    std::int64_t ld = 0;                       // >= cols
     const float* scale = nullptr;              // cols entries
     const std::int32_t* zero_point = nullptr;  // cols entries
 

@@ -164,7 +164,8 @@ private:
                 layout.group == 32 ? max_dim_ : std::min<std::int64_t>(max_dim_, layout.group * 4);
             s.d_rows = upload(ctx_, s.rows.data(), s.rows.size());
             s.d_first = upload(ctx_, s.first.data(), s.first.size());
-            s.partials = DeviceBuffer<float>(ctx_, static_cast<std::size_t>(s.first.back() * width));
+            s.partials =
+                DeviceBuffer<float>(ctx_, static_cast<std::size_t>(s.first.back() * width));
             HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
         }
         return schedules_.emplace(layout.group, std::move(s)).first->second;
@@ -201,7 +202,7 @@ private:
     std::vector<std::int64_t> long_counts_;
     DeviceBuffer<std::int64_t> indptr_;
     DeviceBuffer<std::int32_t> indices_;
-    DeviceBuffer<float> values_;  // empty for a pattern matrix
+    DeviceBuffer<float> values_;              // empty for a pattern matrix
     std::map<int, SplitSchedule> schedules_;  // by group size
     std::string report_;
 };
@@ -282,8 +283,7 @@ std::unique_ptr<Int8SpmmPlan> make_aes_int8_spmm_plan(Context& ctx, const Csr& a
                                              options.scaling);
 }
 
-std::unique_ptr<Int8SpmmPlan> make_int8_spmm_plan(Context& ctx, const Csr& a,
-                                                  std::int64_t max_dim)
+std::unique_ptr<Int8SpmmPlan> make_int8_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim)
 {
     return std::make_unique<AesInt8SpmmPlan>(ctx, a, max_dim, 0, AesScaling::sample_sum);
 }
@@ -311,8 +311,7 @@ FrobeniusSums frobenius_sums(Context& ctx, DenseView<const float> approx,
     HALO_CUDA_TRY(cudaMemsetAsync(sums.data(), 0, sums.bytes(), stream));
     detail::frobenius_sums(stream, approx, exact, sums.data());
     double host[2] = {0.0, 0.0};
-    HALO_CUDA_TRY(
-        cudaMemcpyAsync(host, sums.data(), sizeof(host), cudaMemcpyDeviceToHost, stream));
+    HALO_CUDA_TRY(cudaMemcpyAsync(host, sums.data(), sizeof(host), cudaMemcpyDeviceToHost, stream));
     HALO_CUDA_TRY(cudaStreamSynchronize(stream));
     return {host[0], host[1]};
 }

@@ -7,9 +7,9 @@
 //   holds position start(k mod sample_cnt) + k / sample_cnt (Eq. 3), as halo::aes_slot_position
 //   says. Lines 16-19: each lane sums its columns over the slots in slot order, one fmaf per
 //   product, gathering feature rows through the read-only cache (eight gathers per lane issued
-//   before their products, so that they are in flight together), then stores each element once, scaled by the row's factor
-//   (1 unless rescaled). One owner per row, no atomics: the same bits every run and for every row
-//   range, equal to the CPU reference's.
+//   before their products, so that they are in flight together), then stores each element once,
+//   scaled by the row's factor (1 unless rescaled). One owner per row, no atomics: the same bits
+//   every run and for every row range, equal to the CPU reference's.
 // - Staging: 32 KiB per 256-thread block, 16 slots per lane of a group (512 for a warp), never
 //   more than the longest row (or W) needs (aes_kernels.hpp, aes_layout).
 // - Rows with more slots than a group stages (W = 1024 with narrow groups, long rows of the exact
@@ -274,8 +274,8 @@ __global__ void __launch_bounds__(kBlock) aes_pieces_kernel(const Args a, const 
         const std::int64_t nnz = __ldg(a.indptr + row + 1) - begin;
         const AesRowStrategy s = strategy_of(a, nnz);
         const std::int64_t from = piece * a.capacity;
-        const auto n = static_cast<int>(
-            s.count() - from < a.capacity ? s.count() - from : a.capacity);
+        const auto n =
+            static_cast<int>(s.count() - from < a.capacity ? s.count() - from : a.capacity);
         stage_and_multiply<Gather, G, Vec>(a, gather, g, begin, nnz, s, from, n, 1.0f,
                                            a.split.partials + q * a.dim);
     }
@@ -330,15 +330,15 @@ unsigned blocks_for(std::int64_t items, int groups)
 }
 
 template <typename Gather, int G, int Vec>
-void launch(cudaStream_t stream, const AesLaunch& l, const AesLayout& layout,
-            const AesSplit& split, const Gather& gather)
+void launch(cudaStream_t stream, const AesLaunch& l, const AesLayout& layout, const AesSplit& split,
+            const Gather& gather)
 {
     constexpr int kGroups = kBlock / G;
     const std::int64_t lanes = (l.dim + Vec - 1) / Vec;
-    const Args args{l.indptr,   l.indices, l.values,         l.row_begin,
-                    l.row_end,  l.sample_width, l.rescaled,  layout.capacity,
-                    l.dim,      (lanes + G - 1) / G,         l.y,
-                    l.ldy,      split};
+    const Args args{l.indptr,  l.indices,           l.values,   l.row_begin,
+                    l.row_end, l.sample_width,      l.rescaled, layout.capacity,
+                    l.dim,     (lanes + G - 1) / G, l.y,        l.ldy,
+                    split};
     const auto shared = static_cast<std::size_t>(kGroups) * layout.capacity * kAesSlotBytes;
     aes_rows_kernel<Gather, G, Vec>
         <<<blocks_for(l.row_end - l.row_begin, kGroups), kBlock, shared, stream>>>(args, gather);
@@ -451,7 +451,7 @@ void frobenius_sums(cudaStream_t stream, DenseView<const float> approx,
     const auto blocks =
         static_cast<unsigned>(std::min<std::int64_t>((total + kBlock - 1) / kBlock, 4096));
     frobenius_kernel<<<blocks, kBlock, 0, stream>>>(approx.data, approx.ld, exact.data, exact.ld,
-                                                   approx.rows, approx.cols, out);
+                                                    approx.rows, approx.cols, out);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

@@ -38,7 +38,8 @@ inline AesLayout aes_layout(std::int64_t dim, bool vec4, std::int64_t sample_wid
     l.vec = vec4 ? 4 : 1;
     const std::int64_t lanes = (dim + l.vec - 1) / l.vec;
     l.group = lanes <= 8 ? 8 : (lanes <= 16 ? 16 : 32);
-    const std::int64_t most = std::int64_t{kAesStagingBytes} / kAesSlotBytes / (kAesBlock / l.group);
+    const std::int64_t most =
+        std::int64_t{kAesStagingBytes} / kAesSlotBytes / (kAesBlock / l.group);
     const std::int64_t need = sample_width > 0 ? std::min(max_row_nnz, sample_width) : max_row_nnz;
     l.capacity = static_cast<int>(
         std::clamp<std::int64_t>((std::max<std::int64_t>(need, 1) + 31) / 32 * 32, 32, most));
@@ -73,8 +74,7 @@ struct AesSplit {
 };
 
 /// Whether the launch can use 16-byte fp32 accesses (4-byte int8 ones) for x and y.
-bool aes_vec4(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy,
-              std::int64_t dim);
+bool aes_vec4(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy, std::int64_t dim);
 bool aes_vec4(const QuantizedView& x, const float* y, std::int64_t ldy, std::int64_t dim);
 
 /// y[rows, 0:dim] from fp32 features x (leading dimension ldx): rows within the capacity in one

@@ -135,7 +135,13 @@ std::string AutotunedSpmmPlan::report() const
 
 const std::vector<std::string>& autotune_candidate_names()
 {
-    static const std::vector<std::string> names{"cusparse", "accel_gcn", "mergepath", "rowsplit"};
+    // MergePath-SpMM three times: with the paper's per-width cost, and with the larger costs
+    // (fewer, longer segments) that the cost sweep of docs/PERFORMANCE.md found faster on large
+    // power-law graphs (R-MAT scale 22: cost 200 beats the default by 1.3-1.6x at every width)
+    // and slower on small ones: the cost is tuned per shape like the kernel.
+    static const std::vector<std::string> names{"cusparse",       "accel_gcn",
+                                                 "mergepath",      "mergepath_c200",
+                                                 "mergepath_c400", "rowsplit"};
     return names;
 }
 
@@ -157,6 +163,11 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
         }
         if (name == "mergepath") {
             return make_mergepath_spmm_plan(ctx, a, max_dim);
+        }
+        if (name == "mergepath_c200" || name == "mergepath_c400") {
+            MergePathOptions merge;
+            merge.cost = name == "mergepath_c200" ? 200 : 400;
+            return make_mergepath_spmm_plan(ctx, a, max_dim, merge);
         }
         return make_rowsplit_spmm_plan(ctx, a, max_dim);
     };

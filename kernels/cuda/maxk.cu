@@ -12,9 +12,12 @@
 // SSD: every group accumulates in a D-wide shared buffer: the lanes of its team take entries t,
 // t + team, ... of each neighbour's CBSR row, add a * s into buffer[column] with fmaf, nonzero
 // after nonzero. Two neighbours may keep the same column in different entries (different lanes),
-// so the team synchronizes (__syncwarp on its mask) after each nonzero: without it independent
-// thread scheduling lets one lane run ahead and race another on that column. The loads of a batch
-// of nonzeros are issued before its accumulation steps so that they overlap.
+// so the warp synchronizes (__syncwarp) after each nonzero step: without it independent thread
+// scheduling lets one lane run ahead and race another on that column. The teams (slots) of a warp
+// run in lockstep, predicated by their own group's length, so a warp issues one instruction
+// stream for all its slots. The loads of a batch of nonzeros, and the next batch's A entries, are
+// issued before its accumulation steps so that they overlap. Registers are capped at 40 per
+// thread (__maxnreg__) so that four blocks of 12 warps fit an SM.
 #include <algorithm>
 #include <climits>
 #include <cstddef>
@@ -40,6 +43,18 @@ __device__ __forceinline__ unsigned warp_sum(unsigned v)
 #else
     for (int offset = 16; offset > 0; offset /= 2) {
         v += __shfl_xor_sync(kFullMask, v, offset);
+    }
+    return v;
+#endif
+}
+
+__device__ __forceinline__ unsigned warp_max(unsigned v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(kFullMask, v);
+#else
+    for (int offset = 16; offset > 0; offset /= 2) {
+        v = max(v, __shfl_xor_sync(kFullMask, v, offset));
     }
     return v;
 #endif
@@ -131,79 +146,150 @@ __device__ __forceinline__ bool group_shared(const SsdGroup& m)
     return m.count_mode < 0;
 }
 
-// The accumulation phase of one group by a team of `team` lanes (this lane is number t of it,
-// `mask` names the team's lanes): buffer[column] += a * s for every kept entry of every
-// neighbour, nonzero after nonzero, in storage order.
-template <bool kValued>
-__device__ __forceinline__ void accumulate(float* buffer, const SsdGroup& m, int t, int team,
-                                           unsigned mask, const SsdArgs& args)
+// The accumulation phase, all 32 lanes of a warp together. Each lane belongs to the team of one
+// group (its slot; count 0 for lanes without a group) and takes that group's CBSR entries t,
+// t + team, ... (kEntries of them; 0: as many as k needs). The teams of a warp step through their
+// nonzeros in lockstep, up to the warp's longest group, each lane predicated by its own group's
+// count: one instruction stream for all the slots of the warp instead of one per slot, and one
+// __syncwarp per nonzero step (two teams never share a buffer, so a warp-wide barrier is also the
+// slot-level one). Batches of kBatch nonzeros: the batch's S loads go out together, then the next
+// batch's A loads, and only then the accumulation steps wait.
+template <bool kValued, int kEntries>
+__device__ __forceinline__ void accumulate(float* buffer, const SsdArgs& args, long long first,
+                                           int nnz, int t, int team)
 {
-    const int nnz = group_count(m);
     const int k = args.k;
-    const int* __restrict__ a_indices = args.a_indices + m.first;
-    const float* __restrict__ a_values = kValued ? args.a_values + m.first : nullptr;
-    const float* __restrict__ s_values = args.s_values;
-    const short* __restrict__ s_indices = args.s_indices;
-    if (k <= team) {
-        // One entry per lane at most (entry t): the batch's S loads all go out first.
-        const bool active = t < k;
-        for (int e0 = 0; e0 < nnz; e0 += kBatch) {
-            float a[kBatch];
-            float v[kBatch];
-            int col[kBatch];
+    const int steps = static_cast<int>(warp_max(static_cast<unsigned>(nnz)));
+    const int* __restrict__ a_indices = args.a_indices + first;
+    const float* __restrict__ a_values = kValued ? args.a_values + first : nullptr;
+    const float* __restrict__ s_values = args.s_values + t;
+    const short* __restrict__ s_indices = args.s_indices + t;
+    if constexpr (kEntries > 0) {
+        constexpr int kB = kEntries == 1 ? kBatch : kBatch / 2;
+        int c[kB];
+        float a[kB];
 #pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
-                a[u] = 0.0f;
-                v[u] = 0.0f;
-                col[u] = 0;
-                if (e0 + u < nnz) {
-                    const long long c = __ldg(a_indices + e0 + u);
-                    a[u] = kValued ? __ldg(a_values + e0 + u) : 1.0f;
-                    if (active) {
-                        v[u] = __ldg(s_values + c * k + t);
-                        col[u] = __ldg(s_indices + c * k + t);
+        for (int u = 0; u < kB; ++u) {
+            c[u] = u < nnz ? __ldg(a_indices + u) : 0;
+            a[u] = kValued && u < nnz ? __ldg(a_values + u) : 1.0f;
+        }
+        for (int e0 = 0; e0 < steps; e0 += kB) {
+            float v[kB][kEntries];
+            int col[kB][kEntries];
+            float a_now[kB];
+#pragma unroll
+            for (int u = 0; u < kB; ++u) {
+                a_now[u] = a[u];
+                const long long row = static_cast<long long>(c[u]) * k;
+#pragma unroll
+                for (int i = 0; i < kEntries; ++i) {
+                    v[u][i] = 0.0f;
+                    col[u][i] = -1;
+                    if (e0 + u < nnz && t + i * team < k) {
+                        v[u][i] = __ldg(s_values + row + i * team);
+                        col[u][i] = __ldg(s_indices + row + i * team);
                     }
                 }
             }
 #pragma unroll
-            for (int u = 0; u < kBatch; ++u) {
-                if (e0 + u < nnz) {  // uniform across the team
-                    if (active) {
-                        buffer[col[u]] = fmaf(a[u], v[u], buffer[col[u]]);
+            for (int u = 0; u < kB; ++u) {
+                const int e = e0 + kB + u;
+                if (e < nnz) {
+                    c[u] = __ldg(a_indices + e);
+                    a[u] = kValued ? __ldg(a_values + e) : 1.0f;
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < kB; ++u) {
+                if (e0 + u < steps) {  // uniform across the warp
+#pragma unroll
+                    for (int i = 0; i < kEntries; ++i) {
+                        if (col[u][i] >= 0) {
+                            buffer[col[u][i]] = fmaf(a_now[u], v[u][i], buffer[col[u][i]]);
+                        }
                     }
-                    __syncwarp(mask);
+                    __syncwarp();
                 }
             }
         }
     } else {
-        // k > team (k > 32 with a whole warp): entries t, t + team, ... of each neighbour.
-        for (int e = 0; e < nnz; ++e) {
-            const long long c = __ldg(a_indices + e);
-            const float a = kValued ? __ldg(a_values + e) : 1.0f;
-            const float* sv = s_values + c * k;
-            const short* si = s_indices + c * k;
-            for (int l = t; l < k; l += team) {
-                const int col = __ldg(si + l);
-                buffer[col] = fmaf(a, __ldg(sv + l), buffer[col]);
+        for (int e = 0; e < steps; ++e) {
+            if (e < nnz) {
+                const long long row = static_cast<long long>(__ldg(a_indices + e)) * k;
+                const float a = kValued ? __ldg(a_values + e) : 1.0f;
+                for (int l = 0; t + l < k; l += team) {
+                    const int col = __ldg(s_indices + row + l);
+                    buffer[col] = fmaf(a, __ldg(s_values + row + l), buffer[col]);
+                }
             }
-            __syncwarp(mask);
+            __syncwarp();
         }
     }
 }
 
-__device__ __forceinline__ unsigned team_mask(int team, int index)
+// Zeroes n floats at buffer (16-byte aligned, n a multiple of 4 when vec4) with the lanes of a
+// warp.
+__device__ __forceinline__ void zero_buffer(float* buffer, int n, int lane, bool vec4)
 {
-    return team >= 32 ? kFullMask : ((1u << team) - 1u) << (index * team);
+    if (vec4) {
+        float4* b4 = reinterpret_cast<float4*>(buffer);
+        for (int j = lane; j < n / 4; j += 32) {
+            b4[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    } else {
+        for (int j = lane; j < n; j += 32) {
+            buffer[j] = 0.0f;
+        }
+    }
+}
+
+__device__ __forceinline__ void atomic_add4(float* y, float4 v)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4*>(y), v);
+#else
+    atomicAdd(y, v.x);
+    atomicAdd(y + 1, v.y);
+    atomicAdd(y + 2, v.z);
+    atomicAdd(y + 3, v.w);
+#endif
+}
+
+// The update phase of one group by the 32 lanes of a warp: the D-wide buffer to output row y,
+// added atomically or stored (float4 accesses when args.vec4).
+__device__ __forceinline__ void update(float* y, const float* buffer, int dim, int lane,
+                                       bool atomic, bool vec4)
+{
+    if (vec4) {
+        const float4* b4 = reinterpret_cast<const float4*>(buffer);
+        float4* y4 = reinterpret_cast<float4*>(y);
+        for (int j = lane; j < dim / 4; j += 32) {
+            if (atomic) {
+                atomic_add4(y + 4 * j, b4[j]);
+            } else {
+                y4[j] = b4[j];
+            }
+        }
+    } else {
+        for (int j = lane; j < dim; j += 32) {
+            if (atomic) {
+                atomicAdd(y + j, buffer[j]);
+            } else {
+                y[j] = buffer[j];
+            }
+        }
+    }
 }
 
 // MaxK's operator (section III, Fig. 5). Block b takes groups [b * warps, (b + 1) * warps), one
 // D-wide buffer each. k < 32: the groups are accumulated by k-lane slots, 32 / k per warp, packed
 // into the first warps (the others idle); k >= 32: warp w accumulates group w. A block-wide
 // barrier, then warp w adds buffer w to its row with atomics.
-template <bool kValued>
-__global__ void ssd_maxk_kernel(SsdArgs args)
+template <bool kValued, int kEntries>
+__global__ void __maxnreg__(40) ssd_maxk_kernel(SsdArgs args)
 {
-    extern __shared__ float shared[];
+    extern __shared__ float4 shared4[];
+    float* shared = reinterpret_cast<float*>(shared4);
     const int warps = static_cast<int>(blockDim.x) / 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -212,44 +298,45 @@ __global__ void ssd_maxk_kernel(SsdArgs args)
     const long long g0 = static_cast<long long>(blockIdx.x) * warps;
     const int valid = static_cast<int>(min(static_cast<long long>(warps), args.group_count - g0));
 
-    for (int i = static_cast<int>(threadIdx.x); i < warps * dim;
-         i += static_cast<int>(blockDim.x)) {
-        shared[i] = 0.0f;
-    }
+    zero_buffer(shared + warp * dim, dim, lane, args.vec4);
     __syncthreads();
     if (k < 32) {
         const int per_warp = 32 / k;
-        const int slot = warp * per_warp + lane / k;
-        if (lane < per_warp * k && slot < valid) {
-            const SsdGroup m = load_group(args.groups + g0 + slot);
-            accumulate<kValued>(shared + slot * dim, m, lane % k, k, team_mask(k, lane / k), args);
+        if (warp * per_warp < valid) {  // a warp with at least one group accumulates
+            const int slot = warp * per_warp + lane / k;
+            const bool mine = lane < per_warp * k && slot < valid;
+            SsdGroup m{};
+            if (mine) {
+                m = load_group(args.groups + g0 + slot);
+            }
+            accumulate<kValued, 1>(shared + (mine ? slot : 0) * dim, args, m.first,
+                                   mine ? group_count(m) : 0, lane % k, k);
         }
     } else if (warp < valid) {
         const SsdGroup m = load_group(args.groups + g0 + warp);
-        accumulate<kValued>(shared + warp * dim, m, lane, 32, kFullMask, args);
+        accumulate<kValued, kEntries>(shared + warp * dim, args, m.first, group_count(m), lane, 32);
     }
     __syncthreads();
     if (warp < valid) {
         const SsdGroup m = load_group(args.groups + g0 + warp);
         if (group_count(m) > 0) {
-            float* y = args.out + static_cast<long long>(m.row) * args.ldo;
-            const float* buffer = shared + warp * dim;
-            for (int j = lane; j < dim; j += 32) {
-                atomicAdd(y + j, buffer[j]);
-            }
+            update(args.out + static_cast<long long>(m.row) * args.ldo, shared + warp * dim, dim,
+                   lane, true, args.vec4);
         }
     }
 }
 
 // The decoupled operator (section IV, Fig. 7). Warp w of the grid takes groups
-// [w * slots, (w + 1) * slots), one per slot of 32 / slots lanes, each with its own buffer.
-// A slot zeroes its buffer, synchronizes its lanes and accumulates; then the warp synchronizes and
-// writes its groups' buffers one after the other with all 32 lanes (coalesced). kAtomicAware:
-// update_mode 0 stores, 1 adds atomically; otherwise every group adds atomically.
-template <bool kValued, bool kAtomicAware>
-__global__ void ssd_decoupled_kernel(SsdArgs args, int slots)
+// [w * slots, (w + 1) * slots), one per slot of 32 / slots lanes, each with its own buffer, and
+// runs without any block-wide barrier: it zeroes its buffers, accumulates its slots in lockstep,
+// synchronizes, and writes its groups' buffers one after the other with all 32 lanes (the fused,
+// coalesced update). kAtomicAware: update_mode 0 stores, 1 adds atomically; otherwise every group
+// adds atomically.
+template <bool kValued, bool kAtomicAware, int kEntries>
+__global__ void __maxnreg__(40) ssd_decoupled_kernel(SsdArgs args, int slots)
 {
-    extern __shared__ float shared[];
+    extern __shared__ float4 shared4[];
+    float* shared = reinterpret_cast<float*>(shared4);
     const int warps = static_cast<int>(blockDim.x) / 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -257,32 +344,26 @@ __global__ void ssd_decoupled_kernel(SsdArgs args, int slots)
     const int team = 32 / slots;
     const int slot = lane / team;
     const long long g0 = (static_cast<long long>(blockIdx.x) * warps + warp) * slots;
-    float* warp_buffers = shared + static_cast<long long>(warp) * slots * dim;
-
-    if (slot < slots && g0 + slot < args.group_count) {
-        const int t = lane - slot * team;
-        const unsigned mask = team_mask(team, slot);
-        float* buffer = warp_buffers + slot * dim;
-        for (int j = t; j < dim; j += team) {
-            buffer[j] = 0.0f;
-        }
-        __syncwarp(mask);
-        const SsdGroup m = load_group(args.groups + g0 + slot);
-        accumulate<kValued>(buffer, m, t, team, mask, args);
+    if (g0 >= args.group_count) {
+        return;  // the whole warp: no block-wide barrier follows
     }
+    float* buffers = shared + static_cast<long long>(warp) * slots * dim;
+    zero_buffer(buffers, slots * dim, lane, args.vec4);
+    __syncwarp();
+    const bool mine = slot < slots && g0 + slot < args.group_count;
+    SsdGroup m{};
+    if (mine) {
+        m = load_group(args.groups + g0 + slot);
+    }
+    accumulate<kValued, kEntries>(buffers + (mine ? slot : 0) * dim, args, m.first,
+                                  mine ? group_count(m) : 0, lane - slot * team, team);
     __syncwarp();
     for (int s = 0; s < slots && g0 + s < args.group_count; ++s) {
-        const SsdGroup m = load_group(args.groups + g0 + s);
-        float* y = args.out + static_cast<long long>(m.row) * args.ldo;
-        const float* buffer = warp_buffers + s * dim;
-        if (kAtomicAware && !group_shared(m)) {
-            for (int j = lane; j < dim; j += 32) {
-                y[j] = buffer[j];
-            }
-        } else if (group_count(m) > 0) {
-            for (int j = lane; j < dim; j += 32) {
-                atomicAdd(y + j, buffer[j]);
-            }
+        const SsdGroup g = load_group(args.groups + g0 + s);
+        const bool atomic = !kAtomicAware || group_shared(g);
+        if (!atomic || group_count(g) > 0) {  // atomic-always rows were zeroed: skip empty groups
+            update(args.out + static_cast<long long>(g.row) * args.ldo, buffers + s * dim, dim,
+                   lane, atomic, args.vec4);
         }
     }
 }
@@ -314,15 +395,60 @@ std::int64_t grid_blocks(std::int64_t groups, std::int64_t groups_per_block)
     return blocks;
 }
 
-template <bool kValued, bool kAtomicAware>
+template <bool kValued, bool kAtomicAware, int kEntries>
 void launch_decoupled(cudaStream_t stream, const SsdArgs& args, int warps, int slots)
 {
     const auto blocks = grid_blocks(args.group_count, std::int64_t{warps} * slots);
     const auto bytes = ssd_decoupled_shared_bytes(warps, slots, args.dim);
-    auto kernel = ssd_decoupled_kernel<kValued, kAtomicAware>;
+    auto kernel = ssd_decoupled_kernel<kValued, kAtomicAware, kEntries>;
     allow_shared(kernel, bytes);
     kernel<<<static_cast<unsigned>(blocks), warps * 32, bytes, stream>>>(args, slots);
     HALO_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kValued, bool kAtomicAware>
+void launch_decoupled_entries(cudaStream_t stream, const SsdArgs& args, int warps, int slots)
+{
+    const int team = 32 / slots;
+    if (args.k <= team) {
+        launch_decoupled<kValued, kAtomicAware, 1>(stream, args, warps, slots);
+    } else if (args.k <= 2 * team) {
+        launch_decoupled<kValued, kAtomicAware, 2>(stream, args, warps, slots);
+    } else {
+        launch_decoupled<kValued, kAtomicAware, 0>(stream, args, warps, slots);
+    }
+}
+
+template <bool kValued, int kEntries>
+void launch_maxk(cudaStream_t stream, const SsdArgs& args, int warps)
+{
+    const auto blocks = grid_blocks(args.group_count, warps);
+    const auto bytes = ssd_maxk_shared_bytes(warps, args.dim);
+    auto kernel = ssd_maxk_kernel<kValued, kEntries>;
+    allow_shared(kernel, bytes);
+    kernel<<<static_cast<unsigned>(blocks), warps * 32, bytes, stream>>>(args);
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kValued>
+void launch_maxk_entries(cudaStream_t stream, const SsdArgs& args, int warps)
+{
+    if (args.k <= 32) {
+        launch_maxk<kValued, 1>(stream, args, warps);
+    } else if (args.k <= 64) {
+        launch_maxk<kValued, 2>(stream, args, warps);
+    } else {
+        launch_maxk<kValued, 0>(stream, args, warps);
+    }
+}
+
+// float4 buffers and output rows: the width and the output's leading dimension multiples of 4
+// and the output 16-byte aligned.
+SsdArgs with_vec4(SsdArgs args)
+{
+    args.vec4 = args.dim % 4 == 0 && args.ldo % 4 == 0 &&
+                reinterpret_cast<std::uintptr_t>(args.out) % 16 == 0;
+    return args;
 }
 
 void check_args(const SsdArgs& args, int warps)
@@ -368,38 +494,39 @@ std::size_t ssd_decoupled_shared_bytes(int warps, int slots, int dim)
     return static_cast<std::size_t>(warps) * slots * dim * sizeof(float);
 }
 
-void ssd_maxk(cudaStream_t stream, const SsdArgs& args, int warps)
+void ssd_maxk(cudaStream_t stream, const SsdArgs& args_in, int warps)
 {
-    check_args(args, warps);
-    if (args.group_count == 0) {
+    check_args(args_in, warps);
+    if (args_in.group_count == 0) {
         return;
     }
-    const auto blocks = grid_blocks(args.group_count, warps);
-    const auto bytes = ssd_maxk_shared_bytes(warps, args.dim);
-    auto kernel = args.a_values != nullptr ? ssd_maxk_kernel<true> : ssd_maxk_kernel<false>;
-    allow_shared(kernel, bytes);
-    kernel<<<static_cast<unsigned>(blocks), warps * 32, bytes, stream>>>(args);
-    HALO_CUDA_CHECK_LAUNCH();
+    const SsdArgs args = with_vec4(args_in);
+    if (args.a_values != nullptr) {
+        launch_maxk_entries<true>(stream, args, warps);
+    } else {
+        launch_maxk_entries<false>(stream, args, warps);
+    }
 }
 
-void ssd_decoupled(cudaStream_t stream, const SsdArgs& args, int warps, int slots,
+void ssd_decoupled(cudaStream_t stream, const SsdArgs& args_in, int warps, int slots,
                    bool atomic_aware)
 {
-    check_args(args, warps);
-    HALO_EXPECTS(slots >= 1 && slots <= 32 && (slots == 1 || args.k <= 32 / slots), "slots ", slots,
-                 " for k = ", args.k);
-    if (args.group_count == 0) {
+    check_args(args_in, warps);
+    HALO_EXPECTS(slots >= 1 && slots <= 32 && (slots == 1 || args_in.k <= 32 / slots), "slots ",
+                 slots, " for k = ", args_in.k);
+    if (args_in.group_count == 0) {
         return;
     }
+    const SsdArgs args = with_vec4(args_in);
     const bool valued = args.a_values != nullptr;
     if (valued && atomic_aware) {
-        launch_decoupled<true, true>(stream, args, warps, slots);
+        launch_decoupled_entries<true, true>(stream, args, warps, slots);
     } else if (valued) {
-        launch_decoupled<true, false>(stream, args, warps, slots);
+        launch_decoupled_entries<true, false>(stream, args, warps, slots);
     } else if (atomic_aware) {
-        launch_decoupled<false, true>(stream, args, warps, slots);
+        launch_decoupled_entries<false, true>(stream, args, warps, slots);
     } else {
-        launch_decoupled<false, false>(stream, args, warps, slots);
+        launch_decoupled_entries<false, false>(stream, args, warps, slots);
     }
 }
 

@@ -35,6 +35,7 @@ struct SsdArgs {
     int dim = 0;
     float* out = nullptr;
     std::int64_t ldo = 0;
+    bool vec4 = false;  // set by the launchers: float4 buffers and output rows
 };
 
 /// MaxK's operator: `warps` groups per block, atomics always (the rows must be zeroed first).

@@ -13,8 +13,8 @@
 namespace halo {
 namespace {
 
-void check_operands(const CsrView& a, std::int64_t x_rows, std::int64_t x_cols,
-                    DenseView<float> y, RowRange rows)
+void check_operands(const CsrView& a, std::int64_t x_rows, std::int64_t x_cols, DenseView<float> y,
+                    RowRange rows)
 {
     HALO_EXPECTS(x_cols == y.cols, "x has ", x_cols, " columns, y has ", y.cols);
     HALO_EXPECTS(x_rows >= a.num_cols, "x has ", x_rows, " rows, A has ", a.num_cols, " columns");

@@ -25,8 +25,8 @@ void check_finite(float v, std::int64_t i, std::int64_t j, const char* what)
 
 QuantizedMatrix quantize_columns(DenseView<const float> x, const char* what)
 {
-    HALO_EXPECTS(x.rows >= 0 && x.cols >= 0 && x.ld >= x.cols, "matrix of ", x.rows, " x ",
-                 x.cols, " with leading dimension ", x.ld);
+    HALO_EXPECTS(x.rows >= 0 && x.cols >= 0 && x.ld >= x.cols, "matrix of ", x.rows, " x ", x.cols,
+                 " with leading dimension ", x.ld);
     QuantizedMatrix q;
     q.rows = x.rows;
     q.cols = x.cols;

@@ -48,11 +48,11 @@ TEST(AesRule, Table1BoundariesAtW128)
         std::int64_t nnz, run, samples;
     };
     const std::vector<Case> cases = {
-        {0, 0, 1},         {1, 1, 1},          {w, w, 1},           // R <= 1: the whole row
-        {w + 1, 32, 4},    {2 * w, 32, 4},                          // 1 < R <= 2
-        {2 * w + 1, 16, 8}, {36 * w, 16, 8},                        // 2 < R <= 36
-        {36 * w + 1, 8, 16}, {54 * w, 8, 16},                       // 36 < R <= 54
-        {54 * w + 1, 4, 32}, {100000, 4, 32},                       // R > 54
+        {0, 0, 1},           {1, 1, 1},       {w, w, 1},  // R <= 1: the whole row
+        {w + 1, 32, 4},      {2 * w, 32, 4},              // 1 < R <= 2
+        {2 * w + 1, 16, 8},  {36 * w, 16, 8},             // 2 < R <= 36
+        {36 * w + 1, 8, 16}, {54 * w, 8, 16},             // 36 < R <= 54
+        {54 * w + 1, 4, 32}, {100000, 4, 32},             // R > 54
     };
     for (const auto& c : cases) {
         const auto s = halo::aes_row_strategy(c.nnz, w);
@@ -117,7 +117,8 @@ TEST(AesRule, PositionsFollowEq3AndStayInTheRow)
                 const std::int64_t start = (i * 1429) % (nnz - run + 1);
                 for (std::int64_t j = 0; j < run; ++j) {
                     // Algorithm 1 line 11: element j of sample i goes to sh[i + j * sample_cnt].
-                    ASSERT_EQ(pos[i + j * samples], start + j) << "sample " << i << ", element " << j;
+                    ASSERT_EQ(pos[i + j * samples], start + j)
+                        << "sample " << i << ", element " << j;
                 }
             }
             for (const auto p : pos) {
@@ -291,8 +292,8 @@ TEST(AesReference, RescaledIsTheSampleSumTimesTheFactor)
             const auto s = halo::aes_row_strategy(nnz, w);
             const float f = nnz > w ? static_cast<float>(nnz) / static_cast<float>(s.count()) : 1;
             for (std::int64_t j = 0; j < dim; ++j) {
-                ASSERT_EQ(scaled(i, j), plain(i, j) * f) << "W " << w << " (" << i << ", " << j
-                                                         << ")";
+                ASSERT_EQ(scaled(i, j), plain(i, j) * f)
+                    << "W " << w << " (" << i << ", " << j << ")";
             }
         }
     }

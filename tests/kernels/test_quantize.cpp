@@ -119,14 +119,14 @@ TEST(QuantizeColumns, ErrorAtMostHalfAStepPerElement)
 {
     constexpr std::int64_t rows = 3000;
     const std::vector<std::pair<float, float>> ranges = {
-        {-1.0f, 1.0f}, {0.0f, 1.0f},     {0.25f, 0.75f}, {-3.0f, -2.0f}, {-1e-6f, 3e-6f},
+        {-1.0f, 1.0f}, {0.0f, 1.0f},    {0.25f, 0.75f}, {-3.0f, -2.0f}, {-1e-6f, 3e-6f},
         {-1e6f, 2e5f}, {-1e30f, 1e30f}, {5.0f, 5.0f},   {0.0f, 0.0f},   {-7.0f, 0.0f},
     };
     const std::int64_t cols = static_cast<std::int64_t>(ranges.size());
     const std::int64_t ld = cols + 3;
     std::vector<float> x(static_cast<std::size_t>(rows * ld), kNaN);
-    const auto u = halo::testing::random_floats(static_cast<std::size_t>(rows * cols), 21, 0.0f,
-                                                1.0f);
+    const auto u =
+        halo::testing::random_floats(static_cast<std::size_t>(rows * cols), 21, 0.0f, 1.0f);
     for (std::int64_t i = 0; i < rows; ++i) {
         for (std::int64_t j = 0; j < cols; ++j) {
             const auto [lo, hi] = ranges[j];
@@ -259,8 +259,8 @@ TEST(PackRowsReference, RecordLayoutAndRoundTrip)
         SCOPED_TRACE(testing::Message() << cols << " columns");
         constexpr std::int64_t rows = 50;
         const std::int64_t ld = cols + 5;
-        auto x = halo::testing::random_floats(static_cast<std::size_t>(rows * ld), 40 + cols,
-                                              -3.0f, 2.0f);
+        auto x = halo::testing::random_floats(static_cast<std::size_t>(rows * ld), 40 + cols, -3.0f,
+                                              2.0f);
         // Row 7 positive only, row 8 constant, row 9 zeros: the range rules per row.
         for (std::int64_t j = 0; j < cols; ++j) {
             x[7 * ld + j] = std::abs(x[7 * ld + j]) + 1.0f;

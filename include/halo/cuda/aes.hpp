@@ -45,8 +45,7 @@ std::unique_ptr<Int8SpmmPlan> make_aes_int8_spmm_plan(Context& ctx, const Csr& a
 
 /// Exact SpMM over int8 features (every nonzero, CSR order): the "exact kernels read int8" option.
 /// algorithm(): "int8-exact".
-std::unique_ptr<Int8SpmmPlan> make_int8_spmm_plan(Context& ctx, const Csr& a,
-                                                  std::int64_t max_dim);
+std::unique_ptr<Int8SpmmPlan> make_int8_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim);
 
 /// A column-quantized matrix in device memory (one upload of the int8 feature format).
 struct DeviceQuantizedMatrix {

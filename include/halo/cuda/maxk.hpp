@@ -5,19 +5,20 @@
 //   with a D-wide shared buffer; for k < 32 the groups are accumulated by k-lane slots packed into
 //   the first warps (the rest idle), then a block-wide barrier, then every warp adds its buffer
 //   to the output row with atomics (outputs zeroed first).
-// - decoupled: section IV (Fig. 7): each warp independently takes min(32 / k, buffers_per_warp)
-//   groups, one per slot of 32 / slots lanes with its own D-wide buffer; slot-level
-//   synchronization, then a warp-level barrier and a fused, coalesced update of the warp's groups
-//   in turn, with plain stores for groups of update_mode 0 and atomics only for shared rows
-//   (smart edge groups, section IV-A; those rows are zeroed first).
+// - decoupled: section IV (Fig. 7): each warp independently (no block-wide barrier) takes
+//   min(32 / k, buffers_per_warp) groups, one per slot of 32 / slots lanes with its own D-wide
+//   buffer; the slots accumulate in lockstep, then a warp-level barrier and a fused, coalesced
+//   update of the warp's groups in turn, with plain stores for groups of update_mode 0 and atomics
+//   only for shared rows (smart edge groups, section IV-A; those rows are zeroed first).
 // - the section VI-A ablations: no_slots (one group per warp), no_atomic_aware (atomics always),
 //   and both.
 //
-// Within a group every kernel adds the nonzeros in storage order with fmaf (lanes of a slot
-// synchronize after each nonzero: two neighbours may keep the same column, and independent
+// Within a group every kernel adds the nonzeros in storage order with fmaf, the lanes of a warp
+// synchronizing after each nonzero step (two neighbours may keep the same column, and independent
 // thread scheduling does not keep the lanes in step), so rows of one group are bit-identical to
 // reference::ssd_edge_groups and from run to run; shared rows are summed with atomics and may
-// differ in the last bits.
+// differ in the last bits. Buffers and output rows use float4 accesses (float4 atomics on sm_90)
+// when the width and leading dimension are multiples of 4, in every variant alike.
 #pragma once
 
 #include <cstdint>
