@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "halo/attention.hpp"
@@ -411,6 +413,45 @@ TEST(Fused3sCuda, HalfEntryPointAndStoredBsb)
     EXPECT_THROW(
         halo::cuda::fused_attention(*stored, dev.q.view, dev.k.view, dev.v.view, 1.0f, out.view),
         halo::LogicError);
+}
+
+// fp32 -> fp16 conversion, vectorized (widths and strides multiples of 4) and scalar, against the
+// host's round-to-nearest conversion, with the destination padding untouched.
+TEST(Fused3sCuda, ConvertToHalfBothPaths)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    for (const auto& [cols, lds, ldd] :
+         std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+             {64, 68, 72}, {33, 35, 40}, {8, 9, 8}}) {
+        const std::int64_t rows = 77;
+        auto src = random_matrix(rows, cols, lds, 1100 + cols);
+        src(3, 1) = 70000.0f;  // beyond fp16: inf
+        src(5, 2) = 1e-8f;     // below fp16's smallest subnormal: 0
+        const auto dsrc = upload(*gpu.backend, src);
+        halo::cuda::DeviceBuffer<__half> dst(gpu.ctx, static_cast<std::size_t>(rows * ldd));
+        const std::vector<unsigned short> marker(dst.size(), 0x7e00);  // fp16 NaN
+        HALO_CUDA_TRY(cudaMemcpy(dst.data(), marker.data(), dst.bytes(), cudaMemcpyHostToDevice));
+        halo::cuda::convert_to_half(dsrc.view, halo::DenseView<__half>{dst.data(), rows, cols, ldd},
+                                    gpu.ctx.compute_stream());
+        gpu.ctx.synchronize();
+        std::vector<unsigned short> got(dst.size());
+        HALO_CUDA_TRY(cudaMemcpy(got.data(), dst.data(), dst.bytes(), cudaMemcpyDeviceToHost));
+        for (std::int64_t i = 0; i < rows; ++i) {
+            for (std::int64_t j = 0; j < ldd; ++j) {
+                const unsigned short bits = got[i * ldd + j];
+                if (j >= cols) {
+                    ASSERT_EQ(bits, 0x7e00) << "padding (" << i << ", " << j << ") written";
+                    continue;
+                }
+                const __half want = __float2half_rn(src(i, j));
+                unsigned short want_bits = 0;
+                std::memcpy(&want_bits, &want, sizeof want_bits);
+                ASSERT_EQ(bits, want_bits) << cols << " columns, ld " << lds << " -> " << ldd
+                                           << ": (" << i << ", " << j << ") of " << src(i, j);
+            }
+        }
+    }
 }
 
 TEST(Fused3sCuda, RejectsBadOperandsAndFormats)
