@@ -51,7 +51,7 @@ struct MaxkOptions {
     std::int64_t dim = 256;
     std::vector<std::int64_t> ks{2, 4, 8, 16, 32, 64};
     std::vector<std::int32_t> group_sizes{64};
-    std::vector<std::int32_t> buffers{2};
+    std::vector<std::int32_t> buffers{4};  // SsdLaunch's default
     std::vector<std::string> variants{"maxk", "decoupled", "no_slots", "no_atomic_aware",
                                       "no_slots_no_atomic_aware"};
     std::int32_t warps_per_block = 12;

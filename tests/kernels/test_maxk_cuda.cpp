@@ -367,7 +367,7 @@ TEST(MaxkCudaSsd, DescribeReportsSlotsAndFittedWarps)
     EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 2}, 256, 64), "decoupled-w12-s1-g64");
     EXPECT_EQ(plan->describe({SsdVariant::no_slots, 12, 8}, 256, 2), "no_slots-w12-s1-g64");
     EXPECT_EQ(plan->describe({SsdVariant::maxk, 12, 8}, 256, 2), "maxk-w12-s1-g64");
-    EXPECT_EQ(plan->algorithm(), "ssd-decoupled-w12-b2-g64");
+    EXPECT_EQ(plan->algorithm(), "ssd-decoupled-w12-b4-g64");  // the default launch
     // 16 buffers of 4 KiB per warp: fewer warps than asked fit a block.
     int optin = 0;
     HALO_CUDA_TRY(

@@ -81,8 +81,10 @@ struct SsdLaunch {
     /// the device's shared memory per block, fewer warps are used (algorithm() says how many).
     std::int32_t warps_per_block = 12;
     /// Decoupled variants: most D-wide buffers (slots) per warp; the slots of a run are
-    /// min(32 / k, buffers_per_warp), at least 1. The paper fixes 2 at D = 256 (section VI-C).
-    std::int32_t buffers_per_warp = 2;
+    /// min(32 / k, buffers_per_warp), at least 1. The paper found 2 best at D = 256 on the H100
+    /// (section VI-C); on the H200 here 4 was faster than 2 at D = 256 on BlogCatalog,
+    /// ego-Twitter and R-MAT 22 (docs/MAXK.md), so 4 is the default.
+    std::int32_t buffers_per_warp = 4;
 };
 
 /// Throws halo::InputError naming the option and value.
