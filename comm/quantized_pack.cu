@@ -118,8 +118,8 @@ bool aligned4(const void* p)
 void pack_rows_int8(cudaStream_t stream, DenseView<const float> x, const std::int32_t* rows,
                     std::int64_t count, std::uint8_t* out)
 {
-    HALO_EXPECTS(count >= 0 && x.cols >= 0 && x.ld >= x.cols, "int8 pack of ", count,
-                 " rows of ", x.cols, " columns with leading dimension ", x.ld);
+    HALO_EXPECTS(count >= 0 && x.cols >= 0 && x.ld >= x.cols, "int8 pack of ", count, " rows of ",
+                 x.cols, " columns with leading dimension ", x.ld);
     HALO_EXPECTS(aligned4(out), "int8 records need a 4-byte aligned buffer");
     if (count == 0) {
         return;
@@ -138,7 +138,7 @@ void unpack_rows_int8(cudaStream_t stream, const std::uint8_t* in, DenseView<flo
         return;
     }
     unpack_kernel<<<grid_for(y.rows), dim3(kWarp, kRowsPerBlock), 0, stream>>>(in, y.rows, y.cols,
-                                                                              y.data, y.ld);
+                                                                               y.data, y.ld);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

@@ -4,7 +4,8 @@
 // point per column (halo/quantize.hpp) dequantized in the gather, so only a quarter of the feature
 // bytes move. The exact int8 SpMM (no sampling, W = infinity) is the same kernel staging whole
 // rows. A row's products are summed in staging-slot order with one fused multiply-add each, the
-// order of halo::reference::aes_spmm, so the two agree bit for bit; no atomics, one owner per row.
+// order of halo::reference::aes_spmm, so the two agree bit for bit; rows too long for one staging
+// piece are summed piece by piece (rounding differs). No atomics: the same bits every run.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,12 @@ namespace halo::cuda {
 /// AES-SpMM with fp32 features, usable wherever an SpmmPlan is (the engine's aggregation):
 /// run(x, y, rows) writes y's rows in `rows` (others untouched) for dense widths up to max_dim
 /// (wider throws halo::LogicError). The upload happens here; run() is asynchronous on
-/// ctx.compute_stream(), takes device views and allocates nothing. algorithm() is
-/// "aes-w<W>-<scaling>", report() the share of nonzeros sampled. Throws halo::InputError when `a`
-/// is not a valid CSR matrix or the options are invalid.
+/// ctx.compute_stream() and takes device views. Rows with more sampled nonzeros than one group
+/// stages are summed in pieces (docs/AES.md): the first run with a given lane-group size (set by
+/// the width) lists those rows, uploads the list and allocates their workspace (host work once,
+/// then cached); later runs only launch. algorithm() is "aes-w<W>-<scaling>", report() the share
+/// of nonzeros sampled. Throws halo::InputError when `a` is not a valid CSR matrix or the options
+/// are invalid.
 std::unique_ptr<SpmmPlan> make_aes_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                              const AesOptions& options = {});
 
