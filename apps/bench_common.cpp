@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <random>
+#include <unordered_set>
 
 #include "halo/error.hpp"
 #include "halo/generators.hpp"
@@ -151,6 +153,51 @@ Json graph_json(const BenchGraph& g, const GraphOptions& o)
             {"symmetrized", g.symmetrized},
             {"self_loops", o.self_loops},
             {"normalize", o.normalize}};
+}
+
+CheckSet make_check_set(const Csr& a, std::int64_t sample_rows, std::uint64_t seed)
+{
+    CheckSet cs;
+    if (a.num_rows <= kFullCheckMaxRows || sample_rows <= 0 || sample_rows >= a.num_rows) {
+        cs.rows.resize(static_cast<std::size_t>(a.num_rows));
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            cs.rows[static_cast<std::size_t>(i)] = i;
+        }
+    } else {
+        cs.sampled = true;
+        std::mt19937_64 rng(seed);
+        std::uniform_int_distribution<std::int64_t> pick(0, a.num_rows - 1);
+        std::unordered_set<std::int64_t> chosen;
+        while (static_cast<std::int64_t>(chosen.size()) < sample_rows) {
+            chosen.insert(pick(rng));
+        }
+        std::int64_t longest = 0;
+        for (std::int64_t i = 1; i < a.num_rows; ++i) {
+            longest = a.row_nnz(i) > a.row_nnz(longest) ? i : longest;
+        }
+        chosen.insert({0, a.num_rows - 1, longest});
+        cs.rows.assign(chosen.begin(), chosen.end());
+        std::sort(cs.rows.begin(), cs.rows.end());
+    }
+    std::vector<local_id> position(static_cast<std::size_t>(a.num_cols), -1);
+    cs.sub.num_rows = static_cast<std::int64_t>(cs.rows.size());
+    cs.sub.indptr.assign(1, 0);
+    for (const auto i : cs.rows) {
+        for (auto p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
+            const auto c = a.indices[p];
+            if (position[c] < 0) {
+                position[c] = static_cast<local_id>(cs.columns.size());
+                cs.columns.push_back(c);
+            }
+            cs.sub.indices.push_back(position[c]);
+            if (a.has_values()) {
+                cs.sub.values.push_back(a.values[p]);
+            }
+        }
+        cs.sub.indptr.push_back(static_cast<offset_t>(cs.sub.indices.size()));
+    }
+    cs.sub.num_cols = static_cast<std::int64_t>(cs.columns.size());
+    return cs;
 }
 
 BenchDevice::BenchDevice(int device)

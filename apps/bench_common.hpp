@@ -65,6 +65,24 @@ BenchGraph load_graph(const GraphOptions& o);
 /// The graph's JSON description: source, rows, cols, nnz, degrees, values, build options.
 Json graph_json(const BenchGraph& g, const GraphOptions& o);
 
+/// Graphs up to this many rows are checked on every row; larger ones on a seeded sample.
+inline constexpr std::int64_t kFullCheckMaxRows = 200000;
+
+/// The rows a correctness check compares, as a CSR of their own whose columns are renumbered to
+/// the columns those rows read (each row keeps its nonzeros in order, values included), so a
+/// reference needs only those rows of X on the host.
+struct CheckSet {
+    std::vector<std::int64_t> rows;     // rows of A that are compared, ascending
+    std::vector<std::int64_t> columns;  // columns of A (rows of X) they read, in sub's numbering
+    Csr sub;                            // rows.size() x columns.size()
+    bool sampled = false;
+};
+
+/// Every row when A has at most kFullCheckMaxRows rows or `sample_rows` is 0 or covers them all;
+/// otherwise `sample_rows` rows drawn from `seed`, plus the first, the last and the longest row
+/// (where split-row schedules go wrong).
+CheckSet make_check_set(const Csr& a, std::int64_t sample_rows, std::uint64_t seed);
+
 /// The device of a benchmark: its Context (device checked against the visible ones), its
 /// properties and the device-to-device copy bandwidth measured once at start.
 struct BenchDevice {

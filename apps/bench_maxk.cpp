@@ -43,7 +43,6 @@ namespace bench = halo::cuda::bench;
 using halo::cuda::SsdLaunch;
 using halo::cuda::SsdVariant;
 
-constexpr std::int64_t kFullCheckMaxRows = 200000;
 constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
 
 struct MaxkOptions {
@@ -67,57 +66,8 @@ struct MaxkOptions {
 // Checks: the checked rows as a CSR of their own over the columns they read (renumbered), so the
 // references need only those rows of X and of the CBSR.
 
-struct CheckSet {
-    std::vector<std::int64_t> rows;
-    std::vector<std::int64_t> columns;
-    Csr sub;
-    bool sampled = false;
-};
-
-CheckSet make_check_set(const Csr& a, std::int64_t sample, std::uint64_t seed)
-{
-    CheckSet cs;
-    if (a.num_rows <= kFullCheckMaxRows || sample <= 0 || sample >= a.num_rows) {
-        cs.rows.resize(static_cast<std::size_t>(a.num_rows));
-        for (std::int64_t i = 0; i < a.num_rows; ++i) {
-            cs.rows[i] = i;
-        }
-    } else {
-        cs.sampled = true;
-        std::mt19937_64 rng(seed);
-        std::uniform_int_distribution<std::int64_t> pick(0, a.num_rows - 1);
-        std::unordered_set<std::int64_t> chosen;
-        while (static_cast<std::int64_t>(chosen.size()) < sample) {
-            chosen.insert(pick(rng));
-        }
-        std::int64_t longest = 0;
-        for (std::int64_t i = 1; i < a.num_rows; ++i) {
-            longest = a.row_nnz(i) > a.row_nnz(longest) ? i : longest;
-        }
-        chosen.insert({0, a.num_rows - 1, longest});
-        cs.rows.assign(chosen.begin(), chosen.end());
-        std::sort(cs.rows.begin(), cs.rows.end());
-    }
-    std::vector<local_id> position(static_cast<std::size_t>(a.num_cols), -1);
-    cs.sub.num_rows = static_cast<std::int64_t>(cs.rows.size());
-    cs.sub.indptr.assign(1, 0);
-    for (const auto i : cs.rows) {
-        for (auto p = a.indptr[i]; p < a.indptr[i + 1]; ++p) {
-            const auto c = a.indices[p];
-            if (position[c] < 0) {
-                position[c] = static_cast<local_id>(cs.columns.size());
-                cs.columns.push_back(c);
-            }
-            cs.sub.indices.push_back(position[c]);
-            if (a.has_values()) {
-                cs.sub.values.push_back(a.values[p]);
-            }
-        }
-        cs.sub.indptr.push_back(static_cast<offset_t>(cs.sub.indices.size()));
-    }
-    cs.sub.num_cols = static_cast<std::int64_t>(cs.columns.size());
-    return cs;
-}
+using halo::bench_app::CheckSet;
+using halo::bench_app::make_check_set;
 
 struct Check {
     std::int64_t elements = 0;

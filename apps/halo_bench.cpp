@@ -114,8 +114,6 @@ const std::vector<KernelEntry>& kernel_registry()
 
 constexpr const char* kBaseline = "cusparse";
 
-// Graphs up to this many rows are checked on every row; larger ones on a seeded sample.
-constexpr std::int64_t kFullCheckMaxRows = 200000;
 // Device memory left free when sizing the buffer sets: plan workspaces and the check's gathers.
 constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
 
@@ -141,63 +139,18 @@ struct Options {
 // ---------------------------------------------------------------------------------------------
 // The correctness check: which rows, their reference, and the comparison.
 
-// The checked rows as a CSR of their own, whose columns are renumbered to the columns those rows
-// read, so the reference needs only those rows of X on the host.
-struct CheckSet {
-    std::vector<std::int64_t> rows;     // rows of A that are compared
-    std::vector<std::int64_t> columns;  // columns of A (rows of X) they read, in sub's numbering
-    halo::Csr sub;                      // rows.size() x columns.size()
-    std::vector<float> abs_values;      // |sub.values| (empty for a pattern matrix)
-    bool sampled = false;
+// The checked rows (bench_common.hpp) with |a_ik| of each, for the tolerance scale.
+struct CheckSet : halo::bench_app::CheckSet {
+    std::vector<float> abs_values;  // |sub.values| (empty for a pattern matrix)
 };
 
 CheckSet make_check_set(const halo::Csr& a, std::int64_t sample_rows, std::uint64_t seed)
 {
-    CheckSet cs;
-    if (a.num_rows <= kFullCheckMaxRows || sample_rows <= 0 || sample_rows >= a.num_rows) {
-        cs.rows.resize(a.num_rows);
-        for (std::int64_t i = 0; i < a.num_rows; ++i) {
-            cs.rows[i] = i;
-        }
-    } else {
-        cs.sampled = true;
-        std::mt19937_64 rng(seed);
-        std::uniform_int_distribution<std::int64_t> pick(0, a.num_rows - 1);
-        std::unordered_set<std::int64_t> chosen;
-        while (static_cast<std::int64_t>(chosen.size()) < sample_rows) {
-            chosen.insert(pick(rng));
-        }
-        // The edges of the row range and the longest row, where split-row schedules go wrong.
-        std::int64_t longest = 0;
-        for (std::int64_t i = 1; i < a.num_rows; ++i) {
-            if (a.row_nnz(i) > a.row_nnz(longest)) {
-                longest = i;
-            }
-        }
-        chosen.insert({0, a.num_rows - 1, longest});
-        cs.rows.assign(chosen.begin(), chosen.end());
-        std::sort(cs.rows.begin(), cs.rows.end());
+    CheckSet cs{halo::bench_app::make_check_set(a, sample_rows, seed), {}};
+    cs.abs_values.reserve(cs.sub.values.size());
+    for (const float v : cs.sub.values) {
+        cs.abs_values.push_back(std::fabs(v));
     }
-
-    std::vector<halo::local_id> position(a.num_cols, -1);
-    cs.sub.num_rows = static_cast<std::int64_t>(cs.rows.size());
-    cs.sub.indptr.assign(1, 0);
-    for (const auto i : cs.rows) {
-        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-            const auto c = a.indices[k];
-            if (position[c] < 0) {
-                position[c] = static_cast<halo::local_id>(cs.columns.size());
-                cs.columns.push_back(c);
-            }
-            cs.sub.indices.push_back(position[c]);
-            if (a.has_values()) {
-                cs.sub.values.push_back(a.values[k]);
-                cs.abs_values.push_back(std::fabs(a.values[k]));
-            }
-        }
-        cs.sub.indptr.push_back(static_cast<halo::offset_t>(cs.sub.indices.size()));
-    }
-    cs.sub.num_cols = static_cast<std::int64_t>(cs.columns.size());
     return cs;
 }
 
