@@ -316,15 +316,6 @@ std::int64_t compulsory_bytes(const Csr& a, std::int64_t staged, std::int64_t di
     return matrix + features + 4 * a.num_rows * dim;
 }
 
-std::string list_text(const std::vector<std::int64_t>& values)
-{
-    std::string text;
-    for (const auto v : values) {
-        text += (text.empty() ? "" : ",") + std::to_string(v);
-    }
-    return text;
-}
-
 int run_aes(const AesBenchOptions& o, const std::string& command)
 {
     const auto date = utc_now_iso();
@@ -614,34 +605,9 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
     return failures ? 3 : 0;
 }
 
-// The command line that reproduces this run (the subcommand does not see argv).
-std::string command_text(const AesBenchOptions& o)
-{
-    std::string c = fmt::format("halo-bench aes --graph {}", o.graph.graph);
-    if (o.graph.symmetrize) {
-        c += " --symmetrize";
-    }
-    if (o.graph.no_symmetrize) {
-        c += " --no-symmetrize";
-    }
-    std::string scalings;
-    for (const auto& s : o.scalings) {
-        scalings += (scalings.empty() ? "" : ",") + s;
-    }
-    c += fmt::format(
-        " --self-loops {} --normalize {} --dims {} --ws {} --features {} --scaling {} "
-        "--warmup {} --runs {} --check-rows {} --seed {} --device {}",
-        o.graph.self_loops, o.graph.normalize, list_text(o.dims), list_text(o.ws), o.features,
-        scalings, o.warmup, o.runs, o.check_rows, o.seed, o.device);
-    if (!o.json.empty()) {
-        c += " --json " + o.json;
-    }
-    return c;
-}
-
 }  // namespace
 
-void add_aes_command(CLI::App& app, int& exit_code)
+void add_aes_command(CLI::App& app, const std::string& command, int& exit_code)
 {
     auto o = std::make_shared<AesBenchOptions>();
     auto* cmd = app.add_subcommand(
@@ -677,9 +643,9 @@ void add_aes_command(CLI::App& app, int& exit_code)
         ->capture_default_str();
     cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
     cmd->add_option("--json", o->json, "also write the results as JSON to this file");
-    cmd->callback([o, &exit_code] {
+    cmd->callback([o, &command, &exit_code] {
         exit_code =
-            app::run_guarded("halo-bench aes", [&] { return run_aes(*o, command_text(*o)); });
+            app::run_guarded("halo-bench aes", [&] { return run_aes(*o, command); });
     });
 }
 

@@ -529,39 +529,9 @@ int run_attention(const AttentionOptions& o, const std::string& command)
     return failures ? 3 : 0;
 }
 
-// The command line that reproduces this run (the subcommand does not see argv).
-std::string command_text(const AttentionOptions& o)
-{
-    std::string dims;
-    for (const auto d : o.dims) {
-        dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    }
-    std::string c = fmt::format("halo-bench attention --graph {}", o.graph.graph);
-    if (o.graph.symmetrize) {
-        c += " --symmetrize";
-    }
-    if (o.graph.no_symmetrize) {
-        c += " --no-symmetrize";
-    }
-    c += fmt::format(" --self-loops {} --normalize {} --dims {}", o.graph.self_loops,
-                     o.graph.normalize, dims);
-    if (o.scale > 0) {
-        c += fmt::format(" --scale {}", o.scale);
-    }
-    if (o.ablation) {
-        c += " --ablation";
-    }
-    c += fmt::format(" --warmup {} --runs {} --check-rows {} --seed {} --device {}", o.warmup,
-                     o.runs, o.check_rows, o.seed, o.device);
-    if (!o.json.empty()) {
-        c += " --json " + o.json;
-    }
-    return c;
-}
-
 }  // namespace
 
-void add_attention_command(CLI::App& app, int& exit_code)
+void add_attention_command(CLI::App& app, const std::string& command, int& exit_code)
 {
     auto o = std::make_shared<AttentionOptions>();
     auto* cmd = app.add_subcommand(
@@ -589,9 +559,9 @@ void add_attention_command(CLI::App& app, int& exit_code)
         ->capture_default_str();
     cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
     cmd->add_option("--json", o->json, "also write the results as JSON to this file");
-    cmd->callback([o, &exit_code] {
+    cmd->callback([o, &command, &exit_code] {
         exit_code = app::run_guarded("halo-bench attention",
-                                     [&] { return run_attention(*o, command_text(*o)); });
+                                     [&] { return run_attention(*o, command); });
     });
 }
 

@@ -103,4 +103,10 @@ struct BenchDevice {
 /// The provenance every JSON result starts with: tool, date, git_commit, command.
 Json provenance_json(const std::string& tool, const std::string& date, const std::string& command);
 
+/// The subcommands (apps/bench_<mode>.cpp). `command` is halo-bench's whole command line, which
+/// each records in its JSON; the callback sets `exit_code` (0 ok, 1 error, 3 a failed check).
+void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code);
+void add_attention_command(CLI::App& app, const std::string& command, int& exit_code);
+void add_aes_command(CLI::App& app, const std::string& command, int& exit_code);
+
 }  // namespace halo::bench_app

@@ -632,39 +632,9 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     return failures ? 3 : 0;
 }
 
-// The command line that reproduces this run (the subcommand does not see argv).
-std::string command_text(const MaxkOptions& o)
-{
-    auto list = [](const auto& values) {
-        std::string text;
-        for (const auto& v : values) {
-            text += (text.empty() ? "" : ",") + fmt::format("{}", v);
-        }
-        return text;
-    };
-    std::string c = fmt::format("halo-bench maxk --graph {}", o.graph.graph);
-    if (o.graph.symmetrize) {
-        c += " --symmetrize";
-    }
-    if (o.graph.no_symmetrize) {
-        c += " --no-symmetrize";
-    }
-    c += fmt::format(
-        " --self-loops {} --normalize {} --dim {} --ks {} --group-sizes {} --buffers-per-warp {} "
-        "--variants {} --warps-per-block {} --warmup {} --runs {} --check-rows {} --seed {} "
-        "--device {}",
-        o.graph.self_loops, o.graph.normalize, o.dim, list(o.ks), list(o.group_sizes),
-        list(o.buffers), list(o.variants), o.warps_per_block, o.warmup, o.runs, o.check_rows,
-        o.seed, o.device);
-    if (!o.json.empty()) {
-        c += " --json " + o.json;
-    }
-    return c;
-}
-
 }  // namespace
 
-void add_maxk_command(CLI::App& app, int& exit_code)
+void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code)
 {
     auto o = std::make_shared<MaxkOptions>();
     auto* cmd = app.add_subcommand(
@@ -703,9 +673,9 @@ void add_maxk_command(CLI::App& app, int& exit_code)
         ->capture_default_str();
     cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
     cmd->add_option("--json", o->json, "also write the results as JSON to this file");
-    cmd->callback([o, &exit_code] {
+    cmd->callback([o, &command, &exit_code] {
         exit_code =
-            app::run_guarded("halo-bench maxk", [&] { return run_maxk(*o, command_text(*o)); });
+            app::run_guarded("halo-bench maxk", [&] { return run_maxk(*o, command); });
     });
 }
 

@@ -897,13 +897,6 @@ int run(const Options& o, const std::string& command)
 
 }  // namespace
 
-// The subcommands of the other kernel families (apps/bench_<mode>.cpp).
-namespace halo::bench_app {
-void add_maxk_command(CLI::App& app, int& exit_code);
-void add_attention_command(CLI::App& app, int& exit_code);
-void add_aes_command(CLI::App& app, int& exit_code);
-}  // namespace halo::bench_app
-
 int main(int argc, char** argv)
 {
     Options o;
@@ -961,11 +954,12 @@ int main(int argc, char** argv)
 
     // Subcommands (apps/bench_<mode>.cpp) set the exit code from their callbacks.
     int mode_exit_code = 0;
+    const auto command = halo::app::command_line(argc, argv);
     app.require_subcommand(0, 1);
     // BEGIN bench modes (one line each)
-    halo::bench_app::add_maxk_command(app, mode_exit_code);  // apps/bench_maxk.cpp
-    halo::bench_app::add_attention_command(app, mode_exit_code);  // apps/bench_attention.cpp
-    halo::bench_app::add_aes_command(app, mode_exit_code);  // apps/bench_aes.cpp
+    halo::bench_app::add_maxk_command(app, command, mode_exit_code);  // apps/bench_maxk.cpp
+    halo::bench_app::add_attention_command(app, command, mode_exit_code);  // apps/bench_attention.cpp
+    halo::bench_app::add_aes_command(app, command, mode_exit_code);  // apps/bench_aes.cpp
     // END bench modes
     CLI11_PARSE(app, argc, argv);
     if (!app.get_subcommands().empty()) {
@@ -975,6 +969,5 @@ int main(int argc, char** argv)
         fmt::print(stderr, "halo-bench: --graph is required (or name a mode; see --help)\n");
         return 2;
     }
-    const auto command = halo::app::command_line(argc, argv);
     return halo::app::run_guarded("halo-bench", [&] { return run(o, command); });
 }
