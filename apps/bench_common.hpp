@@ -108,5 +108,7 @@ Json provenance_json(const std::string& tool, const std::string& date, const std
 void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code);
 void add_attention_command(CLI::App& app, const std::string& command, int& exit_code);
 void add_aes_command(CLI::App& app, const std::string& command, int& exit_code);
+// issue 7: feature load time, file to device, fp32 vs int8 (apps/bench_load.cpp)
+void add_load_command(CLI::App& app, const std::string& command, int& exit_code);
 
 }  // namespace halo::bench_app

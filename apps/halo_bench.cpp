@@ -960,6 +960,7 @@ int main(int argc, char** argv)
     halo::bench_app::add_maxk_command(app, command, mode_exit_code);  // apps/bench_maxk.cpp
     halo::bench_app::add_attention_command(app, command, mode_exit_code);  // apps/bench_attention.cpp
     halo::bench_app::add_aes_command(app, command, mode_exit_code);  // apps/bench_aes.cpp
+    halo::bench_app::add_load_command(app, command, mode_exit_code);  // apps/bench_load.cpp
     // END bench modes
     CLI11_PARSE(app, argc, argv);
     if (!app.get_subcommands().empty()) {

@@ -12,17 +12,20 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "app_common.hpp"
+#include "halo/aes.hpp"
 #include "halo/backend.hpp"
 #include "halo/engine.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/mpi_error.hpp"
+#include "halo/int8_exchanger.hpp"
 #include "halo/mpi_exchanger.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/result.hpp"
@@ -45,7 +48,10 @@ struct Options {
     std::string out;
     std::string backend = "cpu";
     std::string exchange;  // empty: nccl for --backend cuda, mpi for cpu
-    std::string spmm;      // empty: cusparse (--backend cuda only)
+    std::string spmm;      // empty: cusparse (cuda) or the reference (cpu); aes:W[:scaling]
+    std::string attention = "fused";
+    std::int64_t k = 16;
+    std::int64_t heads = 1;
     int device = -1;       // -1: local rank modulo the visible devices
     bool save_layers = false;
     bool no_overlap = false;
@@ -56,6 +62,34 @@ struct Options {
     bool save_tuning = false;
     bool ignore_kernel_metadata = false;
 };
+
+// "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
+std::optional<halo::AesOptions> parse_aes_spmm(const std::string& text)
+{
+    if (text.rfind("aes:", 0) != 0) {
+        return std::nullopt;
+    }
+    const auto rest = text.substr(4);
+    const auto colon = rest.find(':');
+    const auto width_text = rest.substr(0, colon);
+    halo::AesOptions options;
+    std::size_t used = 0;
+    try {
+        options.sample_width = std::stoll(width_text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (width_text.empty() || used != width_text.size()) {
+        HALO_THROW(halo::InputError, "--spmm ", text, ": '", width_text,
+                   "' is not a sample width (expected aes:W[:sample_sum|rescaled], W in ",
+                   halo::kAesMinWidth, "..", halo::kAesMaxWidth, ")");
+    }
+    if (colon != std::string::npos) {
+        options.scaling = halo::parse_aes_scaling(rest.substr(colon + 1));
+    }
+    halo::validate(options);
+    return options;
+}
 
 // HALO_FAULT_INJECT="rank=R,layer=L": rank R throws before layer L (tests of the abort path).
 void maybe_inject_fault(int rank, std::size_t layer)
@@ -129,9 +163,17 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                    ", or partition again with --parts ", size);
     }
     const bool cuda = o.backend == "cuda";
-    std::string exchange = !o.exchange.empty() ? o.exchange : cuda ? "nccl" : "mpi";
+    // --exchange TRANSPORT[-int8] | int8: the transport (default nccl on cuda, mpi on cpu), and
+    // whether rows travel as int8 records (halo/int8_exchanger.hpp).
+    std::string transport = o.exchange;
+    bool int8_rows = false;
+    if (transport == "int8" || transport.ends_with("-int8")) {
+        int8_rows = true;
+        transport = transport == "int8" ? "" : transport.substr(0, transport.size() - 5);
+    }
+    std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
     if (!cuda && (exchange != "mpi" || o.device >= 0)) {
-        HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + exchange,
+        HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + o.exchange,
                    " needs --backend cuda (the cpu backend runs on the host and exchanges over "
                    "MPI)");
     }
@@ -139,9 +181,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         HALO_THROW(halo::InputError, "--save-tuning needs --spmm autotune (only the autotuner "
                                      "makes choices worth storing)");
     }
-    if (!cuda && !o.spmm.empty()) {
+    const auto aes = parse_aes_spmm(o.spmm);
+    if (!cuda && !o.spmm.empty() && !aes) {
         HALO_THROW(halo::InputError, "--spmm ", o.spmm,
-                   " needs --backend cuda (the cpu backend runs the reference SpMM)");
+                   " needs --backend cuda (the cpu backend runs the reference SpMM, or "
+                   "aes:W)");
     }
 #ifndef HALO_HAVE_CUDA
     if (cuda) {
@@ -156,8 +200,22 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     if (!o.model.empty()) {
         model = halo::read_model(o.model);
     } else {
+        halo::RandomModelOptions ropt;
+        ropt.k = o.k;
+        ropt.heads = o.heads;
         model = halo::random_model(halo::parse_layer_type(o.layer),
-                                   halo::parse_dims(o.random_model), o.seed);
+                                   halo::parse_dims(o.random_model), o.seed, ropt);
+    }
+    if (int8_rows) {
+        for (const auto& layer : model.layers) {
+            if (layer.type == halo::LayerType::maxk) {
+                HALO_THROW(halo::InputError,
+                           "--exchange ", o.exchange, ": maxk layers exchange CBSR records "
+                           "(values and column indices), which int8 quantization would corrupt; "
+                           "use --exchange ", exchange, " (the records are already ~",
+                           "6k instead of 4D bytes per row)");
+            }
+        }
     }
     if (info.feature_dim > 0 && info.feature_dim != model.input_dim()) {
         HALO_THROW(halo::InputError, o.dataset, " has features of width ", info.feature_dim,
@@ -196,9 +254,20 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         }
     } abort_nccl_on_error;
 #endif
+    const auto exchange_width = model.exchange_width();
     if (!cuda) {
-        backend = halo::make_cpu_backend();
-        exchanger = halo::make_mpi_exchanger(world.comm(), shard, model.max_dim());
+        halo::CpuBackendOptions bopt;
+        bopt.aes = aes;
+        backend = halo::make_cpu_backend(bopt);
+        if (int8_rows && size > 1) {
+            exchanger = halo::make_int8_exchanger(
+                [&](const halo::Shard& s, std::int64_t w) {
+                    return halo::make_mpi_exchanger(world.comm(), s, w);
+                },
+                halo::make_cpu_int8_codec(), shard, exchange_width);
+        } else {
+            exchanger = halo::make_mpi_exchanger(world.comm(), shard, exchange_width);
+        }
     } else {
 #ifdef HALO_HAVE_CUDA
         halo::cuda::ContextOptions copt;
@@ -215,8 +284,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             spmm = halo::cuda::SpmmAlgorithm::accel_gcn;
         } else if (o.spmm == "autotune") {
             spmm = halo::cuda::SpmmAlgorithm::autotune;
+        } else if (aes) {
+            spmm = halo::cuda::SpmmAlgorithm::aes;
         }
-        backend = halo::cuda::make_cuda_backend(*ctx, spmm);
+        backend = halo::cuda::make_cuda_backend(*ctx, spmm, aes.value_or(halo::AesOptions{}));
         // NCCL needs a GPU per rank. Decided collectively: every rank must pick the same exchanger.
         int shares = (o.device >= 0 && world.local_size() > 1) ||
                      world.local_size() > halo::cuda::device_count();
@@ -239,14 +310,25 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                     "rank)\n");
             }
         }
+        halo::InnerExchangerFactory make_transport;
         if (size == 1) {
             exchanger = halo::make_local_exchanger(shard);
         } else if (exchange == "nccl") {
             nccl = std::make_unique<halo::NcclComm>(world.comm(), *ctx);
             abort_nccl_on_error.comm = nccl.get();
-            exchanger = halo::make_nccl_exchanger(*ctx, *nccl, shard, model.max_dim());
+            make_transport = [&](const halo::Shard& s, std::int64_t w) {
+                return halo::make_nccl_exchanger(*ctx, *nccl, s, w);
+            };
         } else {
-            exchanger = halo::make_mpi_device_exchanger(*ctx, world.comm(), shard, model.max_dim());
+            make_transport = [&](const halo::Shard& s, std::int64_t w) {
+                return halo::make_mpi_device_exchanger(*ctx, world.comm(), s, w);
+            };
+        }
+        if (make_transport) {
+            exchanger = int8_rows ? halo::make_int8_exchanger(make_transport,
+                                                              halo::cuda::make_int8_codec(*ctx),
+                                                              shard, exchange_width)
+                                  : make_transport(shard, exchange_width);
         }
 #endif
     }
@@ -254,6 +336,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     eopt.overlap = !o.no_overlap;
     eopt.keep_layers = o.save_layers;
     eopt.dataset_normalization = info.normalization;
+    eopt.attention =
+        o.attention == "exact" ? halo::AttentionKernel::exact : halo::AttentionKernel::fused;
     if (cuda && !o.ignore_kernel_metadata) {
         // Kernel metadata stored for this part (docs/FORMAT.md): Accel-GCN's partition, the
         // autotuner's choices. Plans take what applies to them and say so in the kernel report.
@@ -338,6 +422,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
 
     // Per-layer times reduced over ranks.
     nlohmann::json layers_json = nlohmann::json::array();
+    double exchanged_total = 0.0;  // bytes over all ranks and layers
+    double fp32_total = 0.0;
     if (lead) {
         fmt::print("{:>5} {:>6} {:>10} | {:>21} | {:>21} | {:>21} | {:>11}\n", "layer", "type",
                    "width", "total ms (max/mean)", "compute ms (max/mean)",
@@ -350,6 +436,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         const auto exch = reduce_stat(world.comm(), t.exchange * 1e3, size);
         const auto wait = reduce_stat(world.comm(), t.waiting * 1e3, size);
         const auto bytes = reduce_stat(world.comm(), static_cast<double>(t.exchanged_bytes), size);
+        const auto fp32_bytes =
+            reduce_stat(world.comm(), static_cast<double>(t.fp32_exchange_bytes), size);
+        exchanged_total += bytes.mean * size;
+        fp32_total += fp32_bytes.mean * size;
         const auto& layer = model.layers[l];
         if (lead) {
             fmt::print(
@@ -368,7 +458,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
              {"compute_ms", {{"max", comp.max}, {"mean", comp.mean}}},
              {"exchange_ms", {{"max", exch.max}, {"mean", exch.mean}}},
              {"waiting_ms", {{"max", wait.max}, {"mean", wait.mean}}},
-             {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}}});
+             {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}},
+             {"fp32_exchange_bytes_per_rank", {{"max", fp32_bytes.max}, {"mean", fp32_bytes.mean}}}});
     }
     const auto load_stat = reduce_stat(world.comm(), load_seconds, size);
     std::string memory_line;
@@ -394,8 +485,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["model"] = o.model.empty() ? "random:" + o.layer + ":" + o.random_model : o.model;
         manifest["seed"] = o.seed;
         manifest["backend"] = o.backend;
-        manifest["exchange"] = cuda && size == 1 ? "local" : exchange;
+        manifest["exchange"] =
+            (cuda && size == 1 ? "local" : exchange) + (int8_rows && size > 1 ? "-int8" : "");
         manifest["overlap"] = !o.no_overlap;
+        manifest["spmm"] = !o.spmm.empty() ? o.spmm : cuda ? "cusparse" : "reference";
+        manifest["attention"] = o.attention;
         manifest["num_parts"] = size;
         manifest["num_nodes"] = info.num_nodes;
         manifest["output_dim"] = model.output_dim();
@@ -432,6 +526,12 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         if (!memory_line.empty()) {
             fmt::print("{}\n", memory_line);
         }
+        if (fp32_total > 0.0) {
+            fmt::print("halo exchange: {:.3f} MB moved over all ranks and layers, {:.3f} MB as "
+                       "fp32 rows would be ({:.1f}% saved)\n",
+                       exchanged_total / 1e6, fp32_total / 1e6,
+                       100.0 * (1.0 - exchanged_total / fp32_total));
+        }
         if (const auto kernels = engine.kernel_report(); !kernels.empty()) {
             fmt::print("SpMM kernels chosen on rank 0:\n{}", kernels);
         }
@@ -463,8 +563,22 @@ int main(int argc, char** argv)
     auto* random = app.add_option("--random-model", o.random_model,
                                   "random model with these widths, input first (e.g. 128,128,64)");
     model->excludes(random);
-    app.add_option("--layer", o.layer, "layer type of --random-model: gcn | sage | gin")
-        ->check(CLI::IsMember({"gcn", "sage", "gin"}))
+    app.add_option("--layer", o.layer,
+                   "layer type of --random-model: gcn | sage | gin | linear | maxk | agnn | "
+                   "transformer | gat")
+        ->check(CLI::IsMember(
+            {"gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"}))
+        ->capture_default_str();
+    app.add_option("--k", o.k, "entries kept per row by --random-model maxk layers")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_option("--heads", o.heads, "heads of --random-model transformer and gat layers")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    app.add_option("--attention", o.attention,
+                   "kernel of agnn and transformer layers: fused (Fused3S, fp16 tensor cores, "
+                   "approximate; on --backend cuda) | exact (fp32; gat always runs exact)")
+        ->check(CLI::IsMember({"fused", "exact"}))
         ->capture_default_str();
     app.add_option("--seed", o.seed, "seed of random weights and random input features")
         ->capture_default_str();
@@ -474,15 +588,31 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
     app.add_option("--exchange", o.exchange,
-                   "halo exchange of --backend cuda: nccl (default) | mpi (host-staged or "
-                   "CUDA-aware MPI)")
-        ->check(CLI::IsMember({"nccl", "mpi"}));
+                   "halo exchange: nccl (default with --backend cuda) | mpi (the cpu backend's; "
+                   "with cuda host-staged or CUDA-aware MPI); append -int8, or give int8 alone "
+                   "for the default transport, to send rows as int8 with a scale and zero "
+                   "point per row (approximate, ~1/4 of the bytes)")
+        ->check(CLI::IsMember({"nccl", "mpi", "int8", "nccl-int8", "mpi-int8"}));
     app.add_option("--spmm", o.spmm,
                    "SpMM kernel of --backend cuda: cusparse (default) | rowsplit (a warp per row) "
                    "| mergepath | accel_gcn | autotune (the fastest exact kernel per row range "
                    "and width, timed on the first run, or taken from the dataset's stored "
-                   "choices)")
-        ->check(CLI::IsMember({"cusparse", "rowsplit", "mergepath", "accel_gcn", "autotune"}));
+                   "choices) | aes:W[:sample_sum|rescaled] (AES-SpMM, approximate: at most W "
+                   "sampled nonzeros per row, W in 16..1024; also with --backend cpu)")
+        ->check([](const std::string& v) {
+            static const std::vector<std::string> names{"cusparse", "rowsplit", "mergepath",
+                                                        "accel_gcn", "autotune"};
+            if (std::find(names.begin(), names.end(), v) != names.end()) {
+                return std::string();
+            }
+            try {
+                static_cast<void>(parse_aes_spmm(v));
+            } catch (const halo::InputError& e) {
+                return e.message();
+            }
+            return v.rfind("aes:", 0) == 0 ? std::string()
+                                           : "unknown SpMM kernel '" + v + "'";
+        });
     app.add_flag("--save-tuning", o.save_tuning,
                  "with --spmm autotune: store the choices in the dataset (kernels/autotune of "
                  "each part), so later runs on the same device skip the timing");

@@ -4,16 +4,23 @@
 Reads a single-part HaloGNN dataset (halo-partition ... --parts 1) so that PyG sees exactly the
 graph halo-infer sees, and times the same model in two baselines:
 
-  pyg    torch_geometric convolutions (GCNConv / SAGEConv / GINConv, built by
-         tools/export_pyg.py make_pyg_net with HaloGNN's semantics; GCNConv with cached
-         normalization, computed once before timing, as a deployed model with a fixed graph
-         would), model.eval(), torch.no_grad()
+  pyg    torch_geometric convolutions (GCNConv / SAGEConv / GINConv / AGNNConv /
+         TransformerConv / GATConv, torch Linear, and MaxK-GCN as Linear + torch.topk + GCN
+         propagation; built by tools/export_pyg.py make_pyg_net with HaloGNN's semantics; GCNConv
+         and MaxK with cached normalization, computed once before timing, as a deployed model
+         with a fixed graph would; AGNNConv and GATConv add their self-loops in every forward, as
+         PyG does), model.eval(), torch.no_grad()
   torch  a torch CSR composition per layer: gcn A_hat (X W) + b, sage A_mean (X W) + X W_root + b,
-         gin MLP((1 + eps) X W1 + A (X W1)) (operators as torch.sparse_csr_tensor, built once)
+         gin MLP((1 + eps) X W1 + A (X W1)), linear X W + b, maxk A_hat topk(X W + b)
+         (operators as torch.sparse_csr_tensor, built once); none for the attention layers
+         (agnn, transformer, gat: its record says "skipped")
 
 The model is either
-  random   --model gcn|sage|gin --dims 128,128,64 (widths, input first; ReLU between layers, none
-           after the last): seeded Glorot weights, seeded random input features in [-1, 1); or
+  random   --model gcn|sage|gin|linear|maxk|agnn|transformer|gat --dims 128,128,64 (widths,
+           input first; ReLU between layers, none after the last; maxk: no activation, --k
+           entries kept; transformer, gat: --heads heads in every layer; agnn: with a weight in
+           every layer), the stack halo-infer --random-model DIMS --layer TYPE builds: seeded
+           Glorot weights, seeded random input features in [-1, 1); or
   trained  --halo-model FILE: a HaloGNN model file (tools/export_pyg.py writes them from trained
            PyG models) with the dataset's own features (halo-partition --features), so the
            timed model is the one halo-infer runs; --check-logits FILE.npy compares its outputs
@@ -97,6 +104,11 @@ def main():
     ap.add_argument("dataset", help="one-part dataset written by halo-partition")
     ap.add_argument("--model", default="gcn", choices=export_pyg.LAYER_TYPES,
                     help="layer type of the random model")
+    ap.add_argument("--heads", type=int, default=1,
+                    help="heads of every transformer / gat layer of the random model")
+    ap.add_argument("--k", type=int, default=16,
+                    help="entries kept per row by the random model's maxk layers (capped at the "
+                         "width)")
     ap.add_argument("--dims", default="128,128,64", help="widths of the random model")
     ap.add_argument("--halo-model", help="HaloGNN model file to time instead of a random model")
     ap.add_argument("--check-logits", help="reference logits (.npy) the outputs must match")
@@ -124,13 +136,13 @@ def main():
         dims = [int(d) for d in args.dims.split(",")]
         if len(dims) < 2:
             sys.exit("--dims needs at least two widths")
-        specs = []
-        for i in range(len(dims) - 1):
-            spec = {"type": args.model, "in_dim": dims[i], "out_dim": dims[i + 1],
-                    "activation": "relu" if i + 2 < len(dims) else "none"}
-            if args.model == "gin":
-                spec["hidden_dim"] = dims[i + 1]
-            specs.append(spec)
+        if args.heads < 1 or args.k < 1:
+            sys.exit("--heads and --k must be positive")
+        specs = export_pyg.random_specs(args.model, dims, heads=args.heads, k=args.k)
+        try:
+            export_pyg.check_layers(export_pyg.random_layers(specs, args.seed), "--dims")
+        except export_pyg.ExportError as e:
+            sys.exit(f"pyg_gcn.py: {e}")
         layers = export_pyg.random_layers(specs, args.seed)
         model_name, weights = f"random-{args.model}", "random"
     reference = np.load(args.check_logits) if args.check_logits else None
@@ -143,7 +155,9 @@ def main():
     info = {"dataset": args.dataset, "num_nodes": n, "nnz": int(rows.size),
             "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
             "torch": torch.__version__, "model": model_name, "weights": weights,
-            "layers": [[l["type"], l["in_dim"], l["out_dim"]] for l in layers]}
+            "layers": [[l["type"], l["in_dim"], l["out_dim"]] +
+                       ([f"heads={l['heads']}"] if "heads" in l else []) +
+                       ([f"k={l['k']}"] if "k" in l else []) for l in layers]}
     first_output = None
     for name in args.baselines.split(","):
         rec = dict(info, baseline=name, load_seconds=load_s)
@@ -152,6 +166,10 @@ def main():
             torch.cuda.reset_peak_memory_stats()
         try:
             result, output = measure(name, n, rows, cols, layers, x_host, dev, args)
+            if output is None:
+                rec.update(result)
+                print(json.dumps(rec), flush=True)
+                continue
             rec.update(result)
             if first_output is None:
                 first_output = (name, output)
@@ -166,6 +184,9 @@ def main():
         if dev.type == "cuda":
             torch.cuda.empty_cache()
         print(json.dumps(rec), flush=True)
+
+
+TORCH_OPERATOR = {"gcn": "gcn", "maxk": "gcn", "sage": "sage", "gin": "gin"}
 
 
 def torch_operator(kind, n, rows, cols, dev):
@@ -202,8 +223,12 @@ def measure(name, n, rows, cols, layers, x_host, dev, args):
             return net(x, edge_index)
         extra["pyg"] = torch_geometric.__version__
     elif name == "torch":
-        ops = {kind: torch_operator(kind, n, rows, cols, dev)
-               for kind in {layer["type"] for layer in layers}}
+        attention = sorted({layer["type"] for layer in layers} - set(TORCH_OPERATOR) - {"linear"})
+        if attention:
+            return {"skipped": f"no torch CSR composition of {', '.join(attention)} layers"}, None
+        ops = {op: torch_operator(op, n, rows, cols, dev)
+               for op in {TORCH_OPERATOR[layer["type"]] for layer in layers
+                          if layer["type"] != "linear"}}
 
         def tensor(a):
             return None if a is None else torch.from_numpy(np.ascontiguousarray(a)).to(dev)
@@ -214,8 +239,16 @@ def measure(name, n, rows, cols, layers, x_host, dev, args):
         def forward():
             h = x
             for layer, w in zip(layers, ws):
-                a = ops[layer["type"]]
                 hw = h @ w["weight"]
+                if layer["type"] in ("linear", "maxk"):
+                    out = hw + w["bias"] if w["bias"] is not None else hw
+                    if layer["type"] == "maxk":
+                        values, index = torch.topk(out, layer["k"], dim=1)
+                        out = torch.sparse.mm(ops["gcn"],
+                                              torch.zeros_like(out).scatter(1, index, values))
+                    h = torch.relu(out) if layer["activation"] == "relu" else out
+                    continue
+                a = ops[TORCH_OPERATOR[layer["type"]]]
                 if layer["type"] == "gcn":
                     out = torch.sparse.mm(a, hw)
                 elif layer["type"] == "sage":

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Train GCN, GraphSAGE and GIN in PyTorch Geometric on Cora / Citeseer; export them for HaloGNN.
+"""Train GNNs in PyTorch Geometric on Cora / Citeseer; export them for HaloGNN.
 
-    tools/export_pyg.py DATA_DIR --out DIR [--models gcn,sage,gin] [--datasets cora,citeseer]
+    tools/export_pyg.py DATA_DIR --out DIR [--models gcn,sage,gin,agnn,transformer,gat,maxk]
+                        [--datasets cora,citeseer]
 
 For each (dataset, model) it writes, in DIR (docs/PYG.md):
   <dataset>-<model>.h5          the HaloGNN model file (docs/FORMAT.md, "Model file") that
@@ -40,9 +41,40 @@ src/engine/engine.cpp, docs/FORMAT.md); the table in docs/PYG.md is the same lis
               out = MLP((1 + eps) x_i + sum_{j in N(i)} x_j); eps is learnt and exported as the
               float32 attribute eps. HaloGNN gin: weight/bias = the first Linear, weight2/bias2 =
               the second, hidden_dim = h. No batch norm in the MLP (HaloGNN has none).
+  linear      torch.nn.Linear(in, out, bias=True): x W + b. HaloGNN linear: weight = weight^T.
+  maxk        (MaxK-GNN, paper 000; PyG has no module, make_pyg_net builds it) Linear(in, out),
+              then torch.topk(k) per row with the other entries set to 0, then GCN propagation
+              without weight (gcn_norm: add_remaining_self_loops, D^-1/2 (A + I) D^-1/2), no
+              bias after it. HaloGNN maxk: weight/bias = the Linear's, attribute k. Ties:
+              HaloGNN keeps the lower column (include/halo/maxk.hpp), torch.topk's order of
+              equal values is unspecified; exact ties have probability zero with trained float
+              weights, but near-ties (k-th and (k+1)-th within rounding) may fall either way in
+              float32: the export's oracle takes PyG's own choice (checked to be a top-k of its
+              float64 values up to 1e-5 of the row's largest) and records the rows where it
+              differs from the float64 choice (numpy_check.maxk_near_ties).
+  agnn        AGNNConv(requires_grad, add_self_loops=True) after an optional Linear: z = x W + b
+              (no Linear: z = x), p_ij = softmax_j(beta cos(z_i, z_j)) over the row's neighbours
+              and itself (a stored self-loop replaced by one), out = sum_j p_ij z_j.
+              HaloGNN agnn: weight/bias = the Linear's (absent without one), attribute beta.
+  transformer TransformerConv(in, out / heads, heads, concat=True, beta=False, edge_dim=None,
+              bias=True, root_weight=True): per head, softmax_j(q_i . k_j / sqrt(d)) over the
+              stored neighbours only (no self-loops added; stored ones count), concat, +
+              lin_skip(x). HaloGNN transformer: query/key/value_weight/_bias = lin_query/
+              lin_key/lin_value, root_weight = lin_skip.weight^T, bias = lin_skip.bias.
+  gat         GATConv(in, out / heads, heads, concat=True, negative_slope=0.2,
+              add_self_loops=True, bias=True): z = x W (no bias), per head t
+              softmax_j(LeakyReLU(z_i^t . a_dst^t + z_j^t . a_src^t)) over the neighbours and
+              the node itself, concat, + bias. HaloGNN gat: weight = lin.weight^T, att_src /
+              att_dst = att_src / att_dst flattened ([1, heads, d] -> head t at [t d, (t+1) d)),
+              bias, attributes heads, negative_slope. Attention dropout in training only.
+  models      gcn, sage, gin: two layers of that type. agnn (PyG's examples/agnn.py): linear
+              (relu), agnn without weight (beta fixed 1), agnn without weight (beta learnt),
+              linear. transformer, gat: two layers, --heads heads in the first, one in the last.
+              maxk: maxk, maxk (k = --k each, no activation: the top-k is the nonlinearity),
+              linear.
   activation  ReLU after every layer but the last (HaloGNN activation "relu"), none after the last
               ("none"): the logits, before any softmax (cross_entropy applies it in training).
-  dropout     before every layer, in training only (F.dropout(training=self.training)); the
+  dropout     before every layer (agnn: before its two linears only), in training only (F.dropout(training=self.training)); the
               exported logits come from model.eval() under torch.no_grad(). HaloGNN has no dropout.
   precision   float32, TF32 off, so PyG's logits are plain float32 results.
 
@@ -73,18 +105,31 @@ import numpy as np
 
 MODEL_FORMAT = "halo-model"
 MODEL_VERSION = 1
-LAYER_TYPES = ("gcn", "sage", "gin")
+# HaloGNN's layer types (include/halo/model.hpp) and the architectures exported (layer_specs).
+LAYER_TYPES = ("gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat")
+MODELS = ("gcn", "sage", "gin", "agnn", "transformer", "gat", "maxk")
+# Models whose HaloGNN layers compute PyG's function exactly on every backend (up to float32
+# summation order); attention layers are approximate on the CUDA backend's fused fp16 kernel.
+EXACT_MODELS = ("gcn", "sage", "gin", "maxk")
 ACTIVATIONS = ("none", "relu")
 
 # The standard (Planetoid / Kipf & Welling) split: train = the first TRAIN_COUNT ids.
 TRAIN_COUNT = {"cora": 140, "citeseer": 120, "pubmed": 60}
 VALIDATION_COUNT = 500
 
-# Hyperparameters per model (GCN: Kipf & Welling 2017); the command line overrides them.
+# Hyperparameters per model (GCN: Kipf & Welling 2017; AGNN and GAT: PyG's examples/agnn.py and
+# examples/gat.py, but hidden width 64 for AGNN); the command line overrides them. heads: of
+# the first layer (the last has one); k: entries kept by maxk.
 DEFAULTS = {
     "gcn": dict(hidden=16, lr=0.01, weight_decay=5e-4, dropout=0.5, epochs=200),
     "sage": dict(hidden=64, lr=0.01, weight_decay=5e-4, dropout=0.5, epochs=200),
     "gin": dict(hidden=64, lr=0.01, weight_decay=5e-4, dropout=0.5, epochs=200),
+    "agnn": dict(hidden=64, lr=0.01, weight_decay=5e-4, dropout=0.5, epochs=200),
+    # head width 32: a width the fused Fused3S kernel has an instance of
+    "transformer": dict(hidden=64, heads=2, lr=0.005, weight_decay=5e-4, dropout=0.5,
+                        epochs=200),
+    "gat": dict(hidden=64, heads=8, lr=0.005, weight_decay=5e-4, dropout=0.6, epochs=200),
+    "maxk": dict(hidden=64, k=16, lr=0.01, weight_decay=5e-4, dropout=0.5, epochs=200),
 }
 NUM_LAYERS = 2
 
@@ -244,8 +289,42 @@ def symmetrized_adjacency(src, dst, n):
 
 # ---- HaloGNN's layers: the model file and a float64 NumPy forward ---------------------------
 
+# Float32 arrays a layer may carry, by HaloGNN name (include/halo/model.hpp struct Layer).
+ARRAY_KEYS = ("weight", "bias", "root_weight", "weight2", "bias2", "att_src", "att_dst",
+              "query_weight", "query_bias", "key_weight", "key_bias", "value_weight",
+              "value_bias")
+# Scalar attributes by layer type: (name, HDF5 dtype, python type).
+SCALAR_ATTRIBUTES = {
+    "gin": (("hidden_dim", "<i8", int), ("eps", "<f4", float)),
+    "maxk": (("k", "<i8", int),),
+    "agnn": (("beta", "<f4", float),),
+    "gat": (("heads", "<i8", int), ("negative_slope", "<f4", float)),
+    "transformer": (("heads", "<i8", int),),
+}
+
+
+def layer_array_shapes(layer):
+    """{array name: (shape, required)} of a layer, as halo::validate_model checks them."""
+    kind, i, o = layer["type"], layer["in_dim"], layer["out_dim"]
+    if kind == "gin":
+        h = layer["hidden_dim"]
+        return {"weight": ((i, h), True), "bias": ((h,), False), "weight2": ((h, o), True),
+                "bias2": ((o,), False)}
+    if kind == "transformer":
+        shapes = {f"{p}_weight": ((i, o), True) for p in ("query", "key", "value")}
+        shapes.update({f"{p}_bias": ((o,), False) for p in ("query", "key", "value")})
+        shapes.update(root_weight=((i, o), False), bias=((o,), False))
+        return shapes
+    shapes = {"weight": ((i, o), kind != "agnn"), "bias": ((o,), False)}
+    if kind == "sage":
+        shapes["root_weight"] = ((i, o), True)
+    if kind == "gat":
+        shapes.update(att_src=((o,), True), att_dst=((o,), True))
+    return shapes
+
+
 def check_layers(layers, where):
-    """Shapes, widths and finiteness, as halo::validate_model checks them on reading."""
+    """Shapes, widths, attributes and finiteness, as halo::validate_model checks them."""
     if not layers:
         raise ExportError(f"{where}: the model has no layers")
     for i, layer in enumerate(layers):
@@ -253,21 +332,38 @@ def check_layers(layers, where):
         if kind not in LAYER_TYPES or layer["activation"] not in ACTIVATIONS:
             raise ExportError(f"{where}: layer {i}: type {kind!r}, activation "
                               f"{layer['activation']!r}")
+        if layer["in_dim"] < 1 or layer["out_dim"] < 1:
+            raise ExportError(f"{where}: layer {i} has widths {layer['in_dim']} -> "
+                              f"{layer['out_dim']}")
         if i > 0 and layers[i - 1]["out_dim"] != layer["in_dim"]:
             raise ExportError(f"{where}: layer {i} takes width {layer['in_dim']} but layer "
                               f"{i - 1} produces {layers[i - 1]['out_dim']}")
-        mid = layer["hidden_dim"] if kind == "gin" else layer["out_dim"]
-        shapes = {"weight": (layer["in_dim"], mid), "bias": (mid,)}
-        if kind == "sage":
-            shapes["root_weight"] = (layer["in_dim"], layer["out_dim"])
-        if kind == "gin":
-            shapes["weight2"] = (mid, layer["out_dim"])
-            shapes["bias2"] = (layer["out_dim"],)
-            if not np.isfinite(layer["eps"]):
-                raise ExportError(f"{where}: layer {i} eps {layer['eps']}")
-        for key, shape in shapes.items():
+        for name, _, kind_of in SCALAR_ATTRIBUTES.get(kind, ()):
+            value = layer.get(name)
+            if value is None or not np.isfinite(value):
+                raise ExportError(f"{where}: {kind} layer {i} {name} is {value!r}")
+        if kind == "gin" and layer["hidden_dim"] < 1:
+            raise ExportError(f"{where}: gin layer {i} has hidden width {layer['hidden_dim']}")
+        if kind == "maxk" and not 1 <= layer["k"] <= layer["out_dim"]:
+            raise ExportError(f"{where}: maxk layer {i} keeps k = {layer['k']} of "
+                              f"{layer['out_dim']} entries (need 1 <= k <= width)")
+        if kind in ("gat", "transformer") and (
+                layer["heads"] < 1 or layer["out_dim"] % layer["heads"] != 0):
+            raise ExportError(f"{where}: {kind} layer {i} has {layer['heads']} heads for width "
+                              f"{layer['out_dim']} (heads must divide the width)")
+        if kind == "agnn" and layer.get("weight") is None and layer["in_dim"] != layer["out_dim"]:
+            raise ExportError(f"{where}: agnn layer {i} has no weight but widths "
+                              f"{layer['in_dim']} -> {layer['out_dim']}")
+        shapes = layer_array_shapes(layer)
+        for key in ARRAY_KEYS:
             value = layer.get(key)
-            if value is None and key.startswith("bias"):
+            if key not in shapes:
+                if value is not None:
+                    raise ExportError(f"{where}: {kind} layer {i} has an array {key!r}, which "
+                                      f"HaloGNN's {kind} does not read")
+                continue
+            shape, required = shapes[key]
+            if value is None and not required:
                 continue
             if value is None or value.shape != shape or value.dtype != np.float32:
                 raise ExportError(f"{where}: layer {i} {key}: "
@@ -279,8 +375,9 @@ def check_layers(layers, where):
 
 def write_halo_model(path, layers, name):
     """The model file exactly as src/store/model_file.cpp writes it: little-endian int32 version
-    and num_layers, int64 widths, float32 eps and arrays, variable-length UTF-8 strings; written
-    under a temporary name, `format` last, then renamed."""
+    and num_layers, int64 widths, heads, k and hidden_dim, float32 eps, beta, negative_slope and
+    arrays, variable-length UTF-8 strings; written under a temporary name, `format` last, then
+    renamed. Arrays that are None are left out (optional ones only; check_layers enforces it)."""
     import h5py
     check_layers(layers, str(path))
     text = h5py.string_dtype("utf-8")
@@ -297,14 +394,9 @@ def write_halo_model(path, layers, name):
                 g.attrs.create("activation", layer["activation"], dtype=text)
                 g.attrs.create("in_dim", layer["in_dim"], dtype="<i8")
                 g.attrs.create("out_dim", layer["out_dim"], dtype="<i8")
-                keys = ["weight", "bias"]
-                if layer["type"] == "sage":
-                    keys.append("root_weight")
-                if layer["type"] == "gin":
-                    g.attrs.create("hidden_dim", layer["hidden_dim"], dtype="<i8")
-                    g.attrs.create("eps", layer["eps"], dtype="<f4")
-                    keys += ["weight2", "bias2"]
-                for key in keys:
+                for attr, dtype, _ in SCALAR_ATTRIBUTES.get(layer["type"], ()):
+                    g.attrs.create(attr, layer[attr], dtype=dtype)
+                for key in layer_array_shapes(layer):
                     if layer.get(key) is not None:
                         g.create_dataset(key, data=np.ascontiguousarray(layer[key], dtype="<f4"))
             f.attrs.create("format", MODEL_FORMAT, dtype=text)
@@ -317,7 +409,8 @@ def write_halo_model(path, layers, name):
 
 
 def read_halo_model(path):
-    """(name, layers) of a HaloGNN model file; the inverse of write_halo_model."""
+    """(name, layers) of a HaloGNN model file; the inverse of write_halo_model. Arrays the layer
+    type does not read are rejected, as are missing required ones (check_layers)."""
     import h5py
 
     def text(value):
@@ -333,16 +426,42 @@ def read_halo_model(path):
             g = f[f"layers/{i}"]
             layer = {"type": text(g.attrs["type"]), "activation": text(g.attrs["activation"]),
                      "in_dim": int(g.attrs["in_dim"]), "out_dim": int(g.attrs["out_dim"])}
-            if layer["type"] == "gin":
-                layer["hidden_dim"] = int(g.attrs["hidden_dim"])
-                layer["eps"] = float(np.float32(g.attrs["eps"]))
-            for key in ("weight", "bias", "root_weight", "weight2", "bias2"):
-                if key in g:
-                    layer[key] = np.asarray(g[key][...], dtype=np.float32)
+            for attr, _, kind_of in SCALAR_ATTRIBUTES.get(layer["type"], ()):
+                if attr not in g.attrs:
+                    raise ExportError(f"{path}: layers/{i} ({layer['type']}) has no attribute "
+                                      f"{attr!r}")
+                value = g.attrs[attr]
+                layer[attr] = int(value) if kind_of is int else float(np.float32(value))
+            for key in g:
+                if key not in ARRAY_KEYS:
+                    raise ExportError(f"{path}: layers/{i} has an unknown dataset {key!r}")
+                layer[key] = np.asarray(g[key][...], dtype=np.float32)
+            if layer["type"] == "agnn":
+                layer["has_weight"] = "weight" in layer
             layers.append(layer)
         name = text(f.attrs.get("name", ""))
     check_layers(layers, str(path))
     return name, layers
+
+
+def layers_equal(a, b):
+    """None when two layer lists hold the same file content, else what differs first."""
+    if len(a) != len(b):
+        return f"{len(a)} layers vs {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        for key in ("type", "activation", "in_dim", "out_dim"):
+            if x[key] != y[key]:
+                return f"layer {i} {key}: {x[key]!r} vs {y[key]!r}"
+        for attr, _, kind_of in SCALAR_ATTRIBUTES.get(x["type"], ()):
+            same = (x[attr] == y[attr] if kind_of is int
+                    else np.float32(x[attr]) == np.float32(y[attr]))
+            if not same:
+                return f"layer {i} {attr}: {x[attr]!r} vs {y[attr]!r}"
+        for key in ARRAY_KEYS:
+            u, v = x.get(key), y.get(key)
+            if (u is None) != (v is None) or (u is not None and not np.array_equal(u, v)):
+                return f"layer {i} {key} differs"
+    return None
 
 
 def _spmm(rows, cols, values, h):
@@ -353,7 +472,8 @@ def _spmm(rows, cols, values, h):
 
 
 def aggregation_operators(rows, cols, n):
-    """HaloGNN's three operators (src/engine/engine.cpp make_aggregation) over the adjacency."""
+    """HaloGNN's operators (src/engine/engine.cpp make_aggregation) over the adjacency, by layer
+    type: (rows, cols, values) in row order; values None for attention patterns (binary masks)."""
     count = np.bincount(rows, minlength=n).astype(np.float64)
     has_loop = np.zeros(n, dtype=bool)
     has_loop[rows[rows == cols]] = True
@@ -361,50 +481,223 @@ def aggregation_operators(rows, cols, n):
     gr = np.concatenate([rows, loops])
     gc = np.concatenate([cols, loops])
     degree = count + (~has_loop)
+    gcn = (gr, gc, 1.0 / np.sqrt(degree[gr] * degree[gc]))
     return {
-        "gcn": (gr, gc, 1.0 / np.sqrt(degree[gr] * degree[gc])),
+        "gcn": gcn,
         "sage": (rows, cols, 1.0 / count[rows]),  # a row without nonzeros has no entry here
         "gin": (rows, cols, np.ones(rows.size, dtype=np.float64)),
+        "maxk": gcn,
+        # agnn and gat attend over A + I with one self-loop per node (a stored one is kept, none
+        # doubled), as PyG's remove_self_loops + add_self_loops and HaloGNN's gcn pattern give.
+        "agnn": (gr, gc, None),
+        "gat": (gr, gc, None),
+        # The transformer attends over the stored adjacency (no loops added; stored ones count).
+        "transformer": (rows, cols, None),
+        "linear": None,
+        "num_nodes": n,
     }
 
 
-def reference_forward(layers, operators, x):
+def _sparse_softmax_aggregate(rows, cols, n, scores, v):
+    """out[i] = concat_t sum_{j in row i} softmax_j(scores[:, t]) v^t[j], float64, per head t;
+    scores is [nnz, heads], v [n, heads * d]; rows without a nonzero give zeros."""
+    heads = scores.shape[1]
+    d = v.shape[1] // heads
+    peak = np.full((n, heads), -np.inf)
+    np.maximum.at(peak, rows, scores)
+    e = np.exp(scores - peak[rows])
+    total = np.zeros((n, heads))
+    np.add.at(total, rows, e)
+    p = e / total[rows]
+    out = np.zeros((n, heads, d))
+    np.add.at(out, rows, p[:, :, None] * v.reshape(n, heads, d)[cols])
+    return out.reshape(n, heads * d)
+
+
+def _f64(layer, key):
+    value = layer.get(key)
+    return None if value is None else value.astype(np.float64)
+
+
+def _affine(h, weight, bias):
+    out = h @ weight if weight is not None else h.copy()
+    return out + bias if bias is not None else out
+
+
+def maxk_select(z, k):
+    """Columns of the k largest entries of each row (HaloGNN's tie rule: value descending, then
+    column ascending), [n, k]."""
+    order = np.argsort(-z, axis=1, kind="stable")
+    return order[:, :k]
+
+
+def reference_forward(layers, operators, x, maxk_selection=None, stats=None):
     """HaloGNN's forward in float64: the oracle both PyG's and halo-infer's logits must match.
-    Transform first everywhere (A (x W) = (A x) W up to rounding)."""
+    Transform first everywhere (A (x W) = (A x) W up to rounding).
+
+    maxk_selection {layer index: [n, k] columns}: use these top-k columns (PyG's own choice)
+    instead of the float64 ones, after checking that they are a top-k of the float64 values up
+    to rounding (1e-5 of the row's largest |value|): a near-tie between the k-th and the
+    (k+1)-th value may fall either way in float32, and would otherwise move whole entries.
+    stats (a dict) receives per maxk layer the rows where the given selection differs from the
+    float64 one ("maxk_near_ties")."""
+    n = operators["num_nodes"]
     h = np.asarray(x, dtype=np.float64)
-    for layer in layers:
-        rows, cols, values = operators[layer["type"]]
-        w = layer["weight"].astype(np.float64)
-        b = layer["bias"].astype(np.float64) if layer.get("bias") is not None else 0.0
-        xw = h @ w
-        if layer["type"] == "gcn":
-            out = _spmm(rows, cols, values, xw) + b
-        elif layer["type"] == "sage":
-            out = _spmm(rows, cols, values, xw) + h @ layer["root_weight"].astype(np.float64) + b
+    for index, layer in enumerate(layers):
+        kind = layer["type"]
+        op = operators[kind]
+        w, b = _f64(layer, "weight"), _f64(layer, "bias")
+        if kind in ("gcn", "sage", "gin"):
+            rows, cols, values = op
+            xw = h @ w
+            if kind == "gcn":
+                out = _spmm(rows, cols, values, xw) + (b if b is not None else 0.0)
+            elif kind == "sage":
+                out = (_spmm(rows, cols, values, xw) + h @ _f64(layer, "root_weight") +
+                       (b if b is not None else 0.0))
+            else:
+                z = (1.0 + np.float64(np.float32(layer["eps"]))) * xw + _spmm(rows, cols, values,
+                                                                               xw)
+                z = np.maximum(z + (b if b is not None else 0.0), 0.0)
+                out = _affine(z, _f64(layer, "weight2"), _f64(layer, "bias2"))
+        elif kind == "linear":
+            out = _affine(h, w, b)
+        elif kind == "maxk":
+            rows, cols, values = op
+            z = _affine(h, w, b)
+            own = maxk_select(z, layer["k"])
+            chosen = own
+            if maxk_selection is not None and index in maxk_selection:
+                chosen = np.sort(np.asarray(maxk_selection[index], dtype=np.int64), axis=1)
+                if chosen.shape != own.shape or chosen.min() < 0 or chosen.max() >= z.shape[1]:
+                    raise ExportError(f"maxk layer {index}: given selection of shape "
+                                      f"{chosen.shape} / columns outside [0, {z.shape[1]})")
+                if (np.diff(chosen, axis=1) == 0).any():
+                    raise ExportError(f"maxk layer {index}: a given selection repeats a column")
+                kth = np.take_along_axis(z, own, axis=1)[:, -1]
+                slack = 1e-5 * np.maximum(np.abs(z).max(axis=1), 1e-30)
+                low = np.take_along_axis(z, chosen, axis=1).min(axis=1) < kth - slack
+                if low.any():
+                    r = int(np.flatnonzero(low)[0])
+                    raise ExportError(
+                        f"maxk layer {index}: the given top-{layer['k']} of row {r} keeps a value "
+                        f"below the float64 k-th largest beyond rounding (the weights do not "
+                        f"give the model's top-k: a wrong mapping)")
+                differs = (chosen != np.sort(own, axis=1)).any(axis=1)
+                if stats is not None:
+                    stats.setdefault("maxk_near_ties", {})[str(index)] = [
+                        int(r) for r in np.flatnonzero(differs)]
+            s = np.zeros_like(z)
+            picked = np.arange(z.shape[0])[:, None]
+            s[picked, chosen] = z[picked, chosen]
+            out = _spmm(rows, cols, values, s)
+        elif kind == "agnn":
+            rows, cols, _ = op
+            z = _affine(h, w, b)
+            zn = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+            scores = np.float64(np.float32(layer["beta"])) * np.einsum(
+                "ed,ed->e", zn[rows], zn[cols])
+            out = _sparse_softmax_aggregate(rows, cols, n, scores[:, None], z)
+        elif kind == "transformer":
+            rows, cols, _ = op
+            heads = layer["heads"]
+            d = layer["out_dim"] // heads
+            q = _affine(h, _f64(layer, "query_weight"), _f64(layer, "query_bias"))
+            k = _affine(h, _f64(layer, "key_weight"), _f64(layer, "key_bias"))
+            v = _affine(h, _f64(layer, "value_weight"), _f64(layer, "value_bias"))
+            scores = np.einsum("ehd,ehd->eh", q.reshape(n, heads, d)[rows],
+                               k.reshape(n, heads, d)[cols]) / np.sqrt(d)
+            out = _sparse_softmax_aggregate(rows, cols, n, scores, v)
+            if layer.get("root_weight") is not None:
+                out = out + h @ _f64(layer, "root_weight")
+            if b is not None:
+                out = out + b
+        elif kind == "gat":
+            rows, cols, _ = op
+            heads = layer["heads"]
+            d = layer["out_dim"] // heads
+            z = h @ w
+            zh = z.reshape(n, heads, d)
+            el = np.einsum("nhd,hd->nh", zh, _f64(layer, "att_dst").reshape(heads, d))
+            er = np.einsum("nhd,hd->nh", zh, _f64(layer, "att_src").reshape(heads, d))
+            e = el[rows] + er[cols]
+            scores = np.where(e > 0, e, np.float64(np.float32(layer["negative_slope"])) * e)
+            out = _sparse_softmax_aggregate(rows, cols, n, scores, z)
+            if b is not None:
+                out = out + b
         else:
-            z = (1.0 + np.float64(np.float32(layer["eps"]))) * xw + _spmm(rows, cols, values, xw)
-            z = np.maximum(z + b, 0.0)
-            b2 = layer["bias2"].astype(np.float64) if layer.get("bias2") is not None else 0.0
-            out = z @ layer["weight2"].astype(np.float64) + b2
+            raise ExportError(f"reference_forward: layer {index} has type {kind!r}")
         h = np.maximum(out, 0.0) if layer["activation"] == "relu" else out
     return h
 
 
-def layer_specs(model, in_dim, hidden, out_dim, num_layers=NUM_LAYERS):
-    """Widths and activations of a num_layers-deep model of one layer type."""
-    dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+def layer_specs(model, in_dim, hidden, out_dim, num_layers=NUM_LAYERS, heads=None, k=None):
+    """The layers (widths, activations, attributes) of one exported architecture (docs/PYG.md):
+    gcn, sage, gin: num_layers of that type; agnn: PyG's examples/agnn.py, linear -> relu ->
+    agnn -> agnn -> linear; transformer, gat: two layers, `heads` heads in the first, one in the
+    last; maxk: MaxK-GNN's maxk -> maxk -> linear (the top-k is the nonlinearity)."""
+    def spec(kind, i, o, act, **extra):
+        return dict({"type": kind, "in_dim": i, "out_dim": o, "activation": act}, **extra)
+
+    if model in ("gcn", "sage", "gin"):
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+        specs = []
+        for i in range(num_layers):
+            s = spec(model, dims[i], dims[i + 1], "relu" if i + 1 < num_layers else "none")
+            if model == "gin":
+                s["hidden_dim"] = hidden
+            specs.append(s)
+        return specs
+    if model == "agnn":
+        # prop1 with a fixed beta = 1, prop2 learns it, as in PyG's example; no dropout before
+        # the propagations (the example drops out before lin1 and lin2 only).
+        return [spec("linear", in_dim, hidden, "relu"),
+                spec("agnn", hidden, hidden, "none", beta=1.0, has_weight=False,
+                     train_beta=False, dropout=False),
+                spec("agnn", hidden, hidden, "none", beta=1.0, has_weight=False,
+                     train_beta=True, dropout=False),
+                spec("linear", hidden, out_dim, "none")]
+    if model in ("transformer", "gat"):
+        if hidden % heads != 0:
+            raise ExportError(f"{model}: hidden width {hidden} is not a multiple of {heads} heads")
+        extra = {"negative_slope": 0.2} if model == "gat" else {}
+        return [spec(model, in_dim, hidden, "relu", heads=heads, **extra),
+                spec(model, hidden, out_dim, "none", heads=1, **extra)]
+    if model == "maxk":
+        if not 1 <= k <= hidden:
+            raise ExportError(f"maxk: k = {k} for hidden width {hidden}")
+        return [spec("maxk", in_dim, hidden, "none", k=k),
+                spec("maxk", hidden, hidden, "none", k=k),
+                spec("linear", hidden, out_dim, "none")]
+    raise ExportError(f"unknown model {model!r} (expected {', '.join(MODELS)})")
+
+
+def random_specs(kind, dims, heads=1, k=16):
+    """A stack of `kind` layers over widths dims, as halo::random_model builds it (ReLU between
+    layers, none after the last; maxk: no activation, k capped at the width; agnn with a
+    weight; every transformer / gat layer with `heads` heads)."""
     specs = []
-    for i in range(num_layers):
-        spec = {"type": model, "in_dim": dims[i], "out_dim": dims[i + 1],
-                "activation": "relu" if i + 1 < num_layers else "none"}
-        if model == "gin":
-            spec["hidden_dim"] = hidden
-        specs.append(spec)
+    for i in range(len(dims) - 1):
+        last = i + 2 == len(dims)
+        s = {"type": kind, "in_dim": dims[i], "out_dim": dims[i + 1],
+             "activation": "none" if last or kind == "maxk" else "relu"}
+        if kind == "gin":
+            s["hidden_dim"] = dims[i + 1]
+        elif kind == "maxk":
+            s["k"] = min(k, dims[i + 1])
+        elif kind == "agnn":
+            s.update(beta=1.0, has_weight=True)
+        elif kind in ("gat", "transformer"):
+            s["heads"] = heads
+            if kind == "gat":
+                s["negative_slope"] = 0.2
+        specs.append(s)
     return specs
 
 
 def random_layers(specs, seed):
-    """Glorot-uniform weights and small biases (NumPy, seeded); gin eps 0.1."""
+    """Glorot-uniform weights and small biases (NumPy, seeded); gin eps 0.1, agnn beta drawn in
+    [0.5, 1.5)."""
     rng = np.random.default_rng(seed)
 
     def glorot(rows, cols):
@@ -417,15 +710,28 @@ def random_layers(specs, seed):
     layers = []
     for spec in specs:
         layer = dict(spec)
-        mid = spec["hidden_dim"] if spec["type"] == "gin" else spec["out_dim"]
-        layer["weight"] = glorot(spec["in_dim"], mid)
-        layer["bias"] = small(mid)
-        if spec["type"] == "sage":
-            layer["root_weight"] = glorot(spec["in_dim"], spec["out_dim"])
-        if spec["type"] == "gin":
-            layer["eps"] = 0.1
-            layer["weight2"] = glorot(mid, spec["out_dim"])
-            layer["bias2"] = small(spec["out_dim"])
+        kind, i, o = spec["type"], spec["in_dim"], spec["out_dim"]
+        if kind == "transformer":
+            for p in ("query", "key", "value"):
+                layer[f"{p}_weight"], layer[f"{p}_bias"] = glorot(i, o), small(o)
+            layer["root_weight"], layer["bias"] = glorot(i, o), small(o)
+        elif kind == "agnn":
+            if spec.get("has_weight", True):
+                layer["weight"], layer["bias"] = glorot(i, o), small(o)
+            layer["beta"] = float(np.float32(rng.uniform(0.5, 1.5)))
+        else:
+            mid = spec["hidden_dim"] if kind == "gin" else o
+            layer["weight"] = glorot(i, mid)
+            layer["bias"] = small(mid)
+            if kind == "sage":
+                layer["root_weight"] = glorot(i, o)
+            if kind == "gin":
+                layer["eps"] = 0.1
+                layer["weight2"] = glorot(mid, o)
+                layer["bias2"] = small(o)
+            if kind == "gat":
+                layer["att_src"] = glorot(1, o).reshape(o)
+                layer["att_dst"] = glorot(1, o).reshape(o)
         layers.append(layer)
     return layers
 
@@ -434,33 +740,118 @@ def random_layers(specs, seed):
 
 def make_pyg_net(specs, dropout=0.0, cached=False):
     """A torch.nn.Module running `specs` with PyG's convolutions, semantics as in the module
-    docstring: forward(x, edge_index) -> logits (dropout only while training)."""
+    docstring: forward(x, edge_index) -> logits (dropout only while training; GATConv also drops
+    attention coefficients with the same rate, in training only).
+
+    maxk layers are a small module here (PyG has none): Linear, the top-k of each row
+    (torch.topk; the others set to 0), then GCN propagation without weight (gcn_norm: add
+    remaining self-loops, D^-1/2 (A + I) D^-1/2). net.record_topk(True) keeps each maxk
+    layer's chosen columns of the last forward in layer.last_topk (the export's oracle uses
+    them)."""
     import torch
     import torch.nn.functional as F
-    from torch_geometric.nn import GCNConv, GINConv, SAGEConv
+    from torch_geometric.nn import (AGNNConv, GATConv, GCNConv, GINConv, SAGEConv,
+                                    TransformerConv)
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    class LinearLayer(torch.nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            self.lin = torch.nn.Linear(spec["in_dim"], spec["out_dim"], bias=True)
+
+        def forward(self, x, edge_index):
+            return self.lin(x)
+
+    class AgnnLayer(torch.nn.Module):
+        """HaloGNN agnn: an optional Linear, then AGNNConv (cosine attention over A + I)."""
+        def __init__(self, spec):
+            super().__init__()
+            self.lin = (torch.nn.Linear(spec["in_dim"], spec["out_dim"], bias=True)
+                        if spec.get("has_weight", spec.get("weight") is not None) else None)
+            if self.lin is None and spec.get("bias") is not None:
+                raise ExportError("an agnn layer with a bias but no weight has no PyG module here")
+            self.prop = AGNNConv(requires_grad=spec.get("train_beta", True), add_self_loops=True)
+
+        def forward(self, x, edge_index):
+            return self.prop(self.lin(x) if self.lin is not None else x, edge_index)
+
+    class MaxkLayer(torch.nn.Module):
+        """HaloGNN maxk: A_gcn maxk_k(x W + b) (MaxK-GNN, paper 000)."""
+        def __init__(self, spec):
+            super().__init__()
+            self.lin = torch.nn.Linear(spec["in_dim"], spec["out_dim"], bias=True)
+            self.k = spec["k"]
+            self.cached = cached
+            self.norm = None
+            self.record = False
+            self.last_topk = None
+
+        def forward(self, x, edge_index):
+            z = self.lin(x)
+            values, index = torch.topk(z, self.k, dim=1)
+            if self.record:
+                self.last_topk = index.detach().cpu().numpy()
+            s = torch.zeros_like(z).scatter(1, index, values)
+            if self.norm is None or not self.cached:
+                ei, w = gcn_norm(edge_index, None, z.size(0), improved=False,
+                                 add_self_loops=True, flow="source_to_target", dtype=z.dtype)
+                norm = (ei, w)
+                if self.cached:
+                    self.norm = norm
+            else:
+                norm = self.norm
+            ei, w = norm
+            # Messages flow edge_index[0] -> edge_index[1], weighted: row i sums w_ij s_j.
+            return torch.zeros_like(s).index_add_(0, ei[1], s[ei[0]] * w[:, None])
 
     def conv(spec):
-        if spec["type"] == "gcn":
+        kind = spec["type"]
+        if kind == "gcn":
             return GCNConv(spec["in_dim"], spec["out_dim"], improved=False, cached=cached,
                            add_self_loops=True, normalize=True, bias=True)
-        if spec["type"] == "sage":
+        if kind == "sage":
             return SAGEConv(spec["in_dim"], spec["out_dim"], aggr="mean", normalize=False,
                             root_weight=True, project=False, bias=True)
-        mlp = torch.nn.Sequential(torch.nn.Linear(spec["in_dim"], spec["hidden_dim"]),
-                                  torch.nn.ReLU(),
-                                  torch.nn.Linear(spec["hidden_dim"], spec["out_dim"]))
-        return GINConv(mlp, eps=0.0, train_eps=True)
+        if kind == "gin":
+            mlp = torch.nn.Sequential(torch.nn.Linear(spec["in_dim"], spec["hidden_dim"]),
+                                      torch.nn.ReLU(),
+                                      torch.nn.Linear(spec["hidden_dim"], spec["out_dim"]))
+            return GINConv(mlp, eps=0.0, train_eps=True)
+        if kind == "linear":
+            return LinearLayer(spec)
+        if kind == "agnn":
+            return AgnnLayer(spec)
+        if kind == "maxk":
+            return MaxkLayer(spec)
+        heads = spec["heads"]
+        if kind == "transformer":
+            return TransformerConv(spec["in_dim"], spec["out_dim"] // heads, heads=heads,
+                                   concat=True, beta=False, dropout=0.0, edge_dim=None,
+                                   bias=True, root_weight=True)
+        if kind == "gat":
+            return GATConv(spec["in_dim"], spec["out_dim"] // heads, heads=heads, concat=True,
+                           negative_slope=spec.get("negative_slope", 0.2), dropout=dropout,
+                           add_self_loops=True, bias=True)
+        raise ExportError(f"no PyG module for layer type {kind!r}")
 
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.specs = [dict(s) for s in specs]
+            self.specs = [{k: v for k, v in s.items() if not isinstance(v, np.ndarray)}
+                          for s in specs]
             self.convs = torch.nn.ModuleList(conv(s) for s in specs)
             self.dropout = dropout
 
+        def record_topk(self, value):
+            """Whether maxk layers keep their chosen columns (layer.last_topk)."""
+            for c in self.convs:
+                if isinstance(c, MaxkLayer):
+                    c.record = bool(value)
+
         def forward(self, x, edge_index):
             for spec, layer in zip(self.specs, self.convs):
-                x = F.dropout(x, p=self.dropout, training=self.training)
+                if spec.get("dropout", True):
+                    x = F.dropout(x, p=self.dropout, training=self.training)
                 x = layer(x, edge_index)
                 if spec["activation"] == "relu":
                     x = torch.relu(x)
@@ -469,31 +860,71 @@ def make_pyg_net(specs, dropout=0.0, cached=False):
     return Net()
 
 
+def _gat_lin(conv):
+    """GATConv's shared source/target Linear (PyG >= 2.5: lin; before: lin_src == lin_dst)."""
+    lin = getattr(conv, "lin", None)
+    if lin is None:
+        if conv.lin_src is not conv.lin_dst:
+            raise ExportError("GATConv has separate source and target weights; HaloGNN's gat "
+                              "has one")
+        lin = conv.lin_src
+    if lin.bias is not None:
+        raise ExportError("GATConv's Linear has a bias; HaloGNN's gat adds its bias after "
+                          "the aggregation only")
+    return lin
+
+
 def export_layers(net):
     """HaloGNN layer arrays from a make_pyg_net model (Linear weights transposed to [in, out])."""
     def t(param):
         return param.detach().cpu().numpy().astype(np.float32).T.copy()
 
     def v(param):
-        return None if param is None else param.detach().cpu().numpy().astype(np.float32).copy()
+        return (None if param is None else
+                param.detach().cpu().numpy().astype(np.float32).reshape(-1).copy())
 
     layers = []
     for spec, conv in zip(net.specs, net.convs):
-        layer = dict(spec)
-        if spec["type"] == "gcn":
+        layer = {k: val for k, val in spec.items() if k not in ARRAY_KEYS}
+        kind = spec["type"]
+        if kind == "gcn":
             layer["weight"], layer["bias"] = t(conv.lin.weight), v(conv.bias)
-        elif spec["type"] == "sage":
+        elif kind == "sage":
             if conv.lin_r.bias is not None:
                 raise ExportError("SAGEConv lin_r has a bias; HaloGNN's sage has none")
             layer["weight"], layer["bias"] = t(conv.lin_l.weight), v(conv.lin_l.bias)
             layer["root_weight"] = t(conv.lin_r.weight)
-        else:
+        elif kind == "gin":
             first, relu, second = conv.nn
             if type(relu).__name__ != "ReLU":
                 raise ExportError(f"GINConv MLP has {type(relu).__name__} between its Linears")
             layer["weight"], layer["bias"] = t(first.weight), v(first.bias)
             layer["weight2"], layer["bias2"] = t(second.weight), v(second.bias)
             layer["eps"] = float(conv.eps.detach().cpu().float())
+        elif kind in ("linear", "maxk"):
+            layer["weight"], layer["bias"] = t(conv.lin.weight), v(conv.lin.bias)
+        elif kind == "agnn":
+            if conv.lin is not None:
+                layer["weight"], layer["bias"] = t(conv.lin.weight), v(conv.lin.bias)
+            layer["beta"] = float(conv.prop.beta.detach().cpu().float().reshape(-1)[0])
+        elif kind == "transformer":
+            if (getattr(conv, "lin_edge", None) is not None
+                    or getattr(conv, "lin_beta", None) is not None or not conv.concat):
+                raise ExportError("TransformerConv with edge_dim, beta or concat=False: HaloGNN's "
+                                  "transformer has none of these")
+            for p, lin in (("query", conv.lin_query), ("key", conv.lin_key),
+                           ("value", conv.lin_value)):
+                layer[f"{p}_weight"], layer[f"{p}_bias"] = t(lin.weight), v(lin.bias)
+            layer["root_weight"], layer["bias"] = t(conv.lin_skip.weight), v(conv.lin_skip.bias)
+        elif kind == "gat":
+            if not conv.concat and conv.heads > 1:
+                raise ExportError("GATConv with concat=False and several heads (a mean)")
+            layer["weight"] = t(_gat_lin(conv).weight)
+            layer["att_src"], layer["att_dst"] = v(conv.att_src), v(conv.att_dst)
+            layer["bias"] = v(conv.bias)
+            layer["negative_slope"] = float(conv.negative_slope)
+        else:
+            raise ExportError(f"export_layers: layer type {kind!r}")
         layers.append(layer)
     return layers
 
@@ -503,25 +934,55 @@ def load_layers(net, layers):
     import torch
 
     def put(param, array, transpose=True):
+        if param is None or array is None:
+            if (param is None) != (array is None):
+                raise ExportError(f"load_layers: PyG has {'no' if param is None else 'a'} "
+                                  f"parameter where the model file has "
+                                  f"{'an array' if array is not None else 'none'}")
+            return
         value = torch.from_numpy(np.ascontiguousarray(array.T if transpose else array))
         with torch.no_grad():
-            param.copy_(value.to(param.device, param.dtype))
+            param.copy_(value.reshape(param.shape).to(param.device, param.dtype))
 
     for layer, conv in zip(layers, net.convs):
-        if layer["type"] == "gcn":
+        kind = layer["type"]
+        if kind == "gcn":
             put(conv.lin.weight, layer["weight"])
-            put(conv.bias, layer["bias"], transpose=False)
-        elif layer["type"] == "sage":
+            put(conv.bias, layer.get("bias"), transpose=False)
+        elif kind == "sage":
             put(conv.lin_l.weight, layer["weight"])
-            put(conv.lin_l.bias, layer["bias"], transpose=False)
+            put(conv.lin_l.bias, layer.get("bias"), transpose=False)
             put(conv.lin_r.weight, layer["root_weight"])
-        else:
+        elif kind == "gin":
             put(conv.nn[0].weight, layer["weight"])
-            put(conv.nn[0].bias, layer["bias"], transpose=False)
+            put(conv.nn[0].bias, layer.get("bias"), transpose=False)
             put(conv.nn[2].weight, layer["weight2"])
-            put(conv.nn[2].bias, layer["bias2"], transpose=False)
+            put(conv.nn[2].bias, layer.get("bias2"), transpose=False)
             with torch.no_grad():
                 conv.eps.fill_(layer["eps"])
+        elif kind in ("linear", "maxk"):
+            put(conv.lin.weight, layer["weight"])
+            put(conv.lin.bias, layer.get("bias"), transpose=False)
+        elif kind == "agnn":
+            if conv.lin is not None:
+                put(conv.lin.weight, layer["weight"])
+                put(conv.lin.bias, layer.get("bias"), transpose=False)
+            with torch.no_grad():
+                conv.prop.beta.fill_(layer["beta"])
+        elif kind == "transformer":
+            for p, lin in (("query", conv.lin_query), ("key", conv.lin_key),
+                           ("value", conv.lin_value)):
+                put(lin.weight, layer[f"{p}_weight"])
+                put(lin.bias, layer.get(f"{p}_bias"), transpose=False)
+            put(conv.lin_skip.weight, layer["root_weight"])
+            put(conv.lin_skip.bias, layer.get("bias"), transpose=False)
+        elif kind == "gat":
+            put(_gat_lin(conv).weight, layer["weight"])
+            put(conv.att_src, layer["att_src"], transpose=False)
+            put(conv.att_dst, layer["att_dst"], transpose=False)
+            put(conv.bias, layer.get("bias"), transpose=False)
+        else:
+            raise ExportError(f"load_layers: layer type {kind!r}")
 
 
 def set_deterministic(seed):
@@ -545,7 +1006,8 @@ def train_pyg(ds, model, hp, seed, device):
     import torch
     import torch.nn.functional as F
     set_deterministic(seed)
-    specs = layer_specs(model, ds.x.shape[1], hp["hidden"], ds.num_classes)
+    specs = layer_specs(model, ds.x.shape[1], hp["hidden"], ds.num_classes,
+                        heads=hp.get("heads"), k=hp.get("k"))
     net = make_pyg_net(specs, dropout=hp["dropout"]).to(device)
     x = torch.from_numpy(ds.x).to(device)
     edge_index = torch.from_numpy(np.stack([ds.cols, ds.rows])).to(device)
@@ -573,12 +1035,19 @@ def train_pyg(ds, model, hp, seed, device):
                  "final_loss": loss.item()}
 
 
-def pyg_logits(net, ds, device):
+def pyg_logits(net, ds, device, topk=None):
+    """PyG's eval-mode logits; topk (a dict) receives each maxk layer's chosen columns."""
     import torch
     net = net.to(device).eval()
+    net.record_topk(topk is not None)
     with torch.no_grad():
         out = net(torch.from_numpy(ds.x).to(device),
                   torch.from_numpy(np.stack([ds.cols, ds.rows])).to(device))
+    net.record_topk(False)
+    if topk is not None:
+        for i, conv in enumerate(net.convs):
+            if getattr(conv, "last_topk", None) is not None:
+                topk[i] = conv.last_topk
     return out.cpu().numpy().astype(np.float32)
 
 
@@ -591,11 +1060,12 @@ def export_one(args, ds, operators, model, versions):
             hp[key] = getattr(args, key)
     stem = f"{ds.name}-{model}"
     out = Path(args.out)
-    record = {"dataset": ds.name, "model": model, "layers": NUM_LAYERS, "seed": args.seed,
-              "hyperparameters": hp, "exact": True, "created": _now(),
+    record = {"dataset": ds.name, "model": model, "seed": args.seed,
+              "hyperparameters": hp, "exact": model in EXACT_MODELS, "created": _now(),
               "command": " ".join(sys.argv), "versions": versions}
     if args.random_weights:
-        specs = layer_specs(model, ds.x.shape[1], hp["hidden"], ds.num_classes)
+        specs = layer_specs(model, ds.x.shape[1], hp["hidden"], ds.num_classes,
+                            heads=hp.get("heads"), k=hp.get("k"))
         layers = random_layers(specs, args.seed)
         logits = reference_forward(layers, operators, ds.x).astype(np.float32)
         record.update(reference="numpy-float64", trained=False, epochs=0, device="cpu")
@@ -605,7 +1075,8 @@ def export_one(args, ds, operators, model, versions):
                               ("cuda" if torch.cuda.is_available() else "cpu"))
         net, training = train_pyg(ds, model, hp, args.seed, device)
         layers = export_layers(net)
-        logits = pyg_logits(net, ds, device)
+        topk = {}
+        logits = pyg_logits(net, ds, device, topk=topk)
         record.update(reference="pyg", trained=True, epochs=hp["epochs"], **training,
                       device=(torch.cuda.get_device_name(device) if device.type == "cuda"
                               else "cpu"))
@@ -617,24 +1088,26 @@ def export_one(args, ds, operators, model, versions):
                     (cpu.argmax(1) == logits.argmax(1)).mean())}
         # The float64 oracle on the exported arrays must give PyG's logits: a wrong mapping of a
         # parameter (a missing transpose, lin_l/lin_r swapped, eps lost) fails here.
-        oracle = reference_forward(layers, operators, ds.x)
+        # maxk: the oracle takes PyG's top-k columns (after checking them against its own float64
+        # values), so that a float32 near-tie does not move an entry; the rows where they differ
+        # are recorded (halo-infer may break those near-ties either way too).
+        near = {}
+        oracle = reference_forward(layers, operators, ds.x, maxk_selection=topk, stats=near)
         diff = float(np.abs(oracle - logits).max())
         scale = float(np.abs(oracle).max())
         record["numpy_check"] = {
             "max_abs_diff": diff, "max_abs_value": scale, "rtol": args.check_rtol,
             "identical_predictions": float((oracle.argmax(1) == logits.argmax(1)).mean()),
             "passed": diff <= args.check_rtol * max(scale, 1e-30)}
+        if near:
+            record["numpy_check"]["maxk_near_ties"] = near["maxk_near_ties"]
     model_path = out / f"{stem}.h5"
     logits_path = out / f"{stem}.logits.npy"
     write_halo_model(model_path, layers, f"{stem} ({record['reference']})")
     _, back = read_halo_model(model_path)
-    for a, b in zip(layers, back):
-        for key in ("weight", "bias", "root_weight", "weight2", "bias2"):
-            if (a.get(key) is None) != (b.get(key) is None) or (
-                    a.get(key) is not None and not np.array_equal(a[key], b[key])):
-                raise ExportError(f"{model_path}: {key} does not read back as written")
-        if a["type"] == "gin" and np.float32(a["eps"]) != np.float32(b["eps"]):
-            raise ExportError(f"{model_path}: eps does not read back as written")
+    mismatch = layers_equal(layers, back)
+    if mismatch is not None:
+        raise ExportError(f"{model_path}: does not read back as written ({mismatch})")
     np.save(logits_path, np.ascontiguousarray(logits, dtype="<f4"))
     accuracy = {}
     for split, ids in (("train", ds.train), ("val", ds.val), ("test", ds.test_eval)):
@@ -649,6 +1122,7 @@ def export_one(args, ds, operators, model, versions):
                "test": ds.files["test_index"], "unlabelled_left_out": int((ds.labels < 0).sum())},
         files={"model": model_path.name, "logits": logits_path.name},
         halo_inputs=dict(ds.files, num_nodes=ds.num_nodes, partition_flags=HALO_PARTITION_FLAGS),
+        layers=len(layers),
         halo_layers=[{k: v for k, v in layer.items() if not isinstance(v, np.ndarray)}
                      for layer in layers])
     (out / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -677,15 +1151,20 @@ def parse_args(argv=None):
     ap.add_argument("data_dir", help="directory with <name>.el.gz, .feat.coo.txt.gz, "
                                      ".labels.txt.gz, .test_index.txt.gz (../shared/data)")
     ap.add_argument("--out", required=True, help="output directory (created)")
-    ap.add_argument("--models", default="gcn,sage,gin", help="comma list of gcn, sage, gin")
+    ap.add_argument("--models", default="gcn,sage,gin",
+                    help=f"comma list of {', '.join(MODELS)} (docs/PYG.md has the architectures)")
     ap.add_argument("--datasets", default="cora,citeseer", help="comma list of dataset names")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default="auto", help="auto (cuda if available) | cpu | cuda[:N]")
     ap.add_argument("--epochs", type=int, help="training epochs (default: per model, 200)")
-    ap.add_argument("--hidden", type=int, help="hidden width (default: gcn 16, sage/gin 64)")
-    ap.add_argument("--lr", type=float, help="Adam learning rate (default 0.01)")
+    ap.add_argument("--hidden", type=int, help="hidden width (default: gcn 16, others 64)")
+    ap.add_argument("--heads", type=int,
+                    help="attention heads of the first transformer / gat layer (default 2 / 8)")
+    ap.add_argument("--k", type=int, help="entries kept per row by maxk (default 16)")
+    ap.add_argument("--lr", type=float,
+                    help="Adam learning rate (default 0.01; transformer, gat 0.005)")
     ap.add_argument("--weight-decay", type=float, help="Adam weight decay (default 5e-4)")
-    ap.add_argument("--dropout", type=float, help="dropout in training (default 0.5)")
+    ap.add_argument("--dropout", type=float, help="dropout in training (default 0.5; gat 0.6)")
     ap.add_argument("--check-rtol", type=float, default=1e-4,
                     help="tolerance of the float64 oracle check, relative to the largest |logit|")
     ap.add_argument("--random-weights", action="store_true",
@@ -694,11 +1173,11 @@ def parse_args(argv=None):
     args.models = [m for m in args.models.split(",") if m]
     args.datasets = [d for d in args.datasets.split(",") if d]
     for m in args.models:
-        if m not in LAYER_TYPES:
-            ap.error(f"unknown model '{m}' (expected {', '.join(LAYER_TYPES)})")
+        if m not in MODELS:
+            ap.error(f"unknown model '{m}' (expected {', '.join(MODELS)})")
     if not args.models or not args.datasets:
         ap.error("--models and --datasets need at least one entry")
-    for key in ("epochs", "hidden"):
+    for key in ("epochs", "hidden", "heads", "k"):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             ap.error(f"--{key} must be positive")
     if args.dropout is not None and not 0.0 <= args.dropout < 1.0:

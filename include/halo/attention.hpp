@@ -27,5 +27,10 @@ void sparse_attention(const CsrView& a, DenseView<const float> q, DenseView<cons
 /// el has a.num_rows entries, er a.num_cols.
 void additive_attention(const CsrView& a, const float* el, const float* er, double negative_slope,
                         DenseView<const float> v, DenseView<double> out);
+/// The same for the rows of `rows`, el (rows x 1) and er (columns x 1) as views with their own
+/// leading dimension (a column of a nodes x heads matrix).
+void additive_attention(const CsrView& a, DenseView<const float> el, DenseView<const float> er,
+                        double negative_slope, DenseView<const float> v, DenseView<double> out,
+                        RowRange rows);
 
 }  // namespace halo::reference

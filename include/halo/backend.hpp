@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "halo/aes.hpp"
 #include "halo/csr.hpp"
 #include "halo/dense.hpp"
 #include "halo/kernel_metadata.hpp"
@@ -65,6 +67,58 @@ struct SpmmPlanHints {
     std::vector<KernelMetadata> stored;
 };
 
+/// MaxK-GNN's aggregation (paper 000; halo/maxk.hpp) as the engine drives it: the plan owns a CBSR
+/// of the operator's num_cols rows (owned rows, then halo rows) with k entries of `dim` per row.
+/// topk() fills owned rows from the dense embedding; across ranks the engine packs the rows it
+/// sends into exchange records, exchanges them like feature rows and unpacks the halo rows; then
+/// aggregate() computes out = A * S (the SSD operator) over a row range.
+///
+/// Exchange record of one row (record_words() 4-byte words): k float values, then k int16 column
+/// indices, then zero padding to a whole word: 6k bytes instead of 4 dim.
+class MaxkPlan {
+public:
+    virtual ~MaxkPlan() = default;
+    /// Top-k of the rows of x (device/host per backend, x.rows <= CBSR rows, x.cols == dim) into
+    /// CBSR rows [0, x.rows), with the tie rule of halo/maxk.hpp.
+    virtual void topk(DenseView<const float> x) = 0;
+    /// Writes CBSR rows `rows` as records into the same rows of `records` (cols == record_words()).
+    virtual void pack(RowRange rows, DenseView<float> records) = 0;
+    /// Reads CBSR rows `rows` back from the same rows of `records`. Throws halo::InputError (on
+    /// the CPU; the device checks what it can) for indices outside [0, dim).
+    virtual void unpack(DenseView<const float> records, RowRange rows) = 0;
+    /// out[rows] = A[rows] * S (out.cols == dim); other rows untouched.
+    virtual void aggregate(DenseView<float> out, RowRange rows) = 0;
+    virtual std::string algorithm() const = 0;
+
+    static constexpr std::int64_t record_words(std::int64_t k) { return (6 * k + 3) / 4; }
+};
+
+/// Sparse attention over a pattern (halo/attention.hpp semantics; rows without a nonzero give
+/// zeros): dot-product scores for AGNN and the graph transformer, additive ones for GAT.
+class AttentionPlan {
+public:
+    virtual ~AttentionPlan() = default;
+    /// out[rows] = softmax_row(scale * q k^T on the pattern) v; q has the operator's rows, k and
+    /// v its columns; any leading dimensions.
+    virtual void run(DenseView<const float> q, DenseView<const float> k, DenseView<const float> v,
+                     float scale, DenseView<float> out, RowRange rows) = 0;
+    /// out[rows] = softmax_row(LeakyReLU(el_i + er_j) on the pattern) v; el is rows x 1 (the
+    /// operator's rows) and er columns x 1, each with its own leading dimension (a column of a
+    /// rows x heads matrix).
+    virtual void run_additive(DenseView<const float> el, DenseView<const float> er,
+                              float negative_slope, DenseView<const float> v, DenseView<float> out,
+                              RowRange rows) = 0;
+    virtual std::string algorithm() const = 0;
+};
+
+/// Which attention kernel a plan runs: the fused Fused3S kernel (fp16 tensor cores, approximate;
+/// falls back to exact for widths it has no instance of and says so in algorithm()) or the exact
+/// fp32 path (CPU: the reference in double, rounded; CUDA: SDDMM + softmax + cuSPARSE).
+enum class AttentionKernel {
+    exact,
+    fused,
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -86,6 +140,15 @@ public:
         return make_spmm_plan(a);
     }
 
+    /// MaxK aggregation over `a` (the gcn operator) for CBSR rows of `dim` with k entries.
+    /// Backends without MaxK kernels throw halo::InputError naming themselves.
+    virtual std::unique_ptr<MaxkPlan> make_maxk_plan(const Csr& a, std::int64_t dim,
+                                                     std::int64_t k, const SpmmPlanHints& hints);
+    /// Attention over the pattern of `a` (values ignored) for widths up to max_dim.
+    virtual std::unique_ptr<AttentionPlan> make_attention_plan(const Csr& a, std::int64_t max_dim,
+                                                               AttentionKernel kernel,
+                                                               const SpmmPlanHints& hints);
+
     /// c = alpha * a * b + beta * c (row-major; beta == 0: c is not read).
     virtual void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c,
                       float alpha, float beta) = 0;
@@ -95,11 +158,19 @@ public:
     /// null.
     virtual void bias_activation(DenseView<float> y, const float* bias, Activation act,
                                  RowRange rows) = 0;
+    /// y[i, :] = x[i, :] / max(||x[i, :]||_2, 1e-12) (torch.nn.functional.normalize); equal shapes.
+    virtual void normalize_rows(DenseView<const float> x, DenseView<float> y) = 0;
     /// Waits for all work issued so far.
     virtual void synchronize() = 0;
 };
 
+struct CpuBackendOptions {
+    /// Set: SpMM plans run AES-SpMM's sampling (halo/aes.hpp, reference::aes_spmm), approximate;
+    /// unset: the exact reference SpMM.
+    std::optional<AesOptions> aes;
+};
+
 /// The CPU backend: host memory, OpenMP, the reference kernels.
-std::unique_ptr<Backend> make_cpu_backend();
+std::unique_ptr<Backend> make_cpu_backend(CpuBackendOptions options = {});
 
 }  // namespace halo

@@ -36,7 +36,11 @@ struct LayerTiming {
     double dense = 0.0;     // GEMM and element-wise steps
     double exchange = 0.0;  // time in start() and finish() of the exchange
     double waiting = 0.0;   // part of `exchange` spent blocked in finish()
-    std::int64_t exchanged_bytes = 0;
+    std::int64_t exchanged_bytes = 0;  // sent + received, as the exchanger moved them
+    /// What the layer's exchanges would have moved as fp32 rows of the exchanged width (sent +
+    /// received): exchanged_bytes is smaller when rows travel compressed (maxk's CBSR records,
+    /// --exchange int8).
+    std::int64_t fp32_exchange_bytes = 0;
 };
 
 struct EngineOptions {
@@ -49,6 +53,8 @@ struct EngineOptions {
     /// This part's kernel metadata from the dataset (read_kernel_metadata), handed to the
     /// backend's plans with the operator it belongs to (SpmmPlanHints).
     std::vector<KernelMetadata> kernel_metadata;
+    /// The kernel of the attention layers (agnn, transformer; gat always runs the exact path).
+    AttentionKernel attention = AttentionKernel::fused;
 };
 
 /// The kernel-metadata operator name of the operator a layer of `kind` aggregates with:
@@ -66,11 +72,15 @@ std::vector<float> gcn_degrees(const Shard& shard);
 Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& dataset_normalization,
                      const std::vector<float>& degree);
 
+/// The pattern agnn and gat layers attend over: the stored adjacency plus the missing diagonal
+/// entries (PyG's add_self_loops), in the shard's column order; values are all ones.
+Csr self_loop_pattern(const Shard& shard);
+
 class Engine {
 public:
     /// Prepares the operators the model needs (exchanging degrees once through `exchanger` when a
-    /// gcn layer needs them) and the backend buffers. `exchanger` must serve matrices up to
-    /// model.max_dim() wide.
+    /// gcn or maxk layer needs them) and the backend buffers. `exchanger` must serve matrices up
+    /// to model.exchange_width() wide.
     Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, const Model& model,
            EngineOptions options);
     ~Engine();

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "cuda_kernels.hpp"
+#include "engine_plans.hpp"
+#include "halo/cuda/aes.hpp"
 #include "halo/accel_gcn_metadata.hpp"
 #include "halo/autotune_metadata.hpp"
 #include "halo/cuda/accel_gcn.hpp"
@@ -96,7 +98,11 @@ bool built_for(const KernelMetadata& md, const Csr& a)
 
 class CudaBackend final : public Backend {
 public:
-    CudaBackend(Context& ctx, SpmmAlgorithm spmm) : ctx_(ctx), spmm_(spmm) {}
+    CudaBackend(Context& ctx, SpmmAlgorithm spmm, const AesOptions& aes)
+        : ctx_(ctx), spmm_(spmm), aes_(aes)
+    {
+        validate(aes_);
+    }
 
     ~CudaBackend() override
     {
@@ -189,6 +195,8 @@ public:
             }
             case SpmmAlgorithm::autotune:
                 return make_tuned_plan(a, hints);
+            case SpmmAlgorithm::aes:
+                return make_aes_spmm_plan(ctx_, a, kMaxSpmmWidth, aes_);
             case SpmmAlgorithm::cusparse:
                 break;
         }
@@ -254,6 +262,26 @@ public:
         }
         detail::bias_activation(ctx_.compute_stream(), y.row(rows.begin), rows.size(), y.cols, y.ld,
                                 bias, act == Activation::relu);
+    }
+
+    std::unique_ptr<MaxkPlan> make_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k,
+                                             const SpmmPlanHints& hints) override
+    {
+        return make_cuda_maxk_plan(ctx_, a, dim, k, hints);
+    }
+
+    std::unique_ptr<AttentionPlan> make_attention_plan(const Csr& a, std::int64_t max_dim,
+                                                       AttentionKernel kernel,
+                                                       const SpmmPlanHints& hints) override
+    {
+        return make_cuda_attention_plan(ctx_, a, max_dim, kernel, hints);
+    }
+
+    void normalize_rows(DenseView<const float> x, DenseView<float> y) override
+    {
+        HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "normalize_rows shapes differ: ",
+                     x.rows, "x", x.cols, " vs ", y.rows, "x", y.cols);
+        cuda::normalize_rows(ctx_.compute_stream(), x, y);
     }
 
     void synchronize() override { HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream())); }
@@ -373,15 +401,17 @@ private:
     }
 
     SpmmAlgorithm spmm_;
+    AesOptions aes_;
     PinnedBuffer<char> staging_[2];
     cudaEvent_t stage_events_[2] = {nullptr, nullptr};
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(Context& ctx, SpmmAlgorithm spmm)
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx, SpmmAlgorithm spmm,
+                                           const AesOptions& aes)
 {
-    return std::make_unique<CudaBackend>(ctx, spmm);
+    return std::make_unique<CudaBackend>(ctx, spmm, aes);
 }
 
 }  // namespace halo::cuda

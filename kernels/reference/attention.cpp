@@ -81,26 +81,37 @@ void sparse_attention(const CsrView& a, DenseView<const float> q, DenseView<cons
     sparse_attention(a, q, k, v, scale, out, a.all_rows());
 }
 
-void additive_attention(const CsrView& a, const float* el, const float* er, double negative_slope,
-                        DenseView<const float> v, DenseView<double> out)
+void additive_attention(const CsrView& a, DenseView<const float> el, DenseView<const float> er,
+                        double negative_slope, DenseView<const float> v, DenseView<double> out,
+                        RowRange rows)
 {
     check_values(a, v, out);
+    check_rows(a, rows);
+    HALO_EXPECTS(el.rows >= a.num_rows && er.rows >= a.num_cols, "el has ", el.rows,
+                 " rows and er ", er.rows, " for A of ", a.num_rows, " x ", a.num_cols);
 #pragma omp parallel
     {
         std::vector<double> e;
 #pragma omp for schedule(dynamic, 64)
-        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
             const auto begin = a.indptr[i];
             const auto end = a.indptr[i + 1];
             e.assign(static_cast<std::size_t>(end - begin), 0.0);
             for (auto nz = begin; nz < end; ++nz) {
                 const double x =
-                    static_cast<double>(el[i]) + static_cast<double>(er[a.indices[nz]]);
+                    static_cast<double>(el(i, 0)) + static_cast<double>(er(a.indices[nz], 0));
                 e[nz - begin] = x > 0.0 ? x : negative_slope * x;
             }
             softmax_aggregate(a.indices + begin, e, v, out.row(i));
         }
     }
+}
+
+void additive_attention(const CsrView& a, const float* el, const float* er, double negative_slope,
+                        DenseView<const float> v, DenseView<double> out)
+{
+    additive_attention(a, {el, a.num_rows, 1, 1}, {er, a.num_cols, 1, 1}, negative_slope, v, out,
+                       a.all_rows());
 }
 
 }  // namespace halo::reference

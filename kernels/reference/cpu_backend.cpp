@@ -1,7 +1,12 @@
 // The CPU execution backend: host memory, OpenMP, and the reference kernels.
+#include <algorithm>
 #include <cstring>
 #include <new>
 
+#include <cmath>
+
+#include "cpu_plans.hpp"
+#include "halo/aes.hpp"
 #include "halo/backend.hpp"
 #include "halo/dense_ops.hpp"
 #include "halo/error.hpp"
@@ -25,8 +30,47 @@ private:
     Csr a_;  // own copy: the plan outlives the caller's matrix
 };
 
+class CpuAesPlan final : public SpmmPlan {
+public:
+    CpuAesPlan(const Csr& a, const AesOptions& options) : a_(a), options_(options)
+    {
+        validate(options_);
+    }
+
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        reference::aes_spmm(a_.view(), x, y, rows, options_);
+    }
+
+    std::string algorithm() const override
+    {
+        return "reference-aes-w" + std::to_string(options_.sample_width) + "-" +
+               to_string(options_.scaling);
+    }
+
+    std::string report() const override
+    {
+        const auto stats = aes_sample_stats(a_.view(), a_.view().all_rows(), options_.sample_width);
+        return "aes W = " + std::to_string(options_.sample_width) + ": " +
+               std::to_string(stats.sampled_rows) + " of " + std::to_string(stats.rows) +
+               " rows sampled, " + std::to_string(stats.distinct) + " distinct of their " +
+               std::to_string(stats.nonzeros) + " nonzeros kept\n";
+    }
+
+private:
+    Csr a_;
+    AesOptions options_;
+};
+
 class CpuBackend final : public Backend {
 public:
+    explicit CpuBackend(CpuBackendOptions options) : options_(std::move(options))
+    {
+        if (options_.aes) {
+            validate(*options_.aes);
+        }
+    }
+
     std::string name() const override { return "cpu"; }
 
     Matrix allocate(std::int64_t rows, std::int64_t cols) override
@@ -59,7 +103,44 @@ public:
 
     std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a) override
     {
+        if (options_.aes) {
+            return std::make_unique<CpuAesPlan>(a, *options_.aes);
+        }
         return std::make_unique<CpuSpmmPlan>(a);
+    }
+
+    std::unique_ptr<MaxkPlan> make_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k,
+                                             const SpmmPlanHints& hints) override
+    {
+        static_cast<void>(hints);
+        return reference::make_cpu_maxk_plan(a, dim, k);
+    }
+
+    std::unique_ptr<AttentionPlan> make_attention_plan(const Csr& a, std::int64_t max_dim,
+                                                       AttentionKernel kernel,
+                                                       const SpmmPlanHints& hints) override
+    {
+        static_cast<void>(max_dim);
+        static_cast<void>(kernel);
+        static_cast<void>(hints);
+        return reference::make_cpu_attention_plan(a);
+    }
+
+    void normalize_rows(DenseView<const float> x, DenseView<float> y) override
+    {
+        HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "normalize_rows shapes differ: ",
+                     x.rows, "x", x.cols, " vs ", y.rows, "x", y.cols);
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < x.rows; ++i) {
+            double sq = 0.0;
+            for (std::int64_t j = 0; j < x.cols; ++j) {
+                sq += static_cast<double>(x(i, j)) * static_cast<double>(x(i, j));
+            }
+            const float norm = std::max(static_cast<float>(std::sqrt(sq)), 1e-12f);
+            for (std::int64_t j = 0; j < x.cols; ++j) {
+                y(i, j) = x(i, j) / norm;
+            }
+        }
     }
 
     void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c, float alpha,
@@ -87,13 +168,16 @@ public:
     }
 
     void synchronize() override {}
+
+private:
+    CpuBackendOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend()
+std::unique_ptr<Backend> make_cpu_backend(CpuBackendOptions options)
 {
-    return std::make_unique<CpuBackend>();
+    return std::make_unique<CpuBackend>(std::move(options));
 }
 
 }  // namespace halo

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "halo/error.hpp"
+#include "halo/maxk.hpp"
 #include "random.hpp"
 
 namespace halo {
@@ -24,17 +26,21 @@ const char* to_string(Aggregation kind)
     return "?";
 }
 
-Aggregation aggregation_of(LayerType type)
+// The SpMM operator of a layer type that aggregates with one (gcn, sage, gin; maxk aggregates with
+// the gcn operator through its own plan).
+std::optional<Aggregation> aggregation_of(LayerType type)
 {
     switch (type) {
         case LayerType::gcn:
+        case LayerType::maxk:
             return Aggregation::gcn;
         case LayerType::sage:
             return Aggregation::mean;
         case LayerType::gin:
             return Aggregation::sum;
+        default:
+            return std::nullopt;
     }
-    HALO_THROW(LogicError, "unknown layer type");
 }
 
 global_id column_global_id(const Shard& shard, local_id col)
@@ -147,6 +153,14 @@ Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& da
     return out;
 }
 
+Csr self_loop_pattern(const Shard& shard)
+{
+    const std::vector<float> ones(static_cast<std::size_t>(shard.num_owned + shard.num_halo), 1.0f);
+    auto pattern = make_aggregation(shard, Aggregation::gcn, "none", ones);
+    std::fill(pattern.values.begin(), pattern.values.end(), 1.0f);
+    return pattern;
+}
+
 namespace {
 
 class LocalExchanger final : public HaloExchanger {
@@ -196,13 +210,23 @@ struct Engine::Impl {
     EngineOptions options;
     std::int64_t n_owned = 0;
     std::int64_t n_total = 0;
+    bool has_peers = false;
+    std::int64_t rows_moved = 0;  // sent + received rows of one exchange
+    std::map<Aggregation, Csr> operator_matrices;
     std::map<Aggregation, std::unique_ptr<SpmmPlan>> operators;
+    std::unique_ptr<AttentionPlan> self_loop_attention;  // agnn, gat
+    std::unique_ptr<AttentionPlan> adjacency_attention;  // transformer
 
     struct Weights {
         Matrix weight, bias, root_weight, weight2, bias2;
+        Matrix query_weight, query_bias, key_weight, key_bias, value_weight, value_bias;
+        Matrix att_src, att_dst;  // gat: block-diagonal [out_dim, heads]
+        Matrix el, er;            // gat: scores of destinations (owned) and sources (all rows)
+        std::unique_ptr<MaxkPlan> maxk;
     };
     std::vector<Weights> weights;
     std::vector<Matrix> buffers;  // 4 work matrices of n_total x max_dim
+    Matrix wide;                  // transformer: K and V rows side by side, n_total x 2 out_dim
 
     Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m, EngineOptions o)
         : backend(b),
@@ -211,25 +235,25 @@ struct Engine::Impl {
           model(m),
           options(std::move(o)),
           n_owned(s.num_owned),
-          n_total(s.num_owned + s.num_halo)
+          n_total(s.num_owned + s.num_halo),
+          has_peers(!s.plan.send_ranks.empty() || !s.plan.recv_ranks.empty()),
+          rows_moved(s.plan.num_send() + s.plan.num_recv())
     {
         validate_model(model, "model");
         prepare_operators();
+        std::int64_t wide_cols = 0;
         for (const auto& layer : model.layers) {
-            Weights w;
-            const auto in_w = layer.in_dim;
-            const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
-            w.weight = upload(layer.weight, in_w, mid);
-            w.bias = upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
-            w.root_weight =
-                upload(layer.root_weight, layer.root_weight.empty() ? 0 : in_w, layer.out_dim);
-            w.weight2 = upload(layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
-            w.bias2 = upload(layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
-            weights.push_back(std::move(w));
+            weights.push_back(prepare_weights(layer));
+            if (layer.type == LayerType::transformer) {
+                wide_cols = std::max(wide_cols, 2 * layer.out_dim);
+            }
         }
         for (int k = 0; k < 4; ++k) {
             buffers.push_back(
                 backend.allocate(n_total, std::max<std::int64_t>(model.max_dim(), 1)));
+        }
+        if (wide_cols > 0) {
+            wide = backend.allocate(n_total, wide_cols);
         }
     }
 
@@ -243,28 +267,111 @@ struct Engine::Impl {
         return m;
     }
 
+    // [heads * d, heads]: column t holds head t's attention vector in rows [t * d, (t + 1) * d),
+    // so that z * result gives every head's score of every row in one GEMM.
+    Matrix block_diagonal(const std::vector<float>& att, std::int64_t heads)
+    {
+        const auto width = static_cast<std::int64_t>(att.size());
+        const auto d = width / heads;
+        std::vector<float> host(static_cast<std::size_t>(width * heads), 0.0f);
+        for (std::int64_t r = 0; r < width; ++r) {
+            host[r * heads + r / d] = att[r];
+        }
+        return upload(host, width, heads);
+    }
+
+    SpmmPlanHints hints_for(const std::string& op) const
+    {
+        SpmmPlanHints hints;
+        hints.op = op;
+        hints.ranges = {{0, shard.num_interior}, {shard.num_interior, shard.num_owned}};
+        for (const auto& md : options.kernel_metadata) {
+            if (md.op == hints.op) {
+                hints.stored.push_back(md);
+            }
+        }
+        return hints;
+    }
+
+    Weights prepare_weights(const Layer& layer)
+    {
+        Weights w;
+        const auto in_w = layer.in_dim;
+        const auto out_w = layer.out_dim;
+        const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : out_w;
+        w.weight = upload(layer.weight, layer.weight.empty() ? 0 : in_w, mid);
+        w.bias = upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
+        w.root_weight = upload(layer.root_weight, layer.root_weight.empty() ? 0 : in_w, out_w);
+        w.weight2 = upload(layer.weight2, layer.weight2.empty() ? 0 : mid, out_w);
+        w.bias2 = upload(layer.bias2, 1, layer.bias2.empty() ? 0 : out_w);
+        w.query_weight = upload(layer.query_weight, in_w, out_w);
+        w.query_bias = upload(layer.query_bias, 1, out_w);
+        w.key_weight = upload(layer.key_weight, in_w, out_w);
+        w.key_bias = upload(layer.key_bias, 1, out_w);
+        w.value_weight = upload(layer.value_weight, in_w, out_w);
+        w.value_bias = upload(layer.value_bias, 1, out_w);
+        if (layer.type == LayerType::gat) {
+            w.att_src = block_diagonal(layer.att_src, layer.heads);
+            w.att_dst = block_diagonal(layer.att_dst, layer.heads);
+            w.el = backend.allocate(n_owned, layer.heads);
+            w.er = backend.allocate(n_total, layer.heads);
+        }
+        if (layer.type == LayerType::maxk) {
+            if (out_w > kMaxkMaxDim) {
+                HALO_THROW(InputError, "maxk layer of width ", out_w, ": the MaxK kernels take ",
+                           "widths up to ", kMaxkMaxDim);
+            }
+            w.maxk = backend.make_maxk_plan(operator_matrices.at(Aggregation::gcn), out_w,
+                                            layer.k, hints_for(kernel_operator_gcn.data()));
+        }
+        return w;
+    }
+
     void prepare_operators()
     {
         std::vector<float> degree;
         for (const auto& layer : model.layers) {
-            const auto kind = aggregation_of(layer.type);
-            if (operators.count(kind) != 0) {
+            if (layer.type == LayerType::agnn || layer.type == LayerType::gat) {
+                if (!self_loop_attention) {
+                    self_loop_attention = backend.make_attention_plan(
+                        self_loop_pattern(shard), model.max_dim(), options.attention,
+                        hints_for(kernel_operator_gcn.data()));
+                }
                 continue;
             }
-            if (kind == Aggregation::gcn && options.dataset_normalization != "gcn" &&
+            if (layer.type == LayerType::transformer) {
+                if (options.dataset_normalization != "none") {
+                    HALO_THROW(InputError, "the dataset's adjacency is ",
+                               options.dataset_normalization,
+                               "-normalized, but a transformer layer attends over the raw "
+                               "adjacency (no self-loops); partition with --normalize none");
+                }
+                if (!adjacency_attention) {
+                    adjacency_attention = backend.make_attention_plan(
+                        shard.csr, model.max_dim(), options.attention,
+                        hints_for(kernel_operator_adjacency.data()));
+                }
+                continue;
+            }
+            const auto kind = aggregation_of(layer.type);
+            if (!kind || operator_matrices.count(*kind) != 0) {
+                continue;
+            }
+            if (*kind == Aggregation::gcn && options.dataset_normalization != "gcn" &&
                 degree.empty()) {
                 degree = exchange_degrees();
             }
-            const auto op = make_aggregation(shard, kind, options.dataset_normalization, degree);
-            SpmmPlanHints hints;
-            hints.op = kernel_operator_name(kind);
-            hints.ranges = {{0, shard.num_interior}, {shard.num_interior, shard.num_owned}};
-            for (const auto& md : options.kernel_metadata) {
-                if (md.op == hints.op) {
-                    hints.stored.push_back(md);
-                }
+            operator_matrices[*kind] =
+                make_aggregation(shard, *kind, options.dataset_normalization, degree);
+        }
+        // SpMM plans only for the operators an SpMM layer runs (maxk has its own plan).
+        for (const auto& layer : model.layers) {
+            const auto kind = aggregation_of(layer.type);
+            if (layer.type == LayerType::maxk || !kind || operators.count(*kind) != 0) {
+                continue;
             }
-            operators[kind] = backend.make_spmm_plan(op, hints);
+            operators[*kind] = backend.make_spmm_plan(operator_matrices.at(*kind),
+                                                      hints_for(kernel_operator_name(*kind)));
         }
     }
 
@@ -287,18 +394,24 @@ struct Engine::Impl {
         return {buffers[k].data(), rows, cols, cols};
     }
 
-    // dst (owned rows) = op * src, exchanging src's halo rows, overlapping interior rows.
-    void aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float> dst, LayerTiming& t)
+    // Exchanges the halo rows of `exchanged` while compute(interior rows) runs, then, once they
+    // arrived and arrived() prepared them, runs compute(boundary rows); without overlap the
+    // exchange completes first and compute runs once over all owned rows. `width` is the
+    // logical row width, for the fp32-equivalent byte count.
+    template <typename Compute, typename Arrived>
+    void exchange_and_compute(DenseView<float> exchanged, std::int64_t width, Compute&& compute,
+                              Arrived&& arrived, LayerTiming& t)
     {
         const RowRange interior = shard.interior_rows();
         const RowRange boundary = shard.boundary_rows();
+        t.fp32_exchange_bytes += rows_moved * width * static_cast<std::int64_t>(sizeof(float));
         backend.synchronize();
         auto t0 = std::chrono::steady_clock::now();
-        exchanger.start(src);
+        exchanger.start(exchanged);
         t.exchange += seconds_since(t0);
         if (options.overlap) {
             t0 = std::chrono::steady_clock::now();
-            op.run(src, dst, interior);
+            compute(interior);
             backend.synchronize();
             t.spmm += seconds_since(t0);
         }
@@ -313,17 +426,31 @@ struct Engine::Impl {
         t.exchange += waited;
         t.waiting += waited;
         t0 = std::chrono::steady_clock::now();
-        op.run(src, dst, options.overlap ? boundary : RowRange{0, n_owned});
+        arrived();
+        compute(options.overlap ? boundary : RowRange{0, n_owned});
         backend.synchronize();
         t.spmm += seconds_since(t0);
+    }
+
+    // dst (owned rows) = op * src, exchanging src's halo rows, overlapping interior rows.
+    void aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float> dst, LayerTiming& t)
+    {
+        exchange_and_compute(
+            src, src.cols, [&](RowRange rows) { op.run(src, dst, rows); }, [] {}, t);
+    }
+
+    // Column slice [first, first + cols) of a view (a head of a concatenated matrix).
+    template <typename T>
+    static DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
+    {
+        return {m.data + first, m.rows, cols, m.ld};
     }
 
     // Runs one layer from buffer `in` into another buffer; returns the output buffer index.
     int forward(std::size_t l, int in, LayerTiming& t)
     {
         const auto& layer = model.layers[l];
-        const auto& w = weights[l];
-        auto& op = *operators.at(aggregation_of(layer.type));
+        auto& w = weights[l];
         int free_buf[3];
         for (int k = 0, f = 0; k < 4; ++k) {
             if (k != in) {
@@ -346,7 +473,8 @@ struct Engine::Impl {
         };
         int out = a;
         switch (layer.type) {
-            case LayerType::gcn:
+            case LayerType::gcn: {
+                auto& op = *operators.at(Aggregation::gcn);
                 if (agg_first) {
                     aggregate(op, x_all, view(b, n_total, in_w), t);
                     timed([&] {
@@ -360,7 +488,9 @@ struct Engine::Impl {
                     aggregate(op, view(b, n_total, out_w), view(a, n_total, out_w), t);
                 }
                 break;
-            case LayerType::sage:
+            }
+            case LayerType::sage: {
+                auto& op = *operators.at(Aggregation::mean);
                 if (agg_first) {
                     aggregate(op, x_all, view(b, n_total, in_w), t);
                     timed([&] {
@@ -379,7 +509,9 @@ struct Engine::Impl {
                     });
                 }
                 break;
+            }
             case LayerType::gin: {
+                auto& op = *operators.at(Aggregation::sum);
                 const auto hid = layer.hidden_dim;
                 const float self = 1.0f + layer.eps;
                 if (agg_first) {
@@ -408,12 +540,185 @@ struct Engine::Impl {
                 });
                 return out;
             }
+            case LayerType::linear:
+                timed([&] {
+                    backend.gemm(x, w.weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
+                });
+                break;
+            case LayerType::maxk:
+                forward_maxk(layer, w, x, b, c, a, timed, t);
+                timed([&] {
+                    backend.bias_activation(view(a, n_owned, out_w), nullptr, layer.activation,
+                                            {0, n_owned});
+                });
+                return out;
+            case LayerType::agnn:
+                forward_agnn(layer, w, in, b, c, a, timed, t);
+                timed([&] {
+                    backend.bias_activation(view(a, n_owned, out_w), nullptr, layer.activation,
+                                            {0, n_owned});
+                });
+                return out;
+            case LayerType::transformer:
+                forward_transformer(layer, w, x, b, c, a, timed, t);
+                break;  // bias (the skip connection's) and activation below
+            case LayerType::gat:
+                forward_gat(layer, w, x, b, a, timed, t);
+                break;  // bias and activation below
         }
         timed([&] {
             backend.bias_activation(view(out, n_owned, out_w), w.bias.data(), layer.activation,
                                     {0, n_owned});
         });
         return out;
+    }
+
+    // maxk: z = x W + b (buffer b), top-k into the plan's CBSR, CBSR rows exchanged as records
+    // (buffer c), out (buffer a) = A_gcn * S.
+    template <typename Timed>
+    void forward_maxk(const Layer& layer, Weights& w, DenseView<float> x, int b, int c, int a,
+                      Timed& timed, LayerTiming& t)
+    {
+        const auto out_w = layer.out_dim;
+        auto& plan = *w.maxk;
+        timed([&] {
+            backend.gemm(x, w.weight.view(), view(b, n_owned, out_w), 1.0f, 0.0f);
+            backend.bias_activation(view(b, n_owned, out_w), w.bias.data(), Activation::none,
+                                    {0, n_owned});
+            plan.topk(view(b, n_owned, out_w));
+        });
+        const auto out = view(a, n_owned, out_w);
+        if (!has_peers) {
+            const auto t0 = std::chrono::steady_clock::now();
+            plan.aggregate(out, {0, n_owned});
+            backend.synchronize();
+            t.spmm += seconds_since(t0);
+            return;
+        }
+        const auto words = MaxkPlan::record_words(layer.k);
+        const auto records = view(c, n_total, words);
+        timed([&] { plan.pack({0, n_owned}, records); });
+        exchange_and_compute(
+            records, out_w, [&](RowRange rows) { plan.aggregate(out, rows); },
+            [&] { plan.unpack(records, {n_owned, n_total}); }, t);
+    }
+
+    // agnn: z = x W + b (or x), zn = z / |z| row by row (owned rows before the exchange, halo rows
+    // after), out = softmax(beta zn zn^T on A + I) z.
+    template <typename Timed>
+    void forward_agnn(const Layer& layer, Weights& w, int in, int b, int c, int a, Timed& timed,
+                      LayerTiming& t)
+    {
+        const auto d = layer.out_dim;
+        int zb = in;
+        if (!layer.weight.empty()) {
+            zb = b;
+            timed([&] {
+                backend.gemm(view(in, n_owned, layer.in_dim), w.weight.view(),
+                             view(b, n_owned, d), 1.0f, 0.0f);
+                backend.bias_activation(view(b, n_owned, d), w.bias.data(), Activation::none,
+                                        {0, n_owned});
+            });
+        }
+        const auto z = view(zb, n_total, d);
+        const auto zn = view(c, n_total, d);
+        timed([&] { backend.normalize_rows(view(zb, n_owned, d), view(c, n_owned, d)); });
+        auto& att = *self_loop_attention;
+        exchange_and_compute(
+            z, d,
+            [&](RowRange rows) {
+                att.run(view(c, n_owned, d), zn, z, layer.beta, view(a, n_owned, d), rows);
+            },
+            [&] {
+                backend.normalize_rows(DenseView<const float>{z.row(n_owned), n_total - n_owned,
+                                                              d, d},
+                                       DenseView<float>{zn.row(n_owned), n_total - n_owned, d, d});
+            },
+            t);
+    }
+
+    // transformer: q = x Wq + bq (buffer b), [k | v] (the wide buffer, exchanged), out (buffer a)
+    // = x W_root + per-head attention (buffer c); the skip bias and the activation follow.
+    template <typename Timed>
+    void forward_transformer(const Layer& layer, Weights& w, DenseView<float> x, int b, int c,
+                             int a, Timed& timed, LayerTiming& t)
+    {
+        const auto out_w = layer.out_dim;
+        const auto heads = layer.heads;
+        const auto d = layer.head_dim();
+        const DenseView<float> kv{wide.data(), n_total, 2 * out_w, 2 * out_w};
+        const auto k_all = columns(kv, 0, out_w);
+        const auto v_all = columns(kv, out_w, out_w);
+        const DenseView<float> k_owned{k_all.data, n_owned, out_w, k_all.ld};
+        const DenseView<float> v_owned{v_all.data, n_owned, out_w, v_all.ld};
+        const auto q = view(b, n_owned, out_w);
+        const auto att_out = view(c, n_owned, out_w);
+        timed([&] {
+            backend.gemm(x, w.query_weight.view(), q, 1.0f, 0.0f);
+            backend.bias_activation(q, w.query_bias.data(), Activation::none, {0, n_owned});
+            backend.gemm(x, w.key_weight.view(), k_owned, 1.0f, 0.0f);
+            backend.bias_activation(k_owned, w.key_bias.data(), Activation::none, {0, n_owned});
+            backend.gemm(x, w.value_weight.view(), v_owned, 1.0f, 0.0f);
+            backend.bias_activation(v_owned, w.value_bias.data(), Activation::none, {0, n_owned});
+        });
+        const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+        auto& att = *adjacency_attention;
+        exchange_and_compute(
+            kv, 2 * out_w,
+            [&](RowRange rows) {
+                for (std::int64_t h = 0; h < heads; ++h) {
+                    att.run(columns(q, h * d, d), columns(k_all, h * d, d),
+                            columns(v_all, h * d, d), scale, columns(att_out, h * d, d), rows);
+                }
+            },
+            [] {}, t);
+        const auto out = view(a, n_owned, out_w);
+        timed([&] {
+            if (w.root_weight.data() != nullptr) {
+                backend.gemm(x, w.root_weight.view(), out, 1.0f, 0.0f);
+                backend.axpby(1.0f, att_out, 1.0f, out);
+            } else {
+                backend.axpby(1.0f, att_out, 0.0f, out);
+            }
+        });
+    }
+
+    // gat: z = x W (buffer b, exchanged), el = z a_dst (owned rows), er = z a_src (owned rows
+    // before the exchange, halo rows after), out (buffer a) = per-head additive attention.
+    template <typename Timed>
+    void forward_gat(const Layer& layer, Weights& w, DenseView<float> x, int b, int a,
+                     Timed& timed, LayerTiming& t)
+    {
+        const auto out_w = layer.out_dim;
+        const auto heads = layer.heads;
+        const auto d = layer.head_dim();
+        const auto z = view(b, n_total, out_w);
+        const auto z_owned = view(b, n_owned, out_w);
+        const auto el = w.el.view();
+        const auto er = w.er.view();
+        timed([&] {
+            backend.gemm(x, w.weight.view(), z_owned, 1.0f, 0.0f);
+            backend.gemm(z_owned, w.att_dst.view(), el, 1.0f, 0.0f);
+            backend.gemm(z_owned, w.att_src.view(), w.er.rows_view(0, n_owned), 1.0f, 0.0f);
+        });
+        const auto out = view(a, n_owned, out_w);
+        auto& att = *self_loop_attention;
+        exchange_and_compute(
+            z, out_w,
+            [&](RowRange rows) {
+                for (std::int64_t h = 0; h < heads; ++h) {
+                    att.run_additive(columns(el, h, 1), columns(er, h, 1), layer.negative_slope,
+                                     columns(z, h * d, d), columns(out, h * d, d), rows);
+                }
+            },
+            [&] {
+                if (n_total > n_owned) {
+                    backend.gemm(DenseView<const float>{z.row(n_owned), n_total - n_owned, out_w,
+                                                        out_w},
+                                 w.att_src.view(), w.er.rows_view(n_owned, n_total), 1.0f, 0.0f);
+                }
+            },
+            t);
     }
 };
 
@@ -439,6 +744,19 @@ std::string Engine::kernel_report() const
                 std::string(to_string(kind)) + " operator, " + report.substr(pos, end - pos) + "\n";
             pos = end + 1;
         }
+    }
+    for (std::size_t l = 0; l < impl_->weights.size(); ++l) {
+        if (impl_->weights[l].maxk) {
+            out += "maxk layer " + std::to_string(l) + ": " +
+                   impl_->weights[l].maxk->algorithm() + "\n";
+        }
+    }
+    if (impl_->self_loop_attention) {
+        out += "attention over A + I (agnn, gat): " + impl_->self_loop_attention->algorithm() +
+               "\n";
+    }
+    if (impl_->adjacency_attention) {
+        out += "attention over A (transformer): " + impl_->adjacency_attention->algorithm() + "\n";
     }
     return out;
 }

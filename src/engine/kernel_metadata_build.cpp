@@ -7,12 +7,15 @@
 #include "halo/accel_gcn_metadata.hpp"
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
+#include "halo/fused3s_metadata.hpp"
+#include "halo/maxk_metadata.hpp"
 
 namespace halo {
 
 const std::vector<std::string>& offline_metadata_kernels()
 {
-    static const std::vector<std::string> names{accel_gcn_metadata_kernel};
+    static const std::vector<std::string> names{accel_gcn_metadata_kernel, maxk_metadata_kernel,
+                                                fused3s_metadata_kernel};
     return names;
 }
 
@@ -27,8 +30,8 @@ std::vector<KernelMetadata> build_kernel_metadata(const Shard& shard,
             for (const auto& n : known) {
                 list += (list.empty() ? "" : ", ") + n;
             }
-            HALO_THROW(InputError, "kernel metadata '", k, "': unknown (offline metadata exists for ",
-                       list, ")");
+            HALO_THROW(InputError, "kernel metadata '", k,
+                       "': unknown (offline metadata exists for ", list, ")");
         }
     }
     // The operators' patterns, as the engine builds them (make_aggregation; the values do not
@@ -51,6 +54,15 @@ std::vector<KernelMetadata> build_kernel_metadata(const Shard& shard,
                 const auto segments = accel_gcn_segments(a.num_rows, ranges);
                 const auto p = build_accel_gcn_partition(view, segments, {});
                 out.push_back(accel_gcn_to_metadata(p, view, op));
+            } else if (kernel == maxk_metadata_kernel) {
+                // The maxk layers aggregate with the gcn operator only (ENGINE.md).
+                if (op == kernel_operator_gcn) {
+                    const auto view = a.view();
+                    out.push_back(edge_groups_to_metadata(build_edge_groups(view), view, op));
+                }
+            } else if (kernel == fused3s_metadata_kernel) {
+                // agnn and gat attend over the gcn pattern, the transformer over the adjacency.
+                out.push_back(bsb_to_metadata(build_bsb(a), a, op));
             }
         }
     }

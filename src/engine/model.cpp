@@ -17,7 +17,18 @@ LayerType parse_layer_type(std::string_view text)
         return LayerType::sage;
     if (text == "gin")
         return LayerType::gin;
-    HALO_THROW(InputError, "unknown layer type '", text, "' (expected gcn, sage or gin)");
+    if (text == "linear")
+        return LayerType::linear;
+    if (text == "maxk")
+        return LayerType::maxk;
+    if (text == "agnn")
+        return LayerType::agnn;
+    if (text == "transformer")
+        return LayerType::transformer;
+    if (text == "gat")
+        return LayerType::gat;
+    HALO_THROW(InputError, "unknown layer type '", text,
+               "' (expected gcn, sage, gin, linear, maxk, agnn, transformer or gat)");
 }
 
 std::string to_string(LayerType type)
@@ -29,8 +40,23 @@ std::string to_string(LayerType type)
             return "sage";
         case LayerType::gin:
             return "gin";
+        case LayerType::linear:
+            return "linear";
+        case LayerType::maxk:
+            return "maxk";
+        case LayerType::agnn:
+            return "agnn";
+        case LayerType::transformer:
+            return "transformer";
+        case LayerType::gat:
+            return "gat";
     }
     return "?";
+}
+
+bool aggregates(LayerType type)
+{
+    return type != LayerType::linear;
 }
 
 bool Layer::aggregate_first() const
@@ -44,6 +70,17 @@ std::int64_t Model::max_dim() const
     std::int64_t best = 0;
     for (const auto& layer : layers) {
         best = std::max({best, layer.in_dim, layer.out_dim, layer.hidden_dim});
+    }
+    return best;
+}
+
+std::int64_t Model::exchange_width() const
+{
+    std::int64_t best = max_dim();
+    for (const auto& layer : layers) {
+        if (layer.type == LayerType::transformer) {
+            best = std::max(best, 2 * layer.out_dim);
+        }
     }
     return best;
 }
@@ -85,24 +122,81 @@ void validate_model(const Model& model, const std::string& where)
             HALO_THROW(InputError, where, ": layer ", l, " takes width ", layer.in_dim,
                        " but layer ", l - 1, " produces ", model.layers[l - 1].out_dim);
         }
-        if (layer.type == LayerType::gin) {
-            if (layer.hidden_dim <= 0) {
-                HALO_THROW(InputError, where, ": gin layer ", l, " has hidden width ",
-                           layer.hidden_dim);
+        switch (layer.type) {
+            case LayerType::gin:
+                if (layer.hidden_dim <= 0) {
+                    HALO_THROW(InputError, where, ": gin layer ", l, " has hidden width ",
+                               layer.hidden_dim);
+                }
+                if (!std::isfinite(layer.eps)) {
+                    HALO_THROW(InputError, where, ": gin layer ", l, " has eps ", layer.eps);
+                }
+                check_array(layer.weight, layer.in_dim * layer.hidden_dim, where, l, "weight",
+                            false);
+                check_array(layer.bias, layer.hidden_dim, where, l, "bias", true);
+                check_array(layer.weight2, layer.hidden_dim * layer.out_dim, where, l, "weight2",
+                            false);
+                check_array(layer.bias2, layer.out_dim, where, l, "bias2", true);
+                break;
+            case LayerType::transformer:
+            case LayerType::gat: {
+                const char* name = layer.type == LayerType::gat ? "gat" : "transformer";
+                if (layer.heads < 1 || layer.out_dim % layer.heads != 0) {
+                    HALO_THROW(InputError, where, ": ", name, " layer ", l, " has ", layer.heads,
+                               " heads for width ", layer.out_dim,
+                               " (heads must divide the width)");
+                }
+                const auto io = layer.in_dim * layer.out_dim;
+                if (layer.type == LayerType::gat) {
+                    if (!std::isfinite(layer.negative_slope)) {
+                        HALO_THROW(InputError, where, ": gat layer ", l, " has negative slope ",
+                                   layer.negative_slope);
+                    }
+                    check_array(layer.weight, io, where, l, "weight", false);
+                    check_array(layer.bias, layer.out_dim, where, l, "bias", true);
+                    check_array(layer.att_src, layer.out_dim, where, l, "att_src", false);
+                    check_array(layer.att_dst, layer.out_dim, where, l, "att_dst", false);
+                } else {
+                    check_array(layer.query_weight, io, where, l, "query_weight", false);
+                    check_array(layer.key_weight, io, where, l, "key_weight", false);
+                    check_array(layer.value_weight, io, where, l, "value_weight", false);
+                    check_array(layer.query_bias, layer.out_dim, where, l, "query_bias", true);
+                    check_array(layer.key_bias, layer.out_dim, where, l, "key_bias", true);
+                    check_array(layer.value_bias, layer.out_dim, where, l, "value_bias", true);
+                    check_array(layer.root_weight, io, where, l, "root_weight", true);
+                    check_array(layer.bias, layer.out_dim, where, l, "bias", true);
+                    if (!layer.weight.empty()) {
+                        HALO_THROW(InputError, where, ": transformer layer ", l,
+                                   " has a 'weight' (it uses query/key/value_weight and "
+                                   "root_weight)");
+                    }
+                }
+                break;
             }
-            if (!std::isfinite(layer.eps)) {
-                HALO_THROW(InputError, where, ": gin layer ", l, " has eps ", layer.eps);
-            }
-            check_array(layer.weight, layer.in_dim * layer.hidden_dim, where, l, "weight", false);
-            check_array(layer.bias, layer.hidden_dim, where, l, "bias", true);
-            check_array(layer.weight2, layer.hidden_dim * layer.out_dim, where, l, "weight2",
-                        false);
-            check_array(layer.bias2, layer.out_dim, where, l, "bias2", true);
-        } else {
-            check_array(layer.weight, layer.in_dim * layer.out_dim, where, l, "weight", false);
-            check_array(layer.bias, layer.out_dim, where, l, "bias", true);
-            check_array(layer.root_weight, layer.in_dim * layer.out_dim, where, l, "root_weight",
-                        layer.type != LayerType::sage);
+            case LayerType::agnn:
+                if (!std::isfinite(layer.beta)) {
+                    HALO_THROW(InputError, where, ": agnn layer ", l, " has beta ", layer.beta);
+                }
+                if (layer.weight.empty() && layer.in_dim != layer.out_dim) {
+                    HALO_THROW(InputError, where, ": agnn layer ", l,
+                               " has no weight but widths ", layer.in_dim, " -> ",
+                               layer.out_dim);
+                }
+                check_array(layer.weight, layer.in_dim * layer.out_dim, where, l, "weight", true);
+                check_array(layer.bias, layer.out_dim, where, l, "bias", true);
+                break;
+            case LayerType::maxk:
+                if (layer.k < 1 || layer.k > layer.out_dim) {
+                    HALO_THROW(InputError, where, ": maxk layer ", l, " keeps k = ", layer.k,
+                               " of ", layer.out_dim, " entries (need 1 <= k <= width)");
+                }
+                [[fallthrough]];
+            default:
+                check_array(layer.weight, layer.in_dim * layer.out_dim, where, l, "weight", false);
+                check_array(layer.bias, layer.out_dim, where, l, "bias", true);
+                check_array(layer.root_weight, layer.in_dim * layer.out_dim, where, l,
+                            "root_weight", layer.type != LayerType::sage);
+                break;
         }
     }
 }
@@ -132,7 +226,8 @@ std::vector<float> small_bias(std::int64_t n, std::uint64_t seed, std::uint64_t 
 
 }  // namespace
 
-Model random_model(LayerType type, const std::vector<std::int64_t>& dims, std::uint64_t seed)
+Model random_model(LayerType type, const std::vector<std::int64_t>& dims, std::uint64_t seed,
+                   const RandomModelOptions& options)
 {
     if (dims.size() < 2) {
         HALO_THROW(InputError, "a random model needs at least two widths (input, output), got ",
@@ -145,21 +240,51 @@ Model random_model(LayerType type, const std::vector<std::int64_t>& dims, std::u
         layer.type = type;
         layer.in_dim = dims[l];
         layer.out_dim = dims[l + 1];
-        layer.activation = l + 2 < dims.size() ? Activation::relu : Activation::none;
+        layer.activation = l + 2 < dims.size() && type != LayerType::maxk ? Activation::relu
+                                                                          : Activation::none;
         const std::uint64_t stream = 16 * l;
-        if (type == LayerType::gin) {
-            layer.hidden_dim = dims[l + 1];
-            layer.eps = 0.1f;
-            layer.weight = glorot(layer.in_dim, layer.hidden_dim, seed, stream + 1);
-            layer.bias = small_bias(layer.hidden_dim, seed, stream + 2);
-            layer.weight2 = glorot(layer.hidden_dim, layer.out_dim, seed, stream + 3);
-            layer.bias2 = small_bias(layer.out_dim, seed, stream + 4);
-        } else {
-            layer.weight = glorot(layer.in_dim, layer.out_dim, seed, stream + 1);
-            layer.bias = small_bias(layer.out_dim, seed, stream + 2);
-            if (type == LayerType::sage) {
-                layer.root_weight = glorot(layer.in_dim, layer.out_dim, seed, stream + 5);
-            }
+        const auto in = layer.in_dim;
+        const auto out = layer.out_dim;
+        switch (type) {
+            case LayerType::gin:
+                layer.hidden_dim = out;
+                layer.eps = 0.1f;
+                layer.weight = glorot(in, layer.hidden_dim, seed, stream + 1);
+                layer.bias = small_bias(layer.hidden_dim, seed, stream + 2);
+                layer.weight2 = glorot(layer.hidden_dim, out, seed, stream + 3);
+                layer.bias2 = small_bias(out, seed, stream + 4);
+                break;
+            case LayerType::transformer:
+                layer.heads = options.heads;
+                layer.query_weight = glorot(in, out, seed, stream + 1);
+                layer.query_bias = small_bias(out, seed, stream + 2);
+                layer.key_weight = glorot(in, out, seed, stream + 3);
+                layer.key_bias = small_bias(out, seed, stream + 4);
+                layer.value_weight = glorot(in, out, seed, stream + 5);
+                layer.value_bias = small_bias(out, seed, stream + 6);
+                layer.root_weight = glorot(in, out, seed, stream + 7);
+                layer.bias = small_bias(out, seed, stream + 8);
+                break;
+            case LayerType::gat:
+                layer.heads = options.heads;
+                layer.weight = glorot(in, out, seed, stream + 1);
+                layer.bias = small_bias(out, seed, stream + 2);
+                layer.att_src = glorot(1, out, seed, stream + 3);
+                layer.att_dst = glorot(1, out, seed, stream + 4);
+                break;
+            default:
+                layer.weight = glorot(in, out, seed, stream + 1);
+                layer.bias = small_bias(out, seed, stream + 2);
+                if (type == LayerType::sage) {
+                    layer.root_weight = glorot(in, out, seed, stream + 5);
+                }
+                if (type == LayerType::maxk) {
+                    layer.k = std::min(options.k, out);
+                }
+                if (type == LayerType::agnn) {
+                    layer.beta = 1.0f + 0.5f * detail::uniform_pm1(seed, stream + 6, 0);
+                }
+                break;
         }
         model.layers.push_back(std::move(layer));
     }

@@ -43,22 +43,54 @@ void write_model(const std::filesystem::path& path, const Model& model)
             store::write_attribute_string(gid, w, "activation", to_string(layer.activation));
             store::write_attribute<std::int64_t>(gid, w, "in_dim", layer.in_dim);
             store::write_attribute<std::int64_t>(gid, w, "out_dim", layer.out_dim);
-            store::write_matrix<float>(gid, w, "weight", span_of(layer.weight), layer.in_dim, mid);
-            if (!layer.bias.empty()) {
-                store::write_array<float>(gid, w, "bias", span_of(layer.bias));
+            if (!layer.weight.empty()) {
+                store::write_matrix<float>(gid, w, "weight", span_of(layer.weight), layer.in_dim,
+                                           mid);
             }
-            if (layer.type == LayerType::sage) {
-                store::write_matrix<float>(gid, w, "root_weight", span_of(layer.root_weight),
-                                           layer.in_dim, layer.out_dim);
-            }
-            if (layer.type == LayerType::gin) {
-                store::write_attribute<std::int64_t>(gid, w, "hidden_dim", layer.hidden_dim);
-                store::write_attribute<float>(gid, w, "eps", layer.eps);
-                store::write_matrix<float>(gid, w, "weight2", span_of(layer.weight2),
-                                           layer.hidden_dim, layer.out_dim);
-                if (!layer.bias2.empty()) {
-                    store::write_array<float>(gid, w, "bias2", span_of(layer.bias2));
+            auto optional_array = [&](const char* name, const std::vector<float>& v) {
+                if (!v.empty()) {
+                    store::write_array<float>(gid, w, name, span_of(v));
                 }
+            };
+            auto optional_matrix = [&](const char* name, const std::vector<float>& v) {
+                if (!v.empty()) {
+                    store::write_matrix<float>(gid, w, name, span_of(v), layer.in_dim,
+                                               layer.out_dim);
+                }
+            };
+            optional_array("bias", layer.bias);
+            optional_matrix("root_weight", layer.root_weight);
+            switch (layer.type) {
+                case LayerType::gin:
+                    store::write_attribute<std::int64_t>(gid, w, "hidden_dim", layer.hidden_dim);
+                    store::write_attribute<float>(gid, w, "eps", layer.eps);
+                    store::write_matrix<float>(gid, w, "weight2", span_of(layer.weight2),
+                                               layer.hidden_dim, layer.out_dim);
+                    optional_array("bias2", layer.bias2);
+                    break;
+                case LayerType::maxk:
+                    store::write_attribute<std::int64_t>(gid, w, "k", layer.k);
+                    break;
+                case LayerType::agnn:
+                    store::write_attribute<float>(gid, w, "beta", layer.beta);
+                    break;
+                case LayerType::gat:
+                    store::write_attribute<std::int64_t>(gid, w, "heads", layer.heads);
+                    store::write_attribute<float>(gid, w, "negative_slope", layer.negative_slope);
+                    store::write_array<float>(gid, w, "att_src", span_of(layer.att_src));
+                    store::write_array<float>(gid, w, "att_dst", span_of(layer.att_dst));
+                    break;
+                case LayerType::transformer:
+                    store::write_attribute<std::int64_t>(gid, w, "heads", layer.heads);
+                    optional_matrix("query_weight", layer.query_weight);
+                    optional_matrix("key_weight", layer.key_weight);
+                    optional_matrix("value_weight", layer.value_weight);
+                    optional_array("query_bias", layer.query_bias);
+                    optional_array("key_bias", layer.key_bias);
+                    optional_array("value_bias", layer.value_bias);
+                    break;
+                default:
+                    break;
             }
         }
     }
@@ -128,14 +160,62 @@ Model read_model(const std::filesystem::path& path)
                     store::read_array<float>(gid, w, "bias2", {layer.out_dim, "attribute out_dim"});
             }
         }
-        layer.weight =
-            store::read_matrix<float>(gid, w, "weight", layer.in_dim, mid, "[in_dim, width]");
-        if (store::has_link(gid, w, "bias")) {
-            layer.bias = store::read_array<float>(gid, w, "bias", {mid, "the weight's width"});
+        const bool weight_optional =
+            layer.type == LayerType::agnn || layer.type == LayerType::transformer;
+        if (!weight_optional || store::has_link(gid, w, "weight")) {
+            layer.weight =
+                store::read_matrix<float>(gid, w, "weight", layer.in_dim, mid, "[in_dim, width]");
         }
-        if (layer.type == LayerType::sage) {
-            layer.root_weight = store::read_matrix<float>(gid, w, "root_weight", layer.in_dim,
-                                                          layer.out_dim, "[in_dim, out_dim]");
+        auto optional_array = [&](const char* name) {
+            return store::has_link(gid, w, name)
+                       ? store::read_array<float>(gid, w, name, {layer.out_dim, "out_dim"})
+                       : std::vector<float>();
+        };
+        auto matrix = [&](const char* name) {
+            return store::read_matrix<float>(gid, w, name, layer.in_dim, layer.out_dim,
+                                             "[in_dim, out_dim]");
+        };
+        if (store::has_link(gid, w, "bias")) {
+            layer.bias = store::read_array<float>(gid, w, "bias", {mid, "the layer's width"});
+        }
+        if (layer.type == LayerType::sage ||
+            (layer.type == LayerType::transformer && store::has_link(gid, w, "root_weight"))) {
+            layer.root_weight = matrix("root_weight");
+        }
+        auto read_heads = [&] {
+            layer.heads = store::read_int_attribute(gid, w, "heads");
+            if (layer.heads < 1 || layer.heads > layer.out_dim) {
+                HALO_THROW(InputError, w.str(), ": heads ", layer.heads, " for width ",
+                           layer.out_dim);
+            }
+        };
+        switch (layer.type) {
+            case LayerType::maxk:
+                layer.k = store::read_int_attribute(gid, w, "k");
+                break;
+            case LayerType::agnn:
+                layer.beta = static_cast<float>(store::read_float_attribute(gid, w, "beta"));
+                break;
+            case LayerType::gat:
+                read_heads();
+                layer.negative_slope =
+                    static_cast<float>(store::read_float_attribute(gid, w, "negative_slope"));
+                layer.att_src = store::read_array<float>(gid, w, "att_src",
+                                                         {layer.out_dim, "attribute out_dim"});
+                layer.att_dst = store::read_array<float>(gid, w, "att_dst",
+                                                         {layer.out_dim, "attribute out_dim"});
+                break;
+            case LayerType::transformer:
+                read_heads();
+                layer.query_weight = matrix("query_weight");
+                layer.key_weight = matrix("key_weight");
+                layer.value_weight = matrix("value_weight");
+                layer.query_bias = optional_array("query_bias");
+                layer.key_bias = optional_array("key_bias");
+                layer.value_bias = optional_array("value_bias");
+                break;
+            default:
+                break;
         }
         model.layers.push_back(std::move(layer));
     }

@@ -37,7 +37,7 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
         exchanger = halo::make_local_exchanger(shard);
     } else {
         halo::check_halo_plan(comm, shard, "test");
-        exchanger = halo::make_mpi_exchanger(comm, shard, model.max_dim());
+        exchanger = halo::make_mpi_exchanger(comm, shard, model.exchange_width());
     }
     halo::Engine engine(*backend, *exchanger, shard, model, {});
     const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), seed);
@@ -150,4 +150,23 @@ TEST(EngineDistributed, SageOnRmatEqualsOneRank)
 TEST(EngineDistributed, GinOnRmatEqualsOneRank)
 {
     expect_bit_identical("rmat:12", halo::LayerType::gin, {16, 32, 8});
+}
+
+// The layer types of the MaxK and attention issues: CBSR records (maxk), z rows (agnn, gat) and
+// K|V rows (transformer) cross the exchange; every rank count must give the one-rank bits.
+TEST(EngineDistributed, MaxkOnRmatEqualsOneRank)
+{
+    expect_bit_identical("rmat:12", halo::LayerType::maxk, {16, 32, 8});
+}
+TEST(EngineDistributed, AgnnOnCoraEqualsOneRank)
+{
+    expect_bit_identical("cora", halo::LayerType::agnn, {32, 16, 7});
+}
+TEST(EngineDistributed, TransformerOnRmatEqualsOneRank)
+{
+    expect_bit_identical("rmat:12", halo::LayerType::transformer, {16, 32, 8});
+}
+TEST(EngineDistributed, GatOnCiteseerEqualsOneRank)
+{
+    expect_bit_identical("citeseer", halo::LayerType::gat, {24, 16, 6});
 }

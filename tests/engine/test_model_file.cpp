@@ -59,8 +59,21 @@ void set_string_attribute(const std::filesystem::path& path, const char* object,
 TEST(ModelFile, RoundTripOfEveryLayerType)
 {
     const auto dir = halo::testing::scratch_dir("model");
-    for (auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gin}) {
-        const auto model = halo::random_model(type, {7, 5, 3}, 4);
+    for (auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gin,
+                      halo::LayerType::linear, halo::LayerType::maxk, halo::LayerType::agnn,
+                      halo::LayerType::transformer, halo::LayerType::gat}) {
+        halo::RandomModelOptions ropt;
+        ropt.k = 3;
+        ropt.heads = type == halo::LayerType::gat ? 2 : 1;
+        auto model = halo::random_model(type, {7, 6, 4}, 4, ropt);
+        if (type == halo::LayerType::agnn) {
+            // A weightless propagation layer, as PyG's AGNN model stacks them.
+            halo::Layer prop = model.layers.back();
+            prop.in_dim = prop.out_dim;
+            prop.weight.clear();
+            prop.bias.clear();
+            model.layers.push_back(prop);
+        }
         const auto path = dir / (halo::to_string(type) + ".h5");
         halo::write_model(path, model);
         const auto back = halo::read_model(path);
@@ -80,6 +93,18 @@ TEST(ModelFile, RoundTripOfEveryLayerType)
             EXPECT_EQ(a.root_weight, b.root_weight);
             EXPECT_EQ(a.weight2, b.weight2);
             EXPECT_EQ(a.bias2, b.bias2);
+            EXPECT_EQ(a.k, b.k);
+            EXPECT_EQ(a.beta, b.beta);
+            EXPECT_EQ(a.heads, b.heads);
+            EXPECT_EQ(a.negative_slope, b.negative_slope);
+            EXPECT_EQ(a.att_src, b.att_src);
+            EXPECT_EQ(a.att_dst, b.att_dst);
+            EXPECT_EQ(a.query_weight, b.query_weight);
+            EXPECT_EQ(a.query_bias, b.query_bias);
+            EXPECT_EQ(a.key_weight, b.key_weight);
+            EXPECT_EQ(a.key_bias, b.key_bias);
+            EXPECT_EQ(a.value_weight, b.value_weight);
+            EXPECT_EQ(a.value_bias, b.value_bias);
         }
         // No temporary file is left behind.
         for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -118,8 +143,14 @@ TEST(ModelFile, RejectsBadFiles)
 
     const auto bad_type = dir / "type.h5";
     std::filesystem::copy_file(good, bad_type);
-    set_string_attribute(bad_type, "/layers/1", "type", "gat");
-    expect_error(bad_type, "/layers/1: unknown layer type 'gat'");
+    set_string_attribute(bad_type, "/layers/1", "type", "gatv2");
+    expect_error(bad_type, "/layers/1: unknown layer type 'gatv2'");
+
+    // A layer of a type whose own fields are missing (a gcn layer relabelled gat).
+    const auto missing = dir / "missing.h5";
+    std::filesystem::copy_file(good, missing);
+    set_string_attribute(missing, "/layers/1", "type", "gat");
+    expect_error(missing, "/layers/1: attribute heads: missing");
 
     const auto bad_format = dir / "format.h5";
     std::filesystem::copy_file(good, bad_format);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "halo/aes.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/context.hpp"
 
@@ -22,11 +23,14 @@ enum class SpmmAlgorithm {
     mergepath,  // include/halo/cuda/mergepath.hpp
     accel_gcn,  // include/halo/cuda/accel_gcn.hpp; uses a stored partition when the hints carry one
     autotune,
+    aes,  // AES-SpMM (include/halo/cuda/aes.hpp): approximate, sampling by the backend's options
 };
 
 /// A Backend whose matrices live on ctx's device. The Context must outlive it.
+/// `aes` configures SpmmAlgorithm::aes (ignored otherwise).
 std::unique_ptr<Backend> make_cuda_backend(Context& ctx,
-                                           SpmmAlgorithm spmm = SpmmAlgorithm::cusparse);
+                                           SpmmAlgorithm spmm = SpmmAlgorithm::cusparse,
+                                           const AesOptions& aes = {});
 
 /// Index width of the device CSR that cuSPARSE reads. `automatic` is 32-bit while nnz, rows and
 /// columns fit in int32 and 64-bit beyond; `bits64` forces 64-bit (to test that path on small

@@ -1,0 +1,166 @@
+// The CPU backend's MaxK and attention plans (halo/backend.hpp) over the reference kernels, and
+// the Backend defaults for backends without them.
+#include <cstring>
+#include <vector>
+
+#include "cpu_plans.hpp"
+#include "halo/attention.hpp"
+#include "halo/error.hpp"
+#include "halo/maxk.hpp"
+
+namespace halo {
+
+std::unique_ptr<MaxkPlan> Backend::make_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k,
+                                                  const SpmmPlanHints& hints)
+{
+    static_cast<void>(a);
+    static_cast<void>(dim);
+    static_cast<void>(k);
+    static_cast<void>(hints);
+    HALO_THROW(InputError, "the ", name(), " backend has no MaxK kernels (maxk layers)");
+}
+
+std::unique_ptr<AttentionPlan> Backend::make_attention_plan(const Csr& a, std::int64_t max_dim,
+                                                            AttentionKernel kernel,
+                                                            const SpmmPlanHints& hints)
+{
+    static_cast<void>(a);
+    static_cast<void>(max_dim);
+    static_cast<void>(kernel);
+    static_cast<void>(hints);
+    HALO_THROW(InputError, "the ", name(), " backend has no attention kernels");
+}
+
+namespace reference {
+namespace {
+
+class CpuMaxkPlan final : public MaxkPlan {
+public:
+    CpuMaxkPlan(const Csr& a, std::int64_t dim, std::int64_t k)
+        : a_(a), s_(a.num_cols, dim, k), ssd_(make_cpu_ssd_plan(a_, dim))
+    {
+    }
+
+    void topk(DenseView<const float> x) override
+    {
+        HALO_EXPECTS(x.rows <= s_.rows && x.cols == s_.dim, "top-k of ", x.rows, " x ", x.cols,
+                     " into a CBSR of ", s_.rows, " x ", s_.dim);
+        auto part = s_.view();
+        part.rows = x.rows;
+        maxk_topk(x, part);
+    }
+
+    void pack(RowRange rows, DenseView<float> records) override
+    {
+        check(rows, records.rows, records.cols);
+        const auto k = s_.k;
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
+            auto* rec = reinterpret_cast<char*>(records.row(i));
+            std::memset(rec, 0, static_cast<std::size_t>(records.cols) * sizeof(float));
+            std::memcpy(rec, &s_.values[i * k], k * sizeof(float));
+            std::memcpy(rec + k * sizeof(float), &s_.indices[i * k], k * sizeof(cbsr_index));
+        }
+    }
+
+    void unpack(DenseView<const float> records, RowRange rows) override
+    {
+        check(rows, records.rows, records.cols);
+        const auto k = s_.k;
+        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
+            const auto* rec = reinterpret_cast<const char*>(records.row(i));
+            std::memcpy(&s_.values[i * k], rec, k * sizeof(float));
+            std::memcpy(&s_.indices[i * k], rec + k * sizeof(float), k * sizeof(cbsr_index));
+        }
+        // Received rows are input from another process: check them like a file.
+        CbsrView<const float> received{s_.values.data() + rows.begin * k,
+                                       s_.indices.data() + rows.begin * k,
+                                       rows.end - rows.begin, s_.dim, k};
+        validate(received, "received CBSR rows");
+    }
+
+    void aggregate(DenseView<float> out, RowRange rows) override
+    {
+        ssd_->run(s_.view(), out, rows);
+    }
+
+    std::string algorithm() const override { return "reference-ssd"; }
+
+private:
+    void check(RowRange rows, std::int64_t record_rows, std::int64_t record_cols) const
+    {
+        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= s_.rows &&
+                         rows.end <= record_rows,
+                     "CBSR rows [", rows.begin, ", ", rows.end, ") of ", s_.rows);
+        HALO_EXPECTS(record_cols == record_words(s_.k), "records of ", record_cols,
+                     " words, k = ", s_.k, " needs ", record_words(s_.k));
+    }
+
+    Csr a_;
+    Cbsr s_;
+    std::unique_ptr<SsdPlan> ssd_;
+};
+
+class CpuAttentionPlan final : public AttentionPlan {
+public:
+    explicit CpuAttentionPlan(const Csr& a) : a_(a) {}
+
+    void run(DenseView<const float> q, DenseView<const float> k, DenseView<const float> v,
+             float scale, DenseView<float> out, RowRange rows) override
+    {
+        auto tmp = workspace(v.cols);
+        sparse_attention(a_.view(), q, k, v, scale, tmp, rows);
+        round_into(tmp, out, rows);
+    }
+
+    void run_additive(DenseView<const float> el, DenseView<const float> er, float negative_slope,
+                      DenseView<const float> v, DenseView<float> out, RowRange rows) override
+    {
+        auto tmp = workspace(v.cols);
+        additive_attention(a_.view(), el, er, negative_slope, v, tmp, rows);
+        round_into(tmp, out, rows);
+    }
+
+    std::string algorithm() const override { return "reference-fp64"; }
+
+private:
+    DenseView<double> workspace(std::int64_t cols)
+    {
+        const auto need = static_cast<std::size_t>(a_.num_rows * cols);
+        if (work_.size() < need) {
+            work_.resize(need);
+        }
+        return {work_.data(), a_.num_rows, cols, cols};
+    }
+
+    static void round_into(DenseView<const double> tmp, DenseView<float> out, RowRange rows)
+    {
+        HALO_EXPECTS(out.cols == tmp.cols && out.rows >= rows.end, "attention output ", out.rows,
+                     " x ", out.cols, " for rows up to ", rows.end, " of width ", tmp.cols);
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
+            for (std::int64_t j = 0; j < out.cols; ++j) {
+                out(i, j) = static_cast<float>(tmp(i, j));
+            }
+        }
+    }
+
+    Csr a_;
+    std::vector<double> work_;
+};
+
+}  // namespace
+
+std::unique_ptr<MaxkPlan> make_cpu_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k)
+{
+    check_cbsr_shape(a.num_cols, dim, k);
+    return std::make_unique<CpuMaxkPlan>(a, dim, k);
+}
+
+std::unique_ptr<AttentionPlan> make_cpu_attention_plan(const Csr& a)
+{
+    return std::make_unique<CpuAttentionPlan>(a);
+}
+
+}  // namespace reference
+}  // namespace halo

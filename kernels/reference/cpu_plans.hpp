@@ -1,0 +1,17 @@
+// The CPU backend's MaxK and attention plans (reference kernels on the host).
+#pragma once
+
+#include <memory>
+
+#include "halo/backend.hpp"
+
+namespace halo::reference {
+
+/// Top-k, CBSR records and reference::ssd over a copy of `a` (num_cols CBSR rows).
+std::unique_ptr<MaxkPlan> make_cpu_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k);
+
+/// Attention in double precision (reference::sparse_attention / additive_attention), rounded to
+/// float; the kernel choice does not matter on the host (both are exact).
+std::unique_ptr<AttentionPlan> make_cpu_attention_plan(const Csr& a);
+
+}  // namespace halo::reference
