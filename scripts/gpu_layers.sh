@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# On the GPU machine: the checks of the engine's MaxK, attention, AES and int8-exchange paths
+# (session 3 of docs/PERFORMANCE.md's log). Stages, each writing under OUT:
+#   build    configure and build BUILD (CUDA on, sm_90)
+#   tests    the GPU tests of those paths, plus the unit and mpi suites
+#   layers   halo-infer on cora, CUDA vs CPU backend, 1 and 2 ranks, every new layer type, and
+#            --exchange int8 / --spmm aes:W
+# Usage: scripts/gpu_layers.sh BUILD DATA OUT COMMIT STAGE...
+set -uo pipefail
+build=$1 data=$2 out=$3 commit=$4
+shift 4
+mkdir -p "$out"
+bin=$build/apps
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+for stage in "$@"; do
+  case "$stage" in
+    build)
+      cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DHALO_TEST_DATA_DIR="$data" -DHALO_GIT_COMMIT="$commit" >"$out/cmake.log" 2>&1 &&
+        cmake --build "$build" -j16 >"$out/build.log" 2>&1
+      echo "build: exit $? ($(grep -c 'error' "$out/build.log") error lines)"
+      grep -m5 -B2 -A6 'error' "$out/build.log"
+      ;;
+    tests)
+      ctest --test-dir "$build" -j4 --timeout 300 \
+        -R 'engine_plans|int8_exchanger|test_engine|test_maxk|fused3s|test_aes|cuda_backend|model_file|export_numpy' \
+        --output-on-failure >"$out/ctest.log" 2>&1
+      echo "tests: exit $?"
+      grep -E 'tests passed|tests failed|\*\*\*Failed|Not Run|Skipped' "$out/ctest.log" | head -30
+      ;;
+    layers)
+      ds=$out/ds; mkdir -p "$ds"
+      for p in 1 2; do
+        "$bin/halo-partition" "$data/cora.el.gz" --parts $p --symmetrize -q -o "$ds/cora$p.h5" \
+          --kernel-metadata maxk,fused3s
+      done
+      run() {  # name ranks dataset args...
+        local name=$1 np=$2 file=$3; shift 3
+        "${mpi[@]}" -np "$np" "$bin/halo-infer" "$file" --out "$ds/$name" "$@" \
+          >"$ds/$name.log" 2>&1 || { echo "FAILED $name"; tail -5 "$ds/$name.log"; }
+      }
+      for layer in maxk agnn transformer gat gcn; do
+        args=(--random-model 64,64,32 --layer "$layer" --heads 2 --k 8 --repeat 5)
+        run "$layer-cpu-1" 1 "$ds/cora1.h5" "${args[@]}"
+        run "$layer-cuda-1" 1 "$ds/cora1.h5" "${args[@]}" --backend cuda
+        run "$layer-cuda-2" 2 "$ds/cora2.h5" "${args[@]}" --backend cuda
+        run "$layer-cuda-exact-1" 1 "$ds/cora1.h5" "${args[@]}" --backend cuda --attention exact
+        grep -h -A4 'kernels chosen' "$ds/$layer-cuda-1.log" | head -5
+      done
+      run gcn-cuda-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --backend cuda --exchange int8
+      run agnn-cuda-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --layer agnn --backend cuda \
+        --exchange int8
+      run gcn-cuda-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --backend cuda --spmm aes:16
+      run gcn-cpu-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --spmm aes:16
+      grep -h 'halo exchange:' "$ds"/*int8*.log "$ds"/maxk-cuda-2.log
+      python3 - "$ds" <<'PY'
+import glob, sys, h5py, numpy as np
+ds = sys.argv[1]
+def load(d):
+    rows = {}
+    for f in sorted(glob.glob(d + "/part-*.h5")):
+        with h5py.File(f, "r") as h:
+            for gid, row in zip(h["global_ids"][:], h["output"][:]):
+                rows[int(gid)] = row
+    return rows
+def compare(a, b):
+    x, y = load(f"{ds}/{a}"), load(f"{ds}/{b}")
+    if not x or x.keys() != y.keys():
+        print(f"{b} vs {a}: missing results"); return
+    ids = sorted(x)
+    X = np.stack([x[i] for i in ids]); Y = np.stack([y[i] for i in ids])
+    err = np.abs(X - Y).max(); scale = np.abs(X).max()
+    same = (X.argmax(1) == Y.argmax(1)).mean()
+    print(f"{b:>22} vs {a:<14} max|diff| {err:.3e} (max|x| {scale:.2f}), "
+          f"same argmax {same:.4f}, finite {np.isfinite(Y).all()}")
+for layer in ["maxk", "agnn", "transformer", "gat", "gcn"]:
+    for other in ["cuda-1", "cuda-2", "cuda-exact-1"]:
+        compare(f"{layer}-cpu-1", f"{layer}-{other}")
+compare("gcn-cpu-1", "gcn-cuda-int8-2"); compare("agnn-cpu-1", "agnn-cuda-int8-2")
+compare("gcn-cpu-1", "gcn-cuda-aes-1"); compare("gcn-cpu-aes-1", "gcn-cuda-aes-1")
+PY
+      ;;
+  esac
+done
