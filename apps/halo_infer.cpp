@@ -294,7 +294,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         int any_shares = 0;
         HALO_MPI_TRY(MPI_Allreduce(&shares, &any_shares, 1, MPI_INT, MPI_MAX, world.comm()));
         if (size > 1 && any_shares == 1 && exchange == "nccl") {
-            if (!o.exchange.empty()) {
+            if (!transport.empty()) {
                 HALO_THROW(halo::InputError,
                            "--exchange nccl needs one GPU per rank, but ranks "
                            "share a GPU on some node (",

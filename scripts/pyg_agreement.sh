@@ -3,8 +3,10 @@
 # tools/export_pyg.py wrote to EXPORT_DIR (summary.json): partition its dataset into 1, 2 and 4
 # parts exactly as PyG saw it, run halo-infer with the exported model file on each backend, and
 # compare halo-infer's logits with PyG's own (halo-inspect --compare-logits): max |difference|,
-# share of identical predictions, test accuracy of both. An exact layer (gcn, sage, gin) must
-# predict every node as PyG does and reach PyG's test accuracy, or the script fails.
+# share of identical predictions, test accuracy of both. An exact layer (gcn, sage, gin, maxk,
+# linear; agnn, transformer and gat on the cpu backend or with --attention exact) must predict
+# every node as PyG does and reach PyG's test accuracy, or the script fails; models with
+# attention layers also run on the fused fp16 kernel (backend "cuda"), reported, not required.
 #
 # Usage: scripts/pyg_agreement.sh BUILD_DIR DATA_DIR EXPORT_DIR OUT [options]
 #   BUILD_DIR             build directory (or its apps/ directory) with halo-partition,
@@ -145,11 +147,26 @@ for ds in $datasets; do
     while IFS=$'\t' read -r -u 3 key d model ref exact model_file logits _ _ _ _ _ _ test_correct \
           test_eval; do
       [ "$d" = "$ds" ] || continue
+      # Variants: every backend as is; for a model with attention layers (exact = 0) the cuda
+      # backend runs them on the fp16 Fused3S kernel (judged without --require-identical) and
+      # again with --attention exact (cuda-exact), which must agree like any exact layer.
+      variants=()
       for backend in "${backend_list[@]}"; do
+        variants+=("$backend")
+        [ "$backend" = cuda ] && [ "$exact" = 0 ] && variants+=(cuda-exact)
+      done
+      for backend in "${variants[@]}"; do
         res=$out/result-$key-$backend-p$p
         cmp=$out/compare-$key-$backend-p$p.json
+        extra=()
+        identical=1
+        case "$backend" in
+          cuda-exact) extra=(--backend cuda --attention exact) ;;
+          cuda) extra=(--backend cuda); identical=$exact ;;
+          *) extra=(--backend "$backend") ;;
+        esac
         if ! "$mpiexec" -n "$p" "${mpi_flags[@]}" "$bin/halo-infer" "$h5" \
-             --model "$export_dir/$model_file" --backend "$backend" \
+             --model "$export_dir/$model_file" "${extra[@]}" \
              --eval-nodes "$data/$test_index" --out "$res" -q \
              </dev/null >"$out/infer.log" 2>&1; then
           fail_row "$ds" "$model" "$ref" "$backend" "$p" \
@@ -157,7 +174,7 @@ for ds in $datasets; do
           continue
         fi
         checks=()
-        [ "$exact" = 1 ] && checks+=(--require-identical)
+        [ "$identical" = 1 ] && checks+=(--require-identical)
         [ -n "$rtol" ] && checks+=(--rtol "$rtol")
         "$bin/halo-inspect" "$res" --compare-logits "$export_dir/$logits" \
           --labels "$data/$labels" --test-index "$data/$test_index" "${checks[@]}" \

@@ -36,7 +36,7 @@ with gzip.open(d / "tiny.el.gz", "wt") as f:
 x = rng.random((n, width)).astype(np.float32)
 with gzip.open(d / "tiny.feat.coo.txt.gz", "wt") as f:
     f.write(f"# {n} {width} {n * width}\n")
-    f.writelines(f"{i} {j} {x[i, j]!r}\n" for i in range(n) for j in range(width))
+    f.writelines(f"{i} {j} {float(x[i, j])!r}\n" for i in range(n) for j in range(width))
 with gzip.open(d / "tiny.labels.txt.gz", "wt") as f:
     f.writelines(f"{int(v)}\n" for v in rng.integers(0, 4, n))
 with gzip.open(d / "tiny.test_index.txt.gz", "wt") as f:
