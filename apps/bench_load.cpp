@@ -37,7 +37,7 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
-#include "bench_load_device.hpp"
+#include "halo/cuda/aes.hpp"
 #include "halo/cuda/bench.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda_error.hpp"
@@ -202,7 +202,8 @@ Measured measure(const std::string& path, const LoadBenchOptions& o, cuda::Conte
     bench::fill_value(d.fp32.data(), n, NAN, stream);
     copy_to_device(first, d, stream);
     if (int8) {
-        dequantize_on_device(stream, device_view(first, d), d.fp32.data());
+        const auto q = device_view(first, d);
+        cuda::dequantize(stream, q, dense_view(d.fp32.data(), q.rows, q.cols));
     }
     std::vector<float> got(n);
     HALO_CUDA_TRY(cudaMemcpyAsync(got.data(), d.fp32.data(), n * sizeof(float),
@@ -241,7 +242,8 @@ Measured measure(const std::string& path, const LoadBenchOptions& o, cuda::Conte
         h2d.stop(r);
         deq.start(r);
         if (int8) {
-            dequantize_on_device(stream, device_view(f, d), d.fp32.data());
+            const auto q = device_view(f, d);
+            cuda::dequantize(stream, q, dense_view(d.fp32.data(), q.rows, q.cols));
         }
         deq.stop(r);
         // The host vectors of this run are freed at the end of the iteration, so the copies must

@@ -61,6 +61,7 @@ struct Options {
     bool quiet = false;
     bool save_tuning = false;
     bool ignore_kernel_metadata = false;
+    bool int8_features = false;
 };
 
 // "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
@@ -205,6 +206,16 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         ropt.heads = o.heads;
         model = halo::random_model(halo::parse_layer_type(o.layer),
                                    halo::parse_dims(o.random_model), o.seed, ropt);
+    }
+    if (o.int8_features && info.feature_type != "int8") {
+        HALO_THROW(halo::InputError, "--int8-features: ", o.dataset, " holds ",
+                   info.feature_dim > 0 ? info.feature_type : std::string("no"),
+                   " features (partition with --features ... --quantize int8)");
+    }
+    if (o.int8_features && int8_rows) {
+        HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
+                   ": the first layer already exchanges int8 rows, and re-quantizing them would "
+                   "corrupt them; drop one of the two");
     }
     if (int8_rows) {
         for (const auto& layer : model.layers) {
@@ -368,7 +379,15 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     for (int r = 0; r < o.repeat; ++r) {
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
         halo::app::Stopwatch watch;
-        output = engine.run(features);
+        if (o.int8_features) {
+            const halo::QuantizedView q{shard.features_int8.data(), shard.num_owned,
+                                        info.feature_dim, info.feature_dim,
+                                        shard.feature_scale.data(),
+                                        shard.feature_zero_point.data()};
+            output = engine.run(q);
+        } else {
+            output = engine.run(features);
+        }
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
         run_seconds.push_back(watch.seconds());
         double forward = 0.0;
@@ -490,6 +509,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["overlap"] = !o.no_overlap;
         manifest["spmm"] = !o.spmm.empty() ? o.spmm : cuda ? "cusparse" : "reference";
         manifest["attention"] = o.attention;
+        manifest["int8_features"] = o.int8_features;
         manifest["num_parts"] = size;
         manifest["num_nodes"] = info.num_nodes;
         manifest["output_dim"] = model.output_dim();
@@ -622,6 +642,10 @@ int main(int argc, char** argv)
     app.add_option("--device", o.device,
                    "CUDA device of every rank (default: local rank modulo the visible devices)")
         ->check(CLI::Range(0, 1024));
+    app.add_flag("--int8-features", o.int8_features,
+                 "keep the dataset's int8 features (halo-partition --quantize int8) int8 on the "
+                 "backend: the first layer exchanges and aggregates them as int8, dequantized "
+                 "in the SpMM's gather (exact, or AES with --spmm aes:W)");
     app.add_flag("--save-layers", o.save_layers, "also store every layer's output");
     app.add_flag("--no-overlap", o.no_overlap,
                  "finish the halo exchange before aggregating any row (for measurements)");

@@ -13,6 +13,7 @@
 #include "halo/csr.hpp"
 #include "halo/dense.hpp"
 #include "halo/kernel_metadata.hpp"
+#include "halo/quantize.hpp"
 
 namespace halo {
 
@@ -119,6 +120,18 @@ enum class AttentionKernel {
     fused,
 };
 
+/// An SpMM whose dense input is column-quantized int8 (halo/quantize.hpp), dequantized in the
+/// gather: y[rows] = A[rows] * dequantize(x), other rows untouched. The engine's first layer runs
+/// it on a dataset's int8 features (halo-infer --int8-features), so they stay int8 in memory and
+/// in the halo exchange. Exact, or AES-sampled when the backend samples (CpuBackendOptions::aes,
+/// cuda::SpmmAlgorithm::aes).
+class QuantizedSpmmPlan {
+public:
+    virtual ~QuantizedSpmmPlan() = default;
+    virtual void run(const QuantizedView& x, DenseView<float> y, RowRange rows) = 0;
+    virtual std::string algorithm() const = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -148,6 +161,13 @@ public:
     virtual std::unique_ptr<AttentionPlan> make_attention_plan(const Csr& a, std::int64_t max_dim,
                                                                AttentionKernel kernel,
                                                                const SpmmPlanHints& hints);
+
+    /// The int8-input SpMM over `a` (see QuantizedSpmmPlan); throws halo::InputError on backends
+    /// without one.
+    virtual std::unique_ptr<QuantizedSpmmPlan> make_quantized_spmm_plan(const Csr& a,
+                                                                        std::int64_t max_dim);
+    /// y = dequantize(x) (backend memory; equal shapes, y any ld).
+    virtual void dequantize(const QuantizedView& x, DenseView<float> y) = 0;
 
     /// c = alpha * a * b + beta * c (row-major; beta == 0: c is not read).
     virtual void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c,

@@ -17,6 +17,7 @@
 #include "halo/backend.hpp"
 #include "halo/exchanger.hpp"
 #include "halo/model.hpp"
+#include "halo/quantize.hpp"
 #include "halo/shard.hpp"
 
 namespace halo {
@@ -91,6 +92,14 @@ public:
     /// the output of the last layer (host, num_owned x output_dim).
     std::vector<float> run(const std::vector<float>& features);
 
+    /// The same on column-quantized int8 features (host view, num_owned x model.input_dim(), the
+    /// dataset's per-column scale and zero point, the same on every rank): they are uploaded as
+    /// int8, and a first layer that aggregates first (gcn, sage, gin) exchanges its halo rows as
+    /// int8 and aggregates them with the backend's int8-input SpMM (dequantized in the gather);
+    /// terms that need the node's own row, and other first layers, read them dequantized on the
+    /// backend. The result equals run() on the dequantized features up to summation rounding.
+    std::vector<float> run(const QuantizedView& features);
+
     const std::vector<LayerTiming>& timings() const { return timings_; }
     /// The run-time decisions of the operators' SpMM plans (SpmmPlan::report(), e.g. the
     /// autotuned kernel per row range and width), concatenated; empty when no plan decides.
@@ -102,6 +111,8 @@ public:
     const std::vector<std::vector<float>>& layer_outputs() const { return layer_outputs_; }
 
 private:
+    std::vector<float> run_layers();  // from the input in buffer 0 (and the int8 rows, if any)
+
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::vector<LayerTiming> timings_;

@@ -277,6 +277,20 @@ public:
         return make_cuda_attention_plan(ctx_, a, max_dim, kernel, hints);
     }
 
+    std::unique_ptr<QuantizedSpmmPlan> make_quantized_spmm_plan(const Csr& a,
+                                                                std::int64_t max_dim) override
+    {
+        return make_cuda_quantized_spmm_plan(ctx_, a, max_dim,
+                                             spmm_ == SpmmAlgorithm::aes ? &aes_ : nullptr);
+    }
+
+    void dequantize(const QuantizedView& x, DenseView<float> y) override
+    {
+        HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dequantize shapes differ: ", x.rows,
+                     "x", x.cols, " vs ", y.rows, "x", y.cols);
+        cuda::dequantize(ctx_.compute_stream(), x, y);
+    }
+
     void normalize_rows(DenseView<const float> x, DenseView<float> y) override
     {
         HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "normalize_rows shapes differ: ",

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "halo/cuda/aes.hpp"
 #include "halo/cuda/fused3s.hpp"
 #include "halo/cuda/maxk.hpp"
 #include "halo/cuda_error.hpp"
@@ -303,6 +304,32 @@ std::unique_ptr<AttentionPlan> make_cuda_attention_plan(Context& ctx, const Csr&
         HALO_THROW(InputError, "attention plan for widths up to ", max_dim);
     }
     return std::make_unique<CudaAttentionPlan>(ctx, a, max_dim, kernel, hints);
+}
+
+namespace {
+
+class QuantizedSpmmAdapter final : public QuantizedSpmmPlan {
+public:
+    explicit QuantizedSpmmAdapter(std::unique_ptr<Int8SpmmPlan> plan) : plan_(std::move(plan)) {}
+    void run(const QuantizedView& x, DenseView<float> y, RowRange rows) override
+    {
+        plan_->run(x, y, rows);
+    }
+    std::string algorithm() const override { return plan_->algorithm(); }
+
+private:
+    std::unique_ptr<Int8SpmmPlan> plan_;
+};
+
+}  // namespace
+
+std::unique_ptr<QuantizedSpmmPlan> make_cuda_quantized_spmm_plan(Context& ctx, const Csr& a,
+                                                                 std::int64_t max_dim,
+                                                                 const AesOptions* aes)
+{
+    return std::make_unique<QuantizedSpmmAdapter>(
+        aes != nullptr ? make_aes_int8_spmm_plan(ctx, a, max_dim, *aes)
+                       : make_int8_spmm_plan(ctx, a, max_dim));
 }
 
 }  // namespace halo::cuda

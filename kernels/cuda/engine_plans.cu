@@ -19,6 +19,7 @@
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
+#include "halo/quantize.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -120,7 +121,34 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
+// One element per thread (grid-stride), with the host's dequantize_int8: equal bit for bit.
+__global__ void dequantize_kernel(QuantizedView q, DenseView<float> out)
+{
+    const std::int64_t total = q.rows * q.cols;
+    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         e < total; e += stride) {
+        const std::int64_t i = e / q.cols;
+        const std::int64_t j = e - i * q.cols;
+        out.data[i * out.ld + j] = dequantize_int8(q.data[i * q.ld + j], q.params(j));
+    }
+}
+
 }  // namespace
+
+void dequantize(cudaStream_t stream, const QuantizedView& q, DenseView<float> out)
+{
+    const std::int64_t total = q.rows * q.cols;
+    if (total == 0) {
+        return;
+    }
+    constexpr int kThreads = 256;
+    constexpr std::int64_t kMaxBlocks = 65535;
+    const std::int64_t wanted = (total + kThreads - 1) / kThreads;
+    const auto blocks = static_cast<unsigned>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
+    dequantize_kernel<<<blocks, kThreads, 0, stream>>>(q, out);
+    HALO_CUDA_CHECK_LAUNCH();
+}
 
 void normalize_rows(cudaStream_t stream, DenseView<const float> x, DenseView<float> y)
 {

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "halo/aes.hpp"
 #include "halo/backend.hpp"
+#include "halo/quantize.hpp"
 #include "halo/cuda/context.hpp"
 
 namespace halo::cuda {
@@ -26,6 +28,12 @@ std::unique_ptr<AttentionPlan> make_cuda_attention_plan(Context& ctx, const Csr&
                                                         std::int64_t max_dim,
                                                         AttentionKernel kernel,
                                                         const SpmmPlanHints& hints);
+
+/// The int8-input SpMM of the backend: the exact int8 plan, or AES over int8 when `aes` is set
+/// (include/halo/cuda/aes.hpp).
+std::unique_ptr<QuantizedSpmmPlan> make_cuda_quantized_spmm_plan(Context& ctx, const Csr& a,
+                                                                 std::int64_t max_dim,
+                                                                 const AesOptions* aes);
 
 /// y = x / max(||x_row||_2, 1e-12) row by row, asynchronous on `stream` (equal shapes, any ld).
 void normalize_rows(cudaStream_t stream, DenseView<const float> x, DenseView<float> y);

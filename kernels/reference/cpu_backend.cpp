@@ -10,6 +10,7 @@
 #include "halo/backend.hpp"
 #include "halo/dense_ops.hpp"
 #include "halo/error.hpp"
+#include "halo/quantize.hpp"
 #include "halo/spmm.hpp"
 
 namespace halo {
@@ -124,6 +125,18 @@ public:
         static_cast<void>(kernel);
         static_cast<void>(hints);
         return reference::make_cpu_attention_plan(a);
+    }
+
+    std::unique_ptr<QuantizedSpmmPlan> make_quantized_spmm_plan(const Csr& a,
+                                                                std::int64_t max_dim) override
+    {
+        static_cast<void>(max_dim);
+        return reference::make_cpu_quantized_spmm_plan(a, options_.aes);
+    }
+
+    void dequantize(const QuantizedView& x, DenseView<float> y) override
+    {
+        halo::dequantize(x, y);
     }
 
     void normalize_rows(DenseView<const float> x, DenseView<float> y) override

@@ -1,9 +1,11 @@
 // The CPU backend's MaxK and attention plans (halo/backend.hpp) over the reference kernels, and
 // the Backend defaults for backends without them.
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "cpu_plans.hpp"
+#include "halo/aes.hpp"
 #include "halo/attention.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
@@ -31,8 +33,41 @@ std::unique_ptr<AttentionPlan> Backend::make_attention_plan(const Csr& a, std::i
     HALO_THROW(InputError, "the ", name(), " backend has no attention kernels");
 }
 
+std::unique_ptr<QuantizedSpmmPlan> Backend::make_quantized_spmm_plan(const Csr& a,
+                                                                     std::int64_t max_dim)
+{
+    static_cast<void>(a);
+    static_cast<void>(max_dim);
+    HALO_THROW(InputError, "the ", name(), " backend has no int8-input SpMM");
+}
+
 namespace reference {
 namespace {
+
+class CpuQuantizedSpmmPlan final : public QuantizedSpmmPlan {
+public:
+    CpuQuantizedSpmmPlan(const Csr& a, std::optional<AesOptions> aes) : a_(a), aes_(aes) {}
+
+    void run(const QuantizedView& x, DenseView<float> y, RowRange rows) override
+    {
+        if (aes_) {
+            aes_spmm(a_.view(), x, y, rows, *aes_);
+        } else {
+            spmm_int8(a_.view(), x, y, rows);
+        }
+    }
+
+    std::string algorithm() const override
+    {
+        return aes_ ? "reference-aes-int8-w" + std::to_string(aes_->sample_width) + "-" +
+                          to_string(aes_->scaling)
+                    : "reference-int8";
+    }
+
+private:
+    Csr a_;
+    std::optional<AesOptions> aes_;
+};
 
 class CpuMaxkPlan final : public MaxkPlan {
 public:
@@ -155,6 +190,12 @@ std::unique_ptr<MaxkPlan> make_cpu_maxk_plan(const Csr& a, std::int64_t dim, std
 {
     check_cbsr_shape(a.num_cols, dim, k);
     return std::make_unique<CpuMaxkPlan>(a, dim, k);
+}
+
+std::unique_ptr<QuantizedSpmmPlan> make_cpu_quantized_spmm_plan(const Csr& a,
+                                                                std::optional<AesOptions> aes)
+{
+    return std::make_unique<CpuQuantizedSpmmPlan>(a, aes);
 }
 
 std::unique_ptr<AttentionPlan> make_cpu_attention_plan(const Csr& a)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "halo/backend.hpp"
 
@@ -9,6 +10,10 @@ namespace halo::reference {
 
 /// Top-k, CBSR records and reference::ssd over a copy of `a` (num_cols CBSR rows).
 std::unique_ptr<MaxkPlan> make_cpu_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k);
+
+/// reference::spmm_int8, or reference::aes_spmm over int8 when `aes` is set.
+std::unique_ptr<QuantizedSpmmPlan> make_cpu_quantized_spmm_plan(const Csr& a,
+                                                                std::optional<AesOptions> aes);
 
 /// Attention in double precision (reference::sparse_attention / additive_attention), rounded to
 /// float; the kernel choice does not matter on the host (both are exact).

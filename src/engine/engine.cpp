@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -227,6 +228,10 @@ struct Engine::Impl {
     std::vector<Weights> weights;
     std::vector<Matrix> buffers;  // 4 work matrices of n_total x max_dim
     Matrix wide;                  // transformer: K and V rows side by side, n_total x 2 out_dim
+    // int8 input (run(QuantizedView)): the rows as bytes in words, and the column parameters.
+    Matrix q_rows, q_scale, q_zero;
+    std::optional<QuantizedView> int8_input;  // set while the first layer runs on it
+    std::map<Aggregation, std::unique_ptr<QuantizedSpmmPlan>> quantized_operators;
 
     Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m, EngineOptions o)
         : backend(b),
@@ -439,6 +444,49 @@ struct Engine::Impl {
             src, src.cols, [&](RowRange rows) { op.run(src, dst, rows); }, [] {}, t);
     }
 
+    // dst (owned rows) = op * dequantize(int8 input), the input's halo rows exchanged as int8
+    // bytes (every part shares the per-column parameters, so the bytes mean the same everywhere).
+    void aggregate_quantized(Aggregation kind, DenseView<float> dst, LayerTiming& t)
+    {
+        auto& plan = quantized_operators[kind];
+        if (!plan) {
+            plan = backend.make_quantized_spmm_plan(operator_matrices.at(kind), model.max_dim());
+        }
+        const auto& q = *int8_input;
+        exchange_and_compute(
+            q_rows.view(), q.cols, [&](RowRange rows) { plan->run(q, dst, rows); }, [] {}, t);
+    }
+
+    // Uploads int8 rows and parameters, dequantizes the owned rows into buffer 0 and keeps the
+    // device view for the first layer.
+    void load_quantized(const QuantizedView& host)
+    {
+        const auto cols = host.cols;
+        const auto words = (cols + 3) / 4;
+        if (q_rows.cols() != words) {
+            q_rows = backend.allocate(n_total, words);
+            q_scale = backend.allocate(1, cols);
+            q_zero = backend.allocate(1, cols);
+        }
+        std::vector<float> staged(static_cast<std::size_t>(n_owned * words), 0.0f);
+        for (std::int64_t i = 0; i < n_owned; ++i) {
+            std::memcpy(reinterpret_cast<char*>(staged.data() + i * words), host.data + i * host.ld,
+                        static_cast<std::size_t>(cols));
+        }
+        backend.copy_from_host(staged.data(), q_rows.rows_view(0, n_owned));
+        backend.copy_from_host(host.scale, q_scale.view());
+        std::vector<float> zero_bits(static_cast<std::size_t>(cols));
+        std::memcpy(zero_bits.data(), host.zero_point, static_cast<std::size_t>(cols) * 4);
+        backend.copy_from_host(zero_bits.data(), q_zero.view());
+        const QuantizedView device{reinterpret_cast<const std::int8_t*>(q_rows.data()), n_total,
+                                   cols, 4 * words, q_scale.data(),
+                                   reinterpret_cast<const std::int32_t*>(q_zero.data())};
+        auto owned = device;
+        owned.rows = n_owned;
+        backend.dequantize(owned, view(0, n_owned, cols));
+        int8_input = device;
+    }
+
     // Column slice [first, first + cols) of a view (a head of a concatenated matrix).
     template <typename T>
     static DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
@@ -465,6 +513,15 @@ struct Engine::Impl {
         const auto x_all = view(in, n_total, in_w);
         const auto x = view(in, n_owned, in_w);
         const bool agg_first = layer.aggregate_first();
+        // The first layer's aggregation of the input: from int8 rows when run(QuantizedView)
+        // gave them, else the fp32 rows of buffer `in`.
+        auto aggregate_input = [&](Aggregation kind, DenseView<float> dst) {
+            if (l == 0 && int8_input) {
+                aggregate_quantized(kind, dst, t);
+            } else {
+                aggregate(*operators.at(kind), x_all, dst, t);
+            }
+        };
         auto timed = [&](auto&& fn) {
             const auto t0 = std::chrono::steady_clock::now();
             fn();
@@ -476,7 +533,7 @@ struct Engine::Impl {
             case LayerType::gcn: {
                 auto& op = *operators.at(Aggregation::gcn);
                 if (agg_first) {
-                    aggregate(op, x_all, view(b, n_total, in_w), t);
+                    aggregate_input(Aggregation::gcn, view(b, n_total, in_w));
                     timed([&] {
                         backend.gemm(view(b, n_owned, in_w), w.weight.view(),
                                      view(a, n_owned, out_w), 1.0f, 0.0f);
@@ -492,7 +549,7 @@ struct Engine::Impl {
             case LayerType::sage: {
                 auto& op = *operators.at(Aggregation::mean);
                 if (agg_first) {
-                    aggregate(op, x_all, view(b, n_total, in_w), t);
+                    aggregate_input(Aggregation::mean, view(b, n_total, in_w));
                     timed([&] {
                         backend.gemm(x, w.root_weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
                         backend.gemm(view(b, n_owned, in_w), w.weight.view(),
@@ -515,7 +572,7 @@ struct Engine::Impl {
                 const auto hid = layer.hidden_dim;
                 const float self = 1.0f + layer.eps;
                 if (agg_first) {
-                    aggregate(op, x_all, view(b, n_total, in_w), t);
+                    aggregate_input(Aggregation::sum, view(b, n_total, in_w));
                     timed([&] {
                         backend.axpby(self, x, 1.0f, view(b, n_owned, in_w));
                         backend.gemm(view(b, n_owned, in_w), w.weight.view(), view(c, n_owned, hid),
@@ -784,9 +841,31 @@ std::vector<float> Engine::run(const std::vector<float>& features)
     const auto in_w = im.model.input_dim();
     HALO_EXPECTS(static_cast<std::int64_t>(features.size()) == im.n_owned * in_w, "features hold ",
                  features.size(), " values, expected ", im.n_owned, " x ", in_w);
+    im.backend.copy_from_host(features.data(), im.view(0, im.n_owned, in_w));
+    im.int8_input.reset();
+    return run_layers();
+}
+
+std::vector<float> Engine::run(const QuantizedView& features)
+{
+    auto& im = *impl_;
+    const auto in_w = im.model.input_dim();
+    HALO_EXPECTS(features.rows == im.n_owned && features.cols == in_w && features.ld >= in_w,
+                 "int8 features of ", features.rows, " x ", features.cols, ", expected ",
+                 im.n_owned, " x ", in_w);
+    im.load_quantized(features);
+    struct Reset {
+        Impl& im;
+        ~Reset() { im.int8_input.reset(); }
+    } reset{im};
+    return run_layers();
+}
+
+std::vector<float> Engine::run_layers()
+{
+    auto& im = *impl_;
     timings_.assign(im.model.layers.size(), {});
     layer_outputs_.clear();
-    im.backend.copy_from_host(features.data(), im.view(0, im.n_owned, in_w));
     int cur = 0;
     for (std::size_t l = 0; l < im.model.layers.size(); ++l) {
         auto& t = timings_[l];
@@ -796,6 +875,7 @@ std::vector<float> Engine::run(const std::vector<float>& features)
         const auto stats_before = im.exchanger.stats();
         const auto t0 = std::chrono::steady_clock::now();
         cur = im.forward(l, cur, t);
+        im.int8_input.reset();  // only the first layer reads the int8 rows
         im.backend.synchronize();
         t.total = seconds_since(t0);
         t.compute = t.spmm + t.dense;

@@ -13,6 +13,7 @@
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
+#include "halo/quantize.hpp"
 #include "halo/shard.hpp"
 
 namespace {
@@ -344,4 +345,42 @@ TEST(EngineLayers, TransformerNeedsTheRawAdjacency)
     options.dataset_normalization = "gcn";
     const auto model = halo::random_model(halo::LayerType::transformer, {8, 8}, 1);
     EXPECT_THROW(halo::Engine(*backend, *exchanger, shard, model, options), halo::InputError);
+}
+
+// run(QuantizedView): the first layer aggregates the int8 rows (dequantized in the gather), the
+// rest reads them dequantized; the result equals run() on the dequantized features up to the
+// rounding of the sums. Layer types that do not aggregate first read the dequantized rows only.
+TEST(EngineLayers, Int8FeaturesEqualDequantizedFeatures)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    std::vector<halo::global_id> ids(graph.num_rows);
+    std::iota(ids.begin(), ids.end(), 0);
+    const std::int64_t in = 13;  // not a multiple of 4: rows are padded to whole words
+    const auto x = halo::random_node_features(ids, in, 5);
+    const auto q = halo::quantize_columns(halo::dense_view(x.data(), graph.num_rows, in), "x");
+    std::vector<float> xq(x.size());
+    halo::dequantize(q.view(), halo::dense_view(xq.data(), graph.num_rows, in));
+    for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gin,
+                            halo::LayerType::agnn}) {
+        const auto model = halo::random_model(type, {in, 16, 5}, 3);
+        auto backend = halo::make_cpu_backend();
+        auto exchanger = halo::make_local_exchanger(shard);
+        halo::Engine engine(*backend, *exchanger, shard, model, {});
+        const auto want = engine.run(xq);
+        const auto got = engine.run(q.view());
+        const auto again = engine.run(xq);  // the int8 input does not stick to later runs
+        ASSERT_EQ(got.size(), want.size());
+        double scale = 1.0;
+        for (const auto v : want) {
+            scale = std::max(scale, static_cast<double>(std::abs(v)));
+        }
+        const auto tol = halo::testing::tolerance<float>(
+            8.0 * static_cast<double>(halo::max_row_nnz(graph.view()) + in), scale);
+        for (std::size_t k = 0; k < got.size(); ++k) {
+            ASSERT_NEAR(got[k], want[k], tol) << halo::to_string(type) << " element " << k;
+            ASSERT_EQ(again[k], want[k]) << halo::to_string(type) << " element " << k;
+        }
+    }
 }
