@@ -5,6 +5,8 @@
 #   tests    the GPU tests of those paths, plus the unit and mpi suites
 #   layers   halo-infer on cora, CUDA vs CPU backend, 1 and 2 ranks, every new layer type, and
 #            --exchange int8 / --spmm aes:W
+#   multi    (one GPU per rank, 2 GPUs) the same layers over NCCL, --exchange nccl-int8,
+#            --int8-features, and R-MAT 20 on 2 GPUs: exchange time and bytes, fp32 vs int8 rows
 # Usage: scripts/gpu_layers.sh BUILD DATA OUT COMMIT STAGE...
 set -uo pipefail
 build=$1 data=$2 out=$3 commit=$4
@@ -79,6 +81,71 @@ for layer in ["maxk", "agnn", "transformer", "gat", "gcn"]:
 compare("gcn-cpu-1", "gcn-cuda-int8-2"); compare("agnn-cpu-1", "agnn-cuda-int8-2")
 compare("gcn-cpu-1", "gcn-cuda-aes-1"); compare("gcn-cpu-aes-1", "gcn-cuda-aes-1")
 PY
+      ;;
+    multi)
+      ds=$out/multi; mkdir -p "$ds"
+      "$bin/halo-partition" "$data/cora.el.gz" --parts 2 --symmetrize -q -o "$ds/cora2.h5" \
+        --kernel-metadata maxk,fused3s
+      "$bin/halo-partition" "$data/cora.el.gz" --parts 1 --symmetrize -q -o "$ds/cora1.h5"
+      for q in none int8; do
+        for p in 1 2; do
+          "$bin/halo-partition" "$data/cora.el.gz" --parts $p --symmetrize -q \
+            --features "$data/cora.feat.coo.txt.gz" --quantize $q -o "$ds/coraf-$q-$p.h5"
+        done
+      done
+      run() {
+        local name=$1 np=$2 file=$3; shift 3
+        "${mpi[@]}" -np "$np" "$bin/halo-infer" "$file" --out "$ds/$name" "$@" \
+          >"$ds/$name.log" 2>&1 || { echo "FAILED $name"; tail -5 "$ds/$name.log"; }
+      }
+      for layer in maxk agnn transformer gat gcn; do
+        args=(--random-model 64,64,32 --layer "$layer" --heads 2 --k 8)
+        run "$layer-cpu-1" 1 "$ds/cora1.h5" "${args[@]}"
+        run "$layer-nccl-2" 2 "$ds/cora2.h5" "${args[@]}" --backend cuda --exchange nccl
+      done
+      run gcn-nccl-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --backend cuda --exchange nccl-int8
+      for L in gcn sage; do
+        run "f-$L-cpu-1" 1 "$ds/coraf-none-1.h5" --random-model 1433,1433,7 --layer $L
+        run "f-$L-int8-nccl-2" 2 "$ds/coraf-int8-2.h5" --random-model 1433,1433,7 --layer $L \
+          --backend cuda --int8-features
+        run "f-$L-int8-aes-1" 1 "$ds/coraf-int8-1.h5" --random-model 1433,1433,7 --layer $L \
+          --backend cuda --int8-features --spmm aes:64
+        run "f-$L-fp32-aes-1" 1 "$ds/coraf-none-1.h5" --random-model 1433,1433,7 --layer $L \
+          --backend cuda --spmm aes:64
+      done
+      grep -h -E 'halo exchange:|kernels chosen' -A2 "$ds"/*nccl*.log | head -30
+      python3 - "$ds" <<'PY'
+import glob, sys, h5py, numpy as np
+ds = sys.argv[1]
+def load(d):
+    rows = {}
+    for f in sorted(glob.glob(d + "/part-*.h5")):
+        with h5py.File(f, "r") as h:
+            for gid, row in zip(h["global_ids"][:], h["output"][:]):
+                rows[int(gid)] = row
+    return rows
+def compare(a, b):
+    x, y = load(f"{ds}/{a}"), load(f"{ds}/{b}")
+    if not x or x.keys() != y.keys():
+        print(f"{b} vs {a}: missing results"); return
+    ids = sorted(x)
+    X = np.stack([x[i] for i in ids]); Y = np.stack([y[i] for i in ids])
+    print(f"{b:>22} vs {a:<14} max|diff| {np.abs(X - Y).max():.3e} (max|x| {np.abs(X).max():.2f}), "
+          f"same argmax {(X.argmax(1) == Y.argmax(1)).mean():.4f}, finite {np.isfinite(Y).all()}")
+for layer in ["maxk", "agnn", "transformer", "gat", "gcn"]:
+    compare(f"{layer}-cpu-1", f"{layer}-nccl-2")
+compare("gcn-cpu-1", "gcn-nccl-int8-2")
+for L in ["gcn", "sage"]:
+    compare(f"f-{L}-cpu-1", f"f-{L}-int8-nccl-2")
+    compare(f"f-{L}-fp32-aes-1", f"f-{L}-int8-aes-1")
+PY
+      "$bin/halo-partition" rmat:20:16 --parts 2 --symmetrize -q -o "$ds/r20.h5"
+      for x in nccl nccl-int8; do
+        "${mpi[@]}" -np 2 "$bin/halo-infer" "$ds/r20.h5" --random-model 128,128,64 --backend cuda \
+          --exchange $x --repeat 10 --no-overlap --out "$ds/r20-$x" 2>&1 |
+          grep -E '^ +[0-9] |halo exchange|forward'
+      done
+      rm -f "$ds"/*.h5
       ;;
   esac
 done
