@@ -27,40 +27,21 @@
 #include "halo/partition.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
+#include "exchange_test_graphs.hpp"
 #include "halo_test.hpp"
 
 namespace {
 
 using halo::Partitioner;
 using halo::Shard;
+using halo::testing::random_graph;
+using halo::testing::shards_for;
 using halo::testing::tolerance;
 
 constexpr std::int64_t kMaxWidth = 100;
 constexpr std::int64_t kWidths[] = {1, 3, 64, 100};
 constexpr float kPadding = -7.5f;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-halo::Csr random_graph(std::int64_t num_nodes, std::int64_t num_edges, std::uint64_t seed)
-{
-    halo::EdgeList e;
-    e.num_nodes = num_nodes;
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::int64_t> node(0, num_nodes - 1);
-    for (std::int64_t k = 0; k < num_edges; ++k) {
-        e.src.push_back(node(rng));
-        e.dst.push_back(node(rng));
-    }
-    return halo::build_csr(e, {});
-}
-
-std::vector<Shard> shards_for(const halo::Csr& graph, Partitioner method, int num_parts)
-{
-    halo::PartitionOptions options;
-    options.method = method;
-    options.num_parts = num_parts;
-    options.seed = 7;
-    return halo::build_shards(graph, halo::partition_graph(graph.view(), options), num_parts);
-}
 
 std::uint64_t mix(std::uint64_t z)
 {

@@ -22,29 +22,19 @@
 #include "halo/mpi_world.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "exchange_test_graphs.hpp"
 #include "halo_test.hpp"
 
 namespace {
 
 using halo::Partitioner;
 using halo::Shard;
+using halo::testing::random_graph;
+using halo::testing::shards_for;
 
 constexpr std::int64_t kMaxDim = 64;
 constexpr float kPadding = -7.5f;  // marks the columns between cols and ld, never exchanged
 
-// A symmetric random graph: uniform edges, so random and block partitions have many peers.
-halo::Csr random_graph(std::int64_t num_nodes, std::int64_t num_edges, std::uint64_t seed)
-{
-    halo::EdgeList e;
-    e.num_nodes = num_nodes;
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::int64_t> node(0, num_nodes - 1);
-    for (std::int64_t k = 0; k < num_edges; ++k) {
-        e.src.push_back(node(rng));
-        e.dst.push_back(node(rng));
-    }
-    return halo::build_csr(e, {});
-}
 
 struct Graph {
     std::string name;
@@ -57,15 +47,6 @@ std::vector<Graph> graphs()
     result.push_back({"random", random_graph(500, 1500, 42)});
     result.push_back({"grid", halo::testing::grid_graph(20)});
     return result;
-}
-
-std::vector<Shard> shards_for(const halo::Csr& graph, Partitioner method, int num_parts)
-{
-    halo::PartitionOptions options;
-    options.method = method;
-    options.num_parts = num_parts;
-    options.seed = 7;
-    return halo::build_shards(graph, halo::partition_graph(graph.view(), options), num_parts);
 }
 
 // Exact in float for every id, column and round used here (all below 2^24), and distinct.
