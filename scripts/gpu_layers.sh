@@ -14,6 +14,31 @@ shift 4
 mkdir -p "$out"
 bin=$build/apps
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+# compare DIR A:B ...: max |difference|, same argmax and finiteness of result B against result A
+# (directories under DIR, rows matched by global id).
+compare() {
+  python3 - "$@" <<'PY'
+import glob, sys, h5py, numpy as np
+ds = sys.argv[1]
+def load(d):
+    rows = {}
+    for f in sorted(glob.glob(d + "/part-*.h5")):
+        with h5py.File(f, "r") as h:
+            for gid, row in zip(h["global_ids"][:], h["output"][:]):
+                rows[int(gid)] = row
+    return rows
+for pair in sys.argv[2:]:
+    a, b = pair.split(":")
+    x, y = load(f"{ds}/{a}"), load(f"{ds}/{b}")
+    if not x or x.keys() != y.keys():
+        print(f"{b} vs {a}: missing results")
+        continue
+    ids = sorted(x)
+    X = np.stack([x[i] for i in ids]); Y = np.stack([y[i] for i in ids])
+    print(f"{b:>22} vs {a:<14} max|diff| {np.abs(X - Y).max():.3e} (max|x| {np.abs(X).max():.2f}), "
+          f"same argmax {(X.argmax(1) == Y.argmax(1)).mean():.4f}, finite {np.isfinite(Y).all()}")
+PY
+}
 for stage in "$@"; do
   case "$stage" in
     build)
@@ -55,32 +80,12 @@ for stage in "$@"; do
       run gcn-cuda-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --backend cuda --spmm aes:16
       run gcn-cpu-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --spmm aes:16
       grep -h 'halo exchange:' "$ds"/*int8*.log "$ds"/maxk-cuda-2.log
-      python3 - "$ds" <<'PY'
-import glob, sys, h5py, numpy as np
-ds = sys.argv[1]
-def load(d):
-    rows = {}
-    for f in sorted(glob.glob(d + "/part-*.h5")):
-        with h5py.File(f, "r") as h:
-            for gid, row in zip(h["global_ids"][:], h["output"][:]):
-                rows[int(gid)] = row
-    return rows
-def compare(a, b):
-    x, y = load(f"{ds}/{a}"), load(f"{ds}/{b}")
-    if not x or x.keys() != y.keys():
-        print(f"{b} vs {a}: missing results"); return
-    ids = sorted(x)
-    X = np.stack([x[i] for i in ids]); Y = np.stack([y[i] for i in ids])
-    err = np.abs(X - Y).max(); scale = np.abs(X).max()
-    same = (X.argmax(1) == Y.argmax(1)).mean()
-    print(f"{b:>22} vs {a:<14} max|diff| {err:.3e} (max|x| {scale:.2f}), "
-          f"same argmax {same:.4f}, finite {np.isfinite(Y).all()}")
-for layer in ["maxk", "agnn", "transformer", "gat", "gcn"]:
-    for other in ["cuda-1", "cuda-2", "cuda-exact-1"]:
-        compare(f"{layer}-cpu-1", f"{layer}-{other}")
-compare("gcn-cpu-1", "gcn-cuda-int8-2"); compare("agnn-cpu-1", "agnn-cuda-int8-2")
-compare("gcn-cpu-1", "gcn-cuda-aes-1"); compare("gcn-cpu-aes-1", "gcn-cuda-aes-1")
-PY
+      pairs=()
+      for layer in maxk agnn transformer gat gcn; do
+        for other in cuda-1 cuda-2 cuda-exact-1; do pairs+=("$layer-cpu-1:$layer-$other"); done
+      done
+      compare "$ds" "${pairs[@]}" gcn-cpu-1:gcn-cuda-int8-2 agnn-cpu-1:agnn-cuda-int8-2 \
+        gcn-cpu-1:gcn-cuda-aes-1 gcn-cpu-aes-1:gcn-cuda-aes-1
       ;;
     multi)
       ds=$out/multi; mkdir -p "$ds"
@@ -114,31 +119,12 @@ PY
           --backend cuda --spmm aes:64
       done
       grep -h -E 'halo exchange:|kernels chosen' -A2 "$ds"/*nccl*.log | head -30
-      python3 - "$ds" <<'PY'
-import glob, sys, h5py, numpy as np
-ds = sys.argv[1]
-def load(d):
-    rows = {}
-    for f in sorted(glob.glob(d + "/part-*.h5")):
-        with h5py.File(f, "r") as h:
-            for gid, row in zip(h["global_ids"][:], h["output"][:]):
-                rows[int(gid)] = row
-    return rows
-def compare(a, b):
-    x, y = load(f"{ds}/{a}"), load(f"{ds}/{b}")
-    if not x or x.keys() != y.keys():
-        print(f"{b} vs {a}: missing results"); return
-    ids = sorted(x)
-    X = np.stack([x[i] for i in ids]); Y = np.stack([y[i] for i in ids])
-    print(f"{b:>22} vs {a:<14} max|diff| {np.abs(X - Y).max():.3e} (max|x| {np.abs(X).max():.2f}), "
-          f"same argmax {(X.argmax(1) == Y.argmax(1)).mean():.4f}, finite {np.isfinite(Y).all()}")
-for layer in ["maxk", "agnn", "transformer", "gat", "gcn"]:
-    compare(f"{layer}-cpu-1", f"{layer}-nccl-2")
-compare("gcn-cpu-1", "gcn-nccl-int8-2")
-for L in ["gcn", "sage"]:
-    compare(f"f-{L}-cpu-1", f"f-{L}-int8-nccl-2")
-    compare(f"f-{L}-fp32-aes-1", f"f-{L}-int8-aes-1")
-PY
+      pairs=()
+      for layer in maxk agnn transformer gat gcn; do pairs+=("$layer-cpu-1:$layer-nccl-2"); done
+      for L in gcn sage; do
+        pairs+=("f-$L-cpu-1:f-$L-int8-nccl-2" "f-$L-fp32-aes-1:f-$L-int8-aes-1")
+      done
+      compare "$ds" "${pairs[@]}" gcn-cpu-1:gcn-nccl-int8-2
       "$bin/halo-partition" rmat:20:16 --parts 2 --symmetrize -q -o "$ds/r20.h5"
       for x in nccl nccl-int8; do
         "${mpi[@]}" -np 2 "$bin/halo-infer" "$ds/r20.h5" --random-model 128,128,64 --backend cuda \
