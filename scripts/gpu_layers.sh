@@ -107,6 +107,8 @@ for stage in "$@"; do
         args=(--random-model 64,64,32 --layer "$layer" --heads 2 --k 8)
         run "$layer-cpu-1" 1 "$ds/cora1.h5" "${args[@]}"
         run "$layer-nccl-2" 2 "$ds/cora2.h5" "${args[@]}" --backend cuda --exchange nccl
+        run "$layer-nccl-fast-2" 2 "$ds/cora2.h5" "${args[@]}" --backend cuda --exchange nccl \
+          --layer-timing-only
       done
       run gcn-nccl-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --backend cuda --exchange nccl-int8
       for L in gcn sage; do
@@ -120,7 +122,9 @@ for stage in "$@"; do
       done
       grep -h -E 'halo exchange:|kernels chosen' -A2 "$ds"/*nccl*.log | head -30
       pairs=()
-      for layer in maxk agnn transformer gat gcn; do pairs+=("$layer-cpu-1:$layer-nccl-2"); done
+      for layer in maxk agnn transformer gat gcn; do
+        pairs+=("$layer-cpu-1:$layer-nccl-2" "$layer-nccl-2:$layer-nccl-fast-2")
+      done
       for L in gcn sage; do
         pairs+=("f-$L-cpu-1:f-$L-int8-nccl-2" "f-$L-fp32-aes-1:f-$L-int8-aes-1")
       done

@@ -20,7 +20,10 @@ one() {  # graph dataset label halo-args -- pyg-args
   shift
   pyg=("$@")
   local res=$out/r-$graph-$label
-  "${mpi[@]}" "$bin/halo-infer" "$ds" "${halo[@]}" --backend cuda --repeat 20 --out "$res" -q \
+  # HALO_INFER_FLAGS: extra halo-infer options for every run (e.g. --layer-timing-only).
+  # shellcheck disable=SC2086
+  "${mpi[@]}" "$bin/halo-infer" "$ds" "${halo[@]}" ${HALO_INFER_FLAGS:-} --backend cuda \
+    --repeat 20 --out "$res" -q \
     >"$out/log-$graph-$label.txt" 2>&1 || { echo "halo-infer failed: $graph $label"; tail -3 "$out/log-$graph-$label.txt"; }
   PYTHONUNBUFFERED=1 timeout 600 python3 bench/pyg_gcn.py "$ds" "${pyg[@]}" --runs 20 \
     >"$out/pyg-$graph-$label.jsonl" 2>"$out/pyg-$graph-$label.err"

@@ -56,6 +56,12 @@ struct EngineOptions {
     std::vector<KernelMetadata> kernel_metadata;
     /// The kernel of the attention layers (agnn, transformer; gat always runs the exact path).
     AttentionKernel attention = AttentionKernel::fused;
+    /// Synchronize the backend after every step (GEMMs, interior and boundary aggregation, the
+    /// exchange's start and finish) so that LayerTiming splits the layer's time into compute,
+    /// spmm, dense and exchange. false: one synchronization per layer, LayerTiming::total only
+    /// (the other fields stay 0 except exchanged bytes): less host overhead on small graphs,
+    /// where those synchronizations cost as much as the kernels.
+    bool step_timing = true;
 };
 
 /// The kernel-metadata operator name of the operator a layer of `kind` aggregates with:
