@@ -220,14 +220,14 @@ struct Engine::Impl {
 
     struct Weights {
         Matrix weight, bias, root_weight, weight2, bias2;
-        Matrix query_weight, query_bias, key_weight, key_bias, value_weight, value_bias;
+        Matrix projection, projection_bias;  // transformer: [Wq | Wk | Wv (| W_root)], biases
         Matrix att_src, att_dst;  // gat: block-diagonal [out_dim, heads]
         Matrix el, er;            // gat: scores of destinations (owned) and sources (all rows)
         std::unique_ptr<MaxkPlan> maxk;
     };
     std::vector<Weights> weights;
     std::vector<Matrix> buffers;  // 4 work matrices of n_total x max_dim
-    Matrix wide;                  // transformer: K and V rows side by side, n_total x 2 out_dim
+    Matrix wide;  // transformer: [q | k | v | skip] rows, n_total x (3 or 4) out_dim
     // int8 input (run(QuantizedView)): the rows as bytes in words, and the column parameters.
     Matrix q_rows, q_scale, q_zero;
     std::optional<QuantizedView> int8_input;  // set while the first layer runs on it
@@ -250,7 +250,7 @@ struct Engine::Impl {
         for (const auto& layer : model.layers) {
             weights.push_back(prepare_weights(layer));
             if (layer.type == LayerType::transformer) {
-                wide_cols = std::max(wide_cols, 2 * layer.out_dim);
+                wide_cols = std::max(wide_cols, weights.back().projection.cols());
             }
         }
         for (int k = 0; k < 4; ++k) {
@@ -309,12 +309,32 @@ struct Engine::Impl {
         w.root_weight = upload(layer.root_weight, layer.root_weight.empty() ? 0 : in_w, out_w);
         w.weight2 = upload(layer.weight2, layer.weight2.empty() ? 0 : mid, out_w);
         w.bias2 = upload(layer.bias2, 1, layer.bias2.empty() ? 0 : out_w);
-        w.query_weight = upload(layer.query_weight, in_w, out_w);
-        w.query_bias = upload(layer.query_bias, 1, out_w);
-        w.key_weight = upload(layer.key_weight, in_w, out_w);
-        w.key_bias = upload(layer.key_bias, 1, out_w);
-        w.value_weight = upload(layer.value_weight, in_w, out_w);
-        w.value_bias = upload(layer.value_bias, 1, out_w);
+        if (layer.type == LayerType::transformer) {
+            // One GEMM computes q, k, v and the skip term: the weights side by side.
+            std::vector<const std::vector<float>*> blocks{&layer.query_weight, &layer.key_weight,
+                                                          &layer.value_weight};
+            std::vector<const std::vector<float>*> biases{&layer.query_bias, &layer.key_bias,
+                                                          &layer.value_bias};
+            if (!layer.root_weight.empty()) {
+                blocks.push_back(&layer.root_weight);
+                biases.push_back(nullptr);  // the skip bias is added with the activation
+            }
+            const auto width = static_cast<std::int64_t>(blocks.size()) * out_w;
+            std::vector<float> weight(static_cast<std::size_t>(in_w * width));
+            std::vector<float> bias(static_cast<std::size_t>(width), 0.0f);
+            for (std::size_t blk = 0; blk < blocks.size(); ++blk) {
+                const auto col0 = static_cast<std::int64_t>(blk) * out_w;
+                for (std::int64_t r = 0; r < in_w; ++r) {
+                    std::copy_n(blocks[blk]->begin() + r * out_w, out_w,
+                                weight.begin() + r * width + col0);
+                }
+                if (biases[blk] != nullptr && !biases[blk]->empty()) {
+                    std::copy_n(biases[blk]->begin(), out_w, bias.begin() + col0);
+                }
+            }
+            w.projection = upload(weight, in_w, width);
+            w.projection_bias = upload(bias, 1, width);
+        }
         if (layer.type == LayerType::gat) {
             w.att_src = block_diagonal(layer.att_src, layer.heads);
             w.att_dst = block_diagonal(layer.att_dst, layer.heads);
@@ -410,16 +430,22 @@ struct Engine::Impl {
         const RowRange interior = shard.interior_rows();
         const RowRange boundary = shard.boundary_rows();
         t.fp32_exchange_bytes += rows_moved * width * static_cast<std::int64_t>(sizeof(float));
+        // A part without boundary rows (one rank) or interior rows has nothing to run there.
+        auto compute_rows = [&](RowRange rows) {
+            if (!rows.empty()) {
+                compute(rows);
+            }
+        };
         if (!options.step_timing) {
             // The exchangers order their streams after the compute stream themselves (start)
             // and the compute stream after theirs (finish): no host synchronization is needed.
             exchanger.start(exchanged);
             if (options.overlap) {
-                compute(interior);
+                compute_rows(interior);
             }
             exchanger.finish();
             arrived();
-            compute(options.overlap ? boundary : RowRange{0, n_owned});
+            compute_rows(options.overlap ? boundary : RowRange{0, n_owned});
             return;
         }
         backend.synchronize();
@@ -428,7 +454,7 @@ struct Engine::Impl {
         t.exchange += seconds_since(t0);
         if (options.overlap) {
             t0 = std::chrono::steady_clock::now();
-            compute(interior);
+            compute_rows(interior);
             backend.synchronize();
             t.spmm += seconds_since(t0);
         }
@@ -444,7 +470,7 @@ struct Engine::Impl {
         t.waiting += waited;
         t0 = std::chrono::steady_clock::now();
         arrived();
-        compute(options.overlap ? boundary : RowRange{0, n_owned});
+        compute_rows(options.overlap ? boundary : RowRange{0, n_owned});
         backend.synchronize();
         t.spmm += seconds_since(t0);
     }
@@ -633,7 +659,7 @@ struct Engine::Impl {
                 });
                 return out;
             case LayerType::transformer:
-                forward_transformer(layer, w, x, b, c, a, timed, t);
+                forward_transformer(layer, w, x, a, timed, t);
                 break;  // bias (the skip connection's) and activation below
             case LayerType::gat:
                 forward_gat(layer, w, x, b, a, timed, t);
@@ -712,29 +738,29 @@ struct Engine::Impl {
             t);
     }
 
-    // transformer: q = x Wq + bq (buffer b), [k | v] (the wide buffer, exchanged), out (buffer a)
-    // = x W_root + per-head attention (buffer c); the skip bias and the activation follow.
+    // transformer: one GEMM x [Wq | Wk | Wv | W_root] + [bq | bk | bv | 0] into the wide buffer
+    // (n_total x 4 out_dim, or 3 without a skip connection), whose K | V columns the exchange
+    // carries; attention per head straight into the output (buffer a), then the skip columns
+    // added; the skip bias and the activation follow in forward().
     template <typename Timed>
-    void forward_transformer(const Layer& layer, Weights& w, DenseView<float> x, int b, int c,
-                             int a, Timed& timed, LayerTiming& t)
+    void forward_transformer(const Layer& layer, Weights& w, DenseView<float> x, int a,
+                             Timed& timed, LayerTiming& t)
     {
         const auto out_w = layer.out_dim;
         const auto heads = layer.heads;
         const auto d = layer.head_dim();
-        const DenseView<float> kv{wide.data(), n_total, 2 * out_w, 2 * out_w};
-        const auto k_all = columns(kv, 0, out_w);
-        const auto v_all = columns(kv, out_w, out_w);
-        const DenseView<float> k_owned{k_all.data, n_owned, out_w, k_all.ld};
-        const DenseView<float> v_owned{v_all.data, n_owned, out_w, v_all.ld};
-        const auto q = view(b, n_owned, out_w);
-        const auto att_out = view(c, n_owned, out_w);
+        const auto width = w.projection.cols();
+        const DenseView<float> all{wide.data(), n_total, width, width};
+        const auto q = columns(DenseView<float>{all.data, n_owned, width, width}, 0, out_w);
+        const auto kv = columns(all, out_w, 2 * out_w);
+        const auto k_all = columns(all, out_w, out_w);
+        const auto v_all = columns(all, 2 * out_w, out_w);
+        const auto out = view(a, n_owned, out_w);
         timed([&] {
-            backend.gemm(x, w.query_weight.view(), q, 1.0f, 0.0f);
-            backend.bias_activation(q, w.query_bias.data(), Activation::none, {0, n_owned});
-            backend.gemm(x, w.key_weight.view(), k_owned, 1.0f, 0.0f);
-            backend.bias_activation(k_owned, w.key_bias.data(), Activation::none, {0, n_owned});
-            backend.gemm(x, w.value_weight.view(), v_owned, 1.0f, 0.0f);
-            backend.bias_activation(v_owned, w.value_bias.data(), Activation::none, {0, n_owned});
+            const DenseView<float> owned{all.data, n_owned, width, width};
+            backend.gemm(x, w.projection.view(), owned, 1.0f, 0.0f);
+            backend.bias_activation(owned, w.projection_bias.data(), Activation::none,
+                                    {0, n_owned});
         });
         const float scale = 1.0f / std::sqrt(static_cast<float>(d));
         auto& att = *adjacency_attention;
@@ -743,19 +769,17 @@ struct Engine::Impl {
             [&](RowRange rows) {
                 for (std::int64_t h = 0; h < heads; ++h) {
                     att.run(columns(q, h * d, d), columns(k_all, h * d, d),
-                            columns(v_all, h * d, d), scale, columns(att_out, h * d, d), rows);
+                            columns(v_all, h * d, d), scale, columns(out, h * d, d), rows);
                 }
             },
             [] {}, t);
-        const auto out = view(a, n_owned, out_w);
-        timed([&] {
-            if (w.root_weight.data() != nullptr) {
-                backend.gemm(x, w.root_weight.view(), out, 1.0f, 0.0f);
-                backend.axpby(1.0f, att_out, 1.0f, out);
-            } else {
-                backend.axpby(1.0f, att_out, 0.0f, out);
-            }
-        });
+        if (width == 4 * out_w) {
+            timed([&] {
+                const auto root = columns(DenseView<float>{all.data, n_owned, width, width},
+                                          3 * out_w, out_w);
+                backend.axpby(1.0f, root, 1.0f, out);
+            });
+        }
     }
 
     // gat: z = x W (buffer b, exchanged), el = z a_dst (owned rows), er = z a_src (owned rows

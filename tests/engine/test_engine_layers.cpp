@@ -177,9 +177,14 @@ Rows oracle_layer(const halo::Csr& a, const halo::Layer& layer, const std::vecto
                          },
                          y);
             }
-            const auto root = o.matmul(x, layer.in_dim, layer.root_weight, out_w, layer.bias);
-            for (std::size_t t = 0; t < y.size(); ++t) {
-                y[t] += root[t];
+            for (std::int64_t i = 0; i < n; ++i) {
+                for (std::int64_t c = 0; c < out_w; ++c) {
+                    double skip = layer.bias.empty() ? 0.0 : layer.bias[c];
+                    for (std::int64_t p = 0; !layer.root_weight.empty() && p < layer.in_dim; ++p) {
+                        skip += x[i * layer.in_dim + p] * layer.root_weight[p * out_w + c];
+                    }
+                    y[i * out_w + c] += skip;
+                }
             }
             break;
         }
@@ -233,7 +238,7 @@ std::vector<float> run_engine(const halo::Csr& graph, const halo::Model& model,
 // [type in -> hidden, linear hidden -> 5]: checks the first layer's output against the oracle.
 void expect_layer_matches(const std::string& graph_name, halo::LayerType type, std::int64_t in,
                           std::int64_t hidden, const halo::RandomModelOptions& ropt = {},
-                          bool drop_weight = false)
+                          bool drop_weight = false, bool drop_root = false)
 {
     const auto graph = engine_test_graph(graph_name);
     if (graph.num_rows == 0) {
@@ -244,6 +249,9 @@ void expect_layer_matches(const std::string& graph_name, halo::LayerType type, s
     if (drop_weight) {
         model.layers.front().weight.clear();
         model.layers.front().bias.clear();
+    }
+    if (drop_root) {  // a transformer without the skip connection (root_weight=False)
+        model.layers.front().root_weight.clear();
     }
     auto head = halo::random_model(halo::LayerType::linear, {hidden, 5}, 18);
     model.layers.push_back(head.layers.front());
@@ -298,6 +306,7 @@ TEST(EngineLayers, TransformerMatchesOracle)
     expect_layer_matches("rmat:9", halo::LayerType::transformer, 12, 16, o);
     o.heads = 4;
     expect_layer_matches("rmat:9", halo::LayerType::transformer, 12, 16, o);
+    expect_layer_matches("rmat:9", halo::LayerType::transformer, 12, 16, o, false, true);
 }
 TEST(EngineLayers, GatMatchesOracle)
 {
