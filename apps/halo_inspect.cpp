@@ -221,6 +221,18 @@ int inspect_dataset(const Options& o)
                    shard.plan.recv_ranks.size(), shard.plan.num_send(),
                    halo::max_row_nnz(shard.csr.view()));
     }
+    // Kernel metadata stored with the parts (halo-partition --kernel-metadata, halo-infer
+    // --save-tuning), as kernel/operator groups; --check validates them.
+    for (int p = first; p < last; ++p) {
+        const auto names = halo::list_kernel_metadata(o.path, p);
+        if (!names.empty()) {
+            std::string list;
+            for (const auto& n : names) {
+                list += (list.empty() ? "" : ", ") + n;
+            }
+            fmt::print("part {} kernel metadata: {}\n", p, list);
+        }
+    }
     if (o.check) {
         halo::app::Stopwatch watch;
         halo::check_dataset(o.path);

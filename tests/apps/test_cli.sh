@@ -4,7 +4,10 @@
 #   2. halo-infer on 2 and 3 ranks equals 1 rank bit for bit (halo-inspect --compare --tolerance 0);
 #   3. a rank count different from the dataset's parts fails with a clear message;
 #   4. an injected fault on one rank makes the job exit non-zero within 30 s, with no manifest;
-#   5. a stale manifest from an earlier run does not survive a failed run.
+#   5. a stale manifest from an earlier run does not survive a failed run;
+#   6. kernel metadata for maxk and fused3s is stored and listed; maxk, agnn, transformer and gat
+#      layers on 2 ranks equal 1 rank bit for bit; --exchange int8 reports the bytes it saved;
+#      --spmm aes:W runs on the cpu backend and a W outside 16..1024 is refused.
 # Usage: test_cli.sh BIN_DIR MPIEXEC [DATA_DIR]
 set -uo pipefail
 bin=$1
@@ -80,6 +83,52 @@ if [ ! -e "$work/fault/manifest.json" ]; then
   pass "no manifest after the failed run"
 else
   fail "a manifest exists after the failed run"
+fi
+
+# 6. The layers and options of the MaxK, attention and AES issues.
+km=$work/km
+for p in 1 2; do
+  "$bin/halo-partition" rmat:11:8:5 --parts $p --symmetrize -q -o "$km-$p.h5" \
+    --kernel-metadata maxk,fused3s >/dev/null || fail "partition with --kernel-metadata ($p parts)"
+done
+if "$bin/halo-inspect" "$km-2.h5" --check >"$work/inspect.log" &&
+   grep -q "part 1 kernel metadata: .*fused3s/adjacency.*fused3s/gcn.*maxk/gcn" "$work/inspect.log"; then
+  pass "kernel metadata maxk and fused3s stored, listed and checked"
+else
+  fail "kernel metadata listing"; cat "$work/inspect.log"
+fi
+for layer in maxk agnn transformer gat; do
+  for p in 1 2; do
+    mpirun_n "$p" "$bin/halo-infer" "$km-$p.h5" --random-model 24,16,8 --layer "$layer" \
+      --heads 2 --k 4 --seed 3 --out "$work/out-km-$layer-$p" -q ||
+      fail "halo-infer $layer on $p ranks"
+  done
+  if "$bin/halo-inspect" "$work/out-km-$layer-2" --compare "$work/out-km-$layer-1" \
+       --tolerance 0 >"$work/cmp.log"; then
+    pass "$layer: 2 ranks equal 1 rank bit for bit"
+  else
+    fail "$layer: 2 ranks differ from 1 rank"; cat "$work/cmp.log"
+  fi
+done
+out=$(mpirun_n 2 "$bin/halo-infer" "$km-2.h5" --random-model 24,16,8 --exchange int8 \
+      --out "$work/out-int8" 2>&1)
+if grep -Eq "halo exchange: .* saved\)" <<<"$out"; then
+  pass "--exchange int8: $(grep -m1 'halo exchange:' <<<"$out")"
+else
+  fail "--exchange int8: $out"
+fi
+if mpirun_n 1 "$bin/halo-infer" "$km-1.h5" --random-model 24,16,8 --spmm aes:16 \
+     --out "$work/out-aes" -q; then
+  pass "--spmm aes:16 on the cpu backend"
+else
+  fail "--spmm aes:16 on the cpu backend"
+fi
+out=$(mpirun_n 1 "$bin/halo-infer" "$km-1.h5" --random-model 24,16,8 --spmm aes:9 \
+      --out "$work/out-aes9" 2>&1)
+if [ $? -ne 0 ] && grep -q "W = 9 outside \[16, 1024\]" <<<"$out"; then
+  pass "--spmm aes:9 refused: $(grep -m1 "W = 9" <<<"$out")"
+else
+  fail "--spmm aes:9 accepted: $out"
 fi
 
 if [ $failures -eq 0 ]; then
