@@ -63,6 +63,7 @@ struct Options {
     bool ignore_kernel_metadata = false;
     bool int8_features = false;
     bool layer_timing_only = false;
+    bool cuda_graph = false;
 };
 
 // "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
@@ -346,7 +347,12 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     }
     halo::EngineOptions eopt;
     eopt.overlap = !o.no_overlap;
-    eopt.step_timing = !o.layer_timing_only;
+    eopt.step_timing = !o.layer_timing_only && !o.cuda_graph;
+    eopt.replay = o.cuda_graph;
+    if (o.cuda_graph && (!cuda || size > 1 || o.save_layers)) {
+        HALO_THROW(halo::InputError, "--cuda-graph needs --backend cuda, one rank (a dataset of one "
+                                     "part) and no --save-layers");
+    }
     eopt.keep_layers = o.save_layers;
     eopt.dataset_normalization = info.normalization;
     eopt.attention =
@@ -392,10 +398,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         }
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
         run_seconds.push_back(watch.seconds());
-        double forward = 0.0;
-        for (const auto& t : engine.timings()) {
-            forward += t.total;
-        }
+        double forward = engine.forward_seconds();
         double slowest = 0.0;
         HALO_MPI_TRY(MPI_Allreduce(&forward, &slowest, 1, MPI_DOUBLE, MPI_MAX, world.comm()));
         forward_seconds.push_back(slowest);
@@ -512,7 +515,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["spmm"] = !o.spmm.empty() ? o.spmm : cuda ? "cusparse" : "reference";
         manifest["attention"] = o.attention;
         manifest["int8_features"] = o.int8_features;
-        manifest["step_timing"] = !o.layer_timing_only;
+        manifest["step_timing"] = !o.layer_timing_only && !o.cuda_graph;
+        manifest["cuda_graph"] = o.cuda_graph;
         manifest["num_parts"] = size;
         manifest["num_nodes"] = info.num_nodes;
         manifest["output_dim"] = model.output_dim();
@@ -656,6 +660,9 @@ int main(int argc, char** argv)
                  "synchronize once per layer instead of after every step: less overhead on "
                  "small graphs, but the per-layer compute / exchange split is not measured "
                  "(reported as 0)");
+    app.add_flag("--cuda-graph", o.cuda_graph,
+                 "record the forward pass as a CUDA graph on the second --repeat run and replay "
+                 "it (one rank; implies --layer-timing-only; per-layer times not measured)");
     app.add_flag("--sync-layers", o.sync_layers,
                  "barrier before every layer, so per-layer times exclude the ranks' arrival "
                  "skew (for measurements)");

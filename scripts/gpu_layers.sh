@@ -5,6 +5,8 @@
 #   tests    the GPU tests of those paths, plus the unit and mpi suites
 #   layers   halo-infer on cora, CUDA vs CPU backend, 1 and 2 ranks, every new layer type, and
 #            --exchange int8 / --spmm aes:W
+#   graph    one rank: every layer type with --cuda-graph (recorded and replayed) against the
+#            same run without it, and int8 features / AES with it
 #   multi    (one GPU per rank, 2 GPUs) the same layers over NCCL, --exchange nccl-int8,
 #            --int8-features, and R-MAT 20 on 2 GPUs: exchange time and bytes, fp32 vs int8 rows
 # Usage: scripts/gpu_layers.sh BUILD DATA OUT COMMIT STAGE...
@@ -86,6 +88,33 @@ for stage in "$@"; do
       done
       compare "$ds" "${pairs[@]}" gcn-cpu-1:gcn-cuda-int8-2 agnn-cpu-1:agnn-cuda-int8-2 \
         gcn-cpu-1:gcn-cuda-aes-1 gcn-cpu-aes-1:gcn-cuda-aes-1
+      ;;
+    graph)
+      ds=$out/graph; mkdir -p "$ds"
+      "$bin/halo-partition" "$data/cora.el.gz" --parts 1 --symmetrize -q -o "$ds/cora1.h5" \
+        --kernel-metadata maxk,fused3s
+      "$bin/halo-partition" "$data/cora.el.gz" --parts 1 --symmetrize -q --quantize int8 \
+        --features "$data/cora.feat.coo.txt.gz" -o "$ds/coraq.h5"
+      run() {
+        local name=$1 file=$2; shift 2
+        "${mpi[@]}" -np 1 "$bin/halo-infer" "$file" --out "$ds/$name" --backend cuda "$@" \
+          >"$ds/$name.log" 2>&1 || { echo "FAILED $name"; tail -5 "$ds/$name.log"; }
+      }
+      pairs=()
+      for layer in maxk agnn transformer gat gcn sage gin; do
+        args=(--random-model 64,64,32 --layer "$layer" --heads 2 --k 8 --repeat 5)
+        run "$layer" "$ds/cora1.h5" "${args[@]}"
+        run "$layer-graph" "$ds/cora1.h5" "${args[@]}" --cuda-graph
+        grep -h "recorded\|not recorded" "$ds/$layer-graph.log"
+        pairs+=("$layer:$layer-graph")
+      done
+      args=(--random-model 1433,1433,7 --int8-features --spmm aes:64 --repeat 5)
+      run int8 "$ds/coraq.h5" "${args[@]}"
+      run int8-graph "$ds/coraq.h5" "${args[@]}" --cuda-graph
+      grep -h "recorded\|not recorded" "$ds/int8-graph.log"
+      compare "$ds" "${pairs[@]}" int8:int8-graph
+      grep -h "forward" "$ds"/*.log | sed 's/^/  /' | head -20
+      rm -f "$ds"/*.h5
       ;;
     multi)
       ds=$out/multi; mkdir -p "$ds"

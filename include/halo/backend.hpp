@@ -180,6 +180,15 @@ public:
                                  RowRange rows) = 0;
     /// y[i, :] = x[i, :] / max(||x[i, :]||_2, 1e-12) (torch.nn.functional.normalize); equal shapes.
     virtual void normalize_rows(DenseView<const float> x, DenseView<float> y) = 0;
+    /// Recording for replay (CUDA graphs): begin_capture() starts recording the work issued from
+    /// now on instead of running it, and returns false (changing nothing) when the backend cannot
+    /// record; end_capture() ends the recording and prepares it, replay() issues the recorded
+    /// work again. Nothing may synchronize or allocate while recording: such a call fails, and
+    /// end_capture() then throws halo::Error (the recording is dropped).
+    virtual bool begin_capture() { return false; }
+    virtual void end_capture() {}
+    virtual void replay() {}
+
     /// Waits for all work issued so far.
     virtual void synchronize() = 0;
 };

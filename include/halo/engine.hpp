@@ -62,6 +62,13 @@ struct EngineOptions {
     /// (the other fields stay 0 except exchanged bytes): less host overhead on small graphs,
     /// where those synchronizations cost as much as the kernels.
     bool step_timing = true;
+    /// Record the forward pass once (a CUDA graph, on backends that can) and replay it on later
+    /// runs: one launch instead of one per kernel, for small graphs where launches dominate.
+    /// Only for a single part without step_timing and keep_layers; the first run() runs as usual
+    /// (plans allocate then), the second records and replays, later ones replay. When recording
+    /// fails the engine runs as usual and kernel_report() says why. LayerTiming is then not
+    /// measured per layer: forward_seconds() gives the replay's time.
+    bool replay = false;
 };
 
 /// The kernel-metadata operator name of the operator a layer of `kind` aggregates with:
@@ -107,6 +114,8 @@ public:
     std::vector<float> run(const QuantizedView& features);
 
     const std::vector<LayerTiming>& timings() const { return timings_; }
+    /// Wall time of the last run's layers (the sum of timings()[l].total, or the replay's time).
+    double forward_seconds() const { return forward_seconds_; }
     /// The run-time decisions of the operators' SpMM plans (SpmmPlan::report(), e.g. the
     /// autotuned kernel per row range and width), concatenated; empty when no plan decides.
     std::string kernel_report() const;
@@ -123,6 +132,7 @@ private:
     std::unique_ptr<Impl> impl_;
     std::vector<LayerTiming> timings_;
     std::vector<std::vector<float>> layer_outputs_;
+    double forward_seconds_ = 0.0;
 };
 
 /// The exchanger of a single-part run (no peers: start and finish do nothing). Throws

@@ -106,6 +106,7 @@ public:
 
     ~CudaBackend() override
     {
+        drop_graph();
         for (auto& event : stage_events_) {
             if (event != nullptr) {
                 static_cast<void>(cudaEventDestroy(event));
@@ -298,9 +299,50 @@ public:
         cuda::normalize_rows(ctx_.compute_stream(), x, y);
     }
 
+    bool begin_capture() override
+    {
+        drop_graph();
+        // Thread-local mode: this thread's calls that cannot be recorded (allocations,
+        // synchronizations) fail instead of silently running outside the graph.
+        HALO_CUDA_TRY(
+            cudaStreamBeginCapture(ctx_.compute_stream(), cudaStreamCaptureModeThreadLocal));
+        return true;
+    }
+
+    void end_capture() override
+    {
+        cudaGraph_t graph = nullptr;
+        const auto status = cudaStreamEndCapture(ctx_.compute_stream(), &graph);
+        if (status != cudaSuccess || graph == nullptr) {
+            static_cast<void>(cudaGetLastError());  // the capture's error, now reported here
+            HALO_THROW(Error, "recording the forward pass as a CUDA graph failed: ",
+                       cudaGetErrorString(status));
+        }
+        graph_ = graph;
+        HALO_CUDA_TRY(cudaGraphInstantiate(&graph_exec_, graph_, 0));
+    }
+
+    void replay() override
+    {
+        HALO_EXPECTS(graph_exec_ != nullptr, "replay() without a recording");
+        HALO_CUDA_TRY(cudaGraphLaunch(graph_exec_, ctx_.compute_stream()));
+    }
+
     void synchronize() override { HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream())); }
 
 private:
+    void drop_graph() noexcept
+    {
+        if (graph_exec_ != nullptr) {
+            static_cast<void>(cudaGraphExecDestroy(graph_exec_));
+            graph_exec_ = nullptr;
+        }
+        if (graph_ != nullptr) {
+            static_cast<void>(cudaGraphDestroy(graph_));
+            graph_ = nullptr;
+        }
+    }
+
     void ensure_staging()
     {
         if (staging_[0].data() != nullptr) {
@@ -416,6 +458,8 @@ private:
 
     SpmmAlgorithm spmm_;
     AesOptions aes_;
+    cudaGraph_t graph_ = nullptr;  // the recording of begin_capture() .. end_capture()
+    cudaGraphExec_t graph_exec_ = nullptr;
     PinnedBuffer<char> staging_[2];
     cudaEvent_t stage_events_[2] = {nullptr, nullptr};
 };

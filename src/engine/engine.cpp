@@ -232,6 +232,22 @@ struct Engine::Impl {
     Matrix q_rows, q_scale, q_zero;
     std::optional<QuantizedView> int8_input;  // set while the first layer runs on it
     std::map<Aggregation, std::unique_ptr<QuantizedSpmmPlan>> quantized_operators;
+    std::optional<QuantizedView> int8_input_host;  // the host rows of the current run, if int8
+    // EngineOptions::replay: runs so far, the recording's output buffer and input kind, and why
+    // recording failed (empty: it did not).
+    int runs = 0;
+    bool recorded = false;
+    bool recorded_int8 = false;
+    int recorded_out = -1;
+    std::string replay_note;
+
+    std::vector<float> download(int buffer)
+    {
+        const auto out_w = model.output_dim();
+        std::vector<float> out(static_cast<std::size_t>(n_owned * out_w));
+        backend.copy_to_host(view(buffer, n_owned, out_w), out.data());
+        return out;
+    }
 
     Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m, EngineOptions o)
         : backend(b),
@@ -857,6 +873,15 @@ std::string Engine::kernel_report() const
     if (impl_->adjacency_attention) {
         out += "attention over A (transformer): " + impl_->adjacency_attention->algorithm() + "\n";
     }
+    if (impl_->options.replay) {
+        out += impl_->recorded ? std::string("forward pass recorded once and replayed\n")
+                               : "forward pass not recorded: " +
+                                     (impl_->replay_note.empty()
+                                          ? std::string("needs one part, no step timing, no "
+                                                        "kept layers, and a second run")
+                                          : impl_->replay_note) +
+                                     "\n";
+    }
     return out;
 }
 
@@ -896,9 +921,14 @@ std::vector<float> Engine::run(const QuantizedView& features)
                  "int8 features of ", features.rows, " x ", features.cols, ", expected ",
                  im.n_owned, " x ", in_w);
     im.load_quantized(features);
+    im.int8_input_host = features;
     struct Reset {
         Impl& im;
-        ~Reset() { im.int8_input.reset(); }
+        ~Reset()
+        {
+            im.int8_input.reset();
+            im.int8_input_host.reset();
+        }
     } reset{im};
     return run_layers();
 }
@@ -908,6 +938,51 @@ std::vector<float> Engine::run_layers()
     auto& im = *impl_;
     timings_.assign(im.model.layers.size(), {});
     layer_outputs_.clear();
+    const bool replayable = im.options.replay && !im.has_peers && !im.options.step_timing &&
+                            !im.options.keep_layers;
+    const bool int8 = im.int8_input.has_value();
+    if (replayable && im.recorded && im.recorded_int8 == int8) {
+        const auto t0 = std::chrono::steady_clock::now();
+        im.backend.replay();
+        im.backend.synchronize();
+        forward_seconds_ = seconds_since(t0);
+        return im.download(im.recorded_out);
+    }
+    if (replayable && im.runs > 0 && im.replay_note.empty()) {
+        // Record (plans allocated what they need in the first run), then replay the recording.
+        if (im.backend.begin_capture()) {
+            try {
+                int cur = 0;
+                for (std::size_t l = 0; l < im.model.layers.size(); ++l) {
+                    cur = im.forward(l, cur, timings_[l]);
+                    im.int8_input.reset();
+                }
+                im.backend.end_capture();
+                im.recorded = true;
+                im.recorded_int8 = int8;
+                im.recorded_out = cur;
+            } catch (const Error& e) {
+                try {
+                    im.backend.end_capture();
+                } catch (const Error&) {  // the recording is dropped either way
+                }
+                im.replay_note = e.message();
+            }
+            if (im.recorded) {
+                const auto t0 = std::chrono::steady_clock::now();
+                im.backend.replay();
+                im.backend.synchronize();
+                forward_seconds_ = seconds_since(t0);
+                return im.download(im.recorded_out);
+            }
+            if (int8) {
+                im.load_quantized(*im.int8_input_host);  // the failed recording consumed it
+            }
+        } else {
+            im.replay_note = "the " + im.backend.name() + " backend cannot record";
+        }
+    }
+    ++im.runs;
     int cur = 0;
     for (std::size_t l = 0; l < im.model.layers.size(); ++l) {
         auto& t = timings_[l];
@@ -930,10 +1005,11 @@ std::vector<float> Engine::run_layers()
             layer_outputs_.push_back(std::move(host));
         }
     }
-    const auto out_w = im.model.output_dim();
-    std::vector<float> out(static_cast<std::size_t>(im.n_owned * out_w));
-    im.backend.copy_to_host(im.view(cur, im.n_owned, out_w), out.data());
-    return out;
+    forward_seconds_ = 0.0;
+    for (const auto& t : timings_) {
+        forward_seconds_ += t.total;
+    }
+    return im.download(cur);
 }
 
 }  // namespace halo

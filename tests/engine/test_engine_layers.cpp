@@ -393,3 +393,28 @@ TEST(EngineLayers, Int8FeaturesEqualDequantizedFeatures)
         }
     }
 }
+
+// EngineOptions::replay on a backend that cannot record: every run computes as usual and the
+// kernel report says why nothing was recorded.
+TEST(EngineLayers, ReplayFallsBackWhereTheBackendCannotRecord)
+{
+    const auto graph = engine_test_graph("rmat:8");
+    const std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    std::vector<halo::global_id> ids(graph.num_rows);
+    std::iota(ids.begin(), ids.end(), 0);
+    const auto x = halo::random_node_features(ids, 8, 5);
+    const auto model = halo::random_model(halo::LayerType::gcn, {8, 8, 4}, 3);
+    auto backend = halo::make_cpu_backend();
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::EngineOptions options;
+    options.replay = true;
+    options.step_timing = false;
+    halo::Engine engine(*backend, *exchanger, shard, model, options);
+    const auto first = engine.run(x);
+    const auto second = engine.run(x);
+    EXPECT_EQ(first, second);
+    EXPECT_GT(engine.forward_seconds(), 0.0);
+    EXPECT_NE(engine.kernel_report().find("cannot record"), std::string::npos)
+        << engine.kernel_report();
+}
