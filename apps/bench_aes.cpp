@@ -55,12 +55,7 @@ struct AesBenchOptions {
     std::vector<std::int64_t> ws{16, 32, 64, 128, 256, 512, 1024};
     std::string features = "both";
     std::vector<std::string> scalings{"sample_sum"};
-    int warmup = 10;
-    int runs = 100;
-    std::int64_t check_rows = 2000;
-    std::uint64_t seed = 1;
-    int device = 0;
-    std::string json;
+    KernelRunOptions run;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -282,21 +277,6 @@ Record make_record(std::string kernel, std::string features, std::int64_t w, std
     return r;
 }
 
-template <typename Launch>
-Stats time_runs(const AesBenchOptions& o, cudaStream_t stream, std::int64_t sets, Launch&& launch)
-{
-    for (int w = 0; w < o.warmup; ++w) {
-        launch(w % sets);
-    }
-    bench::EventTimer timer(stream, o.runs);
-    for (int r = 0; r < o.runs; ++r) {
-        timer.start(r);
-        launch((o.warmup + r) % sets);
-        timer.stop(r);
-    }
-    return summarize(timer.elapsed_ms());
-}
-
 std::vector<float> gather(const float* y, const Csr& a, std::int64_t dim, const CheckSet& cs,
                           cudaStream_t stream)
 {
@@ -334,7 +314,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
         }
     }
 
-    BenchDevice device(o.device);
+    BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
     const cudaStream_t stream = ctx.compute_stream();
     fmt::print("device {}: {} ({} SMs, L2 {}), copy bandwidth {:.0f} GB/s\n", device.info.index,
@@ -345,7 +325,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
     const Csr& a = graph.csr;
     fmt::print("graph {}: {} rows, {} nonzeros, max row {} nonzeros, {}\n", graph.source,
                a.num_rows, a.nnz(), max_row_nnz(a.view()), a.has_values() ? "valued" : "pattern");
-    const auto cs = make_check_set(a, o.check_rows, o.seed + 1);
+    const auto cs = make_check_set(a, o.run.check_rows, o.run.seed + 1);
     Csr sub_abs = cs.sub;
     sub_abs.values = abs_of(std::move(sub_abs.values));
     fmt::print("checking {} rows{}\n", cs.rows.size(), cs.sampled ? " (seeded sample)" : "");
@@ -369,7 +349,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
 
     for (const auto dim : o.dims) {
         const auto in =
-            make_inputs(ctx, a, dim, want_int8, device.info.l2_cache_bytes, o.seed + dim);
+            make_inputs(ctx, a, dim, want_int8, device.info.l2_cache_bytes, o.run.seed + dim);
         fmt::print("\nd = {}: {} buffer set(s)\n", dim, in.sets);
         // The checked rows' features, packed in cs.columns order, for the references.
         std::vector<float> xs(cs.columns.size() * static_cast<std::size_t>(dim));
@@ -436,7 +416,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
         bench::check_last_error();
         base.check =
             compare_tolerance(gather(in.y_exact.data(), a, dim, cs, stream), cs.sub, xs, dim);
-        base.ms = time_runs(o, stream, in.sets, [&](std::int64_t s) {
+        base.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
             cusparse->run({in.x_set(s), a.num_cols, dim, dim}, {in.y_set(s), a.num_rows, dim, dim},
                           {0, a.num_rows});
         });
@@ -457,7 +437,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
             rec.check = compare_sampled(gather(in.y_set(0), a, dim, cs, stream), want, mag,
                                         slots_per_row(0), dim);
             rec.rel_frobenius = frobenius(in.y_set(0));
-            rec.ms = time_runs(o, stream, in.sets, [&](std::int64_t s) {
+            rec.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
                 plan->run(in.q_set(s, a.num_cols), {in.y_set(s), a.num_rows, dim, dim},
                           {0, a.num_rows});
             });
@@ -509,7 +489,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
                         rec.check = compare_sampled(gather(in.y_set(0), a, dim, cs, stream), want,
                                                     mag, slots_per_row(w), dim);
                         rec.rel_frobenius = frobenius(in.y_set(0));
-                        rec.ms = time_runs(o, stream, in.sets, launch);
+                        rec.ms = time_launches(o.run, stream, in.sets, launch);
                         rec.sets = in.sets;
                         finish(rec, stats[wi].slots, int8, baseline_ms);
                     } catch (const Error& e) {
@@ -547,7 +527,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
     }
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
 
-    if (!o.json.empty()) {
+    if (!o.run.json.empty()) {
         Json doc = provenance_json("halo-bench aes", date, command);
         doc["device"] = device.device_json();
         doc["graph"] = graph_json(graph, o.graph);
@@ -556,9 +536,9 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
                            {"ws", o.ws},
                            {"features", o.features},
                            {"scalings", o.scalings},
-                           {"warmup", o.warmup},
-                           {"runs", o.runs},
-                           {"seed", o.seed},
+                           {"warmup", o.run.warmup},
+                           {"runs", o.run.runs},
+                           {"seed", o.run.seed},
                            {"check_rows", cs.rows.size()},
                            {"check_sampled", cs.sampled}};
         Json sampling = Json::array();
@@ -599,8 +579,8 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
             list.push_back(std::move(j));
         }
         doc["results"] = std::move(list);
-        write_file_atomic(o.json, doc.dump(2) + "\n");
-        fmt::print("wrote {}\n", o.json);
+        write_file_atomic(o.run.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.run.json);
     }
     return failures ? 3 : 0;
 }
@@ -630,19 +610,7 @@ void add_aes_command(CLI::App& app, const std::string& command, int& exit_code)
         ->delimiter(',')
         ->check(CLI::IsMember({"sample_sum", "rescaled"}))
         ->capture_default_str();
-    cmd->add_option("--warmup", o->warmup, "untimed launches per measurement")
-        ->check(CLI::Range(0, 1 << 20))
-        ->capture_default_str();
-    cmd->add_option("--runs", o->runs, "timed launches per measurement (median reported)")
-        ->check(CLI::Range(1, 1 << 20))
-        ->capture_default_str();
-    cmd->add_option("--check-rows", o->check_rows,
-                    "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
-        ->capture_default_str();
-    cmd->add_option("--seed", o->seed, "seed of X and of the checked-row sample")
-        ->capture_default_str();
-    cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
-    cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+    add_kernel_run_options(*cmd, o->run, "seed of X and of the checked-row sample");
     cmd->callback([o, &command, &exit_code] {
         exit_code =
             app::run_guarded("halo-bench aes", [&] { return run_aes(*o, command); });

@@ -48,12 +48,7 @@ struct AttentionOptions {
     std::vector<std::int64_t> dims{64, 128};
     double scale = 0;  // 0: 1 / sqrt(d)
     bool ablation = false;
-    int warmup = 10;
-    int runs = 100;
-    std::int64_t check_rows = 2000;
-    std::uint64_t seed = 1;
-    int device = 0;
-    std::string json;
+    KernelRunOptions run;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -213,42 +208,9 @@ struct Sets {
     }
 };
 
-struct Timing {
-    Stats ms;
-    std::int64_t sets = 0;
-};
-
-template <typename Launch>
-Timing time_runs(const AttentionOptions& o, cudaStream_t stream, std::int64_t sets, Launch&& launch)
-{
-    for (int w = 0; w < o.warmup; ++w) {
-        launch(w % sets);
-    }
-    bench::EventTimer timer(stream, o.runs);
-    for (int r = 0; r < o.runs; ++r) {
-        timer.start(r);
-        launch((o.warmup + r) % sets);
-        timer.stop(r);
-    }
-    bench::check_last_error();
-    return {summarize(timer.elapsed_ms()), sets};
-}
-
 Json time_json(const Timing& t)
 {
     return {{"median", t.ms.median}, {"min", t.ms.min}, {"max", t.ms.max}};
-}
-
-double geomean(const std::vector<double>& v)
-{
-    if (v.empty()) {
-        return 0;
-    }
-    double log_sum = 0;
-    for (const auto x : v) {
-        log_sum += std::log(x);
-    }
-    return std::exp(log_sum / static_cast<double>(v.size()));
 }
 
 struct Record {
@@ -283,7 +245,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
                        " is not supported by the fused kernel (32, 64, 128, 256)");
         }
     }
-    BenchDevice device(o.device);
+    BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
     const auto stream = ctx.compute_stream();
     const double copy_gb_per_s = device.copy_gb_per_s();
@@ -316,7 +278,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
     ctx.synchronize();
     fmt::print("plans ready in {:.1f} ms\n", setup.seconds() * 1e3);
 
-    const auto cs = make_check_set(a, o.check_rows, o.seed);
+    const auto cs = make_check_set(a, o.run.check_rows, o.run.seed);
     fmt::print("checking {} rows{}\n", cs.rows.size(),
                cs.sampled ? " (a seeded sample plus the first, last and longest)" : " (all)");
 
@@ -337,7 +299,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
             o.scale > 0 ? static_cast<float>(o.scale) : 1.0f / std::sqrt(static_cast<float>(d));
         Sets sets(a.num_rows, a.num_cols, d, device.info.l2_cache_bytes);
         for (std::int64_t s = 0; s < sets.count; ++s) {
-            const auto seed = o.seed + 1000 * static_cast<std::uint64_t>(d) + 3 * s;
+            const auto seed = o.run.seed + 1000 * static_cast<std::uint64_t>(d) + 3 * s;
             bench::fill_uniform(sets.base(s) + sets.q, static_cast<std::size_t>(a.num_rows * d),
                                 seed, -1.0f, 1.0f, stream);
             bench::fill_uniform(sets.base(s) + sets.k, static_cast<std::size_t>(a.num_cols * d),
@@ -382,7 +344,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
             base.check =
                 compare(cs, gather(sets.out(0), cs.rows, stream), ref, d,
                         std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v);
-            base.time = time_runs(o, stream, sets.count, [&](std::int64_t s) {
+            base.time = time_launch_sets(o.run, stream, sets.count, [&](std::int64_t s) {
                 unfused->run(sets.cq(s), sets.ck(s), sets.cv(s), scale, sets.out(s), {0, n});
             });
             base.status = base.check.bad_rows > 0 ? "FAILED" : "ok";
@@ -419,7 +381,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
                     launch(0);
                     rec.check = compare(cs, gather(sets.out(0), cs.rows, stream), ref, d,
                                         kFusedTolerance, std::numeric_limits<double>::infinity());
-                    rec.time = time_runs(o, stream, sets.count, launch);
+                    rec.time = time_launch_sets(o.run, stream, sets.count, launch);
                     rec.status = rec.check.bad_rows > 0 ? "FAILED" : "ok";
                 } catch (const Error& e) {
                     rec.status = "ERROR";
@@ -477,7 +439,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
     }
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
 
-    if (!o.json.empty()) {
+    if (!o.run.json.empty()) {
         Json doc = provenance_json("halo-bench attention", date, command);
         doc["device"] = device.device_json();
         doc["graph"] = graph_json(graph, o.graph);
@@ -485,9 +447,9 @@ int run_attention(const AttentionOptions& o, const std::string& command)
         doc["settings"] = {{"dims", o.dims},
                            {"scale", o.scale > 0 ? Json(o.scale) : Json("1/sqrt(d)")},
                            {"ablation", o.ablation},
-                           {"warmup", o.warmup},
-                           {"runs", o.runs},
-                           {"seed", o.seed},
+                           {"warmup", o.run.warmup},
+                           {"runs", o.run.runs},
+                           {"seed", o.run.seed},
                            {"check_rows", cs.rows.size()},
                            {"check_sampled", cs.sampled},
                            {"fused_row_tolerance", kFusedTolerance},
@@ -523,8 +485,8 @@ int run_attention(const AttentionOptions& o, const std::string& command)
         }
         doc["results"] = std::move(list);
         doc["summary"] = std::move(summary);
-        write_file_atomic(o.json, doc.dump(2) + "\n");
-        fmt::print("wrote {}\n", o.json);
+        write_file_atomic(o.run.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.run.json);
     }
     return failures ? 3 : 0;
 }
@@ -546,19 +508,7 @@ void add_attention_command(CLI::App& app, const std::string& command, int& exit_
     cmd->add_flag("--ablation", o->ablation,
                   "also time the fused kernel without row-window reordering and/or register "
                   "remapping");
-    cmd->add_option("--warmup", o->warmup, "untimed launches per measurement")
-        ->check(CLI::Range(0, 1 << 20))
-        ->capture_default_str();
-    cmd->add_option("--runs", o->runs, "timed launches per measurement (median reported)")
-        ->check(CLI::Range(1, 1 << 20))
-        ->capture_default_str();
-    cmd->add_option("--check-rows", o->check_rows,
-                    "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
-        ->capture_default_str();
-    cmd->add_option("--seed", o->seed, "seed of Q, K, V and of the checked-row sample")
-        ->capture_default_str();
-    cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
-    cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+    add_kernel_run_options(*cmd, o->run, "seed of Q, K, V and of the checked-row sample");
     cmd->callback([o, &command, &exit_code] {
         exit_code = app::run_guarded("halo-bench attention",
                                      [&] { return run_attention(*o, command); });

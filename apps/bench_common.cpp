@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -58,6 +59,34 @@ Stats summarize(std::vector<double> values)
     s.min = values.front();
     s.max = values.back();
     return s;
+}
+
+double geomean(const std::vector<double>& values)
+{
+    if (values.empty()) {
+        return 0;
+    }
+    double log_sum = 0;
+    for (const auto x : values) {
+        log_sum += std::log(x);
+    }
+    return std::exp(log_sum / static_cast<double>(values.size()));
+}
+
+void add_kernel_run_options(CLI::App& cmd, KernelRunOptions& o, const std::string& seed_help)
+{
+    cmd.add_option("--warmup", o.warmup, "untimed launches per measurement")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    cmd.add_option("--runs", o.runs, "timed launches per measurement (median reported)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    cmd.add_option("--check-rows", o.check_rows,
+                   "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
+        ->capture_default_str();
+    cmd.add_option("--seed", o.seed, seed_help)->capture_default_str();
+    cmd.add_option("--device", o.device, "CUDA device index")->capture_default_str();
+    cmd.add_option("--json", o.json, "also write the results as JSON to this file");
 }
 
 std::string utc_now_iso()

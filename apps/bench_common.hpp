@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "halo/csr.hpp"
@@ -29,6 +30,55 @@ struct Stats {
 /// Median (mean of the two middle values for an even count), min and max; throws
 /// halo::LogicError on an empty list.
 Stats summarize(std::vector<double> values);
+
+/// Geometric mean; 0 for an empty list.
+double geomean(const std::vector<double>& values);
+
+/// The timing, checking and output options of the kernel modes (attention, maxk, aes).
+struct KernelRunOptions {
+    int warmup = 10;
+    int runs = 100;
+    std::int64_t check_rows = 2000;
+    std::uint64_t seed = 1;
+    int device = 0;
+    std::string json;
+};
+
+/// Adds --warmup, --runs, --check-rows, --seed (what it seeds: `seed_help`), --device and --json.
+void add_kernel_run_options(CLI::App& cmd, KernelRunOptions& o, const std::string& seed_help);
+
+/// `o.runs` launches timed with CUDA events on `stream` after `o.warmup` untimed ones;
+/// launch(s) runs on input set s, rotated over `sets` (so inputs larger than L2 are not reused).
+/// Checks the launches' errors; median, min and max in ms.
+template <typename Launch>
+Stats time_launches(const KernelRunOptions& o, cudaStream_t stream, std::int64_t sets,
+                    Launch&& launch)
+{
+    for (int w = 0; w < o.warmup; ++w) {
+        launch(w % sets);
+    }
+    cuda::bench::EventTimer timer(stream, o.runs);
+    for (int r = 0; r < o.runs; ++r) {
+        timer.start(r);
+        launch((o.warmup + r) % sets);
+        timer.stop(r);
+    }
+    cuda::bench::check_last_error();
+    return summarize(timer.elapsed_ms());
+}
+
+/// A timing with the number of input sets it rotated over (for the JSON record).
+struct Timing {
+    Stats ms;
+    std::int64_t sets = 0;
+};
+
+template <typename Launch>
+Timing time_launch_sets(const KernelRunOptions& o, cudaStream_t stream, std::int64_t sets,
+                        Launch&& launch)
+{
+    return {time_launches(o, stream, sets, std::forward<Launch>(launch)), sets};
+}
 
 /// "2026-11-21T10:00:00Z".
 std::string utc_now_iso();

@@ -276,8 +276,9 @@ void check_same_features(const LoadBenchOptions& o, int& failures)
     const auto a = read_stored_features(o.fp32, o.part);
     const auto b = read_stored_features(o.int8, o.part);
     if (a.feature_type != "float32" || b.feature_type != "int8") {
-        HALO_THROW(InputError, "--fp32 ", o.fp32, " holds ", a.feature_type, " features and --int8 ",
-                   o.int8, " holds ", b.feature_type, " (expected float32 and int8)");
+        HALO_THROW(InputError, "--fp32 ", o.fp32, " holds ", a.feature_type,
+                   " features and --int8 ", o.int8, " holds ", b.feature_type,
+                   " (expected float32 and int8)");
     }
     if (a.rows != b.rows || a.cols != b.cols) {
         HALO_THROW(InputError, o.fp32, " part ", o.part, " has features [", a.rows, ", ", a.cols,
@@ -288,8 +289,9 @@ void check_same_features(const LoadBenchOptions& o, int& failures)
     for (std::int64_t i = 0; i < a.rows && bad == 0; ++i) {
         for (std::int64_t j = 0; j < a.cols; ++j) {
             const auto p = b.int8.view().params(j);
-            const float x = a.fp32[static_cast<std::size_t>(i * a.cols + j)];
-            const float q = dequantize_int8(b.int8.data[static_cast<std::size_t>(i * a.cols + j)], p);
+            const auto k = static_cast<std::size_t>(i * a.cols + j);
+            const float x = a.fp32[k];
+            const float q = dequantize_int8(b.int8.data[k], p);
             const double bound = 0.5 * p.scale * (1 + 1e-5) + 1e-6 * std::fabs(x);
             if (!(std::fabs(static_cast<double>(q) - x) <= bound)) {
                 fmt::print("FAIL: {} row {} column {}: float32 {} but int8 dequantizes to {} "

@@ -54,12 +54,7 @@ struct MaxkOptions {
     std::vector<std::string> variants{"maxk", "decoupled", "no_slots", "no_atomic_aware",
                                       "no_slots_no_atomic_aware"};
     std::int32_t warps_per_block = 12;
-    int warmup = 10;
-    int runs = 100;
-    std::int64_t check_rows = 2000;
-    std::uint64_t seed = 1;
-    int device = 0;
-    std::string json;
+    KernelRunOptions run;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -210,11 +205,6 @@ struct CbsrSets {
 // ---------------------------------------------------------------------------------------------
 // Records.
 
-struct Timing {
-    Stats ms;
-    std::int64_t sets = 0;
-};
-
 struct SsdRecord {
     std::int64_t k = 0;
     std::int32_t group_size = 0;
@@ -238,34 +228,6 @@ struct TopkRecord {
     std::int64_t mismatched_rows = 0;
     double roofline_fraction = 0;
 };
-
-template <typename Launch>
-Timing time_runs(const MaxkOptions& o, cudaStream_t stream, std::int64_t sets, Launch&& launch)
-{
-    for (int w = 0; w < o.warmup; ++w) {
-        launch(w % sets);
-    }
-    bench::EventTimer timer(stream, o.runs);
-    for (int r = 0; r < o.runs; ++r) {
-        timer.start(r);
-        launch((o.warmup + r) % sets);
-        timer.stop(r);
-    }
-    bench::check_last_error();
-    return {summarize(timer.elapsed_ms()), sets};
-}
-
-double geomean(const std::vector<double>& v)
-{
-    if (v.empty()) {
-        return 0;
-    }
-    double log_sum = 0;
-    for (const auto x : v) {
-        log_sum += std::log(x);
-    }
-    return std::exp(log_sum / static_cast<double>(v.size()));
-}
 
 void check_options(const MaxkOptions& o)
 {
@@ -311,7 +273,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     variants.erase(std::unique(variants.begin(), variants.end()), variants.end());
     const auto dim = o.dim;
 
-    BenchDevice device(o.device);
+    BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
     const auto stream = ctx.compute_stream();
     const double copy_gb_per_s = device.copy_gb_per_s();
@@ -341,7 +303,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     ctx.synchronize();
     fmt::print("plans ready in {:.1f} ms\n", setup.seconds() * 1e3);
 
-    const auto cs = make_check_set(a, o.check_rows, o.seed);
+    const auto cs = make_check_set(a, o.run.check_rows, o.run.seed);
     fmt::print("checking {} rows{}\n", cs.rows.size(),
                cs.sampled ? " (a seeded sample plus the first, last and longest)" : " (all)");
 
@@ -363,7 +325,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
         y_stride * sizeof(float) + static_cast<std::size_t>(a.num_cols * k_max * 6) + 512,
         std::max(xy_sets, ssd_wanted));
     Sets y{y_sets, y_stride, bench::DeviceArray(y_stride * y_sets)};
-    bench::fill_uniform(x.data.data(), x.data.size(), o.seed, -1.0f, 1.0f, stream);
+    bench::fill_uniform(x.data.data(), x.data.size(), o.run.seed, -1.0f, 1.0f, stream);
     bench::synchronize(stream);
     fmt::print("{} X set(s), {} Y set(s) of {:.1f} MiB each\n", x.count, y.count,
                static_cast<double>(y_stride * sizeof(float)) / double(1 << 20));
@@ -394,9 +356,9 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
         }
         cusparse_check = compare(got, ref.values, ref.scale, terms, dim);
     }
-    const auto cusparse_time = time_runs(o, stream, std::min(x.count, y.count), [&](auto s) {
-        cusparse->run(x_view(s), y_view(s), {0, a.num_rows});
-    });
+    const auto cusparse_time =
+        time_launch_sets(o.run, stream, std::min(x.count, y.count),
+                         [&](auto s) { cusparse->run(x_view(s), y_view(s), {0, a.num_rows}); });
     const auto dense_bytes = (a.num_rows + 1) * 8 + a.nnz() * (a.has_values() ? 8 : 4) +
                              (a.num_cols + a.num_rows) * dim * 4;
     fmt::print("cusparse d = {}: median {:.4f} ms, {} bad of {} checked elements\n", dim,
@@ -449,7 +411,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
             }
             tr.mismatched_rows += same ? 0 : 1;
         }
-        tr.time = time_runs(o, stream, cb.count,
+        tr.time = time_launch_sets(o.run, stream, cb.count,
                             [&](auto s) { cuda::maxk_topk(ctx, x_view(s), cbsr(s)); });
         tr.roofline_fraction = double(a.num_cols) * double(dim * 4 + k * 6) /
                                (tr.time.ms.median * 1e6) / copy_gb_per_s;
@@ -490,7 +452,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                         plan.run(cbsr(0), y_view(0), {0, a.num_rows}, launch);
                         rec.check = compare(gather(y_view(0), cs.rows, stream), ref.values,
                                             ref.scale, terms, dim);
-                        rec.time = time_runs(o, stream, cb.count, [&](auto s) {
+                        rec.time = time_launch_sets(o.run, stream, cb.count, [&](auto s) {
                             plan.run(cbsr(s), y_view(s), {0, a.num_rows}, launch);
                         });
                         rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
@@ -562,7 +524,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     }
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
 
-    if (!o.json.empty()) {
+    if (!o.run.json.empty()) {
         Json doc = provenance_json("halo-bench maxk", date, command);
         doc["device"] = device.device_json();
         doc["graph"] = graph_json(graph, o.graph);
@@ -572,9 +534,9 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                            {"group_sizes", o.group_sizes},
                            {"buffers_per_warp", o.buffers},
                            {"warps_per_block", o.warps_per_block},
-                           {"warmup", o.warmup},
-                           {"runs", o.runs},
-                           {"seed", o.seed},
+                           {"warmup", o.run.warmup},
+                           {"runs", o.run.runs},
+                           {"seed", o.run.seed},
                            {"check_rows", cs.rows.size()},
                            {"check_sampled", cs.sampled}};
         doc["cusparse"] = {
@@ -626,8 +588,8 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
         }
         doc["ssd"] = std::move(list);
         doc["summary"] = std::move(summary);
-        write_file_atomic(o.json, doc.dump(2) + "\n");
-        fmt::print("wrote {}\n", o.json);
+        write_file_atomic(o.run.json, doc.dump(2) + "\n");
+        fmt::print("wrote {}\n", o.run.json);
     }
     return failures ? 3 : 0;
 }
@@ -660,19 +622,7 @@ void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code)
         ->capture_default_str();
     cmd->add_option("--warps-per-block", o->warps_per_block, "warps of a thread block")
         ->capture_default_str();
-    cmd->add_option("--warmup", o->warmup, "untimed launches per measurement")
-        ->check(CLI::Range(0, 1 << 20))
-        ->capture_default_str();
-    cmd->add_option("--runs", o->runs, "timed launches per measurement (median reported)")
-        ->check(CLI::Range(1, 1 << 20))
-        ->capture_default_str();
-    cmd->add_option("--check-rows", o->check_rows,
-                    "rows checked on graphs of more than 200000 rows (a seeded sample; 0: all)")
-        ->capture_default_str();
-    cmd->add_option("--seed", o->seed, "seed of X and of the checked-row sample")
-        ->capture_default_str();
-    cmd->add_option("--device", o->device, "CUDA device index")->capture_default_str();
-    cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+    add_kernel_run_options(*cmd, o->run, "seed of X and of the checked-row sample");
     cmd->callback([o, &command, &exit_code] {
         exit_code =
             app::run_guarded("halo-bench maxk", [&] { return run_maxk(*o, command); });

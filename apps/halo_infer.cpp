@@ -350,8 +350,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     eopt.step_timing = !o.layer_timing_only && !o.cuda_graph;
     eopt.replay = o.cuda_graph;
     if (o.cuda_graph && (!cuda || size > 1 || o.save_layers)) {
-        HALO_THROW(halo::InputError, "--cuda-graph needs --backend cuda, one rank (a dataset of one "
-                                     "part) and no --save-layers");
+        HALO_THROW(halo::InputError,
+                   "--cuda-graph needs --backend cuda, one rank (a dataset of one part) and no "
+                   "--save-layers");
     }
     eopt.keep_layers = o.save_layers;
     eopt.dataset_normalization = info.normalization;
@@ -483,7 +484,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
              {"exchange_ms", {{"max", exch.max}, {"mean", exch.mean}}},
              {"waiting_ms", {{"max", wait.max}, {"mean", wait.mean}}},
              {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}},
-             {"fp32_exchange_bytes_per_rank", {{"max", fp32_bytes.max}, {"mean", fp32_bytes.mean}}}});
+             {"fp32_exchange_bytes_per_rank",
+              {{"max", fp32_bytes.max}, {"mean", fp32_bytes.mean}}}});
     }
     const auto load_stat = reduce_stat(world.comm(), load_seconds, size);
     std::string memory_line;

@@ -322,7 +322,9 @@ struct Engine::Impl {
         const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : out_w;
         w.weight = upload(layer.weight, layer.weight.empty() ? 0 : in_w, mid);
         w.bias = upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
-        w.root_weight = upload(layer.root_weight, layer.root_weight.empty() ? 0 : in_w, out_w);
+        if (layer.type == LayerType::sage) {  // the transformer's is part of its projection
+            w.root_weight = upload(layer.root_weight, in_w, out_w);
+        }
         w.weight2 = upload(layer.weight2, layer.weight2.empty() ? 0 : mid, out_w);
         w.bias2 = upload(layer.bias2, 1, layer.bias2.empty() ? 0 : out_w);
         if (layer.type == LayerType::transformer) {

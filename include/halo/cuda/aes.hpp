@@ -69,8 +69,9 @@ struct DeviceQuantizedMatrix {
 /// the copy is complete.
 DeviceQuantizedMatrix upload_quantized(Context& ctx, const QuantizedMatrix& q, const char* what);
 
-/// out = dequantize(q) element by element (device views; out.rows == q.rows, out.cols == q.cols,
-/// any ld), asynchronous on `stream`; bit-identical to halo::dequantize on the host.
+/// out = dequantize(q) element by element (kernels/cuda/engine_plans.cu): device views, out.rows
+/// == q.rows, out.cols == q.cols, any ld; asynchronous on `stream`; bit-identical to
+/// halo::dequantize on the host.
 void dequantize(cudaStream_t stream, const QuantizedView& q, DenseView<float> out);
 
 /// Sums over every element of two equally shaped device matrices, in double: the squared
