@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "app_common.hpp"
+#include "phase_table.hpp"
 #include "halo/aes.hpp"
 #include "halo/backend.hpp"
 #include "halo/engine.hpp"
@@ -64,6 +65,9 @@ struct Options {
     bool int8_features = false;
     bool layer_timing_only = false;
     bool cuda_graph = false;
+    bool step_timing = false;
+    bool no_cuda_graph = false;
+    bool no_save_tuning = false;
 };
 
 // "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
@@ -127,17 +131,29 @@ Stat reduce_stat(MPI_Comm comm, double value, int size)
 
 // Stores every rank's new autotune choices in its part of the dataset. HDF5 locks a file that
 // one process writes, so the ranks take turns (a barrier between turns); every rank has closed the
-// dataset since it read its part. A failed write is reported by its rank and aborts the job like
-// any other error.
+// dataset since it read its part. With `required` (--save-tuning) a failed write is reported by
+// its rank and aborts the job like any other error; by default (the choices are stored unasked)
+// it is a warning of that rank: a read-only dataset still runs, it only times again next time.
 void save_tuning(halo::MpiWorld& world, const std::string& dataset,
-                 const std::vector<halo::KernelMetadata>& metadata, bool lead)
+                 const std::vector<halo::KernelMetadata>& metadata, bool lead, bool required)
 {
     std::int64_t written = 0;
     for (int turn = 0; turn < world.size(); ++turn) {
         if (turn == world.rank()) {
             for (const auto& md : metadata) {
-                halo::store_kernel_metadata(dataset, world.rank(), md);
-                ++written;
+                try {
+                    halo::store_kernel_metadata(dataset, world.rank(), md);
+                    ++written;
+                } catch (const halo::Error& e) {
+                    if (required) {
+                        throw;
+                    }
+                    fmt::print(stderr,
+                               "halo-infer: warning: rank {}: autotune choices not stored ({}); "
+                               "the next run times again\n",
+                               world.rank(), e.message());
+                    break;
+                }
             }
         }
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
@@ -150,16 +166,35 @@ void save_tuning(halo::MpiWorld& world, const std::string& dataset,
     }
 }
 
-int run(halo::MpiWorld& world, const Options& o, const std::string& command)
+// Bytes of a part as the dataset stores them (what its read moved from the file).
+double stored_bytes(const halo::Shard& s)
+{
+    const auto b = [](const auto& v) { return static_cast<double>(v.size() * sizeof(v[0])); };
+    double total = b(s.global_ids) + b(s.halo_global_ids) + b(s.csr.indptr) + b(s.csr.indices) +
+                   b(s.csr.values) + b(s.plan.recv_ranks) + b(s.plan.recv_offsets) +
+                   b(s.plan.send_ranks) + b(s.plan.send_offsets) + b(s.plan.send_rows) +
+                   b(s.labels);
+    total += s.features_int8.empty()
+                 ? b(s.features)
+                 : b(s.features_int8) + b(s.feature_scale) + b(s.feature_zero_point);
+    return total;
+}
+
+// `process` times the whole process (from main's first line); `mpi_seconds` is MPI's start.
+int run(halo::MpiWorld& world, const Options& o, const std::string& command,
+        const halo::app::Stopwatch& process, double mpi_seconds)
 {
     const int rank = world.rank();
     const int size = world.size();
     const bool lead = rank == 0 && !o.quiet;
-    halo::app::Stopwatch total;
+    halo::app::PhaseLog phases;
+    phases.add("mpi start", mpi_seconds);
+    halo::app::Stopwatch step;
 
     // The rank count must match the dataset: every rank reads the root attributes and decides
     // alike, so a mismatch is reported once and every rank exits without any collective.
     const auto info = halo::read_dataset_info(o.dataset);
+    const double info_seconds = step.seconds();
     if (info.num_parts != size) {
         HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
                    size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
@@ -185,7 +220,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                                      "makes choices worth storing)");
     }
     const auto aes = parse_aes_spmm(o.spmm);
-    if (!cuda && !o.spmm.empty() && !aes) {
+    if (!cuda && !o.spmm.empty() && o.spmm != "auto" && !aes) {
         HALO_THROW(halo::InputError, "--spmm ", o.spmm,
                    " needs --backend cuda (the cpu backend runs the reference SpMM, or "
                    "aes:W)");
@@ -199,6 +234,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
 #endif
 
     // Model: from a file, or random from the seed (the same on every rank).
+    step.restart();
     halo::Model model;
     if (!o.model.empty()) {
         model = halo::read_model(o.model);
@@ -235,14 +271,19 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                    " but the model's first layer takes ", model.input_dim());
     }
 
+    phases.add("model", step.seconds(), -1.0, o.model.empty() ? "random from the seed" : o.model);
+
     // Load and check this rank's part, then the halo plans across ranks (before any exchange).
-    halo::app::Stopwatch load;
+    step.restart();
     const auto shard = halo::read_shard(o.dataset, rank);
+    const double read_seconds = info_seconds + step.seconds();
+    phases.add("dataset read", read_seconds, stored_bytes(shard),
+               info.feature_dim > 0 ? "part, features included" : "part");
+    step.restart();
     halo::check_halo_plan(world.comm(), shard, o.dataset);
-    const double load_seconds = load.seconds();
-    auto features = info.feature_dim > 0
-                        ? shard.features
-                        : halo::random_node_features(shard.global_ids, model.input_dim(), o.seed);
+    const double check_seconds = step.seconds();
+    phases.add("halo plan check", check_seconds, -1.0, "collective");
+    const double load_seconds = read_seconds + check_seconds;
 
     // Declared in the order they must be destroyed in reverse: the engine's device memory goes
     // back to the context's pool before the context itself goes.
@@ -268,6 +309,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     } abort_nccl_on_error;
 #endif
     const auto exchange_width = model.exchange_width();
+    step.restart();
+    double device_seconds = 0.0;
     if (!cuda) {
         halo::CpuBackendOptions bopt;
         bopt.aes = aes;
@@ -288,7 +331,13 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         copt.local_rank = world.local_rank();
         copt.local_size = world.local_size();
         ctx = std::make_unique<halo::cuda::Context>(copt);
-        auto spmm = halo::cuda::SpmmAlgorithm::cusparse;
+        device_seconds = step.seconds();
+        step.restart();
+        // No --spmm: the autotuner's stored choices where the dataset has them for this device,
+        // cuSPARSE elsewhere (never timed here).
+        auto spmm = o.spmm.empty() || o.spmm == "auto"
+                        ? halo::cuda::SpmmAlgorithm::stored_or_cusparse
+                        : halo::cuda::SpmmAlgorithm::cusparse;
         if (o.spmm == "rowsplit") {
             spmm = halo::cuda::SpmmAlgorithm::rowsplit;
         } else if (o.spmm == "mergepath") {
@@ -345,19 +394,28 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         }
 #endif
     }
+    phases.add("device start", device_seconds, -1.0,
+               cuda ? "CUDA context, streams, library handles" : "cpu backend");
+    phases.add("exchange setup", step.seconds(), -1.0,
+               size == 1 ? "single part" : cuda ? exchange : "mpi");
     halo::EngineOptions eopt;
     eopt.overlap = !o.no_overlap;
-    eopt.step_timing = !o.layer_timing_only && !o.cuda_graph;
-    eopt.replay = o.cuda_graph;
-    if (o.cuda_graph && (!cuda || size > 1 || o.save_layers)) {
+    // Defaults: one synchronization per layer (--step-timing splits each layer into compute
+    // and exchange), and on one CUDA rank the forward pass replayed as a CUDA graph from the
+    // second run on (--no-cuda-graph: never).
+    eopt.step_timing = o.step_timing;
+    if (o.cuda_graph && (!cuda || size > 1 || o.save_layers || o.step_timing)) {
         HALO_THROW(halo::InputError,
-                   "--cuda-graph needs --backend cuda, one rank (a dataset of one part) and no "
-                   "--save-layers");
+                   "--cuda-graph needs --backend cuda, one rank (a dataset of one part), no "
+                   "--save-layers and no --step-timing");
     }
+    eopt.replay = o.cuda_graph ||
+                  (cuda && size == 1 && !o.save_layers && !o.step_timing && !o.no_cuda_graph);
     eopt.keep_layers = o.save_layers;
     eopt.dataset_normalization = info.normalization;
     eopt.attention =
         o.attention == "exact" ? halo::AttentionKernel::exact : halo::AttentionKernel::fused;
+    step.restart();
     if (cuda && !o.ignore_kernel_metadata) {
         // Kernel metadata stored for this part (docs/FORMAT.md): Accel-GCN's partition, the
         // autotuner's choices. Plans take what applies to them and say so in the kernel report.
@@ -377,7 +435,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             HALO_MPI_TRY(MPI_Barrier(comm));
         }
     };
+    phases.add("kernel metadata read", step.seconds(), -1.0,
+               fmt::format("{} group(s)", eopt.kernel_metadata.size()));
+    step.restart();
     halo::Engine engine(*backend, *exchanger, shard, model, eopt);
+    phases.add("operators and plans", step.seconds(), -1.0, "normalization, kernel setup");
 
     // run: the whole call, features uploaded and outputs downloaded; forward: the layers only
     // (sum of the per-layer wall times, what a framework's forward() measures with the input
@@ -385,6 +447,25 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     std::vector<float> output;
     std::vector<double> run_seconds;
     std::vector<double> forward_seconds;
+    const auto runs_note = fmt::format("{} run{}", o.repeat, o.repeat == 1 ? "" : "s");
+    const auto out_bytes = static_cast<double>(shard.num_owned * model.output_dim()) * 4.0;
+    double input_bytes = 0.0;
+    std::string input_note;
+    if (o.int8_features) {
+        input_bytes = static_cast<double>(shard.features_int8.size());
+        input_note = "int8 features from the dataset, uploaded";
+    } else if (info.feature_dim > 0) {
+        input_bytes = static_cast<double>(shard.features.size()) * 4.0;
+        input_note = "features from the dataset, uploaded";
+    } else {
+        input_bytes = static_cast<double>(shard.num_owned) * 8.0;
+        input_note = cuda ? "random from the seed, generated on the device (ids uploaded)"
+                          : "random from the seed, generated in place";
+    }
+    phases.add("input features", 0.0, 0.0, input_note + ", " + runs_note);
+    phases.add("tuning", 0.0, -1.0, "autotuner trials in the first run");
+    phases.add("layers", 0.0, -1.0, runs_note);
+    phases.add("download", 0.0, 0.0, runs_note);
     for (int r = 0; r < o.repeat; ++r) {
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
         halo::app::Stopwatch watch;
@@ -394,11 +475,16 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                                         shard.feature_scale.data(),
                                         shard.feature_zero_point.data()};
             output = engine.run(q);
+        } else if (info.feature_dim > 0) {
+            output = engine.run(shard.features);
         } else {
-            output = engine.run(features);
+            output = engine.run_random(o.seed);
         }
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
         run_seconds.push_back(watch.seconds());
+        phases.accumulate("input features", engine.input_seconds(), input_bytes);
+        phases.accumulate("layers", engine.forward_seconds());
+        phases.accumulate("download", engine.download_seconds(), out_bytes);
         double forward = engine.forward_seconds();
         double slowest = 0.0;
         HALO_MPI_TRY(MPI_Allreduce(&forward, &slowest, 1, MPI_DOUBLE, MPI_MAX, world.comm()));
@@ -410,22 +496,37 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     };
     const double median_seconds = median(run_seconds);
     const double forward_median_seconds = median(forward_seconds);
+    // Tuning ran inside the first run's layers: its own row, out of the layers' time.
+    const double tuning_seconds = engine.tuning_seconds();
+    phases.accumulate("tuning", tuning_seconds);
+    phases.accumulate("layers", -tuning_seconds);
 
     // Results: each rank its own rows; then rank 0 the manifest, only after all succeeded.
+    step.restart();
     halo::ResultPiece piece;
     piece.part = rank;
     piece.num_parts = size;
     piece.global_ids = shard.global_ids;
     piece.output_dim = model.output_dim();
-    piece.output = output;
-    piece.prediction = halo::argmax_rows(output, model.output_dim());
+    piece.output = std::move(output);
+    piece.prediction = halo::argmax_rows(piece.output, model.output_dim());
     if (o.save_layers) {
         piece.layers = engine.layer_outputs();
         for (const auto& layer : model.layers) {
             piece.layer_dims.push_back(layer.out_dim);
         }
     }
+    phases.add("predictions", step.seconds(), -1.0, "argmax of every output row");
+    step.restart();
     halo::write_result_piece(o.out, piece);
+    double written = static_cast<double>(piece.output.size()) * 4.0 +
+                     static_cast<double>(piece.global_ids.size()) * 8.0 +
+                     static_cast<double>(piece.prediction.size()) * 4.0;
+    for (const auto& layer : piece.layers) {
+        written += static_cast<double>(layer.size()) * 4.0;
+    }
+    phases.add("result write", step.seconds(), written, "own rows, synced to disk");
+    step.restart();
 
     // Accuracy over the evaluation nodes this rank owns, summed over ranks.
     std::int64_t counts[2] = {0, 0};  // correct, evaluated
@@ -467,14 +568,24 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         fp32_total += fp32_bytes.mean * size;
         const auto& layer = model.layers[l];
         if (lead) {
-            fmt::print(
-                "{:>5} {:>6} {:>4}->{:<5} | {:>10.3f} {:>10.3f} | {:>10.3f} {:>10.3f} | "
-                "{:>10.3f} {:>10.3f} | {:>11.3f}\n",
-                l, halo::to_string(layer.type), layer.in_dim, layer.out_dim, tot.max, tot.mean,
-                comp.max, comp.mean, exch.max, exch.mean, wait.max);
+            // Only what was measured: per-step splits need --step-timing, and a replayed graph
+            // has no per-layer times at all.
+            const auto ms = [](const Stat& v, bool measured) {
+                return measured ? fmt::format("{:>10.3f} {:>10.3f}", v.max, v.mean)
+                                : fmt::format("{:>10} {:>10}", "n/a", "n/a");
+            };
+            const bool layer_measured = !engine.replayed();
+            const bool step_measured = layer_measured && eopt.step_timing;
+            fmt::print("{:>5} {:>6} {:>4}->{:<5} | {} | {} | {} | {:>11}\n", l,
+                       halo::to_string(layer.type), layer.in_dim, layer.out_dim,
+                       ms(tot, layer_measured), ms(comp, step_measured), ms(exch, step_measured),
+                       step_measured ? fmt::format("{:.3f}", wait.max) : std::string("n/a"));
         }
         layers_json.push_back(
             {{"layer", l},
+             {"timing", engine.replayed()   ? "replayed (not measured per layer)"
+                        : eopt.step_timing ? "per step"
+                                           : "per layer (compute and exchange not split)"},
              {"type", halo::to_string(layer.type)},
              {"in_dim", layer.in_dim},
              {"out_dim", layer.out_dim},
@@ -487,6 +598,14 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
              {"fp32_exchange_bytes_per_rank",
               {{"max", fp32_bytes.max}, {"mean", fp32_bytes.mean}}}});
     }
+    if (lead && engine.replayed()) {
+        fmt::print("(the forward pass was replayed as one CUDA graph: {:.3f} ms for all layers, "
+                   "not measured per layer; --no-cuda-graph measures each layer)\n",
+                   forward_median_seconds * 1e3);
+    } else if (lead && !eopt.step_timing) {
+        fmt::print("(one synchronization per layer: compute, exchange and waiting are not split; "
+                   "--step-timing splits them)\n");
+    }
     const auto load_stat = reduce_stat(world.comm(), load_seconds, size);
     std::string memory_line;
 #ifdef HALO_HAVE_CUDA
@@ -498,6 +617,23 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             ctx->memory_report(), peak.max / (1 << 30), peak.mean / (1 << 30));
     }
 #endif
+
+    phases.add("reports", step.seconds(), -1.0, "accuracy, per-layer and memory reductions");
+    step.restart();
+    // The autotuner's new choices are stored unasked (--no-save-tuning: not), so that the next
+    // run on this device times nothing.
+    const auto tuned = engine.tuning_metadata();
+    const bool store = cuda && !o.no_save_tuning && (o.save_tuning || !tuned.empty());
+    std::int64_t any_tuned = tuned.empty() ? 0 : 1;
+    HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &any_tuned, 1, MPI_INT64_T, MPI_MAX, world.comm()));
+    int store_any = store && any_tuned > 0 ? 1 : 0;
+    HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &store_any, 1, MPI_INT, MPI_MAX, world.comm()));
+    if (store_any == 1) {
+        save_tuning(world, o.dataset, tuned, lead, o.save_tuning);
+    }
+    phases.add("tuning store", step.seconds(), -1.0,
+               store_any == 1 ? "autotune choices into the dataset" : "nothing to store");
+    const auto phase_rows = halo::app::report_phases(world.comm(), phases, process.seconds(), lead);
 
     // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
     int ok = 1;
@@ -514,11 +650,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["exchange"] =
             (cuda && size == 1 ? "local" : exchange) + (int8_rows && size > 1 ? "-int8" : "");
         manifest["overlap"] = !o.no_overlap;
-        manifest["spmm"] = !o.spmm.empty() ? o.spmm : cuda ? "cusparse" : "reference";
+        manifest["spmm"] = !o.spmm.empty() ? o.spmm : cuda ? "auto" : "reference";
         manifest["attention"] = o.attention;
         manifest["int8_features"] = o.int8_features;
-        manifest["step_timing"] = !o.layer_timing_only && !o.cuda_graph;
-        manifest["cuda_graph"] = o.cuda_graph;
+        manifest["step_timing"] = eopt.step_timing;
+        manifest["cuda_graph"] = engine.replayed();
         manifest["num_parts"] = size;
         manifest["num_nodes"] = info.num_nodes;
         manifest["output_dim"] = model.output_dim();
@@ -527,6 +663,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["forward_seconds_median"] = forward_median_seconds;
         manifest["repeat"] = o.repeat;
         manifest["layers"] = layers_json;
+        manifest["phases"] = phase_rows;
         if (totals[1] > 0) {
             manifest["accuracy"] = {{"eval_nodes", o.eval_nodes},
                                     {"evaluated", totals[1]},
@@ -541,9 +678,6 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["pieces"] = pieces;
         halo::write_file_atomic(halo::result_manifest_path(o.out), manifest.dump(2) + "\n");
     }
-    if (o.save_tuning) {
-        save_tuning(world, o.dataset, engine.tuning_metadata(), lead);
-    }
     if (lead) {
         fmt::print(
             "\n{} nodes on {} rank(s), backend {}, model {} ({} layers): forward {:.3f} ms, "
@@ -551,7 +685,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             "ranks), total {:.2f} s\n",
             info.num_nodes, size, o.backend, model.name.empty() ? o.model : model.name,
             model.layers.size(), forward_median_seconds * 1e3, median_seconds * 1e3, o.repeat,
-            load_stat.max, total.seconds());
+            load_stat.max, process.seconds());
         if (!memory_line.empty()) {
             fmt::print("{}\n", memory_line);
         }
@@ -577,6 +711,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
 
 int main(int argc, char** argv)
 {
+    const halo::app::Stopwatch process;
     // MPI first: a rank that fails anywhere below can still abort the whole job.
     std::unique_ptr<halo::MpiWorld> world;
     try {
@@ -585,6 +720,7 @@ int main(int argc, char** argv)
         fmt::print(stderr, "halo-infer: cannot start MPI: {}\n", e.what());
         return 1;
     }
+    const double mpi_seconds = process.seconds();
     Options o;
     CLI::App app{"halo-infer: distributed layer-wise GNN inference, one rank per dataset part"};
     app.add_option("dataset", o.dataset, "dataset written by halo-partition")->required();
@@ -623,14 +759,16 @@ int main(int argc, char** argv)
                    "point per row (approximate, ~1/4 of the bytes)")
         ->check(CLI::IsMember({"nccl", "mpi", "int8", "nccl-int8", "mpi-int8"}));
     app.add_option("--spmm", o.spmm,
-                   "SpMM kernel of --backend cuda: cusparse (default) | rowsplit (a warp per row) "
+                   "SpMM kernel of --backend cuda: auto (default: the autotuner's choices stored in "
+                   "the dataset for this device, cuSPARSE where there are none) | cusparse | "
+                   "rowsplit (a warp per row) "
                    "| mergepath | accel_gcn | autotune (the fastest exact kernel per row range "
                    "and width, timed on the first run, or taken from the dataset's stored "
                    "choices) | aes:W[:sample_sum|rescaled] (AES-SpMM, approximate: at most W "
                    "sampled nonzeros per row, W in 16..1024; also with --backend cpu)")
         ->check([](const std::string& v) {
-            static const std::vector<std::string> names{"cusparse", "rowsplit", "mergepath",
-                                                        "accel_gcn", "autotune"};
+            static const std::vector<std::string> names{"auto",      "cusparse", "rowsplit",
+                                                        "mergepath", "accel_gcn", "autotune"};
             if (std::find(names.begin(), names.end(), v) != names.end()) {
                 return std::string();
             }
@@ -644,7 +782,11 @@ int main(int argc, char** argv)
         });
     app.add_flag("--save-tuning", o.save_tuning,
                  "with --spmm autotune: store the choices in the dataset (kernels/autotune of "
-                 "each part), so later runs on the same device skip the timing");
+                 "each part) and fail if that fails; they are stored by default anyway, where the "
+                 "dataset is writable, so later runs on the same device skip the timing");
+    app.add_flag("--no-save-tuning", o.no_save_tuning,
+                 "do not store the autotuner's choices in the dataset")
+        ->excludes("--save-tuning");
     app.add_flag("--ignore-kernel-metadata", o.ignore_kernel_metadata,
                  "do not use the kernel metadata stored in the dataset (partition and time "
                  "again)");
@@ -658,13 +800,20 @@ int main(int argc, char** argv)
     app.add_flag("--save-layers", o.save_layers, "also store every layer's output");
     app.add_flag("--no-overlap", o.no_overlap,
                  "finish the halo exchange before aggregating any row (for measurements)");
-    app.add_flag("--layer-timing-only", o.layer_timing_only,
-                 "synchronize once per layer instead of after every step: less overhead on "
-                 "small graphs, but the per-layer compute / exchange split is not measured "
-                 "(reported as 0)");
+    auto* layer_only = app.add_flag(
+        "--layer-timing-only", o.layer_timing_only,
+        "synchronize once per layer (the default; kept for scripts that name it)");
+    app.add_flag("--step-timing", o.step_timing,
+                 "synchronize after every step of a layer, so that the per-layer table splits "
+                 "compute, exchange and waiting (costs host time on small graphs)")
+        ->excludes(layer_only);
     app.add_flag("--cuda-graph", o.cuda_graph,
-                 "record the forward pass as a CUDA graph on the second --repeat run and replay "
-                 "it (one rank; implies --layer-timing-only; per-layer times not measured)");
+                 "require the forward pass to be recorded as a CUDA graph on the second --repeat "
+                 "run and replayed (the default wherever it applies: one CUDA rank, no "
+                 "--save-layers, no --step-timing); an error where it cannot apply");
+    app.add_flag("--no-cuda-graph", o.no_cuda_graph,
+                 "never record or replay the forward pass")
+        ->excludes("--cuda-graph");
     app.add_flag("--sync-layers", o.sync_layers,
                  "barrier before every layer, so per-layer times exclude the ranks' arrival "
                  "skew (for measurements)");
@@ -691,7 +840,7 @@ int main(int argc, char** argv)
             std::filesystem::remove(halo::result_manifest_path(o.out));
         }
         HALO_MPI_TRY(MPI_Barrier(world->comm()));
-        return run(*world, o, command);
+        return run(*world, o, command, process, mpi_seconds);
     } catch (const halo::InputError& e) {
         // Input errors found alike on every rank (rank count, model shape) need no abort; others
         // may be local to one rank, and abort the job so that no rank waits for it.

@@ -31,6 +31,7 @@ struct Options {
     bool require_identical = false;
     std::string json;
     std::string export_logits;
+    std::string export_path;
     double tolerance = -1.0;
     double rtol = -1.0;
 };
@@ -255,6 +256,24 @@ int inspect_results(const Options& o)
         halo::write_npy(o.export_logits, m);
         fmt::print("wrote {} ({} x {} float32, row i = node i)\n", o.export_logits, m.rows, m.cols);
     }
+    if (!o.export_path.empty()) {
+        halo::app::Stopwatch watch;
+        const auto rows = static_cast<std::int64_t>(result.global_ids.size());
+        if (std::filesystem::path(o.export_path).extension() == ".npy") {
+            require_all_nodes(result, o.path, "--export to .npy");
+            halo::DenseMatrix m;
+            m.rows = rows;
+            m.cols = result.output_dim;
+            m.values = result.output;
+            halo::write_npy(o.export_path, m);
+        } else {
+            halo::write_result_export(o.export_path, result);
+        }
+        const double bytes = static_cast<double>(result.output.size()) * 4.0;
+        fmt::print("exported {} rows x {} in global-id order to {} ({:.3f} GB of outputs, {:.2f} "
+                   "s)\n",
+                   rows, result.output_dim, o.export_path, bytes / 1e9, watch.seconds());
+    }
     if (!o.compare_logits.empty()) {
         return compare_logits(o, result);
     }
@@ -337,6 +356,11 @@ int main(int argc, char** argv)
     app.add_option("--export-logits", o.export_logits,
                    "write the result's outputs as .npy (float32 [num_nodes, width], row i = node "
                    "i; results only)");
+    app.add_option("--export", o.export_path,
+                   "write the whole result in global-id order: FILE.npy (float32 [num_nodes, "
+                   "width], row i = node i) or FILE.h5 (global_ids, output, prediction; "
+                   "docs/FORMAT.md); results only")
+        ->excludes("--export-logits");
     app.add_option("--tolerance", o.tolerance,
                    "with --compare or --compare-logits: exit with status 3 if max |difference| "
                    "exceeds it (0: bit-identical outputs required)");
@@ -348,9 +372,10 @@ int main(int argc, char** argv)
         if (std::filesystem::is_directory(o.path)) {
             return inspect_results(o);
         }
-        if (!o.compare.empty() || !o.compare_logits.empty() || !o.export_logits.empty()) {
+        if (!o.compare.empty() || !o.compare_logits.empty() || !o.export_logits.empty() ||
+            !o.export_path.empty()) {
             HALO_THROW(halo::InputError, o.path,
-                       ": not a result directory (--compare, --compare-logits and "
+                       ": not a result directory (--compare, --compare-logits, --export and "
                        "--export-logits work on halo-infer result directories)");
         }
         return inspect_dataset(o);

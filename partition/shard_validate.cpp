@@ -2,6 +2,8 @@
 // a plan whose counts disagree across ranks hangs the first NCCL exchange instead of failing, so
 // it must be caught here, with the dataset and value named.
 
+#include <parallel/algorithm>
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -74,12 +76,31 @@ void check_csr(const Shard& s, const std::string& where)
     if (a.indptr.front() != 0) {
         HALO_SHARD_FAIL("csr/indptr[0] = ", a.indptr.front(), ", expected 0");
     }
-    for (std::int64_t i = 0; i < a.num_rows; ++i) {
+    // The per-row checks below run on every core: a row's checks read only that row. Each thread
+    // notes the first row that fails; that row is then checked again here, alone, to throw its
+    // message, so the error is the one a serial scan would give.
+    const auto first_failing = [n = a.num_rows](auto&& check) {
+        std::int64_t first = n;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(min : first)
+        for (std::int64_t i = 0; i < n; ++i) {
+            if (i < first) {
+                try {
+                    check(i);
+                } catch (const InputError&) {
+                    first = i;
+                }
+            }
+        }
+        if (first < n) {
+            check(first);
+        }
+    };
+    first_failing([&](std::int64_t i) {
         if (a.indptr[i + 1] < a.indptr[i]) {
             HALO_SHARD_FAIL("csr/indptr[", i + 1, "] = ", a.indptr[i + 1], " below csr/indptr[", i,
                             "] = ", a.indptr[i]);
         }
-    }
+    });
     if (a.indptr.back() != a.nnz()) {
         HALO_SHARD_FAIL("csr/indptr[", a.num_rows, "] = ", a.indptr.back(), " but csr/indices has ",
                         a.nnz(), " entries");
@@ -87,7 +108,7 @@ void check_csr(const Shard& s, const std::string& where)
     if (a.has_values() && a.values.size() != a.indices.size()) {
         HALO_SHARD_FAIL("csr/values has ", a.values.size(), " entries for ", a.nnz(), " nonzeros");
     }
-    for (std::int64_t i = 0; i < a.num_rows; ++i) {
+    first_failing([&](std::int64_t i) {
         bool uses_halo = false;
         for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
             const auto c = a.indices[k];
@@ -113,7 +134,7 @@ void check_csr(const Shard& s, const std::string& where)
             HALO_SHARD_FAIL("row ", i, " is a boundary row (>= num_interior = ", s.num_interior,
                             ") but has no halo column; it belongs among the interior rows");
         }
-    }
+    });
 }
 
 void check_ids(const Shard& s, const std::string& where)
@@ -143,7 +164,18 @@ void check_ids(const Shard& s, const std::string& where)
         }
     }
     // Owned and halo ids must all differ: a halo copy of an owned row, or a node received twice,
-    // would be a second, stale copy of one row.
+    // would be a second, stale copy of one row. The ids alone are sorted on every core; only when
+    // two are equal are they sorted again with their positions, to name both in the message.
+    {
+        std::vector<global_id> ids;
+        ids.reserve(static_cast<std::size_t>(s.num_owned + s.num_halo));
+        ids.insert(ids.end(), s.global_ids.begin(), s.global_ids.end());
+        ids.insert(ids.end(), s.halo_global_ids.begin(), s.halo_global_ids.end());
+        __gnu_parallel::sort(ids.begin(), ids.end());
+        if (std::adjacent_find(ids.begin(), ids.end()) == ids.end()) {
+            return;
+        }
+    }
     std::vector<std::pair<global_id, std::int64_t>> all;
     all.reserve(s.num_owned + s.num_halo);
     for (std::int64_t l = 0; l < s.num_owned; ++l) {

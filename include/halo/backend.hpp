@@ -55,6 +55,9 @@ public:
     /// Decisions made in this process that are worth keeping in the dataset (the autotuner's
     /// new choices) as kernel metadata of the plan's operator; empty when there are none.
     virtual std::vector<KernelMetadata> tuning_metadata() const { return {}; }
+    /// Wall time this plan spent timing kernels to choose among them (an autotuned plan's
+    /// trials); 0 for plans that decide nothing.
+    virtual double tuning_seconds() const { return 0.0; }
 };
 
 /// What the engine knows about an operator beyond its matrix, for plans that can use it.
@@ -143,6 +146,12 @@ public:
     virtual void copy_from_host(const float* host, DenseView<float> dst) = 0;
     virtual void copy_to_host(DenseView<const float> src, float* host) = 0;
 
+    /// dst[r, :] = the seeded input features of node ids[r] for r < dst.rows (uniform in
+    /// [-1, 1), a function of (seed, id, column) only: halo::random_node_features), generated
+    /// where dst lives, with no host copy of the matrix on backends that override it. The
+    /// default generates on the host and copies.
+    virtual void fill_random_features(const global_id* ids, std::uint64_t seed,
+                                      DenseView<float> dst);
     /// Takes a host CSR (the shard's local operator) into the backend and prepares it.
     virtual std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a) = 0;
     /// The same with what the engine knows about the operator; backends that use no hints

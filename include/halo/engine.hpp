@@ -113,7 +113,18 @@ public:
     /// backend. The result equals run() on the dequantized features up to summation rounding.
     std::vector<float> run(const QuantizedView& features);
 
+    /// Runs the model on the seeded random features of the shard's rows
+    /// (random_node_features(shard.global_ids, model.input_dim(), seed)), generated on the
+    /// backend (Backend::fill_random_features): no host copy, nothing uploaded but the ids.
+    std::vector<float> run_random(std::uint64_t seed);
     const std::vector<LayerTiming>& timings() const { return timings_; }
+    /// Wall time of the last run's input step: the features' upload, or their generation.
+    double input_seconds() const { return input_seconds_; }
+    /// Whether the last run replayed a recorded forward pass (EngineOptions::replay): then
+    /// timings() holds no per-layer times, only forward_seconds().
+    bool replayed() const { return replayed_; }
+    /// Wall time of the last run's download of the output.
+    double download_seconds() const { return download_seconds_; }
     /// Wall time of the last run's layers (the sum of timings()[l].total, or the replay's time).
     double forward_seconds() const { return forward_seconds_; }
     /// The run-time decisions of the operators' SpMM plans (SpmmPlan::report(), e.g. the
@@ -122,17 +133,24 @@ public:
     /// New kernel decisions of the operators' plans worth storing in the dataset (the autotuner's
     /// choices; SpmmPlan::tuning_metadata), one entry per operator pattern.
     std::vector<KernelMetadata> tuning_metadata() const;
+    /// Wall time the operators' plans spent timing kernels so far (SpmmPlan::tuning_seconds):
+    /// the tuning inside the first run's layers.
+    double tuning_seconds() const;
     /// Host copies of every layer's output when EngineOptions::keep_layers is set.
     const std::vector<std::vector<float>>& layer_outputs() const { return layer_outputs_; }
 
 private:
     std::vector<float> run_layers();  // from the input in buffer 0 (and the int8 rows, if any)
+    std::vector<float> timed_download(int buffer);  // the output of `buffer`, download timed
 
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::vector<LayerTiming> timings_;
     std::vector<std::vector<float>> layer_outputs_;
     double forward_seconds_ = 0.0;
+    double input_seconds_ = 0.0;
+    double download_seconds_ = 0.0;
+    bool replayed_ = false;
 };
 
 /// The exchanger of a single-part run (no peers: start and finish do nothing). Throws

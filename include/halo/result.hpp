@@ -53,4 +53,10 @@ struct ResultSet {
 /// names, checking that they agree (part numbers, widths, no id twice).
 ResultSet read_results(const std::filesystem::path& dir);
 
+/// Writes a whole result as one HDF5 file (written under a temporary name, then renamed):
+/// /global_ids int64[n], /output float32[n, output_dim], /prediction int32[n], rows in the set's
+/// order (ascending global id), root attributes format = "halo-result-export", num_rows,
+/// output_dim, num_parts (of the run). h5py: f["output"][i] is the row of node f["global_ids"][i].
+void write_result_export(const std::filesystem::path& path, const ResultSet& set);
+
 }  // namespace halo

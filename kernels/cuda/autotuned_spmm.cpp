@@ -3,6 +3,7 @@
 // event does not count; the host work of a candidate's run (descriptor setup, launch) does, as it
 // does in real runs. A candidate's first run of a new range may do one-time host work (a range
 // partition, a workspace): the warm-up run absorbs it.
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -57,6 +58,15 @@ double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x
                                          DenseView<float> y, RowRange rows)
 {
     const cudaStream_t stream = ctx_.compute_stream();
+    const auto wall = std::chrono::steady_clock::now();
+    struct AddWall {
+        double& total;
+        std::chrono::steady_clock::time_point t0;
+        ~AddWall()
+        {
+            total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+    } add_wall{tuning_seconds_, wall};
     HALO_CUDA_TRY(cudaEventRecord(start_, stream));
     candidates_[i].plan->run(x, y, rows);
     HALO_CUDA_TRY(cudaEventRecord(stop_, stream));

@@ -174,6 +174,30 @@ public:
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
     }
 
+    void fill_random_features(const global_id* ids, std::uint64_t seed,
+                              DenseView<float> dst) override
+    {
+        if (dst.rows == 0 || dst.cols == 0) {
+            return;
+        }
+        HALO_EXPECTS(ids != nullptr && dst.data != nullptr && dst.ld >= dst.cols,
+                     "fill_random_features needs ids and a device view with ld >= cols");
+        // Only the ids cross the bus (8 bytes a row instead of 4 per feature).
+        const auto bytes = static_cast<std::size_t>(dst.rows) * sizeof(global_id);
+        auto* device_ids = static_cast<global_id*>(ctx_.allocate(bytes));
+        try {
+            HALO_CUDA_TRY(cudaMemcpyAsync(device_ids, ids, bytes, cudaMemcpyHostToDevice,
+                                          ctx_.compute_stream()));
+            detail::random_features(ctx_.compute_stream(), device_ids, dst.rows, dst.cols, seed,
+                                    dst.data, dst.ld);
+            HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
+        } catch (...) {
+            ctx_.deallocate(device_ids);
+            throw;
+        }
+        ctx_.deallocate(device_ids);
+    }
+
     std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a) override
     {
         return make_spmm_plan(a, SpmmPlanHints{});
@@ -196,6 +220,11 @@ public:
             }
             case SpmmAlgorithm::autotune:
                 return make_tuned_plan(a, hints);
+            case SpmmAlgorithm::stored_or_cusparse:
+                if (has_usable_choices(a, hints)) {
+                    return make_tuned_plan(a, hints);
+                }
+                break;
             case SpmmAlgorithm::aes:
                 return make_aes_spmm_plan(ctx_, a, kMaxSpmmWidth, aes_);
             case SpmmAlgorithm::cusparse:
@@ -427,6 +456,19 @@ private:
         }
         notes.push_back("accel_gcn: block partition loaded from " + md->origin);
         return p;
+    }
+
+    // Whether the hints carry autotune choices this plan would load (none of the notes that
+    // make the autotuner time again).
+    bool has_usable_choices(const Csr& a, const SpmmPlanHints& hints) const
+    {
+        const auto* md = find_metadata(hints, autotune_metadata_kernel);
+        if (md == nullptr || !built_for(*md, a)) {
+            return false;
+        }
+        const auto stored = autotune_from_metadata(*md, a.view(), device_info(ctx_.device()).name,
+                                                   autotune_candidate_names());
+        return stored.note.empty() && !stored.entries.empty();
     }
 
     std::unique_ptr<SpmmPlan> make_tuned_plan(const Csr& a, const SpmmPlanHints& hints)

@@ -4,6 +4,7 @@
 
 #include "cuda_kernels.hpp"
 #include "halo/cuda_error.hpp"
+#include "halo/detail/counter_random.hpp"
 
 namespace halo::cuda::detail {
 namespace {
@@ -81,7 +82,34 @@ void launch_shift(cudaStream_t stream, const In* in, Out* out, std::int64_t coun
     HALO_CUDA_CHECK_LAUNCH();
 }
 
+// One element per thread: the generator is a pure function of (seed, node id, column).
+__global__ void random_features_kernel(const std::int64_t* ids, std::int64_t rows,
+                                       std::int64_t cols, std::uint64_t seed, float* y,
+                                       std::int64_t ld)
+{
+    const std::int64_t count = rows * cols;
+    for (std::int64_t i = first_index(); i < count; i += stride()) {
+        const std::int64_t r = i / cols;
+        const std::int64_t j = i - r * cols;
+        y[r * ld + j] = ::halo::detail::random_feature(seed, ids[r], cols, j);
+    }
+}
+
 }  // namespace
+
+void random_features(cudaStream_t stream, const std::int64_t* ids, std::int64_t rows,
+                     std::int64_t cols, std::uint64_t seed, float* y, std::int64_t ld)
+{
+    if (rows <= 0 || cols <= 0) {
+        return;
+    }
+    // Grid-stride over rows * cols with a grid larger than kMaxBlocks: the generator is
+    // arithmetic-bound (three 64-bit mixes an element), so the whole device is wanted.
+    const auto blocks = static_cast<unsigned>(
+        std::min<std::int64_t>((rows * cols + kBlock - 1) / kBlock, 16 * kMaxBlocks));
+    random_features_kernel<<<blocks, kBlock, 0, stream>>>(ids, rows, cols, seed, y, ld);
+    HALO_CUDA_CHECK_LAUNCH();
+}
 
 void axpby(cudaStream_t stream, std::int64_t rows, std::int64_t cols, float alpha, const float* x,
            std::int64_t ldx, float beta, float* y, std::int64_t ldy)

@@ -36,4 +36,9 @@ void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* ou
 /// data[i] = value for i in [0, count).
 void fill(cudaStream_t stream, float* data, std::int64_t count, float value);
 
+/// y[r * ld + j] = halo::detail::random_feature(seed, ids[r], cols, j): the host generator's
+/// values bit for bit (ids on the device).
+void random_features(cudaStream_t stream, const std::int64_t* ids, std::int64_t rows,
+                     std::int64_t cols, std::uint64_t seed, float* y, std::int64_t ld);
+
 }  // namespace halo::cuda::detail

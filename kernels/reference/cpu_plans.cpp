@@ -5,12 +5,34 @@
 #include <vector>
 
 #include "cpu_plans.hpp"
+#include "halo/detail/counter_random.hpp"
 #include "halo/aes.hpp"
 #include "halo/attention.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
 
 namespace halo {
+
+void Backend::fill_random_features(const global_id* ids, std::uint64_t seed, DenseView<float> dst)
+{
+    HALO_EXPECTS(dst.rows == 0 || ids != nullptr, "fill_random_features: no ids for ", dst.rows,
+                 " rows");
+    std::vector<float> host(static_cast<std::size_t>(dst.rows * dst.cols));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < dst.rows; ++r) {
+        for (std::int64_t j = 0; j < dst.cols; ++j) {
+            host[r * dst.cols + j] = detail::random_feature(seed, ids[r], dst.cols, j);
+        }
+    }
+    if (dst.ld == dst.cols) {
+        copy_from_host(host.data(), dst);
+        return;
+    }
+    for (std::int64_t r = 0; r < dst.rows; ++r) {
+        copy_from_host(host.data() + r * dst.cols, DenseView<float>{dst.data + r * dst.ld, 1,
+                                                                    dst.cols, dst.cols});
+    }
+}
 
 std::unique_ptr<MaxkPlan> Backend::make_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k,
                                                   const SpmmPlanHints& hints)

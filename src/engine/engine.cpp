@@ -189,15 +189,11 @@ std::unique_ptr<HaloExchanger> make_local_exchanger(const Shard& shard)
 std::vector<float> random_node_features(const std::vector<global_id>& global_ids, std::int64_t dim,
                                         std::uint64_t seed)
 {
-    // Stream 2^40 keeps feature draws apart from the model's weight streams.
-    constexpr std::uint64_t feature_stream = std::uint64_t{1} << 40;
     std::vector<float> x(global_ids.size() * static_cast<std::size_t>(dim));
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < static_cast<std::int64_t>(global_ids.size()); ++r) {
-        const auto base =
-            static_cast<std::uint64_t>(global_ids[r]) * static_cast<std::uint64_t>(dim);
         for (std::int64_t j = 0; j < dim; ++j) {
-            x[r * dim + j] = detail::uniform_pm1(seed, feature_stream, base + j);
+            x[r * dim + j] = detail::random_feature(seed, global_ids[r], dim, j);
         }
     }
     return x;
@@ -887,6 +883,15 @@ std::string Engine::kernel_report() const
     return out;
 }
 
+double Engine::tuning_seconds() const
+{
+    double total = 0.0;
+    for (const auto& [kind, plan] : impl_->operators) {
+        total += plan->tuning_seconds();
+    }
+    return total;
+}
+
 std::vector<KernelMetadata> Engine::tuning_metadata() const
 {
     std::vector<KernelMetadata> out;
@@ -910,7 +915,21 @@ std::vector<float> Engine::run(const std::vector<float>& features)
     const auto in_w = im.model.input_dim();
     HALO_EXPECTS(static_cast<std::int64_t>(features.size()) == im.n_owned * in_w, "features hold ",
                  features.size(), " values, expected ", im.n_owned, " x ", in_w);
+    const auto t0 = std::chrono::steady_clock::now();
     im.backend.copy_from_host(features.data(), im.view(0, im.n_owned, in_w));
+    input_seconds_ = seconds_since(t0);
+    im.int8_input.reset();
+    return run_layers();
+}
+
+std::vector<float> Engine::run_random(std::uint64_t seed)
+{
+    auto& im = *impl_;
+    const auto in_w = im.model.input_dim();
+    const auto t0 = std::chrono::steady_clock::now();
+    im.backend.fill_random_features(im.shard.global_ids.data(), seed, im.view(0, im.n_owned, in_w));
+    im.backend.synchronize();
+    input_seconds_ = seconds_since(t0);
     im.int8_input.reset();
     return run_layers();
 }
@@ -922,7 +941,9 @@ std::vector<float> Engine::run(const QuantizedView& features)
     HALO_EXPECTS(features.rows == im.n_owned && features.cols == in_w && features.ld >= in_w,
                  "int8 features of ", features.rows, " x ", features.cols, ", expected ",
                  im.n_owned, " x ", in_w);
+    const auto t0 = std::chrono::steady_clock::now();
     im.load_quantized(features);
+    input_seconds_ = seconds_since(t0);
     im.int8_input_host = features;
     struct Reset {
         Impl& im;
@@ -940,6 +961,7 @@ std::vector<float> Engine::run_layers()
     auto& im = *impl_;
     timings_.assign(im.model.layers.size(), {});
     layer_outputs_.clear();
+    replayed_ = false;
     const bool replayable = im.options.replay && !im.has_peers && !im.options.step_timing &&
                             !im.options.keep_layers;
     const bool int8 = im.int8_input.has_value();
@@ -948,7 +970,8 @@ std::vector<float> Engine::run_layers()
         im.backend.replay();
         im.backend.synchronize();
         forward_seconds_ = seconds_since(t0);
-        return im.download(im.recorded_out);
+        replayed_ = true;
+        return timed_download(im.recorded_out);
     }
     if (replayable && im.runs > 0 && im.replay_note.empty()) {
         // Record (plans allocated what they need in the first run), then replay the recording.
@@ -975,7 +998,8 @@ std::vector<float> Engine::run_layers()
                 im.backend.replay();
                 im.backend.synchronize();
                 forward_seconds_ = seconds_since(t0);
-                return im.download(im.recorded_out);
+                replayed_ = true;
+                return timed_download(im.recorded_out);
             }
             if (int8) {
                 im.load_quantized(*im.int8_input_host);  // the failed recording consumed it
@@ -1011,7 +1035,15 @@ std::vector<float> Engine::run_layers()
     for (const auto& t : timings_) {
         forward_seconds_ += t.total;
     }
-    return im.download(cur);
+    return timed_download(cur);
+}
+
+std::vector<float> Engine::timed_download(int buffer)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = impl_->download(buffer);
+    download_seconds_ = seconds_since(t0);
+    return out;
 }
 
 }  // namespace halo

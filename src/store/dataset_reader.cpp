@@ -49,11 +49,18 @@ bool parse_part_name(const std::string& name, std::int64_t& part)
 
 void check_ids(const std::vector<global_id>& ids, const Where& where, std::int64_t num_nodes)
 {
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0 || ids[i] >= num_nodes) {
-            HALO_THROW(InputError, where.str(), "[", i, "] = ", ids[i], " outside [0, ", num_nodes,
-                       ") (root attribute num_nodes)");
+    // On every core; the first id out of range (the lowest index) is the one named.
+    const auto n = static_cast<std::int64_t>(ids.size());
+    std::int64_t first = n;
+#pragma omp parallel for schedule(static) reduction(min : first)
+    for (std::int64_t i = 0; i < n; ++i) {
+        if ((ids[i] < 0 || ids[i] >= num_nodes) && i < first) {
+            first = i;
         }
+    }
+    if (first < n) {
+        HALO_THROW(InputError, where.str(), "[", first, "] = ", ids[first], " outside [0, ",
+                   num_nodes, ") (root attribute num_nodes)");
     }
 }
 

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "chunk_io.hpp"
+
 namespace halo::store {
 
 namespace detail {
@@ -290,11 +292,14 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
     const Handle space(HALO_HDF5_TRY(H5Screate_simple(rank, dims.data(), nullptr), where),
                        H5Sclose);
     const Handle dcpl(HALO_HDF5_TRY(H5Pcreate(H5P_DATASET_CREATE), where), H5Pclose);
-    if (count * element_size > contiguous_limit_bytes) {
+    const bool chunked = count * element_size > contiguous_limit_bytes;
+    const hsize_t row_bytes = element_size * (rank == 2 ? dims[1] : 1);
+    hsize_t chunk_rows = 0;
+    if (chunked) {
         // A chunk holds whole rows, so that reading a row range touches the fewest chunks.
         std::vector<hsize_t> chunk(dims.begin(), dims.end());
-        const hsize_t row_bytes = element_size * (rank == 2 ? dims[1] : 1);
-        chunk[0] = std::clamp<hsize_t>(chunk_target_bytes / row_bytes, 1, dims[0]);
+        chunk_rows = std::clamp<hsize_t>(chunk_target_bytes / row_bytes, 1, dims[0]);
+        chunk[0] = chunk_rows;
         HALO_HDF5_TRY(H5Pset_chunk(dcpl.get(), rank, chunk.data()), where);
         HALO_HDF5_TRY(H5Pset_fletcher32(dcpl.get()), where);
     }
@@ -302,7 +307,13 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
                                                   dcpl.get(), H5P_DEFAULT),
                                        where),
                          H5Dclose);
-    if (count > 0) {
+    // Chunks in the file's exact format are finished (checksummed) on every core and written
+    // whole; anything HDF5 must convert goes through its pipeline.
+    if (chunked && parallel_io_enabled() &&
+        HALO_HDF5_TRY(H5Tequal(file_type, memory_type), where) > 0) {
+        write_chunks_parallel(dataset.get(), Where{loc_where.file, loc_where.child(name).path},
+                              data, dims[0], row_bytes, chunk_rows);
+    } else if (count > 0) {
         HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
                       where);
     }
@@ -347,6 +358,9 @@ void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, voi
     }
     if (count == 0) {
         return;  // HDF5 rejects a null buffer even for an empty selection
+    }
+    if (read_parallel(ds, where, memory_type, out)) {
+        return;
     }
     HALO_HDF5_TRY(H5Dread(ds.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
                   where.str());

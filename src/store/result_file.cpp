@@ -1,4 +1,6 @@
 // Per-rank result pieces and their manifest (docs/FORMAT.md, "Results").
+#include <parallel/algorithm>
+
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -39,6 +41,7 @@ std::vector<std::int32_t> argmax_rows(const std::vector<float>& output, std::int
                  output.size(), " values is not a multiple of width ", dim);
     const auto rows = static_cast<std::int64_t>(output.size()) / dim;
     std::vector<std::int32_t> best(rows);
+#pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < rows; ++i) {
         const float* row = output.data() + i * dim;
         best[i] = static_cast<std::int32_t>(std::max_element(row, row + dim) - row);
@@ -170,7 +173,7 @@ ResultSet read_results(const std::filesystem::path& dir)
             order.push_back({pieces[p].global_ids[r], {p, static_cast<std::int64_t>(r)}});
         }
     }
-    std::sort(order.begin(), order.end());
+    __gnu_parallel::sort(order.begin(), order.end());
     for (std::size_t k = 1; k < order.size(); ++k) {
         if (order[k].first == order[k - 1].first) {
             HALO_THROW(InputError, dir.string(), ": node ", order[k].first, " appears in parts ",
@@ -181,6 +184,7 @@ ResultSet read_results(const std::filesystem::path& dir)
     set.global_ids.resize(total);
     set.output.resize(static_cast<std::size_t>(total * dim));
     set.prediction.resize(total);
+#pragma omp parallel for schedule(static)
     for (std::int64_t k = 0; k < total; ++k) {
         const auto [p, r] = order[k].second;
         set.global_ids[k] = order[k].first;
@@ -188,6 +192,28 @@ ResultSet read_results(const std::filesystem::path& dir)
         set.prediction[k] = pieces[p].prediction[r];
     }
     return set;
+}
+
+void write_result_export(const std::filesystem::path& path, const ResultSet& set)
+{
+    const auto rows = static_cast<std::int64_t>(set.global_ids.size());
+    HALO_EXPECTS(static_cast<std::int64_t>(set.output.size()) == rows * set.output_dim &&
+                     static_cast<std::int64_t>(set.prediction.size()) == rows,
+                 "result export: ", set.output.size(), " outputs and ", set.prediction.size(),
+                 " predictions for ", rows, " rows of width ", set.output_dim);
+    const store::QuietErrors quiet;
+    store::AtomicH5File out(path);
+    const store::Where root{out.name(), "/"};
+    const auto h = out.get();
+    store::write_attribute<std::int64_t>(h, root, "num_rows", rows);
+    store::write_attribute<std::int64_t>(h, root, "output_dim", set.output_dim);
+    store::write_attribute<std::int32_t>(h, root, "num_parts", set.num_parts);
+    store::write_array<std::int64_t>(h, root, "global_ids", span_of(set.global_ids));
+    store::write_matrix<float>(h, root, "output", span_of(set.output), rows, set.output_dim);
+    store::write_array<std::int32_t>(h, root, "prediction", span_of(set.prediction));
+    // Last: a file without it is an interrupted export.
+    store::write_attribute_string(h, root, "format", "halo-result-export");
+    out.commit();
 }
 
 }  // namespace halo

@@ -155,6 +155,38 @@ TEST(Engine, RandomFeaturesDependOnGlobalIdAndSeedOnly)
     }
 }
 
+TEST(Engine, RunRandomEqualsARunOnTheHostGeneratorsFeatures)
+{
+    // The features generated in place (Backend::fill_random_features) are the host generator's,
+    // so the outputs are equal bit for bit; and the generator writes only the view's columns.
+    const auto graph = engine_test_graph("rmat:8");
+    std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    const auto model = halo::random_model(halo::LayerType::gcn, {9, 6, 3}, 4);
+    auto backend = halo::make_cpu_backend();
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::Engine engine(*backend, *exchanger, shard, model, {});
+    for (const std::uint64_t seed : {1u, 77u}) {
+        const auto host = halo::random_node_features(shard.global_ids, 9, seed);
+        const auto want = engine.run(host);
+        const auto got = engine.run_random(seed);
+        ASSERT_EQ(got.size(), want.size());
+        for (std::size_t k = 0; k < got.size(); ++k) {
+            ASSERT_EQ(got[k], want[k]) << "seed " << seed << " element " << k;
+        }
+    }
+    const std::vector<halo::global_id> ids{3, 1, 4};
+    std::vector<float> m(3 * 5, -9.0f);
+    backend->fill_random_features(ids.data(), 2, {m.data(), 3, 4, 5});
+    const auto want = halo::random_node_features(ids, 4, 2);
+    for (int r = 0; r < 3; ++r) {
+        for (int j = 0; j < 4; ++j) {
+            EXPECT_EQ(m[r * 5 + j], want[r * 4 + j]);
+        }
+        EXPECT_EQ(m[r * 5 + 4], -9.0f) << "column outside the view written in row " << r;
+    }
+}
+
 TEST(Engine, RejectsFeaturesOfTheWrongShapeAndLocalRunsOfSplitDatasets)
 {
     const auto graph = engine_test_graph("rmat:6");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -297,6 +298,43 @@ TEST(CudaBackend, LargeCopiesThroughPinnedStagingRoundTrip)
     gpu.backend->copy_to_host(m.view(), back.data());
     for (std::size_t k = 0; k < host.size(); ++k) {
         ASSERT_EQ(back[k], 2.0f * host[k]) << "element " << k;
+    }
+}
+
+TEST(CudaBackend, RandomFeaturesOnTheDeviceEqualTheHostGeneratorBitForBit)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    // Ids as a shard holds them: unordered, sparse, up to scale-34 magnitudes; widths that do and
+    // do not divide a block; a view narrower than its leading dimension keeps the rest untouched.
+    for (const std::int64_t dim : {1, 7, 64, 129}) {
+        SCOPED_TRACE("dim " + std::to_string(dim));
+        std::vector<halo::global_id> ids;
+        for (std::int64_t r = 0; r < 30011; ++r) {
+            ids.push_back((r * 7919 + 13) % 40009 + (r % 3 == 0 ? (std::int64_t{1} << 34) : 0));
+        }
+        const std::uint64_t seed = 0x5eed + static_cast<std::uint64_t>(dim);
+        const auto expected = halo::random_node_features(ids, dim, seed);
+        const std::int64_t ld = dim + 3;
+        const auto rows = static_cast<std::int64_t>(ids.size());
+        auto m = gpu.backend->allocate(rows, ld);
+        std::vector<float> poison(static_cast<std::size_t>(rows * ld), std::nanf(""));
+        gpu.backend->copy_from_host(poison.data(), m.view());
+        gpu.backend->fill_random_features(ids.data(), seed, {m.data(), rows, dim, ld});
+        std::vector<float> back(poison.size(), 0.0f);
+        gpu.backend->copy_to_host(m.view(), back.data());
+        for (std::int64_t r = 0; r < rows; ++r) {
+            for (std::int64_t j = 0; j < ld; ++j) {
+                const float got = back[r * ld + j];
+                if (j < dim) {
+                    ASSERT_EQ(std::memcmp(&got, &expected[r * dim + j], sizeof(float)), 0)
+                        << "row " << r << " column " << j << ": " << got << " vs "
+                        << expected[r * dim + j];
+                } else {
+                    ASSERT_TRUE(std::isnan(got)) << "padding column " << j << " of row " << r;
+                }
+            }
+        }
     }
 }
 

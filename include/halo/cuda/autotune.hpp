@@ -46,6 +46,8 @@ public:
     std::string algorithm() const override;
     /// AutotuneTable::report() plus one "unavailable: name: why" line per kernel not built.
     std::string report() const override;
+    /// Host wall time spent timing candidates so far.
+    double tuning_seconds() const override { return tuning_seconds_; }
 
     const AutotuneTable& table() const noexcept { return table_; }
     /// Adds choices made earlier (AutotuneTable::preload) and notes for report().
@@ -60,6 +62,7 @@ public:
     std::vector<KernelMetadata> tuning_metadata() const override;
 
 private:
+    double tuning_seconds_ = 0.0;
     double time_candidate(std::size_t i, DenseView<const float> x, DenseView<float> y,
                           RowRange rows);
 

@@ -24,6 +24,10 @@ enum class SpmmAlgorithm {
     accel_gcn,  // include/halo/cuda/accel_gcn.hpp; uses a stored partition when the hints carry one
     autotune,
     aes,  // AES-SpMM (include/halo/cuda/aes.hpp): approximate, sampling by the backend's options
+    /// halo-infer's default: the autotuner's choices where the operator's hints carry usable
+    /// stored ones (this device, this operator, these candidates), so nothing is timed again;
+    /// cuSPARSE otherwise.
+    stored_or_cusparse,
 };
 
 /// A Backend whose matrices live on ctx's device. The Context must outlive it.

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# On the GPU machine: the whole halo-infer job, phase by phase (docs/PERFORMANCE.md, "The whole
+# job"). Stages, in the order given:
+#   build   configure and build BUILD (Release, sm_90), if not built
+#   test    the GPU and store tests the job-speed work touches
+#   tune    R-MAT 22: defaults (no stored choices), --spmm autotune (times, stores the choices
+#           unasked), defaults again (the stored choices, nothing timed), --spmm autotune again
+#   torch   defaults against the torch CSR composition and PyG on every shared graph and R-MAT
+#           20/22 (scripts/gpu_speed.sh, 2-layer GCN 64-64-32, --repeat 20)
+#   big     R-MAT SCALE (default 26) symmetrized: partition once, then halo-infer with no options
+#           on a cold page cache, on a warm one, and with HALO_SERIAL_IO=1 (HDF5's own serial
+#           pipeline: the previous read and write path, same run), each with its phase table;
+#           halo-inspect --export of the result
+# Usage: scripts/gpu_job_speed.sh BUILD DATA WORK OUT STAGE... (SCALE=26 in the environment)
+# Every log and manifest lands in OUT; WORK holds datasets and results (local disk).
+set -uo pipefail
+build=$1 data=$2 work=$3 out=$4
+shift 4
+scale=${SCALE:-26}
+mkdir -p "$work" "$out"
+mpi=(mpirun -np 1 --allow-run-as-root --bind-to none)
+bin=$build/apps
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
+
+infer() {  # tag dataset [halo-infer args...]: one run, its log and manifest kept
+  local tag=$1 ds=$2
+  shift 2
+  local res=$work/res-$tag
+  rm -rf "$res"
+  /usr/bin/time -f "wall %e s, peak rss %M KiB" "${mpi[@]}" "$bin/halo-infer" "$ds" \
+    --random-model "${DIMS:-64,64,32}" --backend cuda --out "$res" "$@" >"$out/infer-$tag.log" 2>&1
+  local rc=$?
+  cp "$res/manifest.json" "$out/manifest-$tag.json" 2>/dev/null
+  echo "-- $tag (exit $rc)"
+  sed -n '/^phase /,/^total/p' "$out/infer-$tag.log"
+  grep -E "^wall|SpMM|stored|warning|error" "$out/infer-$tag.log" | head -8
+}
+
+for stage in "$@"; do
+  case $stage in
+  build)
+    log build
+    if [ ! -x "$bin/halo-infer" ]; then
+      cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DHALO_TEST_DATA_DIR="$data" >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+    fi
+    cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+    ;;
+  test)
+    log test
+    ctest --test-dir "$build" --output-on-failure --timeout 600 \
+      -R '^(test_cuda_backend|test_engine_plans_cuda|test_autotune|test_store|test_engine|test_cli)$' \
+      >"$out/ctest.log" 2>&1
+    grep -E "tests passed|Failed|Passed|Skipped" "$out/ctest.log" | tail -12
+    ;;
+  tune)
+    log tune
+    ds=$work/rmat22.h5
+    "$bin/halo-partition" rmat:22:16 --parts 1 --symmetrize -q -o "$ds"
+    infer tune-default-before "$ds" --repeat 10
+    infer tune-autotune-first "$ds" --spmm autotune --repeat 10
+    infer tune-default-after "$ds" --repeat 10
+    infer tune-autotune-second "$ds" --spmm autotune --repeat 10
+    infer tune-cusparse "$ds" --spmm cusparse --repeat 10
+    for t in default-before autotune-first default-after autotune-second cusparse; do
+      python3 - "$out/manifest-tune-$t.json" "$t" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+ph = {p["name"]: p["seconds"]["max"] for p in m["phases"]}
+print(f'{sys.argv[2]:>16}: forward median {m["forward_seconds_median"]*1e3:8.3f} ms, tuning {ph["tuning"]:7.3f} s,'
+      f' total {ph["total"]:7.3f} s, tuning share {100*ph["tuning"]/ph["total"]:5.2f}%, spmm {m["spmm"]}')
+PY
+    done
+    rm -f "$ds"
+    ;;
+  torch)
+    log torch
+    graphs=()
+    for f in "$data"/*.el.gz; do
+      g=$(basename "$f" .el.gz)
+      graphs+=("$g=gcn:64x64x32")
+    done
+    graphs+=("rmat:20:16=gcn:64x64x32" "rmat:22:16=gcn:64x64x32")
+    HALO_INFER_FLAGS="" scripts/gpu_speed.sh "$build" "$data" /nonexistent "$out/torch" "${graphs[@]}" \
+      >"$out/torch.log" 2>&1
+    python3 - "$out/torch/speed.jsonl" <<'PY'
+import json, sys, math
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ratios = []
+for r in rows:
+    t = r.get("torch_ms"); h = r.get("halo_ms")
+    ratio = t / h if isinstance(t, (int, float)) and isinstance(h, (int, float)) and h else None
+    if ratio: ratios.append(ratio)
+    print(f'{r["graph"]:>22} halo {h if h is None else round(h, 4)!s:>9} ms  torch {t!s:>9}  pyg {r.get("pyg_ms")!s:>9}  torch/halo {ratio and round(ratio, 3)}')
+if ratios:
+    print(f"torch/halo: min {min(ratios):.3f}, geomean {math.exp(sum(map(math.log, ratios))/len(ratios)):.3f}, {sum(r > 1 for r in ratios)} of {len(ratios)} faster")
+PY
+    ;;
+  big)
+    log "big (R-MAT $scale symmetrized)"
+    ds=$work/rmat${scale}s.h5
+    if [ ! -f "$ds" ]; then
+      /usr/bin/time -f "partition wall %e s, peak rss %M KiB" "$bin/halo-partition" \
+        "rmat:$scale:16" --parts 1 --symmetrize -o "$ds" >"$out/partition-$scale.log" 2>&1
+      tail -3 "$out/partition-$scale.log"
+    fi
+    ls -la "$ds"
+    sync
+    if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+      infer "big$scale-cold" "$ds"
+    else
+      echo "cannot drop the page cache here: no cold-cache run"
+    fi
+    infer "big$scale-warm" "$ds"
+    HALO_SERIAL_IO=1 infer "big$scale-serial-io" "$ds"
+    /usr/bin/time -f "export wall %e s, peak rss %M KiB" "$bin/halo-inspect" "$work/res-big$scale-warm" \
+      --export "$work/export.h5" >"$out/export-$scale.log" 2>&1
+    tail -2 "$out/export-$scale.log"
+    rm -f "$work/export.h5"
+    ;;
+  *)
+    echo "unknown stage $stage"
+    exit 2
+    ;;
+  esac
+done
+log done

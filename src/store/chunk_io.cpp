@@ -1,0 +1,388 @@
+#include "chunk_io.hpp"
+
+#include <fcntl.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "halo/error.hpp"
+
+namespace halo::store {
+
+namespace {
+
+constexpr std::size_t checksum_bytes = 4;
+/// Below this many bytes HDF5's own read is as fast as ours and needs no file descriptor.
+constexpr std::uint64_t parallel_min_bytes = std::uint64_t{4} << 20;
+/// Bytes of finished chunks the writer prepares before handing them to HDF5.
+constexpr std::uint64_t write_batch_bytes = std::uint64_t{64} << 20;
+
+std::uint32_t fold(std::uint32_t sum) { return (sum & 0xffff) + (sum >> 16); }
+
+std::uint32_t little_endian_u32(const unsigned char* p)
+{
+    return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
+           (std::uint32_t{p[3]} << 24);
+}
+
+/// HDF5 before 1.6.3 stored the checksum with the bytes of each 16-bit half swapped on
+/// little-endian machines; its filter accepts both forms, and so do we.
+std::uint32_t swapped_halves(std::uint32_t v)
+{
+    return ((v & 0x00ff00ffU) << 8) | ((v & 0xff00ff00U) >> 8);
+}
+
+/// Closes a POSIX file descriptor on scope exit.
+struct Fd {
+    int fd = -1;
+    ~Fd()
+    {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+};
+
+/// Reads exactly `size` bytes at `offset`; returns an empty string or what went wrong.
+std::string pread_exact(int fd, unsigned char* dst, std::uint64_t size, std::uint64_t offset)
+{
+    while (size > 0) {
+        const auto want = static_cast<std::size_t>(
+            std::min<std::uint64_t>(size, std::uint64_t{1} << 30));
+        const auto got = ::pread(fd, dst, want, static_cast<off_t>(offset));
+        if (got < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return std::string("read failed: ") + std::strerror(errno);
+        }
+        if (got == 0) {
+            return "read failed: the file ends at byte " + std::to_string(offset) +
+                   " (truncated file)";
+        }
+        dst += got;
+        size -= static_cast<std::uint64_t>(got);
+        offset += static_cast<std::uint64_t>(got);
+    }
+    return {};
+}
+
+/// The first failure of a parallel loop, kept for the throw after it.
+class FirstError {
+public:
+    void set(std::uint64_t index, std::string message)
+    {
+#pragma omp critical(halo_store_first_error)
+        {
+            if (!failed_.load() || index < index_) {
+                index_ = index;
+                message_ = std::move(message);
+            }
+            failed_.store(true);
+        }
+    }
+    bool failed() const { return failed_.load(std::memory_order_relaxed); }
+    const std::string& message() const { return message_; }
+
+private:
+    std::atomic<bool> failed_{false};
+    std::uint64_t index_ = 0;
+    std::string message_;
+};
+
+/// The dataset's file, its name and the offset of HDF5 address 0 in it (the user block).
+struct FileOfDataset {
+    std::string name;
+    std::uint64_t base = 0;
+};
+
+FileOfDataset file_of(hid_t dataset, const Where& where)
+{
+    FileOfDataset out;
+    const auto length = HALO_HDF5_TRY(H5Fget_name(dataset, nullptr, 0), where.str());
+    out.name.resize(static_cast<std::size_t>(length) + 1);
+    HALO_HDF5_TRY(H5Fget_name(dataset, out.name.data(), out.name.size()), where.str());
+    out.name.resize(static_cast<std::size_t>(length));
+    const Handle file(HALO_HDF5_TRY(H5Iget_file_id(dataset), where.str()), H5Fclose);
+    const Handle fcpl(HALO_HDF5_TRY(H5Fget_create_plist(file.get()), where.str()), H5Pclose);
+    hsize_t userblock = 0;
+    HALO_HDF5_TRY(H5Pget_userblock(fcpl.get(), &userblock), where.str());
+    out.base = userblock;
+    return out;
+}
+
+std::string chunk_name(std::uint64_t chunk, std::uint64_t first_row, std::uint64_t rows)
+{
+    return "chunk " + std::to_string(chunk) + " (rows " + std::to_string(first_row) + ".." +
+           std::to_string(first_row + rows - 1) + ")";
+}
+
+[[noreturn]] void throw_read_error(const Where& where, const std::string& message)
+{
+    throw Hdf5Error(where.str() + ": H5Dread failed: " + message, __FILE__, __LINE__);
+}
+
+bool read_contiguous(const OpenDataset& ds, const Where& where, std::uint64_t total_bytes,
+                     void* out)
+{
+    const auto d = ds.dataset.get();
+    const haddr_t address = H5Dget_offset(d);
+    if (address == HADDR_UNDEF || H5Dget_storage_size(d) != total_bytes) {
+        return false;
+    }
+    const auto file = file_of(d, where);
+    Fd fd{::open(file.name.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (fd.fd < 0) {
+        return false;
+    }
+    constexpr std::uint64_t piece = std::uint64_t{8} << 20;
+    const auto pieces = (total_bytes + piece - 1) / piece;
+    auto* dst = static_cast<unsigned char*>(out);
+    FirstError error;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t p = 0; p < static_cast<std::int64_t>(pieces); ++p) {
+        if (error.failed()) {
+            continue;
+        }
+        const auto begin = static_cast<std::uint64_t>(p) * piece;
+        const auto size = std::min(piece, total_bytes - begin);
+        auto message = pread_exact(fd.fd, dst + begin, size, file.base + address + begin);
+        if (!message.empty()) {
+            error.set(static_cast<std::uint64_t>(p), std::move(message));
+        }
+    }
+    if (error.failed()) {
+        throw_read_error(where, error.message());
+    }
+    return true;
+}
+
+}  // namespace
+
+bool parallel_io_enabled()
+{
+    static const bool enabled = std::getenv("HALO_SERIAL_IO") == nullptr;
+    return enabled;
+}
+
+std::uint32_t fletcher32(const unsigned char* data, std::size_t size)
+{
+    std::uint32_t sum1 = 0;
+    std::uint32_t sum2 = 0;
+    std::size_t words = size / 2;
+    while (words > 0) {
+        const std::size_t n = std::min<std::size_t>(words, 360);
+        words -= n;
+        // HDF5 adds each word to sum1 and then sum1 to sum2, word by word; over a block of n
+        // words that adds S = sum of w_i to sum1 and n * sum1 + sum of (n - i) w_i to sum2, all in
+        // uint32 arithmetic (mod 2^32), which these two independent sums give without the
+        // word-to-word dependency. (n - i) w_i < 2^32 for n <= 360.
+        std::uint32_t s = 0;
+        std::uint32_t t = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint32_t w = (std::uint32_t{data[2 * i]} << 8) | data[2 * i + 1];
+            s += w;
+            t += static_cast<std::uint32_t>(n - i) * w;
+        }
+        data += 2 * n;
+        sum2 += static_cast<std::uint32_t>(n) * sum1 + t;
+        sum1 += s;
+        sum1 = fold(sum1);
+        sum2 = fold(sum2);
+    }
+    if (size % 2 != 0) {
+        sum1 += std::uint32_t{*data} << 8;
+        sum2 += sum1;
+        sum1 = fold(sum1);
+        sum2 = fold(sum2);
+    }
+    sum1 = fold(sum1);
+    sum2 = fold(sum2);
+    return (sum2 << 16) | sum1;
+}
+
+bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out)
+{
+    const auto d = ds.dataset.get();
+    std::uint64_t count = 1;
+    for (const auto dim : ds.dims) {
+        count *= dim;
+    }
+    const Handle type(HALO_HDF5_TRY(H5Dget_type(d), where.str()), H5Tclose);
+    if (!parallel_io_enabled() || count == 0 ||
+        HALO_HDF5_TRY(H5Tequal(type.get(), memory_type), where.str()) <= 0) {
+        return false;  // nothing to read, or HDF5 converts the values
+    }
+    const std::uint64_t element_bytes = H5Tget_size(type.get());
+    const std::uint64_t total_bytes = count * element_bytes;
+    if (total_bytes < parallel_min_bytes) {
+        return false;
+    }
+    const Handle dcpl(HALO_HDF5_TRY(H5Dget_create_plist(d), where.str()), H5Pclose);
+    const auto layout = H5Pget_layout(dcpl.get());
+    if (layout == H5D_CONTIGUOUS) {
+        return read_contiguous(ds, where, total_bytes, out);
+    }
+    if (layout != H5D_CHUNKED) {
+        return false;
+    }
+    const int nfilters = HALO_HDF5_TRY(H5Pget_nfilters(dcpl.get()), where.str());
+    bool checksummed = false;
+    if (nfilters == 1) {
+        unsigned flags = 0;
+        std::size_t nelements = 0;
+        const auto filter =
+            H5Pget_filter2(dcpl.get(), 0, &flags, &nelements, nullptr, 0, nullptr, nullptr);
+        if (filter != H5Z_FILTER_FLETCHER32) {
+            return false;
+        }
+        checksummed = true;
+    } else if (nfilters != 0) {
+        return false;
+    }
+    const int rank = static_cast<int>(ds.dims.size());
+    std::vector<hsize_t> chunk(static_cast<std::size_t>(rank));
+    if (H5Pget_chunk(dcpl.get(), rank, chunk.data()) != rank) {
+        return false;
+    }
+    std::uint64_t row_elements = 1;
+    for (int k = 1; k < rank; ++k) {
+        if (chunk[k] != ds.dims[k]) {
+            return false;  // a chunk that is not whole rows is not contiguous in `out`
+        }
+        row_elements *= ds.dims[k];
+    }
+    const std::uint64_t rows = ds.dims[0];
+    const std::uint64_t chunk_rows = chunk[0];
+    const std::uint64_t row_bytes = row_elements * element_bytes;
+    const std::uint64_t chunk_bytes = chunk_rows * row_bytes;
+    const std::uint64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+
+    // Chunk addresses from HDF5's index, on this thread (HDF5 is not thread-safe).
+    struct Chunk {
+        haddr_t address = HADDR_UNDEF;
+        bool has_checksum = false;
+    };
+    std::vector<Chunk> where_is(chunks);
+    std::vector<hsize_t> offset(static_cast<std::size_t>(rank), 0);
+    for (std::uint64_t c = 0; c < chunks; ++c) {
+        offset[0] = c * chunk_rows;
+        unsigned filter_mask = 0;
+        haddr_t address = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(d, offset.data(), &filter_mask, &address, &size) < 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return false;
+        }
+        const bool has_checksum = checksummed && (filter_mask & 1U) == 0;
+        if (address == HADDR_UNDEF || size != chunk_bytes + (has_checksum ? checksum_bytes : 0)) {
+            return false;  // unallocated (fill value) or not a size this reader knows
+        }
+        where_is[c] = {address, has_checksum};
+    }
+    const auto file = file_of(d, where);
+    Fd fd{::open(file.name.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (fd.fd < 0) {
+        return false;
+    }
+
+    auto* dst = static_cast<unsigned char*>(out);
+    FirstError error;
+#pragma omp parallel
+    {
+        std::vector<unsigned char> edge;  // the last chunk, stored whole but only partly used
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t ci = 0; ci < static_cast<std::int64_t>(chunks); ++ci) {
+            const auto c = static_cast<std::uint64_t>(ci);
+            if (error.failed()) {
+                continue;
+            }
+            const auto first_row = c * chunk_rows;
+            const auto chunk_rows_here = std::min(chunk_rows, rows - first_row);
+            const auto position = file.base + where_is[c].address;
+            unsigned char* target = dst + first_row * row_bytes;
+            if (chunk_rows_here < chunk_rows) {
+                edge.resize(chunk_bytes);
+                target = edge.data();
+            }
+            auto message = pread_exact(fd.fd, target, chunk_bytes, position);
+            unsigned char stored[checksum_bytes] = {0, 0, 0, 0};
+            if (message.empty() && where_is[c].has_checksum) {
+                message = pread_exact(fd.fd, stored, checksum_bytes, position + chunk_bytes);
+            }
+            if (message.empty() && where_is[c].has_checksum) {
+                const auto computed = fletcher32(target, chunk_bytes);
+                const auto expected = little_endian_u32(stored);
+                if (expected != computed && expected != swapped_halves(computed)) {
+                    message = "can't read data (data error detected by Fletcher32 checksum in " +
+                              chunk_name(c, first_row, chunk_rows_here) + ")";
+                }
+            }
+            if (!message.empty()) {
+                error.set(c, chunk_name(c, first_row, chunk_rows_here) + ": " + message);
+                continue;
+            }
+            if (target != dst + first_row * row_bytes) {
+                std::memcpy(dst + first_row * row_bytes, target, chunk_rows_here * row_bytes);
+            }
+        }
+    }
+    if (error.failed()) {
+        throw_read_error(where, error.message());
+    }
+    return true;
+}
+
+void write_chunks_parallel(hid_t dataset, const Where& where, const void* data,
+                           std::uint64_t rows, std::uint64_t row_bytes, std::uint64_t chunk_rows)
+{
+    HALO_EXPECTS(chunk_rows > 0 && row_bytes > 0, where.str(), ": chunk of ", chunk_rows,
+                 " rows of ", row_bytes, " bytes");
+    const Handle space(HALO_HDF5_TRY(H5Dget_space(dataset), where.str()), H5Sclose);
+    const int rank = HALO_HDF5_TRY(H5Sget_simple_extent_ndims(space.get()), where.str());
+    const std::uint64_t chunk_bytes = chunk_rows * row_bytes;
+    const std::uint64_t stored_bytes = chunk_bytes + checksum_bytes;
+    const std::uint64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+    const auto threads = static_cast<std::uint64_t>(omp_get_max_threads());
+    const std::uint64_t batch = std::clamp<std::uint64_t>(
+        std::max(write_batch_bytes / stored_bytes, 2 * threads), 1, std::max<std::uint64_t>(chunks, 1));
+    std::vector<unsigned char> buffer(batch * stored_bytes);
+    const auto* src = static_cast<const unsigned char*>(data);
+    std::vector<hsize_t> offset(static_cast<std::size_t>(rank), 0);
+    for (std::uint64_t first = 0; first < chunks; first += batch) {
+        const auto last = std::min(chunks, first + batch);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (std::int64_t ci = static_cast<std::int64_t>(first); ci < static_cast<std::int64_t>(last);
+             ++ci) {
+            const auto c = static_cast<std::uint64_t>(ci);
+            unsigned char* out = buffer.data() + (c - first) * stored_bytes;
+            const auto first_row = c * chunk_rows;
+            const auto bytes = std::min(chunk_rows, rows - first_row) * row_bytes;
+            std::memcpy(out, src + first_row * row_bytes, bytes);
+            // HDF5 fills the part of an edge chunk outside the dataset with the fill value (0)
+            // before its filters run; the checksum covers the whole chunk.
+            std::memset(out + bytes, 0, chunk_bytes - bytes);
+            const auto sum = fletcher32(out, chunk_bytes);
+            for (std::size_t b = 0; b < checksum_bytes; ++b) {
+                out[chunk_bytes + b] = static_cast<unsigned char>(sum >> (8 * b));
+            }
+        }
+        for (auto c = first; c < last; ++c) {
+            offset[0] = c * chunk_rows;
+            HALO_HDF5_TRY(H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset.data(),
+                                         static_cast<std::size_t>(stored_bytes),
+                                         buffer.data() + (c - first) * stored_bytes),
+                          where.str(), " (chunk ", c, ")");
+        }
+    }
+}
+
+}  // namespace halo::store

@@ -1,0 +1,47 @@
+// Parallel, verified raw-data I/O of the store's large datasets (docs/FORMAT.md, "Storage").
+//
+// The store's large datasets are chunked, a chunk holding whole rows, with a Fletcher32 checksum
+// per chunk. HDF5 itself reads and writes them on one thread and checks each checksum in its
+// filter pipeline, about 0.2-1 GB/s. These functions keep the file format exactly as it is (any
+// HDF5 reader reads what they write, and they read what HDF5 wrote) but move the bytes on every
+// core: HDF5 is asked only for the chunk addresses, the chunks are read with pread() on all
+// threads straight into the destination, and every checksum is verified (on read) or computed (on
+// write) in parallel. Only the metadata calls go through HDF5, on the calling thread.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hdf5_util.hpp"
+
+namespace halo::store {
+
+/// False when the environment sets HALO_SERIAL_IO (to any value): then every read and write
+/// goes through HDF5's own pipeline, as before the parallel path existed (for measurements and
+/// as a way around a file system where the parallel reads misbehave).
+bool parallel_io_enabled();
+
+/// HDF5's Fletcher32 (H5_checksum_fletcher32): the data as 16-bit big-endian words (an odd last
+/// byte as the high byte of a word), both sums folded to 16 bits every 360 words. The same value
+/// as HDF5's on any input, computed on blocks so that the compiler vectorizes it.
+std::uint32_t fletcher32(const unsigned char* data, std::size_t size);
+
+/// Reads the whole of an opened dataset into `out` (its element count, of `memory_type`) with
+/// parallel reads when it is laid out as the store writes it: chunked over whole rows with no
+/// filter or Fletcher32 alone, every chunk allocated, stored in the memory type's exact format (no
+/// conversion); or contiguous and large. Returns false, having read nothing, for anything else
+/// (then H5Dread reads it). A chunk failing its checksum, or a short or failed read, is a
+/// halo::Hdf5Error naming the dataset, the chunk and its rows.
+bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out);
+
+/// Writes all of `data` (row-major, dims[0] rows of `row_bytes`) into `dataset`, freshly created
+/// chunked with `chunk_rows` rows a chunk and Fletcher32 as its only filter: the checksums are
+/// computed in parallel and the finished chunks written with H5Dwrite_chunk (direct chunk write;
+/// the stored bytes are those HDF5's own filter would store, edge chunk padded with the zero fill
+/// value).
+void write_chunks_parallel(hid_t dataset, const Where& where, const void* data,
+                           std::uint64_t rows, std::uint64_t row_bytes, std::uint64_t chunk_rows);
+
+}  // namespace halo::store
