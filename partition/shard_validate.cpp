@@ -19,6 +19,10 @@
 namespace halo {
 namespace {
 
+// Shards smaller than this are checked on the calling thread: a team costs more than it saves
+// there, and a small check then runs no OpenMP region (safe in a forked child, as tests do).
+constexpr std::int64_t parallel_min_rows = 1 << 16;
+
 // Offsets of a plan: peers + 1 entries, from 0, strictly ascending (no empty block), ending at
 // `total`; peers in [0, num_parts), not the part itself, strictly ascending.
 void check_blocks(const Shard& s, const std::string& where, const char* ranks_name,
@@ -81,7 +85,7 @@ void check_csr(const Shard& s, const std::string& where)
     // message, so the error is the one a serial scan would give.
     const auto first_failing = [n = a.num_rows](auto&& check) {
         std::int64_t first = n;
-#pragma omp parallel for schedule(dynamic, 4096) reduction(min : first)
+#pragma omp parallel for schedule(dynamic, 4096) reduction(min : first) if (n > parallel_min_rows)
         for (std::int64_t i = 0; i < n; ++i) {
             if (i < first) {
                 try {
@@ -171,7 +175,11 @@ void check_ids(const Shard& s, const std::string& where)
         ids.reserve(static_cast<std::size_t>(s.num_owned + s.num_halo));
         ids.insert(ids.end(), s.global_ids.begin(), s.global_ids.end());
         ids.insert(ids.end(), s.halo_global_ids.begin(), s.halo_global_ids.end());
-        __gnu_parallel::sort(ids.begin(), ids.end());
+        if (ids.size() > parallel_min_rows) {
+            __gnu_parallel::sort(ids.begin(), ids.end());
+        } else {
+            std::sort(ids.begin(), ids.end());
+        }
         if (std::adjacent_find(ids.begin(), ids.end()) == ids.end()) {
             return;
         }

@@ -20,8 +20,6 @@ namespace halo::store {
 namespace {
 
 constexpr std::size_t checksum_bytes = 4;
-/// Below this many bytes HDF5's own read is as fast as ours and needs no file descriptor.
-constexpr std::uint64_t parallel_min_bytes = std::uint64_t{4} << 20;
 /// Bytes of finished chunks the writer prepares before handing them to HDF5.
 constexpr std::uint64_t write_batch_bytes = std::uint64_t{64} << 20;
 

@@ -18,6 +18,10 @@
 
 namespace halo::store {
 
+/// Datasets smaller than this are read and written by HDF5 on the calling thread: as fast there,
+/// and no OpenMP region runs (safe in a forked child).
+inline constexpr std::uint64_t parallel_min_bytes = std::uint64_t{4} << 20;
+
 /// False when the environment sets HALO_SERIAL_IO (to any value): then every read and write
 /// goes through HDF5's own pipeline, as before the parallel path existed (for measurements and
 /// as a way around a file system where the parallel reads misbehave).

@@ -52,7 +52,7 @@ void check_ids(const std::vector<global_id>& ids, const Where& where, std::int64
     // On every core; the first id out of range (the lowest index) is the one named.
     const auto n = static_cast<std::int64_t>(ids.size());
     std::int64_t first = n;
-#pragma omp parallel for schedule(static) reduction(min : first)
+#pragma omp parallel for schedule(static) reduction(min : first) if (n > (1 << 16))
     for (std::int64_t i = 0; i < n; ++i) {
         if ((ids[i] < 0 || ids[i] >= num_nodes) && i < first) {
             first = i;

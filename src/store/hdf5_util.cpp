@@ -309,7 +309,7 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
                          H5Dclose);
     // Chunks in the file's exact format are finished (checksummed) on every core and written
     // whole; anything HDF5 must convert goes through its pipeline.
-    if (chunked && parallel_io_enabled() &&
+    if (chunked && count * element_size >= parallel_min_bytes && parallel_io_enabled() &&
         HALO_HDF5_TRY(H5Tequal(file_type, memory_type), where) > 0) {
         write_chunks_parallel(dataset.get(), Where{loc_where.file, loc_where.child(name).path},
                               data, dims[0], row_bytes, chunk_rows);

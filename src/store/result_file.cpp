@@ -41,7 +41,7 @@ std::vector<std::int32_t> argmax_rows(const std::vector<float>& output, std::int
                  output.size(), " values is not a multiple of width ", dim);
     const auto rows = static_cast<std::int64_t>(output.size()) / dim;
     std::vector<std::int32_t> best(rows);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows > (1 << 14))
     for (std::int64_t i = 0; i < rows; ++i) {
         const float* row = output.data() + i * dim;
         best[i] = static_cast<std::int32_t>(std::max_element(row, row + dim) - row);
@@ -173,7 +173,11 @@ ResultSet read_results(const std::filesystem::path& dir)
             order.push_back({pieces[p].global_ids[r], {p, static_cast<std::int64_t>(r)}});
         }
     }
-    __gnu_parallel::sort(order.begin(), order.end());
+    if (order.size() > (1 << 16)) {
+        __gnu_parallel::sort(order.begin(), order.end());
+    } else {
+        std::sort(order.begin(), order.end());
+    }
     for (std::size_t k = 1; k < order.size(); ++k) {
         if (order[k].first == order[k - 1].first) {
             HALO_THROW(InputError, dir.string(), ": node ", order[k].first, " appears in parts ",
@@ -184,7 +188,7 @@ ResultSet read_results(const std::filesystem::path& dir)
     set.global_ids.resize(total);
     set.output.resize(static_cast<std::size_t>(total * dim));
     set.prediction.resize(total);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (total > (1 << 16))
     for (std::int64_t k = 0; k < total; ++k) {
         const auto [p, r] = order[k].second;
         set.global_ids[k] = order[k].first;
