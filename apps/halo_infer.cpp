@@ -64,6 +64,8 @@ struct Options {
     bool int8_features = false;
     bool layer_timing_only = false;
     bool cuda_graph = false;
+    std::string device_memory_limit;  // issue 15: empty = the backend's default
+    bool out_of_core = false;         // issue 15: row blocks even when the shard fits
 };
 
 // "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
@@ -377,6 +379,14 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             HALO_MPI_TRY(MPI_Barrier(comm));
         }
     };
+    // --- issue 15: device memory limit and out-of-core execution ---
+    if (!o.device_memory_limit.empty()) {
+        eopt.device_memory_limit = halo::parse_byte_size(o.device_memory_limit);
+    }
+    if (o.out_of_core) {
+        eopt.execution = halo::Execution::row_blocks;
+    }
+    // --- end issue 15 ---
     halo::Engine engine(*backend, *exchanger, shard, model, eopt);
 
     // run: the whole call, features uploaded and outputs downloaded; forward: the layers only
@@ -499,6 +509,28 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     }
 #endif
 
+    // --- issue 15: device memory by component (docs/ENGINE.md "Memory accounting") ---
+    const auto memory = engine.memory_report();
+    const auto memory_total = reduce_stat(world.comm(), static_cast<double>(memory.total()), size);
+    double moved = 0.0;  // out of core: bytes between host and device, and the seconds it took
+    double moved_seconds = 0.0;
+    for (const auto& t : engine.timings()) {
+        moved += static_cast<double>(t.transferred_bytes);
+        moved_seconds += t.transfer;
+    }
+    const auto copy_rate =
+        reduce_stat(world.comm(), moved_seconds > 0.0 ? moved / moved_seconds / 1e9 : 0.0, size);
+    if (lead) {
+        fmt::print("device memory by component, rank 0 ({}; max total over ranks {}):\n{}",
+                   engine.out_of_core() ? "out of core" : "in memory",
+                   halo::format_bytes(static_cast<std::int64_t>(memory_total.max)),
+                   halo::format_memory_report(memory));
+        if (engine.out_of_core()) {
+            fmt::print("  row-block copies: {:.2f} GB/s (mean over ranks)\n", copy_rate.mean);
+        }
+    }
+    // --- end issue 15 ---
+
     // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
     int ok = 1;
     int all_ok = 0;
@@ -527,6 +559,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         manifest["forward_seconds_median"] = forward_median_seconds;
         manifest["repeat"] = o.repeat;
         manifest["layers"] = layers_json;
+        // issue 15: rank 0's device memory by component, the maximum total over ranks
+        manifest["device_memory"] = nlohmann::json::parse(halo::memory_report_json(memory));
+        manifest["device_memory"]["max_total_over_ranks"] = memory_total.max;
+        manifest["device_memory"]["row_block_copy_gbps_mean"] = copy_rate.mean;
         if (totals[1] > 0) {
             manifest["accuracy"] = {{"eval_nodes", o.eval_nodes},
                                     {"evaluated", totals[1]},
@@ -668,6 +704,13 @@ int main(int argc, char** argv)
     app.add_flag("--sync-layers", o.sync_layers,
                  "barrier before every layer, so per-layer times exclude the ranks' arrival "
                  "skew (for measurements)");
+    app.add_option("--device-memory-limit", o.device_memory_limit,
+                   "device memory the engine may use, with units (24GiB, 1.5GB); a larger "
+                   "working set runs over row blocks from host memory (default: the backend's "
+                   "free memory minus a margin; none on the CPU backend)");
+    app.add_flag("--out-of-core", o.out_of_core,
+                 "run over row blocks even when the shard fits (needs a limit on the CPU "
+                 "backend)");
     app.add_option("--eval-nodes", o.eval_nodes,
                    "node ids (one per line) to report accuracy on, against the dataset's labels");
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")

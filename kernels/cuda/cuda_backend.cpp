@@ -133,6 +133,28 @@ public:
                       cols);
     }
 
+    // Page-locked, so that copies from and to it run at the bus's speed without staging.
+    Matrix allocate_host(std::int64_t rows, std::int64_t cols) override
+    {
+        HALO_EXPECTS(rows >= 0 && cols >= 0, "cannot allocate ", rows, " x ", cols);
+        const auto count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+        auto buffer = std::make_shared<PinnedBuffer<float>>(count > 0 ? count : 1);
+        float* data = buffer->data();
+        return Matrix(std::shared_ptr<float>(std::move(buffer), data), rows, cols);
+    }
+
+    // Free device memory minus a margin (5% of the device, at least 1 GiB) for the libraries'
+    // handles and workspaces that the engine's budget does not count.
+    std::int64_t default_memory_limit() override
+    {
+        std::size_t free = 0;
+        std::size_t total = 0;
+        HALO_CUDA_TRY(cudaMemGetInfo(&free, &total));
+        const auto margin = std::max<std::int64_t>(std::int64_t{1} << 30,
+                                                   static_cast<std::int64_t>(total / 20));
+        return std::max<std::int64_t>(static_cast<std::int64_t>(free) - margin, 1);
+    }
+
     // Returns once the host buffer may be reused (pinned or pageable alike).
     void copy_from_host(const float* host, DenseView<float> dst) override
     {
@@ -143,7 +165,7 @@ public:
                      "copy_from_host needs a host buffer and a device view with ld >= cols");
         const auto width = static_cast<std::size_t>(dst.cols) * sizeof(float);
         const auto bytes = width * static_cast<std::size_t>(dst.rows);
-        if (dst.ld == dst.cols && bytes >= kStagedCopyMinBytes) {
+        if (dst.ld == dst.cols && bytes >= kStagedCopyMinBytes && !is_pinned(host)) {
             staged_upload(reinterpret_cast<char*>(dst.data), reinterpret_cast<const char*>(host),
                           bytes);
             return;
@@ -163,7 +185,7 @@ public:
                      "copy_to_host needs a host buffer and a device view with ld >= cols");
         const auto width = static_cast<std::size_t>(src.cols) * sizeof(float);
         const auto bytes = width * static_cast<std::size_t>(src.rows);
-        if (src.ld == src.cols && bytes >= kStagedCopyMinBytes) {
+        if (src.ld == src.cols && bytes >= kStagedCopyMinBytes && !is_pinned(host)) {
             staged_download(reinterpret_cast<char*>(host),
                             reinterpret_cast<const char*>(src.data), bytes);
             return;
@@ -341,6 +363,17 @@ private:
             static_cast<void>(cudaGraphDestroy(graph_));
             graph_ = nullptr;
         }
+    }
+
+    // Page-locked host memory (allocate_host, cudaMallocHost, cudaHostRegister): copied directly.
+    static bool is_pinned(const void* host)
+    {
+        cudaPointerAttributes attributes{};
+        if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
+            static_cast<void>(cudaGetLastError());
+            return false;
+        }
+        return attributes.type == cudaMemoryTypeHost;
     }
 
     void ensure_staging()

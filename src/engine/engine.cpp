@@ -10,6 +10,7 @@
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
 #include "random.hpp"
+#include "row_block_driver.hpp"
 
 namespace halo {
 namespace {
@@ -240,6 +241,11 @@ struct Engine::Impl {
     bool recorded_int8 = false;
     int recorded_out = -1;
     std::string replay_note;
+    // Out of core (issue 15): the row-block driver, and the host pattern gat attends over.
+    std::unique_ptr<detail::RowBlockDriver> row_blocks;
+    bool host_only = false;  // operators as host matrices only, no plans
+    Csr self_loop_matrix;
+    std::int64_t memory_limit = 0;
 
     std::vector<float> download(int buffer)
     {
@@ -261,6 +267,12 @@ struct Engine::Impl {
           rows_moved(s.plan.num_send() + s.plan.num_recv())
     {
         validate_model(model, "model");
+        memory_limit = options.device_memory_limit > 0 ? options.device_memory_limit
+                                                       : backend.default_memory_limit();
+        if (use_row_blocks()) {
+            start_row_blocks();
+            return;
+        }
         prepare_operators();
         std::int64_t wide_cols = 0;
         for (const auto& layer : model.layers) {
@@ -374,6 +386,13 @@ struct Engine::Impl {
     {
         std::vector<float> degree;
         for (const auto& layer : model.layers) {
+            if (host_only && (layer.type == LayerType::agnn || layer.type == LayerType::gat ||
+                              layer.type == LayerType::transformer)) {
+                if (layer.type == LayerType::gat && self_loop_matrix.nnz() == 0) {
+                    self_loop_matrix = self_loop_pattern(shard);
+                }
+                continue;  // the row-block driver refuses agnn and transformer layers
+            }
             if (layer.type == LayerType::agnn || layer.type == LayerType::gat) {
                 if (!self_loop_attention) {
                     self_loop_attention = backend.make_attention_plan(
@@ -407,6 +426,9 @@ struct Engine::Impl {
             operator_matrices[*kind] =
                 make_aggregation(shard, *kind, options.dataset_normalization, degree);
         }
+        if (host_only) {
+            return;
+        }
         // SpMM plans only for the operators an SpMM layer runs (maxk has its own plan).
         for (const auto& layer : model.layers) {
             const auto kind = aggregation_of(layer.type);
@@ -416,6 +438,126 @@ struct Engine::Impl {
             operators[*kind] = backend.make_spmm_plan(operator_matrices.at(*kind),
                                                       hints_for(kernel_operator_name(*kind)));
         }
+    }
+
+    // --- Out of core (issue 15; src/engine/row_block_driver.cpp) ---
+
+    // Row blocks when asked for, or when the in-memory working set exceeds the limit.
+    bool use_row_blocks() const
+    {
+        switch (options.execution) {
+            case Execution::in_memory:
+                return false;
+            case Execution::row_blocks:
+                if (memory_limit <= 0) {
+                    HALO_THROW(InputError, "row-block execution needs a device memory limit (the ",
+                               backend.name(), " backend has no default)");
+                }
+                return true;
+            case Execution::automatic:
+                break;
+        }
+        return memory_limit > 0 && in_memory_estimate().total() > memory_limit;
+    }
+
+    void start_row_blocks()
+    {
+        if (options.replay) {
+            options.replay = false;  // nothing to record: the blocks' plans live one block long
+            replay_note = "out of core";
+        }
+        host_only = true;
+        prepare_operators();
+        std::vector<const Csr*> ops;
+        for (const auto& layer : model.layers) {
+            const auto kind = aggregation_of(layer.type);
+            ops.push_back(layer.type == LayerType::gat ? &self_loop_matrix
+                          : kind                       ? &operator_matrices.at(*kind)
+                                                       : nullptr);
+        }
+        row_blocks = std::make_unique<detail::RowBlockDriver>(
+            backend, exchanger, shard, model, std::move(ops), options.attention,
+            options.step_timing, memory_limit);
+    }
+
+    // The in-memory run's backend memory before anything is allocated: every distinct operator
+    // as a CSR with values (the gcn one with a diagonal entry per row), the four work buffers
+    // and the widest extra buffer, the weights. Plans' metadata and workspaces are not known
+    // yet: memory_report() adds them after construction.
+    MemoryReport in_memory_estimate() const
+    {
+        MemoryReport r;
+        std::map<std::string, std::int64_t> patterns;  // distinct operators and their nonzeros
+        for (const auto& layer : model.layers) {
+            const auto kind = aggregation_of(layer.type);
+            const auto nnz = shard.csr.nnz();
+            if (kind) {
+                patterns[to_string(*kind)] = nnz + (*kind == Aggregation::gcn ? n_owned : 0);
+            } else if (layer.type == LayerType::agnn || layer.type == LayerType::gat) {
+                patterns["self_loops"] = nnz + n_owned;
+            } else if (layer.type == LayerType::transformer) {
+                patterns["adjacency"] = nnz;
+            }
+            r.weights += static_cast<std::int64_t>(
+                             layer.weight.size() + layer.bias.size() + layer.root_weight.size() +
+                             layer.weight2.size() + layer.bias2.size() + layer.query_weight.size() +
+                             layer.key_weight.size() + layer.value_weight.size()) *
+                         4;
+        }
+        for (const auto& [name, nnz] : patterns) {
+            r.row_pointers += 8 * (n_owned + 1);
+            r.indices += 4 * nnz;
+            r.values += 4 * nnz;
+            r.nonzeros += nnz;
+        }
+        r.feature_buffers = 4 * 4 * n_total * std::max<std::int64_t>(model.max_dim(), 1);
+        r.limit = memory_limit;
+        return r;
+    }
+
+    // The in-memory run's backend memory as allocated: plans that report their memory give it;
+    // other plans' operators count as CSR with values; buffers as allocated.
+    MemoryReport in_memory_report() const
+    {
+        MemoryReport r;
+        auto csr_bytes = [&](const Csr& a) {
+            MemoryReport c;
+            c.row_pointers = 8 * (a.num_rows + 1);
+            c.indices = 4 * a.nnz();
+            c.values = 4 * a.nnz();
+            c.nonzeros = a.nnz();
+            return c;
+        };
+        for (const auto& [kind, plan] : operators) {
+            const auto m = plan->memory();
+            r += m.total() > 0 ? m : csr_bytes(operator_matrices.at(kind));
+        }
+        auto matrix_bytes = [](const Matrix& m) { return 4 * m.rows() * m.cols(); };
+        bool maxk_operator = false;  // every maxk plan holds the gcn operator and a CBSR
+        for (std::size_t l = 0; l < weights.size(); ++l) {
+            const auto& w = weights[l];
+            for (const auto* m : {&w.weight, &w.bias, &w.root_weight, &w.weight2, &w.bias2,
+                                  &w.projection, &w.projection_bias, &w.att_src, &w.att_dst}) {
+                r.weights += matrix_bytes(*m);
+            }
+            r.feature_buffers += matrix_bytes(w.el) + matrix_bytes(w.er);
+            if (w.maxk && operator_matrices.count(Aggregation::gcn) != 0) {
+                auto c = csr_bytes(operator_matrices.at(Aggregation::gcn));
+                if (operators.count(Aggregation::gcn) != 0 || maxk_operator) {
+                    c.nonzeros = 0;  // the same pattern: its nonzeros counted once
+                }
+                maxk_operator = true;
+                c.kernel_metadata = 6 * n_total * model.layers[l].k;  // CBSR: k floats, k int16
+                r += c;
+            }
+        }
+        for (const auto& b : buffers) {
+            r.feature_buffers += matrix_bytes(b);
+        }
+        r.feature_buffers += matrix_bytes(wide) + matrix_bytes(q_rows) + matrix_bytes(q_scale) +
+                             matrix_bytes(q_zero);
+        r.limit = memory_limit;
+        return r;
     }
 
     // Owned gcn degrees, then the halo ones through one exchange of a width-1 matrix.
@@ -847,9 +989,19 @@ Engine::Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, c
 
 Engine::~Engine() = default;
 
+bool Engine::out_of_core() const { return impl_->row_blocks != nullptr; }
+
+MemoryReport Engine::memory_report() const
+{
+    return impl_->row_blocks ? impl_->row_blocks->memory_report() : impl_->in_memory_report();
+}
+
 std::string Engine::kernel_report() const
 {
     std::string out;
+    if (impl_->row_blocks) {
+        out += impl_->row_blocks->report();
+    }
     // Each line names its operator: a model may aggregate with more than one.
     for (const auto& [kind, plan] : impl_->operators) {
         const auto report = plan->report();
@@ -910,6 +1062,16 @@ std::vector<float> Engine::run(const std::vector<float>& features)
     const auto in_w = im.model.input_dim();
     HALO_EXPECTS(static_cast<std::int64_t>(features.size()) == im.n_owned * in_w, "features hold ",
                  features.size(), " values, expected ", im.n_owned, " x ", in_w);
+    if (im.row_blocks) {
+        layer_outputs_.clear();
+        auto out = im.row_blocks->run(features, timings_,
+                                      im.options.keep_layers ? &layer_outputs_ : nullptr);
+        forward_seconds_ = 0.0;
+        for (const auto& t : timings_) {
+            forward_seconds_ += t.total;
+        }
+        return out;
+    }
     im.backend.copy_from_host(features.data(), im.view(0, im.n_owned, in_w));
     im.int8_input.reset();
     return run_layers();
@@ -922,6 +1084,10 @@ std::vector<float> Engine::run(const QuantizedView& features)
     HALO_EXPECTS(features.rows == im.n_owned && features.cols == in_w && features.ld >= in_w,
                  "int8 features of ", features.rows, " x ", features.cols, ", expected ",
                  im.n_owned, " x ", in_w);
+    if (im.row_blocks) {
+        HALO_THROW(InputError, "int8 features do not run out of core; dequantize them (halo-infer "
+                               "without --int8-features) or raise --device-memory-limit");
+    }
     im.load_quantized(features);
     im.int8_input_host = features;
     struct Reset {
