@@ -73,6 +73,7 @@ public:
         }
         return out;
     }
+    MemoryReport memory() const override { return plan_->memory(); }
 
 private:
     std::unique_ptr<SpmmPlan> plan_;

@@ -146,8 +146,10 @@ void RowBlockDriver::plan_layer(std::size_t l)
     }
     if (p.op != nullptr) {
         auto& c = p.agg;
-        c.fixed = resident_ + 8;  // the block's last row offset
-        c.per_nnz = 4 + (p.op->has_values() ? 4 : 0);
+        // Row offsets as 8 bytes and 4 more for a narrowed copy (cuSPARSE's upload); a value per
+        // nonzero even for a pattern operator (cuSPARSE reads an array of ones).
+        c.fixed = resident_ + 12;  // the block's last row offset
+        c.per_nnz = 8;
         std::int64_t row_floats = out_w;
         switch (type) {
             case LayerType::gcn:
@@ -165,7 +167,7 @@ void RowBlockDriver::plan_layer(std::size_t l)
             default:
                 break;
         }
-        c.per_row = 8 + f32 * row_floats;
+        c.per_row = 12 + f32 * row_floats;
         c.per_col = f32 * p.wz;
         if (type == LayerType::maxk) {
             c.per_col += 6 * layer.k;  // the CBSR row: k values, k int16 indices
@@ -226,9 +228,9 @@ void RowBlockDriver::split_layer(std::size_t l)
             MemoryReport r;
             r.weights = resident_;
             if (blocks == &p.agg_blocks) {
-                r.row_pointers = 8 * (b.rows.size() + 1);
+                r.row_pointers = 12 * (b.rows.size() + 1);
                 r.indices = 4 * b.nnz;
-                r.values = p.op->has_values() ? 4 * b.nnz : 0;
+                r.values = 4 * b.nnz;
                 r.kernel_metadata = type == LayerType::maxk ? 6 * layer.k * b.cols : 0;
             }
             r.feature_buffers = b.bytes - r.total();
