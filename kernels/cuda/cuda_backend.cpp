@@ -171,9 +171,14 @@ public:
                           bytes);
             return;
         }
-        HALO_CUDA_TRY(cudaMemcpy2DAsync(dst.data, static_cast<std::size_t>(dst.ld) * sizeof(float),
-                                        host, width, width, static_cast<std::size_t>(dst.rows),
-                                        cudaMemcpyHostToDevice, ctx_.compute_stream()));
+        if (dst.ld == dst.cols) {  // one contiguous DMA (pinned memory: at the bus's speed)
+            HALO_CUDA_TRY(cudaMemcpyAsync(dst.data, host, bytes, cudaMemcpyHostToDevice,
+                                          ctx_.compute_stream()));
+        } else {
+            HALO_CUDA_TRY(cudaMemcpy2DAsync(
+                dst.data, static_cast<std::size_t>(dst.ld) * sizeof(float), host, width, width,
+                static_cast<std::size_t>(dst.rows), cudaMemcpyHostToDevice, ctx_.compute_stream()));
+        }
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
     }
 
@@ -191,9 +196,14 @@ public:
                             reinterpret_cast<const char*>(src.data), bytes);
             return;
         }
-        HALO_CUDA_TRY(cudaMemcpy2DAsync(
-            host, width, src.data, static_cast<std::size_t>(src.ld) * sizeof(float), width,
-            static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToHost, ctx_.compute_stream()));
+        if (src.ld == src.cols) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(host, src.data, bytes, cudaMemcpyDeviceToHost,
+                                          ctx_.compute_stream()));
+        } else {
+            HALO_CUDA_TRY(cudaMemcpy2DAsync(
+                host, width, src.data, static_cast<std::size_t>(src.ld) * sizeof(float), width,
+                static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToHost, ctx_.compute_stream()));
+        }
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
     }
 

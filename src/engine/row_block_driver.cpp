@@ -24,6 +24,17 @@ DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
 
 DenseView<float> view_of(const Matrix& m) { return m.view(); }
 
+// memcpy split across the OpenMP threads (one thread does not reach host memory bandwidth).
+void parallel_copy(const float* src, std::int64_t count, float* dst)
+{
+    constexpr std::int64_t piece = std::int64_t{1} << 18;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t off = 0; off < count; off += piece) {
+        std::memcpy(dst + off, src + off,
+                    static_cast<std::size_t>(std::min(piece, count - off)) * sizeof(float));
+    }
+}
+
 }  // namespace
 
 RowBlockDriver::RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
@@ -290,6 +301,19 @@ std::vector<RowBlockDriver::Block> RowBlockDriver::split(const Csr* a, const Cos
     return out;
 }
 
+// Host matrices are allocated once per slot and reused (page-locking is slow: it must not
+// happen per layer or per run); a matrix shares its slot's storage.
+Matrix RowBlockDriver::host_matrix(std::int64_t rows, std::int64_t cols, int slot)
+{
+    auto& cached = host_cache_[static_cast<std::size_t>(slot)];
+    const auto need = std::max<std::int64_t>(rows * cols, 1);
+    if (!cached || cached->rows() < need) {
+        cached.reset();
+        cached = std::make_shared<Matrix>(backend_.allocate_host(need, 1));
+    }
+    return Matrix(std::shared_ptr<float>(cached, cached->data()), rows, cols);
+}
+
 Matrix RowBlockDriver::up(const float* host, std::int64_t rows, std::int64_t cols, LayerTiming& t)
 {
     auto m = backend_.allocate(rows, cols);
@@ -399,20 +423,29 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
         std::vector<local_id> cols;
         Matrix src;
         if (p.compact) {
-            cols = block.indices;
-            std::sort(cols.begin(), cols.end());
-            cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
-            for (std::size_t c = 0; c < cols.size(); ++c) {
-                position[static_cast<std::size_t>(cols[c])] = static_cast<std::int64_t>(c);
+            // Referenced columns in ascending order: mark, then scan (O(N + nnz), no sort).
+            const auto nnz = static_cast<std::int64_t>(block.indices.size());
+#pragma omp parallel for schedule(static)
+            for (std::int64_t k = 0; k < nnz; ++k) {
+                position[static_cast<std::size_t>(block.indices[k])] = 0;
             }
-            for (auto& col : block.indices) {
-                col = static_cast<local_id>(position[static_cast<std::size_t>(col)]);
+            for (std::int64_t c = 0; c < n_total_; ++c) {
+                if (position[static_cast<std::size_t>(c)] == 0) {
+                    position[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(cols.size());
+                    cols.push_back(static_cast<local_id>(c));
+                }
+            }
+#pragma omp parallel for schedule(static)
+            for (std::int64_t k = 0; k < nnz; ++k) {
+                block.indices[k] =
+                    static_cast<local_id>(position[static_cast<std::size_t>(block.indices[k])]);
             }
             block.num_cols = static_cast<std::int64_t>(cols.size());
-            auto staged = backend_.allocate_host(block.num_cols, wz);
-            for (std::size_t c = 0; c < cols.size(); ++c) {
-                std::memcpy(staged.data() + static_cast<std::int64_t>(c) * wz,
-                            z.data() + static_cast<std::int64_t>(cols[c]) * wz,
+            auto staged = host_matrix(block.num_cols, wz, kStagingSlot);
+            const auto ncols = block.num_cols;
+#pragma omp parallel for schedule(static)
+            for (std::int64_t c = 0; c < ncols; ++c) {
+                std::memcpy(staged.data() + c * wz, z.data() + std::int64_t{cols[c]} * wz,
                             static_cast<std::size_t>(wz) * sizeof(float));
             }
             src = up(staged.data(), block.num_cols, wz, t);
@@ -556,19 +589,20 @@ std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
     HALO_EXPECTS(static_cast<std::int64_t>(features.size()) == n_owned_ * in_w0, "features hold ",
                  features.size(), " values, expected ", n_owned_, " x ", in_w0);
     timings.assign(model_.layers.size(), {});
-    Matrix h = backend_.allocate_host(n_total_, in_w0);
-    std::copy(features.begin(), features.end(), h.data());
+    int in_slot = 0;
+    Matrix h = host_matrix(n_total_, in_w0, in_slot);
+    parallel_copy(features.data(), static_cast<std::int64_t>(features.size()), h.data());
     for (std::size_t l = 0; l < model_.layers.size(); ++l) {
         const auto& layer = model_.layers[l];
         const auto& p = plans_[l];
         auto& t = timings[l];
         const auto t0 = std::chrono::steady_clock::now();
         const auto stats_before = exchanger_.stats();
-        auto out = backend_.allocate_host(n_total_, layer.out_dim);
+        auto out = host_matrix(n_total_, layer.out_dim, 1 - in_slot);
         if (layer.type == LayerType::linear) {
             run_pre(l, h, out, t);
         } else {
-            const auto z = p.agg_first ? h : backend_.allocate_host(n_total_, p.wz);
+            const auto z = p.agg_first ? h : host_matrix(n_total_, p.wz, kTransformSlot);
             if (!p.agg_first) {
                 run_pre(l, h, z, t);
             }
@@ -585,8 +619,11 @@ std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
             keep->emplace_back(out.data(), out.data() + n_owned_ * layer.out_dim);
         }
         h = std::move(out);
+        in_slot = 1 - in_slot;
     }
-    return {h.data(), h.data() + n_owned_ * model_.output_dim()};
+    std::vector<float> result(static_cast<std::size_t>(n_owned_ * model_.output_dim()));
+    parallel_copy(h.data(), static_cast<std::int64_t>(result.size()), result.data());
+    return result;
 }
 
 std::string RowBlockDriver::report() const

@@ -3,7 +3,9 @@
 // memory (Backend::allocate_host). Internal to halo_engine.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,7 @@ private:
     void run_aggregation(std::size_t l, const Matrix& x, const Matrix& z, const Matrix& out,
                          LayerTiming& t);
     Matrix up(const float* host, std::int64_t rows, std::int64_t cols, LayerTiming& t);
+    Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
 
     Backend& backend_;
@@ -113,6 +116,11 @@ private:
     std::int64_t minimum_ = 0;
     std::vector<Weights> weights_;
     std::vector<LayerPlan> plans_;
+    // Host matrices by slot: 0 and 1 a layer's input and output in turn, then z, then the
+    // gathered rows of a block.
+    static constexpr int kTransformSlot = 2;
+    static constexpr int kStagingSlot = 3;
+    std::array<std::shared_ptr<Matrix>, 4> host_cache_;
     std::vector<std::int64_t> stamp_;  // per local column: the block that last counted it
     std::int64_t stamp_id_ = 0;
     MemoryReport report_;
