@@ -281,10 +281,7 @@ struct Engine::Impl {
                 wide_cols = std::max(wide_cols, weights.back().projection.cols());
             }
         }
-        for (int k = 0; k < 4; ++k) {
-            buffers.push_back(
-                backend.allocate(n_total, std::max<std::int64_t>(model.max_dim(), 1)));
-        }
+        buffers.resize(4);  // allocated on first use (view()): a gcn model uses two
         if (wide_cols > 0) {
             wide = backend.allocate(n_total, wide_cols);
         }
@@ -510,7 +507,10 @@ struct Engine::Impl {
             r.values += 4 * nnz;
             r.nonzeros += nnz;
         }
-        r.feature_buffers = 4 * 4 * n_total * std::max<std::int64_t>(model.max_dim(), 1);
+        const bool gcn_only = std::all_of(model.layers.begin(), model.layers.end(),
+                                          [](const Layer& l) { return l.type == LayerType::gcn; });
+        r.feature_buffers =
+            (gcn_only ? 2 : 4) * 4 * n_total * std::max<std::int64_t>(model.max_dim(), 1);
         r.limit = memory_limit;
         return r;
     }
@@ -573,9 +573,14 @@ struct Engine::Impl {
         return degree;
     }
 
-    // Contiguous rows x cols view over buffer k (which holds n_total * max_dim floats).
-    DenseView<float> view(int k, std::int64_t rows, std::int64_t cols) const
+    // Contiguous rows x cols view over buffer k (which holds n_total * max_dim floats),
+    // allocated on its first use (the first run() allocates every buffer a run uses, so that a
+    // recording for replay allocates nothing).
+    DenseView<float> view(int k, std::int64_t rows, std::int64_t cols)
     {
+        if (buffers[k].data() == nullptr) {
+            buffers[k] = backend.allocate(n_total, std::max<std::int64_t>(model.max_dim(), 1));
+        }
         return {buffers[k].data(), rows, cols, cols};
     }
 
@@ -733,18 +738,23 @@ struct Engine::Impl {
         int out = a;
         switch (layer.type) {
             case LayerType::gcn: {
+                // In place (issue 15): x is dead once aggregated or transformed, so the output
+                // takes its buffer and the intermediate the first free one: a gcn model runs in
+                // two buffers of n_total x max_dim.
                 auto& op = *operators.at(Aggregation::gcn);
+                const int mid = a;
+                out = in;
                 if (agg_first) {
-                    aggregate_input(Aggregation::gcn, view(b, n_total, in_w));
+                    aggregate_input(Aggregation::gcn, view(mid, n_total, in_w));
                     timed([&] {
-                        backend.gemm(view(b, n_owned, in_w), w.weight.view(),
-                                     view(a, n_owned, out_w), 1.0f, 0.0f);
+                        backend.gemm(view(mid, n_owned, in_w), w.weight.view(),
+                                     view(in, n_owned, out_w), 1.0f, 0.0f);
                     });
                 } else {
                     timed([&] {
-                        backend.gemm(x, w.weight.view(), view(b, n_owned, out_w), 1.0f, 0.0f);
+                        backend.gemm(x, w.weight.view(), view(mid, n_owned, out_w), 1.0f, 0.0f);
                     });
-                    aggregate(op, view(b, n_total, out_w), view(a, n_total, out_w), t);
+                    aggregate(op, view(mid, n_total, out_w), view(in, n_total, out_w), t);
                 }
                 break;
             }
