@@ -25,13 +25,14 @@ DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
 DenseView<float> view_of(const Matrix& m) { return m.view(); }
 
 // memcpy split across the OpenMP threads (one thread does not reach host memory bandwidth).
-void parallel_copy(const float* src, std::int64_t count, float* dst)
+template <typename T>
+void parallel_copy(const T* src, std::int64_t count, T* dst)
 {
     constexpr std::int64_t piece = std::int64_t{1} << 18;
 #pragma omp parallel for schedule(static)
     for (std::int64_t off = 0; off < count; off += piece) {
         std::memcpy(dst + off, src + off,
-                    static_cast<std::size_t>(std::min(piece, count - off)) * sizeof(float));
+                    static_cast<std::size_t>(std::min(piece, count - off)) * sizeof(T));
     }
 }
 
@@ -418,9 +419,11 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
         for (std::int64_t i = 0; i <= r; ++i) {
             block.indptr[i] = a.indptr[blk.rows.begin + i] - first;
         }
-        block.indices.assign(a.indices.begin() + first, a.indices.begin() + last);
+        block.indices.resize(static_cast<std::size_t>(last - first));
+        parallel_copy(a.indices.data() + first, last - first, block.indices.data());
         if (a.has_values()) {
-            block.values.assign(a.values.begin() + first, a.values.begin() + last);
+            block.values.resize(static_cast<std::size_t>(last - first));
+            parallel_copy(a.values.data() + first, last - first, block.values.data());
         }
         std::vector<local_id> cols;
         Matrix src;
