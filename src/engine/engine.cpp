@@ -474,7 +474,7 @@ struct Engine::Impl {
         }
         row_blocks = std::make_unique<detail::RowBlockDriver>(
             backend, exchanger, shard, model, std::move(ops), options.attention,
-            options.step_timing, memory_limit);
+            options.step_timing, options.overlap, memory_limit);
     }
 
     // The in-memory run's backend memory before anything is allocated: every distinct operator

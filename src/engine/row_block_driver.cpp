@@ -40,13 +40,15 @@ void parallel_copy(const T* src, std::int64_t count, T* dst)
 
 RowBlockDriver::RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
                                const Model& model, std::vector<const Csr*> layer_operators,
-                               AttentionKernel attention, bool step_timing, std::int64_t limit)
+                               AttentionKernel attention, bool step_timing, bool overlap,
+                               std::int64_t limit)
     : backend_(backend),
       exchanger_(exchanger),
       shard_(shard),
       model_(model),
       attention_(attention),
       step_timing_(step_timing),
+      overlap_(overlap),
       limit_(limit),
       n_owned_(shard.num_owned),
       n_total_(shard.num_owned + shard.num_halo),
@@ -282,6 +284,12 @@ std::vector<RowBlockDriver::Block> RowBlockDriver::split(const Csr* a, const Cos
         return fresh;
     };
     for (std::int64_t i = 0; i < n_owned_; ++i) {
+        if (a != nullptr && i == shard_.num_interior && !cur.rows.empty()) {
+            // Interior rows apart: their blocks run while the halo exchange is in flight.
+            out.push_back(cur);
+            cur = Block{{i, i}, 0, 0, 0};
+            ++stamp_id_;
+        }
         const auto nnz = a != nullptr ? a->row_nnz(i) : 0;
         auto fresh = new_columns(i);
         auto bytes = cost.bytes(cur.rows.size() + 1, cur.nnz + nnz, cur.cols + fresh);
@@ -365,17 +373,23 @@ void RowBlockDriver::run_pre(std::size_t l, const Matrix& x, const Matrix& z, La
     }
 }
 
-void RowBlockDriver::exchange(const Matrix& z, std::int64_t width, LayerTiming& t)
+// Starts the exchange of z's halo rows; true when it is left in flight (to overlap the interior
+// blocks: where the exchanger works on the host matrix itself), false when it is complete.
+bool RowBlockDriver::exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t)
 {
     t.fp32_exchange_bytes +=
         (shard_.plan.num_send() + shard_.plan.num_recv()) * width * static_cast<std::int64_t>(f32);
     if (!has_peers_) {
-        return;
+        return false;
     }
     const auto t0 = std::chrono::steady_clock::now();
     if (backend_.uses_host_memory()) {
         exchanger_.start(z.view());
-        exchanger_.finish();
+        t.exchange += seconds_since(t0);
+        if (overlap_) {
+            return true;
+        }
+        exchange_finish(t);
     } else {
         // The exchanger works on backend memory: owned rows go up, halo rows come down.
         const auto w = z.cols();
@@ -388,12 +402,22 @@ void RowBlockDriver::exchange(const Matrix& z, std::int64_t width, LayerTiming& 
         backend_.synchronize();
         backend_.copy_to_host(all.rows_view(n_owned_, n_total_), z.data() + n_owned_ * w);
         t.transferred_bytes += f32 * n_total_ * w;
+        t.exchange += seconds_since(t0);
     }
-    t.exchange += seconds_since(t0);
+    return false;
+}
+
+void RowBlockDriver::exchange_finish(LayerTiming& t)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    exchanger_.finish();
+    const double waited = seconds_since(t0);
+    t.exchange += waited;
+    t.waiting += waited;
 }
 
 void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matrix& z,
-                                     const Matrix& out, LayerTiming& t)
+                                     const Matrix& out, bool exchanging, LayerTiming& t)
 {
     const auto& layer = model_.layers[l];
     const auto& w = weights_[l];
@@ -405,10 +429,35 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
     const auto wz = p.wz;
     Matrix z_all;  // all of z, when resident
     if (!p.compact) {
-        z_all = up(z.data(), n_total_, wz, t);
+        // Halo rows still in flight come up when they arrive (arrive() below).
+        const auto rows = exchanging ? n_owned_ : n_total_;
+        z_all = backend_.allocate(n_total_, wz);
+        const auto t0 = std::chrono::steady_clock::now();
+        backend_.copy_from_host(z.data(), z_all.rows_view(0, rows));
+        t.transfer += seconds_since(t0);
+        t.transferred_bytes += f32 * rows * wz;
     }
     std::vector<std::int64_t> position(p.compact ? stamp_.size() : 0, -1);
+    // The halo rows are needed from the first block with a boundary row on (split() keeps
+    // interior rows in blocks of their own): complete the exchange there, and refresh the halo
+    // rows of a resident z, uploaded before they arrived.
+    auto arrive = [&] {
+        if (!exchanging) {
+            return;
+        }
+        exchanging = false;
+        exchange_finish(t);
+        if (!p.compact && n_total_ > n_owned_) {
+            const auto t0 = std::chrono::steady_clock::now();
+            backend_.copy_from_host(z.data() + n_owned_ * wz, z_all.rows_view(n_owned_, n_total_));
+            t.transfer += seconds_since(t0);
+            t.transferred_bytes += f32 * (n_total_ - n_owned_) * wz;
+        }
+    };
     for (const auto& blk : p.agg_blocks) {
+        if (blk.rows.end > shard_.num_interior) {
+            arrive();
+        }
         const auto r = blk.rows.size();
         // The block's rows of the operator; gathered columns renumbered in ascending order.
         Csr block;
@@ -584,6 +633,7 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
             }
         }
     }
+    arrive();  // a part without boundary rows still completes its exchange
 }
 
 std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
@@ -611,8 +661,8 @@ std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
             if (!p.agg_first) {
                 run_pre(l, h, z, t);
             }
-            exchange(z, p.wz, t);
-            run_aggregation(l, h, z, out, t);
+            const bool exchanging = exchange_start(z, p.wz, t);
+            run_aggregation(l, h, z, out, exchanging, t);
         }
         backend_.synchronize();
         t.total = seconds_since(t0);

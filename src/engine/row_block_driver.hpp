@@ -23,8 +23,9 @@ namespace halo::detail {
 ///  1. a layer that transforms first (or has no aggregation) computes its transformed rows block
 ///     by block (rows of x up, rows of z = x W down into a host matrix);
 ///  2. the halo rows of the aggregated matrix z (z = x when the layer aggregates first) are
-///     exchanged on the host matrix (through a backend buffer where the backend's memory is not
-///     host memory);
+///     exchanged on the host matrix, while the blocks of interior rows (which reference no halo
+///     row) run; through a backend buffer, before any block, where the backend's memory is not
+///     host memory;
 ///  3. block by block: the block's CSR rows, and either the rows of z its columns reference
 ///     (columns renumbered in ascending order, so every row keeps its summation order) or all of
 ///     z when z takes at most half of the budget, go up; the aggregation and the rest of the
@@ -42,7 +43,8 @@ public:
     /// the limit and the smallest that would work).
     RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
                    const Model& model, std::vector<const Csr*> layer_operators,
-                   AttentionKernel attention, bool step_timing, std::int64_t limit);
+                   AttentionKernel attention, bool step_timing, bool overlap,
+                   std::int64_t limit);
 
     /// Runs the model on host features (num_owned x input width); timings get one entry per
     /// layer; `keep` (may be null) receives every layer's owned rows.
@@ -95,9 +97,10 @@ private:
     void plan_layer(std::size_t l);
     void split_layer(std::size_t l);
     void run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t);
-    void exchange(const Matrix& z, std::int64_t width, LayerTiming& t);
+    bool exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t);
+    void exchange_finish(LayerTiming& t);
     void run_aggregation(std::size_t l, const Matrix& x, const Matrix& z, const Matrix& out,
-                         LayerTiming& t);
+                         bool exchanging, LayerTiming& t);
     Matrix up(const float* host, std::int64_t rows, std::int64_t cols, LayerTiming& t);
     Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
@@ -108,6 +111,7 @@ private:
     const Model& model_;
     AttentionKernel attention_;
     bool step_timing_ = true;
+    bool overlap_ = true;
     std::int64_t limit_ = 0;
     std::int64_t n_owned_ = 0;
     std::int64_t n_total_ = 0;
