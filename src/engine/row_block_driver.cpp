@@ -251,6 +251,8 @@ void RowBlockDriver::split_layer(std::size_t l)
             }
             r.feature_buffers = b.bytes - r.total();
             if (r.total() > report_.total()) {
+                r.nonzeros = report_.nonzeros;  // the largest block's components, the run's counts
+                r.row_blocks = report_.row_blocks;
                 report_ = r;
             }
         }
