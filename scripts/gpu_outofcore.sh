@@ -53,31 +53,14 @@ open(table, "a").write(
     f"{dm.get('row_blocks', 0)} |\n")
 PY
 }
-# compare DIR A:B ...: max |difference| of result B against result A (rows matched by global id).
+# compare DIR A:B ...: result B against result A (halo-inspect --compare: max |difference|,
+# bit-identical values, identical predictions; rows matched by global id).
 compare() {
-  python3 - "$@" <<'PY'
-import glob, sys, h5py, numpy as np
-ds = sys.argv[1]
-def load(d):
-    ids, rows = [], []
-    for f in sorted(glob.glob(d + "/part-*.h5")):
-        with h5py.File(f, "r") as h:
-            ids.append(h["global_ids"][:]); rows.append(h["output"][:])
-    if not ids:
-        return None, None
-    ids = np.concatenate(ids); rows = np.concatenate(rows)
-    order = np.argsort(ids)
-    return ids[order], rows[order]
-for pair in sys.argv[2:]:
-    a, b = pair.split(":")
-    ia, x = load(f"{ds}/{a}"); ib, y = load(f"{ds}/{b}")
-    if x is None or y is None or not np.array_equal(ia, ib):
-        print(f"{b} vs {a}: missing results"); continue
-    d = np.abs(x - y)
-    print(f"{b:>24} vs {a:<14} max|diff| {d.max():.3e} (max|x| {np.abs(x).max():.2f}), "
-          f"rows with diff > 1e-4*max|x|: {(d.max(1) > 1e-4 * np.abs(x).max()).sum()}, "
-          f"same argmax {(x.argmax(1) == y.argmax(1)).mean():.5f}, finite {np.isfinite(y).all()}")
-PY
+  local dir=$1; shift
+  for pair in "$@"; do
+    local a=${pair%%:*} b=${pair##*:}
+    echo "$b vs $a: $("$bin/halo-inspect" "$dir/$b" --compare "$dir/$a" 2>&1 | tail -1)"
+  done
 }
 # measure SCALE LIMIT...: partition R-MAT SCALE once, then in memory and with each limit.
 measure() {
