@@ -3,6 +3,7 @@
 // event does not count; the host work of a candidate's run (descriptor setup, launch) does, as it
 // does in real runs. A candidate's first run of a new range may do one-time host work (a range
 // partition, a workspace): the warm-up run absorbs it.
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -51,6 +52,21 @@ AutotunedSpmmPlan::~AutotunedSpmmPlan()
     // Never throws: a failed destroy leaks an event at worst.
     (void)cudaEventDestroy(stop_);
     (void)cudaEventDestroy(start_);
+}
+
+MemoryReport AutotunedSpmmPlan::memory() const
+{
+    MemoryReport total;
+    for (const auto& c : candidates_) {
+        total += c.plan->memory();  // every candidate kernel reports its memory
+    }
+    // The operator's nonzeros once, not once per copy: bytes per nonzero then show the copies.
+    std::int64_t nnz = 0;
+    for (const auto& c : candidates_) {
+        nnz = std::max(nnz, c.plan->memory().nonzeros);
+    }
+    total.nonzeros = nnz;
+    return total;
 }
 
 double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x,

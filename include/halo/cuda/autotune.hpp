@@ -58,6 +58,9 @@ public:
     /// The table as kernels/autotune/<op> metadata when this process timed at least one shape
     /// (preloaded choices alone are not worth writing back) and set_identity() was called.
     std::vector<KernelMetadata> tuning_metadata() const override;
+    /// The candidates' memory summed (each holds its own copy of the operator), nonzeros counted
+    /// once. Timing runs in place (into the run's own output): no tuning scratch.
+    MemoryReport memory() const override;
 
 private:
     double time_candidate(std::size_t i, DenseView<const float> x, DenseView<float> y,
