@@ -27,6 +27,8 @@ namespace {
 constexpr std::size_t kCopyBytes = std::size_t{2} << 30;
 constexpr int kCopyWarmup = 3;
 constexpr int kCopyRuns = 20;
+constexpr std::size_t kHostCopyBytes = std::size_t{1} << 30;  // issue 15: pinned vs pageable
+constexpr int kHostCopyRuns = 5;
 
 bool is_generator_spec(const std::string& input)
 {
@@ -244,6 +246,14 @@ BenchDevice::BenchDevice(int device)
         "runs) = {:.1f} GB/s read + written\n",
         gib(static_cast<double>(copy.copy_bytes)), copy.median_ms, copy.min_ms, copy.max_ms,
         copy.runs, copy_gb_per_s());
+    host_copy = cuda::bench::measure_host_copy_bandwidth(ctx.compute_stream(), kHostCopyBytes,
+                                                         kCopyWarmup, kHostCopyRuns);
+    fmt::print(
+        "host copies of {:.2f} GiB (median of {}): pinned {:.1f} GB/s host to device, {:.1f} GB/s "
+        "device to host; pageable {:.1f} and {:.1f} GB/s\n",
+        gib(static_cast<double>(host_copy.copy_bytes)), host_copy.runs,
+        host_copy.pinned_h2d_gb_per_s, host_copy.pinned_d2h_gb_per_s,
+        host_copy.pageable_h2d_gb_per_s, host_copy.pageable_d2h_gb_per_s);
     std::fflush(stdout);
 }
 
@@ -261,7 +271,14 @@ Json BenchDevice::copy_json() const
 {
     return {{"copy_bytes", copy.copy_bytes}, {"runs", copy.runs},
             {"median_ms", copy.median_ms},   {"min_ms", copy.min_ms},
-            {"max_ms", copy.max_ms},         {"gb_per_s", copy_gb_per_s()}};
+            {"max_ms", copy.max_ms},         {"gb_per_s", copy_gb_per_s()},
+            {"host",
+             {{"copy_bytes", host_copy.copy_bytes},
+              {"runs", host_copy.runs},
+              {"pinned_h2d_gb_per_s", host_copy.pinned_h2d_gb_per_s},
+              {"pinned_d2h_gb_per_s", host_copy.pinned_d2h_gb_per_s},
+              {"pageable_h2d_gb_per_s", host_copy.pageable_h2d_gb_per_s},
+              {"pageable_d2h_gb_per_s", host_copy.pageable_d2h_gb_per_s}}}};
 }
 
 Json provenance_json(const std::string& tool, const std::string& date, const std::string& command)

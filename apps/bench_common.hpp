@@ -141,12 +141,15 @@ struct BenchDevice {
     cuda::Context ctx;
     cuda::DeviceInfo info;
     cuda::bench::CopyBandwidth copy;
+    cuda::bench::HostCopyBandwidth host_copy;  // issue 15: pinned and pageable, each way
 
     double copy_gb_per_s() const noexcept { return copy.median_gb_per_s(); }
     /// {"index", "name", "compute_capability", "multiprocessors", "memory_bytes",
     ///  "l2_cache_bytes"}.
     Json device_json() const;
-    /// {"copy_bytes", "runs", "median_ms", "min_ms", "max_ms", "gb_per_s"}.
+    /// {"copy_bytes", "runs", "median_ms", "min_ms", "max_ms", "gb_per_s", "host": {"copy_bytes",
+    ///  "runs", "pinned_h2d_gb_per_s", "pinned_d2h_gb_per_s", "pageable_h2d_gb_per_s",
+    ///  "pageable_d2h_gb_per_s"}}.
     Json copy_json() const;
 };
 

@@ -68,6 +68,8 @@ struct Options {
     bool step_timing = false;
     bool no_cuda_graph = false;
     bool no_save_tuning = false;
+    std::string device_memory_limit;  // empty = the backend's default
+    bool out_of_core = false;         // row blocks even when the shard fits
 };
 
 // "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
@@ -437,6 +439,13 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     };
     phases.add("kernel metadata read", step.seconds(), -1.0,
                fmt::format("{} group(s)", eopt.kernel_metadata.size()));
+    // Device memory limit and out-of-core execution (docs/ENGINE.md "Out-of-core execution").
+    if (!o.device_memory_limit.empty()) {
+        eopt.device_memory_limit = halo::parse_byte_size(o.device_memory_limit);
+    }
+    if (o.out_of_core) {
+        eopt.execution = halo::Execution::row_blocks;
+    }
     step.restart();
     halo::Engine engine(*backend, *exchanger, shard, model, eopt);
     phases.add("operators and plans", step.seconds(), -1.0, "normalization, kernel setup");
@@ -444,7 +453,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     // run: the whole call, features uploaded and outputs downloaded; forward: the layers only
     // (sum of the per-layer wall times, what a framework's forward() measures with the input
     // already in place), the slowest rank's.
-    std::vector<float> output;
+    std::span<const float> output;  // the engine's host buffer, valid until its next run
     std::vector<double> run_seconds;
     std::vector<double> forward_seconds;
     const auto runs_note = fmt::format("{} run{}", o.repeat, o.repeat == 1 ? "" : "s");
@@ -474,11 +483,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
                                         info.feature_dim, info.feature_dim,
                                         shard.feature_scale.data(),
                                         shard.feature_zero_point.data()};
-            output = engine.run(q);
+            output = engine.forward(q);
         } else if (info.feature_dim > 0) {
-            output = engine.run(shard.features);
+            output = engine.forward(shard.features);
         } else {
-            output = engine.run_random(o.seed);
+            output = engine.forward_random(o.seed);
         }
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
         run_seconds.push_back(watch.seconds());
@@ -508,8 +517,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     piece.num_parts = size;
     piece.global_ids = shard.global_ids;
     piece.output_dim = model.output_dim();
-    piece.output = std::move(output);
-    piece.prediction = halo::argmax_rows(piece.output, model.output_dim());
+    piece.prediction = halo::argmax_rows(output, model.output_dim());
     if (o.save_layers) {
         piece.layers = engine.layer_outputs();
         for (const auto& layer : model.layers) {
@@ -518,8 +526,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     }
     phases.add("predictions", step.seconds(), -1.0, "argmax of every output row");
     step.restart();
-    halo::write_result_piece(o.out, piece);
-    double written = static_cast<double>(piece.output.size()) * 4.0 +
+    halo::write_result_piece(o.out, piece, output);
+    double written = static_cast<double>(output.size()) * 4.0 +
                      static_cast<double>(piece.global_ids.size()) * 8.0 +
                      static_cast<double>(piece.prediction.size()) * 4.0;
     for (const auto& layer : piece.layers) {
@@ -618,6 +626,27 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     }
 #endif
 
+    // Device memory by component (docs/ENGINE.md "Memory accounting").
+    const auto memory = engine.memory_report();
+    const auto memory_total = reduce_stat(world.comm(), static_cast<double>(memory.total()), size);
+    double moved = 0.0;  // out of core: bytes between host and device, and the seconds it took
+    double moved_seconds = 0.0;
+    for (const auto& t : engine.timings()) {
+        moved += static_cast<double>(t.transferred_bytes);
+        moved_seconds += t.transfer;
+    }
+    const auto copy_rate =
+        reduce_stat(world.comm(), moved_seconds > 0.0 ? moved / moved_seconds / 1e9 : 0.0, size);
+    if (lead) {
+        fmt::print("device memory by component, rank 0 ({}; max total over ranks {}):\n{}",
+                   engine.out_of_core() ? "out of core" : "in memory",
+                   halo::format_bytes(static_cast<std::int64_t>(memory_total.max)),
+                   halo::format_memory_report(memory));
+        if (engine.out_of_core()) {
+            fmt::print("  row-block copies: {:.2f} GB/s (mean over ranks)\n", copy_rate.mean);
+        }
+    }
+
     phases.add("reports", step.seconds(), -1.0, "accuracy, per-layer and memory reductions");
     step.restart();
     // The autotuner's new choices are stored unasked (--no-save-tuning: not), so that the next
@@ -664,6 +693,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
         manifest["repeat"] = o.repeat;
         manifest["layers"] = layers_json;
         manifest["phases"] = phase_rows;
+        // Rank 0's device memory by component, the maximum total over ranks
+        manifest["device_memory"] = nlohmann::json::parse(halo::memory_report_json(memory));
+        manifest["device_memory"]["max_total_over_ranks"] = memory_total.max;
+        manifest["device_memory"]["row_block_copy_gbps_mean"] = copy_rate.mean;
         if (totals[1] > 0) {
             manifest["accuracy"] = {{"eval_nodes", o.eval_nodes},
                                     {"evaluated", totals[1]},
@@ -817,6 +850,13 @@ int main(int argc, char** argv)
     app.add_flag("--sync-layers", o.sync_layers,
                  "barrier before every layer, so per-layer times exclude the ranks' arrival "
                  "skew (for measurements)");
+    app.add_option("--device-memory-limit", o.device_memory_limit,
+                   "device memory the engine may use, with units (24GiB, 1.5GB); a larger "
+                   "working set runs over row blocks from host memory (default: the backend's "
+                   "free memory minus a margin; none on the CPU backend)");
+    app.add_flag("--out-of-core", o.out_of_core,
+                 "run over row blocks even when the shard fits (needs a limit on the CPU "
+                 "backend)");
     app.add_option("--eval-nodes", o.eval_nodes,
                    "node ids (one per line) to report accuracy on, against the dataset's labels");
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")

@@ -13,6 +13,7 @@
 #include "halo/csr.hpp"
 #include "halo/dense.hpp"
 #include "halo/kernel_metadata.hpp"
+#include "halo/memory_report.hpp"
 #include "halo/quantize.hpp"
 
 namespace halo {
@@ -58,6 +59,10 @@ public:
     /// Wall time this plan spent timing kernels to choose among them (an autotuned plan's
     /// trials); 0 for plans that decide nothing.
     virtual double tuning_seconds() const { return 0.0; }
+    /// The backend memory the plan holds (its operator, metadata, workspaces, tuning scratch);
+    /// a report with total() == 0 means the plan does not say, and the engine counts its operator
+    /// as a CSR with values (Engine::memory_report).
+    virtual MemoryReport memory() const { return {}; }
 };
 
 /// What the engine knows about an operator beyond its matrix, for plans that can use it.
@@ -152,6 +157,17 @@ public:
     /// default generates on the host and copies.
     virtual void fill_random_features(const global_id* ids, std::uint64_t seed,
                                       DenseView<float> dst);
+    /// Host memory for staging what moves between host and backend (the row-block driver's layer
+    /// inputs and outputs): page-locked on the CUDA backend, so copies run at the bus's speed;
+    /// plain host memory by default.
+    virtual Matrix allocate_host(std::int64_t rows, std::int64_t cols);
+    /// True where backend memory is host memory (the CPU backend): an exchanger for this backend
+    /// then works on host matrices too.
+    virtual bool uses_host_memory() const { return false; }
+    /// Bytes of backend memory the engine may use when the user sets no limit (the CUDA backend:
+    /// free device memory minus a margin); 0: no limit (the CPU backend).
+    virtual std::int64_t default_memory_limit() { return 0; }
+
     /// Takes a host CSR (the shard's local operator) into the backend and prepares it.
     virtual std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a) = 0;
     /// The same with what the engine knows about the operator; backends that use no hints

@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "halo/backend.hpp"
 #include "halo/exchanger.hpp"
+#include "halo/memory_report.hpp"
 #include "halo/model.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
@@ -42,6 +44,20 @@ struct LayerTiming {
     /// received): exchanged_bytes is smaller when rows travel compressed (maxk's CBSR records,
     /// --exchange int8).
     std::int64_t fp32_exchange_bytes = 0;
+    /// Out of core (EngineOptions::device_memory_limit): seconds in host <-> backend copies of
+    /// row blocks and the bytes they moved (0 in memory).
+    double transfer = 0.0;
+    std::int64_t transferred_bytes = 0;
+    /// Out of core: the row blocks the layer ran in (0 in memory).
+    std::int64_t row_blocks = 0;
+};
+
+/// Where the engine runs a layer: all of the shard in backend memory, or over row blocks streamed
+/// from host memory (src/engine/row_block_driver.cpp; docs/ENGINE.md "Out-of-core execution").
+enum class Execution {
+    automatic,   // row blocks when the in-memory working set exceeds the memory limit
+    in_memory,   // never row blocks
+    row_blocks,  // always row blocks (tests; measurements)
 };
 
 struct EngineOptions {
@@ -69,6 +85,11 @@ struct EngineOptions {
     /// fails the engine runs as usual and kernel_report() says why. LayerTiming is then not
     /// measured per layer: forward_seconds() gives the replay's time.
     bool replay = false;
+    /// Bytes of backend memory the engine may use (halo-infer --device-memory-limit); 0: the
+    /// backend's default (Backend::default_memory_limit(); none on the CPU backend). With
+    /// Execution::automatic a working set above it runs over row blocks sized to fit it.
+    std::int64_t device_memory_limit = 0;
+    Execution execution = Execution::automatic;
 };
 
 /// The kernel-metadata operator name of the operator a layer of `kind` aggregates with:
@@ -117,6 +138,12 @@ public:
     /// (random_node_features(shard.global_ids, model.input_dim(), seed)), generated on the
     /// backend (Backend::fill_random_features): no host copy, nothing uploaded but the ids.
     std::vector<float> run_random(std::uint64_t seed);
+    /// The three runs above, leaving the output (num_owned x output_dim) in a host buffer the
+    /// engine owns and reuses, valid until the next run: no allocation, zero fill or page fault
+    /// per run, and no copy into a new vector (what halo-infer writes from).
+    std::span<const float> forward(const std::vector<float>& features);
+    std::span<const float> forward(const QuantizedView& features);
+    std::span<const float> forward_random(std::uint64_t seed);
     const std::vector<LayerTiming>& timings() const { return timings_; }
     /// Wall time of the last run's input step: the features' upload, or their generation.
     double input_seconds() const { return input_seconds_; }
@@ -139,9 +166,15 @@ public:
     /// Host copies of every layer's output when EngineOptions::keep_layers is set.
     const std::vector<std::vector<float>>& layer_outputs() const { return layer_outputs_; }
 
+    /// True when the engine runs over row blocks (EngineOptions::device_memory_limit).
+    bool out_of_core() const;
+    /// The backend memory the engine holds, by component (docs/ENGINE.md "Memory accounting");
+    /// out of core, the largest row block's budget.
+    MemoryReport memory_report() const;
+
 private:
-    std::vector<float> run_layers();  // from the input in buffer 0 (and the int8 rows, if any)
-    std::vector<float> timed_download(int buffer);  // the output of `buffer`, download timed
+    std::span<const float> run_layers();  // from the input in buffer 0 (and int8 rows, if any)
+    std::span<const float> timed_download(int buffer);  // the output of `buffer`, timed
 
     struct Impl;
     std::unique_ptr<Impl> impl_;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,10 +35,14 @@ std::filesystem::path result_piece_path(const std::filesystem::path& dir, int pa
 std::filesystem::path result_manifest_path(const std::filesystem::path& dir);
 
 /// Argmax of each row (the lowest index among equal maxima).
-std::vector<std::int32_t> argmax_rows(const std::vector<float>& output, std::int64_t dim);
+std::vector<std::int32_t> argmax_rows(std::span<const float> output, std::int64_t dim);
 
 /// Writes one piece atomically (temporary name, then rename).
 void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece);
+/// The same with the outputs given apart (piece.output is ignored): written straight from a
+/// buffer the caller owns, such as Engine::forward's.
+void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece,
+                        std::span<const float> output);
 ResultPiece read_result_piece(const std::filesystem::path& file);
 
 /// A complete result, rows sorted by global id.

@@ -147,6 +147,27 @@ public:
                (launch_.combined_warps ? "" : "-nocombine");
     }
 
+    // Accel-GCN holds no CSR offsets: its block metadata (blocks, sorted rows, split rows) stands
+    // in for them and is counted as kernel metadata; indices and values are in partition order.
+    MemoryReport memory() const override
+    {
+        MemoryReport r;
+        auto add = [&r](const Prepared& p) {
+            r.kernel_metadata += static_cast<std::int64_t>(p.blocks.bytes() + p.sorted_rows.bytes() +
+                                                           p.split_rows.bytes());
+            r.indices += static_cast<std::int64_t>(p.indices.bytes());
+            r.values += static_cast<std::int64_t>(p.values.bytes());
+        };
+        if (main_) {
+            add(*main_);
+            r.nonzeros = static_cast<std::int64_t>(main_->indices.size());
+        }
+        for (const auto& [key, p] : extra_) {
+            add(*p);
+        }
+        return r;
+    }
+
 private:
     // The partition of a range that is not a union of the prepared segments: built and uploaded on
     // its first run (host work, once per range), then reused.

@@ -3,6 +3,7 @@
 // event does not count; the host work of a candidate's run (descriptor setup, launch) does, as it
 // does in real runs. A candidate's first run of a new range may do one-time host work (a range
 // partition, a workspace): the warm-up run absorbs it.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -35,7 +36,8 @@ AutotunedSpmmPlan::AutotunedSpmmPlan(Context& ctx, std::int64_t num_rows, std::i
                  " operator");
     HALO_EXPECTS(!candidates_.empty(), "autotuned plan without candidates");
     for (const auto& c : candidates_) {
-        HALO_EXPECTS(c.plan != nullptr, "autotune candidate ", c.name, " has no plan");
+        HALO_EXPECTS(c.plan != nullptr || c.make, "autotune candidate ", c.name,
+                     " has neither a plan nor a way to build one");
         names_.push_back(c.name);
     }
     HALO_CUDA_TRY(cudaEventCreate(&start_));
@@ -54,9 +56,49 @@ AutotunedSpmmPlan::~AutotunedSpmmPlan()
     (void)cudaEventDestroy(start_);
 }
 
+MemoryReport AutotunedSpmmPlan::memory() const
+{
+    MemoryReport total;
+    for (const auto& c : candidates_) {
+        if (c.plan) {
+            total += c.plan->memory();  // every built candidate reports its memory
+        }
+    }
+    // The operator's nonzeros once, not once per copy: bytes per nonzero then show the copies.
+    std::int64_t nnz = 0;
+    for (const auto& c : candidates_) {
+        if (c.plan) {
+            nnz = std::max(nnz, c.plan->memory().nonzeros);
+        }
+    }
+    total.nonzeros = nnz;
+    return total;
+}
+
+SpmmPlan* AutotunedSpmmPlan::built(std::size_t i)
+{
+    auto& c = candidates_[i];
+    if (!c.plan && c.make) {
+        // Only a rejection of this operator is tolerated; device failures propagate.
+        try {
+            c.plan = c.make();
+        } catch (const InputError& e) {
+            unavailable_.push_back(c.name + ": " + e.what());
+        } catch (const LogicError& e) {
+            unavailable_.push_back(c.name + ": " + e.what());
+        }
+        c.make = nullptr;
+    }
+    return c.plan.get();
+}
+
 double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x,
                                          DenseView<float> y, RowRange rows)
 {
+    SpmmPlan* plan = built(i);
+    if (plan == nullptr) {
+        HALO_THROW(InputError, "autotune candidate ", candidates_[i].name, " is unavailable");
+    }
     const cudaStream_t stream = ctx_.compute_stream();
     const auto wall = std::chrono::steady_clock::now();
     struct AddWall {
@@ -68,7 +110,7 @@ double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x
         }
     } add_wall{tuning_seconds_, wall};
     HALO_CUDA_TRY(cudaEventRecord(start_, stream));
-    candidates_[i].plan->run(x, y, rows);
+    plan->run(x, y, rows);
     HALO_CUDA_TRY(cudaEventRecord(stop_, stream));
     HALO_CUDA_TRY(cudaEventSynchronize(stop_));
     float ms = 0.0f;
@@ -88,13 +130,23 @@ void AutotunedSpmmPlan::run(DenseView<const float> x, DenseView<float> y, RowRan
     HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= num_rows_, "row range [",
                  rows.begin, ", ", rows.end, ") outside [0, ", num_rows_, ")");
     if (rows.empty() || x.cols == 0) {
-        candidates_.front().plan->run(x, y, rows);
-        return;
+        for (std::size_t i = 0; i < candidates_.size(); ++i) {
+            if (SpmmPlan* plan = built(i)) {
+                plan->run(x, y, rows);
+                return;
+            }
+        }
+        HALO_THROW(InputError, "autotuned SpMM plan: no candidate could be built");
     }
     const AutotuneKey key{rows.begin, rows.end, x.cols};
     const auto& choice =
         table_.choose(key, names_, [&](std::size_t i) { return time_candidate(i, x, y, rows); });
-    candidates_[choice.index].plan->run(x, y, rows);
+    SpmmPlan* plan = built(choice.index);
+    if (plan == nullptr) {
+        HALO_THROW(InputError, "autotune: the chosen kernel ", names_[choice.index],
+                   " cannot be built for this operator (", unavailable_.back(), ")");
+    }
+    plan->run(x, y, rows);
     last_ = names_[choice.index];
 }
 
@@ -161,32 +213,63 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
 {
     validate(a, "the operator of an autotuned SpMM plan");
     HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-    auto make = [&](const std::string& name) -> std::unique_ptr<SpmmPlan> {
+    // By value (but the operator): a deferred candidate builds after this call returns.
+    auto make = [&ctx, a = &a, max_dim, ranges = options.ranges,
+                 partition = options.accel_gcn_partition](
+                    const std::string& name) -> std::unique_ptr<SpmmPlan> {
         if (name == "cusparse") {
-            return make_cusparse_spmm_plan(ctx, a, max_dim);
+            return make_cusparse_spmm_plan(ctx, *a, max_dim);
         }
         if (name == "accel_gcn") {
             AccelGcnOptions accel;
-            accel.ranges = options.ranges;
-            accel.partition = options.accel_gcn_partition;
-            return make_accel_gcn_spmm_plan(ctx, a, max_dim, accel);
+            accel.ranges = ranges;
+            accel.partition = partition;
+            return make_accel_gcn_spmm_plan(ctx, *a, max_dim, accel);
         }
         if (name == "mergepath") {
-            return make_mergepath_spmm_plan(ctx, a, max_dim);
+            return make_mergepath_spmm_plan(ctx, *a, max_dim);
         }
         if (name == "mergepath_c200" || name == "mergepath_c400") {
             MergePathOptions merge;
             merge.cost = name == "mergepath_c200" ? 200 : 400;
-            return make_mergepath_spmm_plan(ctx, a, max_dim, merge);
+            return make_mergepath_spmm_plan(ctx, *a, max_dim, merge);
         }
-        return make_rowsplit_spmm_plan(ctx, a, max_dim);
+        return make_rowsplit_spmm_plan(ctx, *a, max_dim);
     };
     std::vector<AutotunedSpmmPlan::Candidate> candidates;
     std::vector<std::string> unavailable;
+    if (!options.stored_choices.empty()) {
+        // Stored choices: only the kernels they chose are built now (one operator copy each,
+        // instead of one per candidate); the others only if a shape must be timed.
+        const auto& names = autotune_candidate_names();
+        std::vector<bool> chosen(names.size(), false);
+        for (const auto& [key, choice] : options.stored_choices) {
+            if (choice.names == names && choice.index < names.size()) {
+                chosen[choice.index] = true;
+            }
+        }
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            AutotunedSpmmPlan::Candidate c{names[i], nullptr,
+                                           [make, name = names[i]] { return make(name); }};
+            if (chosen[i]) {
+                try {
+                    c.plan = c.make();
+                    c.make = nullptr;
+                } catch (const InputError&) {  // unavailable: said when it is first needed
+                } catch (const LogicError&) {
+                }
+            }
+            candidates.push_back(std::move(c));
+        }
+        auto plan = std::make_unique<AutotunedSpmmPlan>(ctx, a.num_rows, a.num_cols,
+                                                        std::move(candidates));
+        plan->preload(options.stored_choices, options.notes);
+        return plan;
+    }
     for (const auto& name : autotune_candidate_names()) {
         // Only a rejection of this operator is tolerated; device failures propagate.
         try {
-            candidates.push_back({name, make(name)});
+            candidates.push_back({name, make(name), nullptr});
         } catch (const InputError& e) {
             unavailable.push_back(name + ": " + e.what());
         } catch (const LogicError& e) {

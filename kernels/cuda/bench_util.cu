@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -234,6 +235,47 @@ CopyBandwidth measure_copy_bandwidth(cudaStream_t stream, std::size_t max_bytes,
     result.median_ms = median_of(times);
     result.min_ms = *std::min_element(times.begin(), times.end());
     result.max_ms = *std::max_element(times.begin(), times.end());
+    return result;
+}
+
+HostCopyBandwidth measure_host_copy_bandwidth(cudaStream_t stream, std::size_t bytes, int warmup,
+                                              int runs)
+{
+    HALO_EXPECTS(warmup >= 0 && runs >= 1, "warmup ", warmup, " runs ", runs);
+    bytes -= bytes % (2 * kMiB);
+    HALO_EXPECTS(bytes > 0, "host copy bandwidth needs at least 2 MiB");
+    DeviceMemory device(bytes);
+    void* pinned_ptr = nullptr;
+    HALO_CUDA_TRY(cudaMallocHost(&pinned_ptr, bytes));
+    std::unique_ptr<void, void (*)(void*)> pinned(pinned_ptr,
+                                                  [](void* p) { (void)cudaFreeHost(p); });
+    std::vector<char> pageable(bytes, 1);
+    std::fill_n(static_cast<char*>(pinned.get()), bytes, 1);
+    auto one_way = [&](void* dst, const void* src, cudaMemcpyKind kind) {
+        for (int w = 0; w < warmup; ++w) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, stream));
+        }
+        EventTimer timer(stream, runs);
+        for (int r = 0; r < runs; ++r) {
+            timer.start(r);
+            HALO_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, kind, stream));
+            timer.stop(r);
+        }
+        const double ms = median_of(timer.elapsed_ms());
+        return static_cast<double>(bytes) / (ms * 1e6);
+    };
+    HostCopyBandwidth result;
+    result.copy_bytes = bytes;
+    result.runs = runs;
+    result.pinned_h2d_gb_per_s =
+        one_way(device.as<void>(), pinned.get(), cudaMemcpyHostToDevice);
+    result.pinned_d2h_gb_per_s =
+        one_way(pinned.get(), device.as<void>(), cudaMemcpyDeviceToHost);
+    result.pageable_h2d_gb_per_s =
+        one_way(device.as<void>(), pageable.data(), cudaMemcpyHostToDevice);
+    result.pageable_d2h_gb_per_s =
+        one_way(pageable.data(), device.as<void>(), cudaMemcpyDeviceToHost);
+    device.release();
     return result;
 }
 

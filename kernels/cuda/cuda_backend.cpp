@@ -73,6 +73,7 @@ public:
         }
         return out;
     }
+    MemoryReport memory() const override { return plan_->memory(); }
 
 private:
     std::unique_ptr<SpmmPlan> plan_;
@@ -133,6 +134,28 @@ public:
                       cols);
     }
 
+    // Page-locked, so that copies from and to it run at the bus's speed without staging.
+    Matrix allocate_host(std::int64_t rows, std::int64_t cols) override
+    {
+        HALO_EXPECTS(rows >= 0 && cols >= 0, "cannot allocate ", rows, " x ", cols);
+        const auto count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+        auto buffer = std::make_shared<PinnedBuffer<float>>(count > 0 ? count : 1);
+        float* data = buffer->data();
+        return Matrix(std::shared_ptr<float>(std::move(buffer), data), rows, cols);
+    }
+
+    // Free device memory minus a margin (5% of the device, at least 1 GiB) for the libraries'
+    // handles and workspaces that the engine's budget does not count.
+    std::int64_t default_memory_limit() override
+    {
+        std::size_t free = 0;
+        std::size_t total = 0;
+        HALO_CUDA_TRY(cudaMemGetInfo(&free, &total));
+        const auto margin = std::max<std::int64_t>(std::int64_t{1} << 30,
+                                                   static_cast<std::int64_t>(total / 20));
+        return std::max<std::int64_t>(static_cast<std::int64_t>(free) - margin, 1);
+    }
+
     // Returns once the host buffer may be reused (pinned or pageable alike).
     void copy_from_host(const float* host, DenseView<float> dst) override
     {
@@ -143,14 +166,19 @@ public:
                      "copy_from_host needs a host buffer and a device view with ld >= cols");
         const auto width = static_cast<std::size_t>(dst.cols) * sizeof(float);
         const auto bytes = width * static_cast<std::size_t>(dst.rows);
-        if (dst.ld == dst.cols && bytes >= kStagedCopyMinBytes) {
+        if (dst.ld == dst.cols && bytes >= kStagedCopyMinBytes && !is_pinned(host)) {
             staged_upload(reinterpret_cast<char*>(dst.data), reinterpret_cast<const char*>(host),
                           bytes);
             return;
         }
-        HALO_CUDA_TRY(cudaMemcpy2DAsync(dst.data, static_cast<std::size_t>(dst.ld) * sizeof(float),
-                                        host, width, width, static_cast<std::size_t>(dst.rows),
-                                        cudaMemcpyHostToDevice, ctx_.compute_stream()));
+        if (dst.ld == dst.cols) {  // one contiguous DMA (pinned memory: at the bus's speed)
+            HALO_CUDA_TRY(cudaMemcpyAsync(dst.data, host, bytes, cudaMemcpyHostToDevice,
+                                          ctx_.compute_stream()));
+        } else {
+            HALO_CUDA_TRY(cudaMemcpy2DAsync(
+                dst.data, static_cast<std::size_t>(dst.ld) * sizeof(float), host, width, width,
+                static_cast<std::size_t>(dst.rows), cudaMemcpyHostToDevice, ctx_.compute_stream()));
+        }
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
     }
 
@@ -163,14 +191,19 @@ public:
                      "copy_to_host needs a host buffer and a device view with ld >= cols");
         const auto width = static_cast<std::size_t>(src.cols) * sizeof(float);
         const auto bytes = width * static_cast<std::size_t>(src.rows);
-        if (src.ld == src.cols && bytes >= kStagedCopyMinBytes) {
+        if (src.ld == src.cols && bytes >= kStagedCopyMinBytes && !is_pinned(host)) {
             staged_download(reinterpret_cast<char*>(host),
                             reinterpret_cast<const char*>(src.data), bytes);
             return;
         }
-        HALO_CUDA_TRY(cudaMemcpy2DAsync(
-            host, width, src.data, static_cast<std::size_t>(src.ld) * sizeof(float), width,
-            static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToHost, ctx_.compute_stream()));
+        if (src.ld == src.cols) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(host, src.data, bytes, cudaMemcpyDeviceToHost,
+                                          ctx_.compute_stream()));
+        } else {
+            HALO_CUDA_TRY(cudaMemcpy2DAsync(
+                host, width, src.data, static_cast<std::size_t>(src.ld) * sizeof(float), width,
+                static_cast<std::size_t>(src.rows), cudaMemcpyDeviceToHost, ctx_.compute_stream()));
+        }
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
     }
 
@@ -370,6 +403,17 @@ private:
             static_cast<void>(cudaGraphDestroy(graph_));
             graph_ = nullptr;
         }
+    }
+
+    // Page-locked host memory (allocate_host, cudaMallocHost, cudaHostRegister): copied directly.
+    static bool is_pinned(const void* host)
+    {
+        cudaPointerAttributes attributes{};
+        if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
+            static_cast<void>(cudaGetLastError());
+            return false;
+        }
+        return attributes.type == cudaMemoryTypeHost;
     }
 
     void ensure_staging()

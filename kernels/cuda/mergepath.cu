@@ -356,6 +356,22 @@ private:
         return ref;
     }
 
+public:
+    MemoryReport memory() const override
+    {
+        MemoryReport r;
+        r.row_pointers = static_cast<std::int64_t>(indptr_d_.bytes());
+        r.indices = static_cast<std::int64_t>(indices_d_.bytes());
+        r.values = static_cast<std::int64_t>(values_d_.bytes());  // 0: a pattern operator
+        r.nonzeros = static_cast<std::int64_t>(indices_d_.size());
+        for (const auto& [key, p] : prepared_) {  // the merge-path schedules
+            r.kernel_metadata +=
+                static_cast<std::int64_t>(p->segment_rows.bytes() + p->split_rows.bytes());
+        }
+        return r;
+    }
+
+private:
     Context& ctx_;
     std::int64_t num_rows_ = 0;
     std::int64_t num_cols_ = 0;

@@ -245,6 +245,18 @@ private:
                 x.cols, layout.chunks, columns_.data(), values_.data()};
     }
 
+public:
+    MemoryReport memory() const override
+    {
+        MemoryReport r;
+        r.row_pointers = static_cast<std::int64_t>(offsets32_.bytes() + offsets64_.bytes());
+        r.indices = static_cast<std::int64_t>(columns_.bytes());
+        r.values = static_cast<std::int64_t>(values_.bytes());  // 0: a pattern operator
+        r.nonzeros = static_cast<std::int64_t>(columns_.size());
+        return r;
+    }
+
+private:
     template <typename T>
     void dispatch(const rowsplit::Layout& layout, const Args<T>& args) const
     {

@@ -73,6 +73,7 @@ public:
     }
 
     std::string name() const override { return "cpu"; }
+    bool uses_host_memory() const override { return true; }
 
     Matrix allocate(std::int64_t rows, std::int64_t cols) override
     {

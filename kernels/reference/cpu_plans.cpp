@@ -1,6 +1,7 @@
 // The CPU backend's MaxK and attention plans (halo/backend.hpp) over the reference kernels, and
 // the Backend defaults for backends without them.
 #include <cstring>
+#include <new>
 #include <optional>
 #include <vector>
 
@@ -61,6 +62,19 @@ std::unique_ptr<QuantizedSpmmPlan> Backend::make_quantized_spmm_plan(const Csr& 
     static_cast<void>(a);
     static_cast<void>(max_dim);
     HALO_THROW(InputError, "the ", name(), " backend has no int8-input SpMM");
+}
+
+Matrix Backend::allocate_host(std::int64_t rows, std::int64_t cols)
+{
+    HALO_EXPECTS(rows >= 0 && cols >= 0, "cannot allocate ", rows, " x ", cols);
+    const auto count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
+    std::shared_ptr<float> storage(new (std::nothrow) float[count > 0 ? count : 1],
+                                   std::default_delete<float[]>());
+    if (!storage) {
+        HALO_THROW(Error, "out of host memory allocating a ", rows, " x ", cols,
+                   " float matrix (", count * sizeof(float) / (1 << 20), " MiB)");
+    }
+    return Matrix(std::move(storage), rows, cols);
 }
 
 namespace reference {

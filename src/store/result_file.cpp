@@ -35,7 +35,7 @@ std::filesystem::path result_manifest_path(const std::filesystem::path& dir)
     return dir / "manifest.json";
 }
 
-std::vector<std::int32_t> argmax_rows(const std::vector<float>& output, std::int64_t dim)
+std::vector<std::int32_t> argmax_rows(std::span<const float> output, std::int64_t dim)
 {
     HALO_EXPECTS(dim > 0 && static_cast<std::int64_t>(output.size()) % dim == 0, "output of ",
                  output.size(), " values is not a multiple of width ", dim);
@@ -51,9 +51,15 @@ std::vector<std::int32_t> argmax_rows(const std::vector<float>& output, std::int
 
 void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece)
 {
+    write_result_piece(dir, piece, span_of(piece.output));
+}
+
+void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece,
+                        std::span<const float> output)
+{
     const auto rows = static_cast<std::int64_t>(piece.global_ids.size());
-    HALO_EXPECTS(static_cast<std::int64_t>(piece.output.size()) == rows * piece.output_dim,
-                 "result piece ", piece.part, ": ", piece.output.size(), " outputs for ", rows,
+    HALO_EXPECTS(static_cast<std::int64_t>(output.size()) == rows * piece.output_dim,
+                 "result piece ", piece.part, ": ", output.size(), " outputs for ", rows,
                  " rows of width ", piece.output_dim);
     HALO_EXPECTS(static_cast<std::int64_t>(piece.prediction.size()) == rows, "result piece ",
                  piece.part, ": ", piece.prediction.size(), " predictions for ", rows, " rows");
@@ -71,7 +77,7 @@ void write_result_piece(const std::filesystem::path& dir, const ResultPiece& pie
     store::write_attribute<std::int32_t>(h, root, "num_layers",
                                          static_cast<std::int32_t>(piece.layers.size()));
     store::write_array<std::int64_t>(h, root, "global_ids", span_of(piece.global_ids));
-    store::write_matrix<float>(h, root, "output", span_of(piece.output), rows, piece.output_dim);
+    store::write_matrix<float>(h, root, "output", output, rows, piece.output_dim);
     store::write_array<std::int32_t>(h, root, "prediction", span_of(piece.prediction));
     if (!piece.layers.empty()) {
         const auto layers = store::create_group(h, root, "layers");

@@ -172,6 +172,38 @@ TEST(AutotunedSpmm, Cora)
     check_report(*plan, 4 * 3);
 }
 
+// A plan given stored choices builds only the kernels they chose (one operator copy, not six),
+// runs them without timing, and builds and times the rest only for a shape it has no choice for.
+TEST(AutotunedSpmm, StoredChoicesBuildOnlyTheChosenKernels)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 12, 78, true);
+    const auto n = a.num_rows;
+    // Choices from a first plan that timed everything.
+    const auto first = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, 64);
+    check_spmm(*gpu.backend, *first, a, 16, {{0, n}}, 9650);
+    const auto* timed = first->table().find({0, n, 16});
+    ASSERT_NE(timed, nullptr);
+    halo::cuda::AutotunePlanOptions options;
+    halo::AutotuneChoice stored = *timed;
+    stored.stored = true;
+    options.stored_choices.push_back({{0, n, 16}, stored});
+    const auto plan = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, 64, options);
+    const auto one_copy = plan->memory().total();
+    EXPECT_GT(one_copy, 0);
+    EXPECT_LT(one_copy, first->memory().total()) << "every candidate was built";
+    check_spmm(*gpu.backend, *plan, a, 16, {{0, n}}, 9651);
+    EXPECT_EQ(plan->tuning_seconds(), 0.0) << "a stored choice was timed again";
+    EXPECT_EQ(plan->memory().total(), one_copy);
+    EXPECT_EQ(plan->algorithm(), "autotune(" + timed->names[timed->index] + ")");
+    // A width with no stored choice: every candidate is built and timed, and results stay right.
+    check_spmm(*gpu.backend, *plan, a, 32, {{0, n}}, 9652);
+    EXPECT_GT(plan->tuning_seconds(), 0.0);
+    EXPECT_GT(plan->memory().total(), one_copy);
+    ASSERT_NE(plan->table().find({0, n, 32}), nullptr);
+}
+
 // Later runs of a known (range, width) take the cached choice: the table and its medians stay as
 // they were, algorithm() stays the same, results stay right on fresh inputs.
 TEST(AutotunedSpmm, RepeatedRunsReuseTheChoice)

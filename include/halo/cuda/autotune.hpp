@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,6 +26,10 @@ public:
     struct Candidate {
         std::string name;
         std::unique_ptr<SpmmPlan> plan;
+        /// Builds `plan` when it is first needed (plan null): a run whose choice is stored then
+        /// builds only the chosen kernels, and timing a new shape builds the rest. A candidate
+        /// whose build throws halo::InputError or LogicError is unavailable from then on.
+        std::function<std::unique_ptr<SpmmPlan>()> make;
     };
 
     /// `candidates` (at least one) compute the same product of a num_rows x num_cols operator; ties
@@ -60,8 +65,13 @@ public:
     /// The table as kernels/autotune/<op> metadata when this process timed at least one shape
     /// (preloaded choices alone are not worth writing back) and set_identity() was called.
     std::vector<KernelMetadata> tuning_metadata() const override;
+    /// The candidates' memory summed (each holds its own copy of the operator), nonzeros counted
+    /// once. Timing runs in place (into the run's own output): no tuning scratch.
+    MemoryReport memory() const override;
 
 private:
+    /// The candidate's plan, built now if deferred; null when it cannot be built.
+    SpmmPlan* built(std::size_t i);
     double tuning_seconds_ = 0.0;
     double time_candidate(std::size_t i, DenseView<const float> x, DenseView<float> y,
                           RowRange rows);
@@ -88,7 +98,9 @@ struct AutotunePlanOptions {
     /// Accel-GCN's partition, precomputed (the dataset's kernels/accel_gcn group).
     std::shared_ptr<const AccelGcnPartition> accel_gcn_partition;
     /// Choices stored by an earlier run (autotune_from_metadata entries): preloaded, so those
-    /// shapes are not timed again.
+    /// shapes are not timed again, and only the kernels they chose are built with the plan (the
+    /// others when a shape must be timed: then the operator `a` must still be alive, as the
+    /// engine's operators are for its plans' lifetime).
     std::vector<std::pair<AutotuneKey, AutotuneChoice>> stored_choices;
     /// Lines for report() about stored metadata that was not used, and why.
     std::vector<std::string> notes;

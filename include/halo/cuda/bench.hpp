@@ -79,6 +79,24 @@ struct CopyBandwidth {
 CopyBandwidth measure_copy_bandwidth(cudaStream_t stream, std::size_t max_bytes, int warmup,
                                      int runs);
 
+/// Host <-> device copy bandwidth (issue 15): one direction's bytes over the median time of
+/// `runs` cudaMemcpyAsync calls of `bytes` each, from and to page-locked (cudaMallocHost) and
+/// pageable (std::vector) host memory. The bus's speed is the pinned figure; halo-infer's
+/// uploads, downloads and streamed row blocks are compared with it.
+struct HostCopyBandwidth {
+    std::size_t copy_bytes = 0;
+    int runs = 0;
+    double pinned_h2d_gb_per_s = 0;
+    double pinned_d2h_gb_per_s = 0;
+    double pageable_h2d_gb_per_s = 0;
+    double pageable_d2h_gb_per_s = 0;
+};
+
+/// Measures HostCopyBandwidth with buffers of `bytes` (rounded down to 2 MiB), `warmup` untimed
+/// copies first. Throws halo::CudaError on any CUDA failure.
+HostCopyBandwidth measure_host_copy_bandwidth(cudaStream_t stream, std::size_t bytes, int warmup,
+                                              int runs);
+
 /// data[i] = lo + (hi - lo) * u_i with u_i in [0, 1) from a counter-based hash of (seed, i): the
 /// same values for the same seed on any device and launch configuration. Asynchronous on stream.
 void fill_uniform(float* data, std::size_t count, std::uint64_t seed, float lo, float hi,

@@ -1,0 +1,705 @@
+#include "row_block_driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "halo/error.hpp"
+
+namespace halo::detail {
+namespace {
+
+constexpr std::int64_t f32 = sizeof(float);
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <typename T>
+DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
+{
+    return {m.data + first, m.rows, cols, m.ld};
+}
+
+DenseView<float> view_of(const Matrix& m) { return m.view(); }
+
+// memcpy split across the OpenMP threads (one thread does not reach host memory bandwidth).
+template <typename T>
+void parallel_copy(const T* src, std::int64_t count, T* dst)
+{
+    constexpr std::int64_t piece = std::int64_t{1} << 18;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t off = 0; off < count; off += piece) {
+        std::memcpy(dst + off, src + off,
+                    static_cast<std::size_t>(std::min(piece, count - off)) * sizeof(T));
+    }
+}
+
+}  // namespace
+
+RowBlockDriver::RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
+                               const Model& model, std::vector<const Csr*> layer_operators,
+                               AttentionKernel attention, bool step_timing, bool overlap,
+                               std::int64_t limit)
+    : backend_(backend),
+      exchanger_(exchanger),
+      shard_(shard),
+      model_(model),
+      attention_(attention),
+      step_timing_(step_timing),
+      overlap_(overlap),
+      limit_(limit),
+      n_owned_(shard.num_owned),
+      n_total_(shard.num_owned + shard.num_halo),
+      has_peers_(!shard.plan.send_ranks.empty() || !shard.plan.recv_ranks.empty()),
+      stamp_(static_cast<std::size_t>(shard.num_owned + shard.num_halo), -1)
+{
+    HALO_EXPECTS(layer_operators.size() == model.layers.size(), "one operator per layer");
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const auto type = model.layers[l].type;
+        switch (type) {
+            case LayerType::gcn:
+            case LayerType::sage:
+            case LayerType::gin:
+            case LayerType::maxk:
+            case LayerType::gat:
+                HALO_EXPECTS(layer_operators[l] != nullptr, "layer ", l, " has no operator");
+                break;
+            case LayerType::linear:
+                break;
+            default:
+                HALO_THROW(InputError, "layer ", l, " (", to_string(type),
+                           ") cannot run out of core (row blocks run gcn, sage, gin, maxk, gat and "
+                           "linear layers); raise --device-memory-limit or use more ranks");
+        }
+    }
+    // Weights stay resident.
+    for (const auto& layer : model.layers) {
+        Weights w;
+        const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
+        w.weight = upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
+        w.bias = upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
+        if (layer.type == LayerType::sage) {
+            w.root_weight = upload(layer.root_weight, layer.in_dim, layer.out_dim);
+        }
+        w.weight2 = upload(layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
+        w.bias2 = upload(layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
+        if (layer.type == LayerType::gat) {
+            // [heads * d, heads], column t holding head t's vector (as the in-memory engine).
+            const auto heads = layer.heads;
+            const auto d = layer.head_dim();
+            auto block_diagonal = [&](const std::vector<float>& att) {
+                std::vector<float> host(static_cast<std::size_t>(layer.out_dim * heads), 0.0f);
+                for (std::int64_t r = 0; r < layer.out_dim; ++r) {
+                    host[r * heads + r / d] = att[r];
+                }
+                return upload(host, layer.out_dim, heads);
+            };
+            w.att_src = block_diagonal(layer.att_src);
+            w.att_dst = block_diagonal(layer.att_dst);
+        }
+        for (const auto* m : {&w.weight, &w.bias, &w.root_weight, &w.weight2, &w.bias2,
+                              &w.att_src, &w.att_dst}) {
+            resident_ += m->rows() * m->cols() * f32;
+        }
+        weights_.push_back(std::move(w));
+    }
+    plans_.resize(model.layers.size());
+    std::size_t worst = 0;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        plans_[l].op = layer_operators[l];
+        plan_layer(l);
+        if (plans_[l].need > minimum_) {
+            minimum_ = plans_[l].need;
+            worst = l;
+        }
+    }
+    if (minimum_ > limit_) {
+        const auto& p = plans_[worst];
+        HALO_THROW(InputError, "device memory limit of ", format_bytes(limit_), " (", limit_,
+                   " bytes) is too small to run layer ", worst, " (",
+                   to_string(model.layers[worst].type), ") over row blocks: ",
+                   p.worst_row >= 0 ? "its largest row (row " + std::to_string(p.worst_row) +
+                                          ", " + std::to_string(p.worst_nnz) + " nonzeros)"
+                                    : std::string("one row"),
+                   " needs ", format_bytes(minimum_), " with the weights; the smallest limit that "
+                   "works is ", format_bytes(minimum_), " (--device-memory-limit ", minimum_, ")");
+    }
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        split_layer(l);
+    }
+}
+
+Matrix RowBlockDriver::upload(const std::vector<float>& host, std::int64_t rows, std::int64_t cols)
+{
+    if (host.empty() || rows == 0 || cols == 0) {
+        return {};
+    }
+    auto m = backend_.allocate(rows, cols);
+    backend_.copy_from_host(host.data(), m.view());
+    return m;
+}
+
+// Costs of the layer's phases, the smallest limit that runs it, then its blocks.
+void RowBlockDriver::plan_layer(std::size_t l)
+{
+    const auto& layer = model_.layers[l];
+    auto& p = plans_[l];
+    const auto type = layer.type;
+    const auto in_w = layer.in_dim;
+    const auto out_w = layer.out_dim;
+    const auto hid = layer.hidden_dim;
+    const bool spmm_layer =
+        type == LayerType::gcn || type == LayerType::sage || type == LayerType::gin;
+    p.agg_first = spmm_layer && layer.aggregate_first();
+    p.wz = p.agg_first ? in_w : (type == LayerType::gin ? hid : out_w);
+    if (!p.agg_first) {
+        p.pre.fixed = resident_;
+        p.pre.per_row = f32 * (in_w + p.wz);
+    }
+    if (p.op != nullptr) {
+        auto& c = p.agg;
+        // Row offsets as 8 bytes and 4 more for a narrowed copy (cuSPARSE's upload); a value per
+        // nonzero even for a pattern operator (cuSPARSE reads an array of ones).
+        c.fixed = resident_ + 12;  // the block's last row offset
+        c.per_nnz = 8;
+        std::int64_t row_floats = out_w;
+        switch (type) {
+            case LayerType::gcn:
+                row_floats += p.agg_first ? in_w : 0;  // the aggregated rows before the GEMM
+                break;
+            case LayerType::sage:
+                row_floats += in_w + p.wz;  // x rows (root term), aggregated rows
+                break;
+            case LayerType::gin:
+                row_floats += p.agg_first ? in_w + in_w + hid : hid + hid;
+                break;
+            case LayerType::gat:
+                row_floats += out_w + layer.heads;  // z rows, destination scores
+                break;
+            default:
+                break;
+        }
+        c.per_row = 12 + f32 * row_floats;
+        c.per_col = f32 * p.wz;
+        if (type == LayerType::maxk) {
+            c.per_col += 6 * layer.k;  // the CBSR row: k values, k int16 indices
+        }
+        if (type == LayerType::gat) {
+            c.per_col += f32 * layer.heads;  // source scores
+        }
+    }
+    // The smallest limit: the costliest single row of either phase (distinct columns of a row =
+    // its nonzeros: a shard's rows hold no duplicate column).
+    p.need = p.agg_first ? 0 : p.pre.bytes(1, 0, 0);
+    if (p.op != nullptr) {
+        for (std::int64_t i = 0; i < n_owned_; ++i) {
+            const auto nnz = p.op->row_nnz(i);
+            const auto bytes = p.agg.bytes(1, nnz, nnz);
+            if (bytes > p.need) {
+                p.need = bytes;
+                p.worst_row = i;
+                p.worst_nnz = nnz;
+            }
+        }
+    }
+}
+
+// Blocks of the layer's phases within the limit, and the largest block's report.
+void RowBlockDriver::split_layer(std::size_t l)
+{
+    const auto& layer = model_.layers[l];
+    auto& p = plans_[l];
+    const auto type = layer.type;
+    const bool spmm_layer =
+        type == LayerType::gcn || type == LayerType::sage || type == LayerType::gin;
+    if (!p.agg_first) {
+        p.pre_blocks = split(nullptr, p.pre, false);
+    }
+    if (p.op != nullptr) {
+        // All of z resident when it takes at most three quarters of what the weights leave:
+        // fewer copies and no gathering on the host (each row of z goes up once per layer instead
+        // of once per block that references it; on a power-law graph most blocks reference most
+        // rows), at the price of smaller blocks.
+        const auto z_bytes = f32 * n_total_ * p.wz;
+        p.compact = !(spmm_layer && 4 * z_bytes <= 3 * (limit_ - p.agg.fixed));
+        if (!p.compact) {
+            p.agg.fixed += z_bytes;
+            p.agg.per_col = 0;
+            std::int64_t worst = 0;
+            for (std::int64_t i = 0; i < n_owned_; ++i) {
+                worst = std::max(worst, p.agg.bytes(1, p.op->row_nnz(i), 0));
+            }
+            if (worst > limit_) {  // not even one row beside all of z: gather after all
+                p.compact = true;
+                p.agg.fixed -= z_bytes;
+                p.agg.per_col = f32 * p.wz;
+            }
+        }
+        p.agg_blocks = split(p.op, p.agg, p.compact);
+    }
+    for (const auto* blocks : {&p.pre_blocks, &p.agg_blocks}) {
+        for (const auto& b : *blocks) {
+            MemoryReport r;
+            r.weights = resident_;
+            if (blocks == &p.agg_blocks) {
+                r.row_pointers = 12 * (b.rows.size() + 1);
+                r.indices = 4 * b.nnz;
+                r.values = 4 * b.nnz;
+                r.kernel_metadata = type == LayerType::maxk ? 6 * layer.k * b.cols : 0;
+            }
+            r.feature_buffers = b.bytes - r.total();
+            if (r.total() > report_.total()) {
+                r.nonzeros = report_.nonzeros;  // the largest block's components, the run's counts
+                r.row_blocks = report_.row_blocks;
+                report_ = r;
+            }
+        }
+        report_.row_blocks = std::max<std::int64_t>(report_.row_blocks,
+                                                    static_cast<std::int64_t>(blocks->size()));
+    }
+    report_.nonzeros = std::max(report_.nonzeros, p.op != nullptr ? p.op->nnz() : 0);
+    report_.out_of_core = true;
+    report_.limit = limit_;
+}
+
+std::vector<RowBlockDriver::Block> RowBlockDriver::split(const Csr* a, const Cost& cost,
+                                                         bool compact)
+{
+    std::vector<Block> out;
+    Block cur;
+    ++stamp_id_;
+    // Distinct columns of row i not yet counted in the current block (marks them).
+    auto new_columns = [&](std::int64_t i) {
+        std::int64_t fresh = 0;
+        if (a == nullptr || !compact) {
+            return fresh;
+        }
+        for (auto k = a->indptr[i]; k < a->indptr[i + 1]; ++k) {
+            auto& s = stamp_[static_cast<std::size_t>(a->indices[k])];
+            if (s != stamp_id_) {
+                s = stamp_id_;
+                ++fresh;
+            }
+        }
+        return fresh;
+    };
+    for (std::int64_t i = 0; i < n_owned_; ++i) {
+        if (a != nullptr && i == shard_.num_interior && !cur.rows.empty()) {
+            // Interior rows apart: their blocks run while the halo exchange is in flight.
+            out.push_back(cur);
+            cur = Block{{i, i}, 0, 0, 0};
+            ++stamp_id_;
+        }
+        const auto nnz = a != nullptr ? a->row_nnz(i) : 0;
+        auto fresh = new_columns(i);
+        auto bytes = cost.bytes(cur.rows.size() + 1, cur.nnz + nnz, cur.cols + fresh);
+        if (bytes > limit_ && !cur.rows.empty()) {
+            out.push_back(cur);
+            cur = Block{{i, i}, 0, 0, 0};
+            ++stamp_id_;
+            fresh = new_columns(i);
+            bytes = cost.bytes(1, nnz, fresh);
+        }
+        HALO_EXPECTS(bytes <= limit_, "row ", i, " alone needs ", bytes, " bytes");
+        cur.rows.end = i + 1;
+        cur.nnz += nnz;
+        cur.cols += fresh;
+        cur.bytes = bytes;
+    }
+    if (!cur.rows.empty()) {
+        out.push_back(cur);
+    }
+    return out;
+}
+
+// Host matrices are allocated once per slot and reused (page-locking is slow: it must not
+// happen per layer or per run); a matrix shares its slot's storage.
+Matrix RowBlockDriver::host_matrix(std::int64_t rows, std::int64_t cols, int slot)
+{
+    auto& cached = host_cache_[static_cast<std::size_t>(slot)];
+    const auto need = std::max<std::int64_t>(rows * cols, 1);
+    if (!cached || cached->rows() < need) {
+        cached.reset();
+        cached = std::make_shared<Matrix>(backend_.allocate_host(need, 1));
+    }
+    return Matrix(std::shared_ptr<float>(cached, cached->data()), rows, cols);
+}
+
+Matrix RowBlockDriver::up(const float* host, std::int64_t rows, std::int64_t cols, LayerTiming& t)
+{
+    auto m = backend_.allocate(rows, cols);
+    if (rows > 0 && cols > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        backend_.copy_from_host(host, m.view());
+        t.transfer += seconds_since(t0);
+        t.transferred_bytes += f32 * rows * cols;
+    }
+    return m;
+}
+
+void RowBlockDriver::down(const Matrix& m, float* host, LayerTiming& t)
+{
+    if (m.rows() > 0 && m.cols() > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        backend_.copy_to_host(m.view(), host);
+        t.transfer += seconds_since(t0);
+        t.transferred_bytes += f32 * m.rows() * m.cols();
+    }
+}
+
+// z rows = x rows W (maxk: + b; linear: the whole layer, into its output).
+void RowBlockDriver::run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t)
+{
+    const auto& layer = model_.layers[l];
+    const auto& w = weights_[l];
+    const auto in_w = layer.in_dim;
+    const auto wz = z.cols();
+    for (const auto& b : plans_[l].pre_blocks) {
+        const auto r = b.rows.size();
+        auto xb = up(x.data() + b.rows.begin * in_w, r, in_w, t);
+        auto zb = backend_.allocate(r, wz);
+        const auto t0 = std::chrono::steady_clock::now();
+        backend_.gemm(xb.view(), w.weight.view(), zb.view(), 1.0f, 0.0f);
+        if (layer.type == LayerType::maxk) {
+            backend_.bias_activation(zb.view(), w.bias.data(), Activation::none, {0, r});
+        } else if (layer.type == LayerType::linear) {
+            backend_.bias_activation(zb.view(), w.bias.data(), layer.activation, {0, r});
+        }
+        if (step_timing_) {
+            backend_.synchronize();
+            t.dense += seconds_since(t0);
+        }
+        down(zb, z.data() + b.rows.begin * wz, t);
+    }
+}
+
+// Starts the exchange of z's halo rows; true when it is left in flight (to overlap the interior
+// blocks: where the exchanger works on the host matrix itself), false when it is complete.
+bool RowBlockDriver::exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t)
+{
+    t.fp32_exchange_bytes +=
+        (shard_.plan.num_send() + shard_.plan.num_recv()) * width * static_cast<std::int64_t>(f32);
+    if (!has_peers_) {
+        return false;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    if (backend_.uses_host_memory()) {
+        exchanger_.start(z.view());
+        t.exchange += seconds_since(t0);
+        if (overlap_) {
+            return true;
+        }
+        exchange_finish(t);
+    } else {
+        // The exchanger works on backend memory: owned rows go up, halo rows come down.
+        const auto w = z.cols();
+        HALO_EXPECTS(f32 * n_total_ * w <= limit_, "the halo exchange of a ", n_total_, " x ", w,
+                     " matrix does not fit the device memory limit of ", format_bytes(limit_));
+        auto all = backend_.allocate(n_total_, w);
+        backend_.copy_from_host(z.data(), all.rows_view(0, n_owned_));
+        exchanger_.start(all.view());
+        exchanger_.finish();
+        backend_.synchronize();
+        backend_.copy_to_host(all.rows_view(n_owned_, n_total_), z.data() + n_owned_ * w);
+        t.transferred_bytes += f32 * n_total_ * w;
+        t.exchange += seconds_since(t0);
+    }
+    return false;
+}
+
+void RowBlockDriver::exchange_finish(LayerTiming& t)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    exchanger_.finish();
+    const double waited = seconds_since(t0);
+    t.exchange += waited;
+    t.waiting += waited;
+}
+
+void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matrix& z,
+                                     const Matrix& out, bool exchanging, LayerTiming& t)
+{
+    const auto& layer = model_.layers[l];
+    const auto& w = weights_[l];
+    const auto& p = plans_[l];
+    const auto& a = *p.op;
+    const auto in_w = layer.in_dim;
+    const auto out_w = layer.out_dim;
+    const auto hid = layer.hidden_dim;
+    const auto wz = p.wz;
+    Matrix z_all;  // all of z, when resident
+    if (!p.compact) {
+        // Halo rows still in flight come up when they arrive (arrive() below).
+        const auto rows = exchanging ? n_owned_ : n_total_;
+        z_all = backend_.allocate(n_total_, wz);
+        const auto t0 = std::chrono::steady_clock::now();
+        backend_.copy_from_host(z.data(), z_all.rows_view(0, rows));
+        t.transfer += seconds_since(t0);
+        t.transferred_bytes += f32 * rows * wz;
+    }
+    std::vector<std::int64_t> position(p.compact ? stamp_.size() : 0, -1);
+    // The halo rows are needed from the first block with a boundary row on (split() keeps
+    // interior rows in blocks of their own): complete the exchange there, and refresh the halo
+    // rows of a resident z, uploaded before they arrived.
+    auto arrive = [&] {
+        if (!exchanging) {
+            return;
+        }
+        exchanging = false;
+        exchange_finish(t);
+        if (!p.compact && n_total_ > n_owned_) {
+            const auto t0 = std::chrono::steady_clock::now();
+            backend_.copy_from_host(z.data() + n_owned_ * wz, z_all.rows_view(n_owned_, n_total_));
+            t.transfer += seconds_since(t0);
+            t.transferred_bytes += f32 * (n_total_ - n_owned_) * wz;
+        }
+    };
+    for (const auto& blk : p.agg_blocks) {
+        if (blk.rows.end > shard_.num_interior) {
+            arrive();
+        }
+        const auto r = blk.rows.size();
+        // The block's rows of the operator; gathered columns renumbered in ascending order.
+        Csr block;
+        block.num_rows = r;
+        block.indptr.assign(static_cast<std::size_t>(r + 1), 0);
+        const auto first = a.indptr[blk.rows.begin];
+        const auto last = a.indptr[blk.rows.end];
+        for (std::int64_t i = 0; i <= r; ++i) {
+            block.indptr[i] = a.indptr[blk.rows.begin + i] - first;
+        }
+        block.indices.resize(static_cast<std::size_t>(last - first));
+        parallel_copy(a.indices.data() + first, last - first, block.indices.data());
+        if (a.has_values()) {
+            block.values.resize(static_cast<std::size_t>(last - first));
+            parallel_copy(a.values.data() + first, last - first, block.values.data());
+        }
+        std::vector<local_id> cols;
+        Matrix src;
+        if (p.compact) {
+            // Referenced columns in ascending order: mark, then scan (O(N + nnz), no sort).
+            const auto nnz = static_cast<std::int64_t>(block.indices.size());
+#pragma omp parallel for schedule(static)
+            for (std::int64_t k = 0; k < nnz; ++k) {
+                position[static_cast<std::size_t>(block.indices[k])] = 0;
+            }
+            for (std::int64_t c = 0; c < n_total_; ++c) {
+                if (position[static_cast<std::size_t>(c)] == 0) {
+                    position[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(cols.size());
+                    cols.push_back(static_cast<local_id>(c));
+                }
+            }
+#pragma omp parallel for schedule(static)
+            for (std::int64_t k = 0; k < nnz; ++k) {
+                block.indices[k] =
+                    static_cast<local_id>(position[static_cast<std::size_t>(block.indices[k])]);
+            }
+            block.num_cols = static_cast<std::int64_t>(cols.size());
+            auto staged = host_matrix(block.num_cols, wz, kStagingSlot);
+            const auto ncols = block.num_cols;
+#pragma omp parallel for schedule(static)
+            for (std::int64_t c = 0; c < ncols; ++c) {
+                std::memcpy(staged.data() + c * wz, z.data() + std::int64_t{cols[c]} * wz,
+                            static_cast<std::size_t>(wz) * sizeof(float));
+            }
+            src = up(staged.data(), block.num_cols, wz, t);
+        } else {
+            block.num_cols = n_total_;
+            src = z_all;
+        }
+        const RowRange rows{0, r};
+        SpmmPlanHints hints;
+        hints.ranges = {rows};
+        auto o = backend_.allocate(r, out_w);
+        auto t0 = std::chrono::steady_clock::now();
+        auto spmm_done = [&] {
+            if (step_timing_) {
+                backend_.synchronize();
+                t.spmm += seconds_since(t0);
+            }
+            t0 = std::chrono::steady_clock::now();
+        };
+        auto dense_done = [&] {
+            if (step_timing_) {
+                backend_.synchronize();
+                t.dense += seconds_since(t0);
+            }
+            t0 = std::chrono::steady_clock::now();
+        };
+        switch (layer.type) {
+            case LayerType::gcn: {
+                hints.op = kernel_operator_gcn.data();
+                auto plan = backend_.make_spmm_plan(block, hints);
+                t0 = std::chrono::steady_clock::now();
+                if (p.agg_first) {
+                    auto agg = backend_.allocate(r, in_w);
+                    plan->run(src.view(), agg.view(), rows);
+                    spmm_done();
+                    backend_.gemm(agg.view(), w.weight.view(), o.view(), 1.0f, 0.0f);
+                } else {
+                    plan->run(src.view(), o.view(), rows);
+                    spmm_done();
+                }
+                backend_.bias_activation(o.view(), w.bias.data(), layer.activation, rows);
+                dense_done();
+                break;
+            }
+            case LayerType::sage: {
+                hints.op = kernel_operator_adjacency.data();
+                auto plan = backend_.make_spmm_plan(block, hints);
+                auto xb = up(x.data() + blk.rows.begin * in_w, r, in_w, t);
+                auto agg = backend_.allocate(r, wz);
+                t0 = std::chrono::steady_clock::now();
+                plan->run(src.view(), agg.view(), rows);
+                spmm_done();
+                backend_.gemm(xb.view(), w.root_weight.view(), o.view(), 1.0f, 0.0f);
+                if (p.agg_first) {
+                    backend_.gemm(agg.view(), w.weight.view(), o.view(), 1.0f, 1.0f);
+                } else {
+                    backend_.axpby(1.0f, agg.view(), 1.0f, o.view());
+                }
+                backend_.bias_activation(o.view(), w.bias.data(), layer.activation, rows);
+                dense_done();
+                break;
+            }
+            case LayerType::gin: {
+                hints.op = kernel_operator_adjacency.data();
+                auto plan = backend_.make_spmm_plan(block, hints);
+                const float self = 1.0f + layer.eps;
+                auto own = p.agg_first ? up(x.data() + blk.rows.begin * in_w, r, in_w, t)
+                                       : up(z.data() + blk.rows.begin * wz, r, wz, t);
+                auto agg = backend_.allocate(r, wz);
+                t0 = std::chrono::steady_clock::now();
+                plan->run(src.view(), agg.view(), rows);
+                spmm_done();
+                backend_.axpby(self, own.view(), 1.0f, agg.view());
+                Matrix hidden;
+                if (p.agg_first) {
+                    hidden = backend_.allocate(r, hid);
+                    backend_.gemm(agg.view(), w.weight.view(), hidden.view(), 1.0f, 0.0f);
+                } else {
+                    hidden = agg;
+                }
+                backend_.bias_activation(hidden.view(), w.bias.data(), Activation::relu, rows);
+                backend_.gemm(hidden.view(), w.weight2.view(), o.view(), 1.0f, 0.0f);
+                backend_.bias_activation(o.view(), w.bias2.data(), layer.activation, rows);
+                dense_done();
+                break;
+            }
+            case LayerType::maxk: {
+                hints.op = kernel_operator_gcn.data();
+                auto plan = backend_.make_maxk_plan(block, out_w, layer.k, hints);
+                t0 = std::chrono::steady_clock::now();
+                plan->topk(src.view());  // topk is row-local: the halo rows' records as sent
+                plan->aggregate(o.view(), rows);
+                spmm_done();
+                backend_.bias_activation(o.view(), nullptr, layer.activation, rows);
+                dense_done();
+                break;
+            }
+            case LayerType::gat: {
+                hints.op = kernel_operator_gcn.data();
+                auto plan = backend_.make_attention_plan(block, model_.max_dim(), attention_, hints);
+                const auto heads = layer.heads;
+                const auto d = layer.head_dim();
+                auto zb = up(z.data() + blk.rows.begin * wz, r, wz, t);
+                auto el = backend_.allocate(r, heads);
+                auto er = backend_.allocate(block.num_cols, heads);
+                t0 = std::chrono::steady_clock::now();
+                backend_.gemm(zb.view(), w.att_dst.view(), el.view(), 1.0f, 0.0f);
+                backend_.gemm(src.view(), w.att_src.view(), er.view(), 1.0f, 0.0f);
+                dense_done();
+                const auto zs = view_of(src);
+                const auto ov = o.view();
+                for (std::int64_t h = 0; h < heads; ++h) {
+                    plan->run_additive(columns(DenseView<const float>(el.view()), h, 1),
+                                       columns(DenseView<const float>(er.view()), h, 1),
+                                       layer.negative_slope,
+                                       columns(DenseView<const float>(zs), h * d, d),
+                                       columns(ov, h * d, d), rows);
+                }
+                spmm_done();
+                backend_.bias_activation(o.view(), w.bias.data(), layer.activation, rows);
+                dense_done();
+                break;
+            }
+            default:
+                HALO_THROW(LogicError, "layer type ", to_string(layer.type), " in row blocks");
+        }
+        down(o, out.data() + blk.rows.begin * out_w, t);
+        if (p.compact) {
+            for (const auto c : cols) {
+                position[static_cast<std::size_t>(c)] = -1;
+            }
+        }
+    }
+    arrive();  // a part without boundary rows still completes its exchange
+}
+
+std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
+                                       std::vector<LayerTiming>& timings,
+                                       std::vector<std::vector<float>>* keep)
+{
+    const auto in_w0 = model_.input_dim();
+    HALO_EXPECTS(static_cast<std::int64_t>(features.size()) == n_owned_ * in_w0, "features hold ",
+                 features.size(), " values, expected ", n_owned_, " x ", in_w0);
+    timings.assign(model_.layers.size(), {});
+    int in_slot = 0;
+    Matrix h = host_matrix(n_total_, in_w0, in_slot);
+    parallel_copy(features.data(), static_cast<std::int64_t>(features.size()), h.data());
+    for (std::size_t l = 0; l < model_.layers.size(); ++l) {
+        const auto& layer = model_.layers[l];
+        const auto& p = plans_[l];
+        auto& t = timings[l];
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto stats_before = exchanger_.stats();
+        auto out = host_matrix(n_total_, layer.out_dim, 1 - in_slot);
+        if (layer.type == LayerType::linear) {
+            run_pre(l, h, out, t);
+        } else {
+            const auto z = p.agg_first ? h : host_matrix(n_total_, p.wz, kTransformSlot);
+            if (!p.agg_first) {
+                run_pre(l, h, z, t);
+            }
+            const bool exchanging = exchange_start(z, p.wz, t);
+            run_aggregation(l, h, z, out, exchanging, t);
+        }
+        backend_.synchronize();
+        t.total = seconds_since(t0);
+        t.compute = t.spmm + t.dense;
+        t.row_blocks = static_cast<std::int64_t>(std::max(p.pre_blocks.size(), p.agg_blocks.size()));
+        t.exchanged_bytes = (exchanger_.stats().bytes_sent - stats_before.bytes_sent) +
+                            (exchanger_.stats().bytes_received - stats_before.bytes_received);
+        if (keep != nullptr) {
+            keep->emplace_back(out.data(), out.data() + n_owned_ * layer.out_dim);
+        }
+        h = std::move(out);
+        in_slot = 1 - in_slot;
+    }
+    std::vector<float> result(static_cast<std::size_t>(n_owned_ * model_.output_dim()));
+    parallel_copy(h.data(), static_cast<std::int64_t>(result.size()), result.data());
+    return result;
+}
+
+std::string RowBlockDriver::report() const
+{
+    std::string out;
+    for (std::size_t l = 0; l < plans_.size(); ++l) {
+        const auto& p = plans_[l];
+        out += "layer " + std::to_string(l) + " (" + to_string(model_.layers[l].type) +
+               "): out of core, ";
+        if (!p.pre_blocks.empty()) {
+            out += std::to_string(p.pre_blocks.size()) + " transform blocks, ";
+        }
+        if (p.op != nullptr) {
+            out += std::to_string(p.agg_blocks.size()) + " aggregation blocks, " +
+                   (p.compact ? "referenced rows gathered per block" : "all rows resident");
+        }
+        out += " (limit " + format_bytes(limit_) + ")\n";
+    }
+    return out;
+}
+
+}  // namespace halo::detail

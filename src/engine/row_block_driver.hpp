@@ -1,0 +1,133 @@
+// Out-of-core execution (issue 15; docs/ENGINE.md "Out-of-core execution"): the engine's layers
+// run over row blocks whose backend memory fits a limit, with layer inputs and outputs in host
+// memory (Backend::allocate_host). Internal to halo_engine.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/engine.hpp"
+#include "halo/exchanger.hpp"
+#include "halo/memory_report.hpp"
+#include "halo/model.hpp"
+#include "halo/shard.hpp"
+
+namespace halo::detail {
+
+/// Runs a model layer by layer, each layer over row blocks of the owned rows:
+///
+///  1. a layer that transforms first (or has no aggregation) computes its transformed rows block
+///     by block (rows of x up, rows of z = x W down into a host matrix);
+///  2. the halo rows of the aggregated matrix z (z = x when the layer aggregates first) are
+///     exchanged on the host matrix, while the blocks of interior rows (which reference no halo
+///     row) run; through a backend buffer, before any block, where the backend's memory is not
+///     host memory;
+///  3. block by block: the block's CSR rows, and either the rows of z its columns reference
+///     (columns renumbered in ascending order, so every row keeps its summation order) or all of
+///     z when z takes at most half of the budget, go up; the aggregation and the rest of the
+///     layer run on the block; its output rows come down into the layer's host output.
+///
+/// Every step is the in-memory engine's step on a subset of rows, with the same kernels and
+/// the same per-row arithmetic, so on the CPU backend the result equals the in-memory run bit for
+/// bit. Block sizes come from the budget: each phase's bytes are fixed + per_row * rows +
+/// per_nnz * nonzeros + per_col * distinct columns (docs/ENGINE.md gives the terms).
+class RowBlockDriver {
+public:
+    /// `layer_operators[l]`: the host operator layer l aggregates with (gcn, sage, gin, maxk) or
+    /// attends over (gat), null for linear; they must outlive the driver. Throws halo::InputError
+    /// for a layer type it cannot run (naming it) and for a limit too small for one row (naming
+    /// the limit and the smallest that would work).
+    RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
+                   const Model& model, std::vector<const Csr*> layer_operators,
+                   AttentionKernel attention, bool step_timing, bool overlap,
+                   std::int64_t limit);
+
+    /// Runs the model on host features (num_owned x input width); timings get one entry per
+    /// layer; `keep` (may be null) receives every layer's owned rows.
+    std::vector<float> run(const std::vector<float>& features, std::vector<LayerTiming>& timings,
+                           std::vector<std::vector<float>>* keep);
+
+    /// Resident bytes plus the largest block's budget, by component.
+    MemoryReport memory_report() const { return report_; }
+    /// One line per layer: its blocks and whether z was gathered or resident.
+    std::string report() const;
+    /// The smallest limit with which every layer runs (one row per block at worst).
+    std::int64_t minimum_limit() const { return minimum_; }
+
+private:
+    struct Cost {
+        std::int64_t fixed = 0;
+        std::int64_t per_row = 0;
+        std::int64_t per_nnz = 0;
+        std::int64_t per_col = 0;
+        std::int64_t bytes(std::int64_t rows, std::int64_t nnz, std::int64_t cols) const
+        {
+            return fixed + per_row * rows + per_nnz * nnz + per_col * cols;
+        }
+    };
+    struct Block {
+        RowRange rows;
+        std::int64_t nnz = 0;
+        std::int64_t cols = 0;
+        std::int64_t bytes = 0;
+    };
+    struct LayerPlan {
+        const Csr* op = nullptr;
+        bool agg_first = false;
+        bool compact = true;  // gather the referenced rows of z (else all of z is resident)
+        std::int64_t wz = 0;  // width of the aggregated matrix z
+        Cost pre;             // transform phase (absent when agg_first)
+        Cost agg;             // aggregation phase
+        std::int64_t need = 0;  // the smallest limit for this layer
+        std::int64_t worst_row = -1;
+        std::int64_t worst_nnz = 0;
+        std::vector<Block> pre_blocks;
+        std::vector<Block> agg_blocks;
+    };
+    struct Weights {
+        Matrix weight, bias, root_weight, weight2, bias2, att_src, att_dst;
+    };
+
+    Matrix upload(const std::vector<float>& host, std::int64_t rows, std::int64_t cols);
+    std::vector<Block> split(const Csr* a, const Cost& cost, bool compact);
+    void plan_layer(std::size_t l);
+    void split_layer(std::size_t l);
+    void run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t);
+    bool exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t);
+    void exchange_finish(LayerTiming& t);
+    void run_aggregation(std::size_t l, const Matrix& x, const Matrix& z, const Matrix& out,
+                         bool exchanging, LayerTiming& t);
+    Matrix up(const float* host, std::int64_t rows, std::int64_t cols, LayerTiming& t);
+    Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
+    void down(const Matrix& m, float* host, LayerTiming& t);
+
+    Backend& backend_;
+    HaloExchanger& exchanger_;
+    const Shard& shard_;
+    const Model& model_;
+    AttentionKernel attention_;
+    bool step_timing_ = true;
+    bool overlap_ = true;
+    std::int64_t limit_ = 0;
+    std::int64_t n_owned_ = 0;
+    std::int64_t n_total_ = 0;
+    bool has_peers_ = false;
+    std::int64_t resident_ = 0;  // weights
+    std::int64_t minimum_ = 0;
+    std::vector<Weights> weights_;
+    std::vector<LayerPlan> plans_;
+    // Host matrices by slot: 0 and 1 a layer's input and output in turn, then z, then the
+    // gathered rows of a block.
+    static constexpr int kTransformSlot = 2;
+    static constexpr int kStagingSlot = 3;
+    std::array<std::shared_ptr<Matrix>, 4> host_cache_;
+    std::vector<std::int64_t> stamp_;  // per local column: the block that last counted it
+    std::int64_t stamp_id_ = 0;
+    MemoryReport report_;
+};
+
+}  // namespace halo::detail

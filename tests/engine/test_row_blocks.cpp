@@ -1,0 +1,233 @@
+// Out-of-core execution on the CPU backend (issue 15): the row-block driver under tiny memory
+// limits equals the in-memory run bit for bit for every layer type it runs, in both of its modes
+// (the referenced rows gathered per block; all rows resident); a limit too small for one row is
+// an error naming the limit and the smallest that works; other layer types are refused by name.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine_test_util.hpp"
+#include "halo/engine.hpp"
+#include "halo/error.hpp"
+#include "halo/partition.hpp"
+#include "halo/shard.hpp"
+
+namespace {
+
+using halo::testing::engine_test_graph;
+
+struct Run {
+    std::vector<float> out;
+    std::vector<std::vector<float>> layers;
+    std::vector<halo::LayerTiming> timings;
+    std::string report;
+    bool out_of_core = false;
+    halo::MemoryReport memory;
+};
+
+halo::Shard single_shard(const halo::Csr& graph)
+{
+    const std::vector<std::int32_t> owner(static_cast<std::size_t>(graph.num_rows), 0);
+    return halo::build_shard(graph, owner, 1, 0);
+}
+
+Run run(const halo::Shard& shard, const halo::Model& model, halo::Execution execution,
+        std::int64_t limit)
+{
+    auto backend = halo::make_cpu_backend();
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::EngineOptions o;
+    o.execution = execution;
+    o.device_memory_limit = limit;
+    o.keep_layers = true;
+    halo::Engine engine(*backend, *exchanger, shard, model, o);
+    const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 5);
+    Run r;
+    r.out = engine.run(x);
+    r.layers = engine.layer_outputs();
+    r.timings = engine.timings();
+    r.report = engine.kernel_report();
+    r.out_of_core = engine.out_of_core();
+    r.memory = engine.memory_report();
+    return r;
+}
+
+// The smallest limit, read from the error of a limit of 1 byte (which the test also checks).
+std::int64_t smallest_limit(const halo::Shard& shard, const halo::Model& model)
+{
+    try {
+        run(shard, model, halo::Execution::row_blocks, 1);
+    } catch (const halo::InputError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("device memory limit of 1 B (1 bytes) is too small"),
+                  std::string::npos)
+            << what;
+        const auto key = std::string("--device-memory-limit ");
+        const auto pos = what.find(key);
+        EXPECT_NE(pos, std::string::npos) << what;
+        if (pos != std::string::npos) {
+            return std::stoll(what.substr(pos + key.size()));
+        }
+        return 0;
+    }
+    ADD_FAILURE() << "a limit of 1 byte ran";
+    return 0;
+}
+
+std::int64_t differing(const std::vector<float>& a, const std::vector<float>& b)
+{
+    if (a.size() != b.size()) {
+        return -1;
+    }
+    std::int64_t n = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        n += std::memcmp(&a[k], &b[k], sizeof(float)) != 0 ? 1 : 0;
+    }
+    return n;
+}
+
+void expect_equal_runs(const Run& blocks, const Run& memory, const std::string& what)
+{
+    EXPECT_TRUE(blocks.out_of_core) << what;
+    EXPECT_FALSE(memory.out_of_core) << what;
+    EXPECT_EQ(differing(blocks.out, memory.out), 0) << what << ": output differs";
+    ASSERT_EQ(blocks.layers.size(), memory.layers.size()) << what;
+    for (std::size_t l = 0; l < blocks.layers.size(); ++l) {
+        EXPECT_EQ(differing(blocks.layers[l], memory.layers[l]), 0)
+            << what << ": layer " << l << " differs";
+    }
+}
+
+void expect_row_blocks_equal(halo::LayerType type, const std::vector<std::int64_t>& dims,
+                             halo::RandomModelOptions options = {})
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const auto shard = single_shard(graph);
+    const auto model = halo::random_model(type, dims, 17, options);
+    const auto name = halo::to_string(type);
+    const auto memory = run(shard, model, halo::Execution::in_memory, 0);
+
+    // The smallest limit: works, one byte less does not; the blocks are small.
+    const auto smallest = smallest_limit(shard, model);
+    ASSERT_GT(smallest, 0);
+    EXPECT_THROW(run(shard, model, halo::Execution::row_blocks, smallest - 1), halo::InputError);
+    const auto tiny = run(shard, model, halo::Execution::row_blocks, smallest);
+    expect_equal_runs(tiny, memory, name + " at the smallest limit");
+    for (const auto& t : tiny.timings) {
+        EXPECT_GT(t.row_blocks, 1) << name << ": " << tiny.report;
+    }
+    EXPECT_LE(tiny.memory.total(), smallest) << name;
+
+    // A few blocks per layer, with all rows of the aggregated matrix resident where it fits.
+    const auto roomy_limit =
+        2 * (shard.num_owned + shard.num_halo) * model.max_dim() * 4 + 2 * smallest;
+    const auto roomy = run(shard, model, halo::Execution::row_blocks, roomy_limit);
+    expect_equal_runs(roomy, memory, name + " with a roomy limit");
+    EXPECT_LE(roomy.memory.total(), roomy_limit) << name;
+
+    // Blocks of several rows each.
+    const auto medium = run(shard, model, halo::Execution::row_blocks, 4 * smallest);
+    expect_equal_runs(medium, memory, name + " at four times the smallest limit");
+    EXPECT_GT(medium.memory.row_blocks, 1) << name << ": " << medium.report;
+    if (type == halo::LayerType::gcn || type == halo::LayerType::sage ||
+        type == halo::LayerType::gin) {
+        EXPECT_NE(roomy.report.find("all rows resident"), std::string::npos) << roomy.report;
+        EXPECT_NE(tiny.report.find("gathered"), std::string::npos) << tiny.report;
+    }
+}
+
+}  // namespace
+
+TEST(RowBlocks, GcnEqualsInMemory)
+{
+    expect_row_blocks_equal(halo::LayerType::gcn, {16, 32, 8});  // aggregate first, then not
+}
+
+TEST(RowBlocks, SageEqualsInMemory) { expect_row_blocks_equal(halo::LayerType::sage, {16, 32, 8}); }
+
+TEST(RowBlocks, GinEqualsInMemory) { expect_row_blocks_equal(halo::LayerType::gin, {16, 32, 8}); }
+
+TEST(RowBlocks, GinTransformFirstEqualsInMemory)
+{
+    expect_row_blocks_equal(halo::LayerType::gin, {40, 8, 4});
+}
+
+TEST(RowBlocks, MaxkEqualsInMemory)
+{
+    halo::RandomModelOptions o;
+    o.k = 4;
+    expect_row_blocks_equal(halo::LayerType::maxk, {16, 32, 8}, o);
+}
+
+TEST(RowBlocks, GatEqualsInMemory)
+{
+    halo::RandomModelOptions o;
+    o.heads = 2;
+    expect_row_blocks_equal(halo::LayerType::gat, {24, 16, 6}, o);
+}
+
+TEST(RowBlocks, LinearEqualsInMemory)
+{
+    expect_row_blocks_equal(halo::LayerType::linear, {16, 32, 8});
+}
+
+TEST(RowBlocks, AutomaticOnlyAboveTheLimit)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const auto shard = single_shard(graph);
+    const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 17);
+    const auto memory = run(shard, model, halo::Execution::in_memory, 0);
+    const auto fits = run(shard, model, halo::Execution::automatic, std::int64_t{1} << 40);
+    EXPECT_FALSE(fits.out_of_core);
+    const auto blocks =
+        run(shard, model, halo::Execution::automatic, memory.memory.total() / 4);
+    EXPECT_TRUE(blocks.out_of_core);
+    EXPECT_EQ(differing(blocks.out, memory.out), 0);
+}
+
+TEST(RowBlocks, RefusesOtherLayerTypesByName)
+{
+    const auto graph = engine_test_graph("rmat:8");
+    const auto shard = single_shard(graph);
+    for (const auto type : {halo::LayerType::agnn, halo::LayerType::transformer}) {
+        const auto model = halo::random_model(type, {16, 16, 8}, 3);
+        try {
+            run(shard, model, halo::Execution::row_blocks, std::int64_t{1} << 30);
+            ADD_FAILURE() << halo::to_string(type) << " ran out of core";
+        } catch (const halo::InputError& e) {
+            EXPECT_NE(std::string(e.what()).find("(" + halo::to_string(type) + ") cannot run out "
+                                                 "of core"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+}
+
+TEST(RowBlocks, MemoryReportOfAnInMemoryRun)
+{
+    const auto graph = engine_test_graph("rmat:8");
+    const auto shard = single_shard(graph);
+    const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 3);
+    const auto r = run(shard, model, halo::Execution::in_memory, 0).memory;
+    const auto n = shard.num_owned;
+    EXPECT_EQ(r.row_pointers, 8 * (n + 1));
+    EXPECT_EQ(r.indices, 4 * r.nonzeros);
+    EXPECT_EQ(r.values, 4 * r.nonzeros);
+    EXPECT_EQ(r.feature_buffers, 2 * 4 * n * 32);  // gcn runs in place in two buffers
+    EXPECT_EQ(r.weights, 4 * (16 * 32 + 32 + 32 * 8 + 8));
+    EXPECT_GT(r.bytes_per_nonzero(), 8.0);
+    const auto text = halo::format_memory_report(r);
+    EXPECT_NE(text.find("row_pointers"), std::string::npos) << text;
+    EXPECT_NE(halo::memory_report_json(r).find("\"bytes_per_nonzero\": "), std::string::npos);
+}
+
+TEST(RowBlocks, ParsesByteSizes)
+{
+    EXPECT_EQ(halo::parse_byte_size("24GiB"), std::int64_t{24} << 30);
+    EXPECT_EQ(halo::parse_byte_size("1.5 GB"), 1500000000);
+    EXPECT_EQ(halo::parse_byte_size("4096"), 4096);
+    EXPECT_EQ(halo::parse_byte_size("2m"), 2 << 20);
+    EXPECT_THROW(halo::parse_byte_size("GiB"), halo::InputError);
+    EXPECT_THROW(halo::parse_byte_size("12 parsecs"), halo::InputError);
+    EXPECT_THROW(halo::parse_byte_size("-1"), halo::InputError);
+}

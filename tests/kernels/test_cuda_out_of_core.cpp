@@ -1,0 +1,216 @@
+// Issue 15 on the CUDA backend: the engine's memory report against the allocator's peak, and the
+// row-block driver (out of core) against the in-memory run. Skipped without a device.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/engine.hpp"
+#include "halo/error.hpp"
+#include "halo/model.hpp"
+#include "halo/shard.hpp"
+#include "halo/spmm.hpp"
+#include "halo_test.hpp"
+#include "spmm_device_fixtures.hpp"
+
+namespace {
+
+using halo::testing::Gpu;
+using halo::testing::graph_csr;
+using halo::testing::tolerance;
+
+halo::Shard test_shard(int scale)
+{
+    const auto graph = graph_csr("rmat", scale, 3, false);
+    const std::vector<std::int32_t> owner(static_cast<std::size_t>(graph.num_rows), 0);
+    return halo::build_shard(graph, owner, 1, 0);
+}
+
+struct Result {
+    std::vector<float> out;
+    halo::MemoryReport memory;
+    std::size_t peak = 0;  // the context's allocator peak over the engine's life
+    bool out_of_core = false;
+    std::string report;
+};
+
+Result run(const halo::Shard& shard, const halo::Model& model, halo::Execution execution,
+           std::int64_t limit)
+{
+    Gpu gpu;  // a fresh context: its peak is this engine's
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::EngineOptions o;
+    o.execution = execution;
+    o.device_memory_limit = limit;
+    Result r;
+    {
+        halo::Engine engine(*gpu.backend, *exchanger, shard, model, o);
+        const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 5);
+        r.out = engine.run(x);
+        gpu.ctx.synchronize();
+        r.memory = engine.memory_report();
+        r.out_of_core = engine.out_of_core();
+        r.report = engine.kernel_report();
+    }
+    gpu.ctx.synchronize();
+    r.peak = gpu.ctx.peak_bytes();
+    return r;
+}
+
+std::int64_t smallest_limit(const halo::Shard& shard, const halo::Model& model)
+{
+    try {
+        run(shard, model, halo::Execution::row_blocks, 1);
+    } catch (const halo::InputError& e) {
+        const std::string what = e.what();
+        const auto key = std::string("--device-memory-limit ");
+        const auto pos = what.find(key);
+        if (pos != std::string::npos) {
+            return std::stoll(what.substr(pos + key.size()));
+        }
+    }
+    return 0;
+}
+
+// The engine test's rule: each layer sums at most (max degree + widest layer) products per output
+// in another order on the GPU; rounding grows with that count and the depth.
+float engine_tolerance(const halo::Shard& shard, const halo::Model& model,
+                       const std::vector<float>& want)
+{
+    double scale = 1.0;
+    for (const auto v : want) {
+        scale = std::max(scale, static_cast<double>(std::abs(v)));
+    }
+    const auto terms = static_cast<double>(halo::max_row_nnz(shard.csr.view()) + model.max_dim());
+    return tolerance<float>(4.0 * terms * static_cast<double>(model.layers.size()), scale);
+}
+
+// The formula of docs/ENGINE.md ("Memory accounting") against what the pool handed out: the
+// report is what the engine holds after its setup; the peak adds the setup's transients (a
+// plan's int64 row offsets before narrowing, the degree column), so it may exceed the report
+// by those and no more.
+void expect_report_matches_peak(halo::LayerType type, const std::vector<std::int64_t>& dims)
+{
+    SCOPED_TRACE(halo::to_string(type));
+    const auto shard = test_shard(12);
+    const auto model = halo::random_model(type, dims, 11);
+    const auto r = run(shard, model, halo::Execution::in_memory, 0);
+    const auto total = r.memory.total();
+    const auto peak = static_cast<std::int64_t>(r.peak);
+    const auto n = shard.num_owned + shard.num_halo;
+    const auto transients = 8 * (shard.num_owned + 2) + 4 * n;
+    EXPECT_LE(total, peak) << halo::format_memory_report(r.memory);
+    EXPECT_LE(peak, total + transients + (std::int64_t{1} << 20))
+        << "allocator peak " << peak << " bytes, report:\n"
+        << halo::format_memory_report(r.memory);
+}
+
+void expect_row_blocks_match(halo::LayerType type, const std::vector<std::int64_t>& dims,
+                             halo::RandomModelOptions options = {})
+{
+    SCOPED_TRACE(halo::to_string(type));
+    const auto shard = test_shard(11);
+    const auto model = halo::random_model(type, dims, 11, options);
+    const auto want = run(shard, model, halo::Execution::in_memory, 0);
+    const auto smallest = smallest_limit(shard, model);
+    ASSERT_GT(smallest, 0);
+    const auto tol = engine_tolerance(shard, model, want.out);
+    for (const auto limit : {4 * smallest, 64 * smallest}) {
+        const auto got = run(shard, model, halo::Execution::row_blocks, limit);
+        EXPECT_TRUE(got.out_of_core);
+        ASSERT_EQ(got.out.size(), want.out.size());
+        // maxk's top-k may pick another entry where two are within rounding of each other (the
+        // GEMM of a block may round differently from the GEMM of all rows): count such rows.
+        std::int64_t off = 0;
+        for (std::size_t k = 0; k < got.out.size(); ++k) {
+            ASSERT_TRUE(std::isfinite(got.out[k])) << k;
+            off += std::abs(got.out[k] - want.out[k]) > tol ? 1 : 0;
+        }
+        const auto allowed =
+            type == halo::LayerType::maxk ? static_cast<std::int64_t>(got.out.size() / 100) : 0;
+        EXPECT_LE(off, allowed) << "limit " << limit << ": " << off << " of " << got.out.size()
+                                << " values outside " << tol << "\n"
+                                << got.report;
+        // The pool's peak stays within the limit, up to cuSPARSE's workspace and descriptors.
+        EXPECT_LE(static_cast<std::int64_t>(got.peak), limit + (std::int64_t{8} << 20))
+            << "limit " << limit << "\n"
+            << halo::format_memory_report(got.memory);
+    }
+}
+
+TEST(CudaMemoryReport, GcnMatchesTheAllocatorPeak)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_report_matches_peak(halo::LayerType::gcn, {16, 32, 8});
+}
+
+TEST(CudaMemoryReport, SageMatchesTheAllocatorPeak)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_report_matches_peak(halo::LayerType::sage, {16, 32, 8});
+}
+
+TEST(CudaMemoryReport, GinMatchesTheAllocatorPeak)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_report_matches_peak(halo::LayerType::gin, {16, 24, 5});
+}
+
+TEST(CudaRowBlocks, GcnMatchesInMemory)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_row_blocks_match(halo::LayerType::gcn, {16, 32, 8});
+}
+
+TEST(CudaRowBlocks, SageMatchesInMemory)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_row_blocks_match(halo::LayerType::sage, {16, 32, 8});
+}
+
+TEST(CudaRowBlocks, GinMatchesInMemory)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_row_blocks_match(halo::LayerType::gin, {16, 24, 5});
+}
+
+TEST(CudaRowBlocks, MaxkMatchesInMemory)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::RandomModelOptions o;
+    o.k = 8;
+    expect_row_blocks_match(halo::LayerType::maxk, {16, 32, 16}, o);
+}
+
+TEST(CudaRowBlocks, GatMatchesInMemory)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::RandomModelOptions o;
+    o.heads = 2;
+    expect_row_blocks_match(halo::LayerType::gat, {24, 16, 6}, o);
+}
+
+TEST(CudaBackend, PinnedHostMatricesRoundTripLargeCopies)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const std::int64_t rows = (std::int64_t{80} << 20) / (4 * 64);  // 80 MiB: above staging
+    auto host = gpu.backend->allocate_host(rows, 64);
+    for (std::int64_t k = 0; k < rows * 64; ++k) {
+        host.data()[k] = static_cast<float>(k % 1000003);
+    }
+    auto dev = gpu.backend->allocate(rows, 64);
+    gpu.backend->copy_from_host(host.data(), dev.view());
+    auto back = gpu.backend->allocate_host(rows, 64);
+    gpu.backend->copy_to_host(dev.view(), back.data());
+    for (std::int64_t k = 0; k < rows * 64; ++k) {
+        ASSERT_EQ(back.data()[k], host.data()[k]) << k;
+    }
+    EXPECT_GT(gpu.backend->default_memory_limit(), 0);
+}
+
+}  // namespace
