@@ -1,9 +1,8 @@
 // halo-partition: graph file (or generator spec) -> global CSR -> partition -> shards -> dataset.
 #include <fmt/core.h>
-
-#include <CLI/CLI.hpp>
 #include <mpi.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -82,9 +81,10 @@ int run_distributed(const Options& o, const std::string& command)
     dopt.build.self_loops = halo::parse_self_loops(o.self_loops);
     dopt.build.normalization = halo::parse_normalization(o.normalize);
     dopt.read.num_nodes = o.num_nodes;
-    step(fmt::format("{} ranks: reading, building and partitioning {} into {} parts with PT-Scotch "
-                     "({})",
-                     size, o.input, o.parts, o.scotch_strategy));
+    step(
+        fmt::format("{} ranks: reading, building and partitioning {} into {} parts with PT-Scotch "
+                    "({})",
+                    size, o.input, o.parts, o.scotch_strategy));
     const auto result = halo::partition_distributed(MPI_COMM_WORLD, o.input, dopt);
     step(fmt::format("{} nodes, {} nonzeros; {} part(s) built on rank 0", result.num_nodes,
                      result.num_nonzeros, result.shards.size()));
@@ -96,14 +96,13 @@ int run_distributed(const Options& o, const std::string& command)
     info.self_loops = o.self_loops;
     info.created_by = "halo-partition: " + command;
     Stopwatch write_time;
-    halo::write_distributed_dataset(
-        MPI_COMM_WORLD, o.output, info, result,
-        [&](halo::DatasetWriter& writer, const halo::Shard& shard) {
-            for (const auto& md :
-                 halo::build_kernel_metadata(shard, o.normalize, o.kernel_metadata)) {
-                writer.write_kernel_metadata(shard.part, md);
-            }
-        });
+    halo::write_distributed_dataset(MPI_COMM_WORLD, o.output, info, result,
+                                    [&](halo::DatasetWriter& writer, const halo::Shard& shard) {
+                                        for (const auto& md : halo::build_kernel_metadata(
+                                                 shard, o.normalize, o.kernel_metadata)) {
+                                            writer.write_kernel_metadata(shard.part, md);
+                                        }
+                                    });
     auto seconds = result.seconds;
     seconds["write"] = write_time.seconds();
     seconds["total"] = total.seconds();
@@ -155,23 +154,24 @@ int run_distributed(const Options& o, const std::string& command)
         for (const auto& [name, value] : seconds) {
             secs[name] = value;
         }
-        const nlohmann::json report = {{"input", o.input},
-                                       {"num_nodes", result.num_nodes},
-                                       {"num_nonzeros", result.num_nonzeros},
-                                       {"parts", o.parts},
-                                       {"ranks", size},
-                                       {"partitioner", "ptscotch"},
-                                       {"strategy", o.scotch_strategy},
-                                       {"seconds", secs},
-                                       {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
-                                       {"peak_rss_bytes_per_rank", peaks},
-                                       {"file_bytes", file_size},
-                                       {"edge_cut", quality.edge_cut},
-                                       {"halo_volume", quality.halo_volume},
-                                       {"row_imbalance", quality.row_imbalance},
-                                       {"nnz_imbalance", quality.nnz_imbalance},
-                                       {"per_part", parts},
-                                       {"command", command}};
+        const nlohmann::json report = {
+            {"input", o.input},
+            {"num_nodes", result.num_nodes},
+            {"num_nonzeros", result.num_nonzeros},
+            {"parts", o.parts},
+            {"ranks", size},
+            {"partitioner", "ptscotch"},
+            {"strategy", o.scotch_strategy},
+            {"seconds", secs},
+            {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
+            {"peak_rss_bytes_per_rank", peaks},
+            {"file_bytes", file_size},
+            {"edge_cut", quality.edge_cut},
+            {"halo_volume", quality.halo_volume},
+            {"row_imbalance", quality.row_imbalance},
+            {"nnz_imbalance", quality.nnz_imbalance},
+            {"per_part", parts},
+            {"command", command}};
         halo::write_file_atomic(o.report, report.dump(2) + "\n");
     }
     return 0;
@@ -425,11 +425,13 @@ int main(int argc, char** argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     int status = 1;
     if (provided < MPI_THREAD_MULTIPLE) {
-        fmt::print(stderr, "halo-partition: error: the MPI library gives thread level {}; "
-                           "PT-Scotch needs MPI_THREAD_MULTIPLE\n", provided);
+        fmt::print(stderr,
+                   "halo-partition: error: the MPI library gives thread level {}; "
+                   "PT-Scotch needs MPI_THREAD_MULTIPLE\n",
+                   provided);
     } else {
-        status = halo::app::run_guarded("halo-partition",
-                                        [&] { return run_distributed(o, command); });
+        status =
+            halo::app::run_guarded("halo-partition", [&] { return run_distributed(o, command); });
     }
     if (status != 0) {
         MPI_Abort(MPI_COMM_WORLD, status);

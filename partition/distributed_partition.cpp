@@ -104,8 +104,7 @@ struct Comm {
                           std::vector<T>& out) const
     {
         std::vector<int> recv_counts(size);
-        HALO_MPI_TRY(
-            MPI_Alltoall(counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm));
+        HALO_MPI_TRY(MPI_Alltoall(counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm));
         std::vector<int> send_displs(size, 0);
         std::vector<int> recv_displs(size, 0);
         std::int64_t send_total = 0;
@@ -290,11 +289,10 @@ void normalize_block(const Comm& c, Csr& block, std::int64_t first_row, Normaliz
     for (std::int64_t i = 0; i < n; ++i) {
         for (auto k = block.indptr[i]; k < block.indptr[i + 1]; ++k) {
             const double a = block.values[k];
-            const double scaled =
-                kind == Normalization::mean
-                    ? (degree[i] > 0.0 ? a / degree[i] : 0.0)
-                    : a * inv_sqrt(all_degrees[first_row + i]) *
-                          inv_sqrt(all_degrees[block.indices[k]]);
+            const double scaled = kind == Normalization::mean
+                                      ? (degree[i] > 0.0 ? a / degree[i] : 0.0)
+                                      : a * inv_sqrt(all_degrees[first_row + i]) *
+                                            inv_sqrt(all_degrees[block.indices[k]]);
             block.values[k] = static_cast<float>(scaled);
         }
     }
@@ -314,18 +312,18 @@ SCOTCH_Num strategy_flags(const std::string& name)
                "' (expected quality, default, speed or balance)");
 }
 
-#define HALO_SCOTCH_TRY(call)                                                                    \
-    do {                                                                                         \
-        if ((call) != 0) {                                                                       \
-            HALO_THROW(Error, #call, " failed on rank ", c.rank,                                 \
-                       " (PT-Scotch printed the reason above)");                                 \
-        }                                                                                        \
+#define HALO_SCOTCH_TRY(call)                                    \
+    do {                                                         \
+        if ((call) != 0) {                                       \
+            HALO_THROW(Error, #call, " failed on rank ", c.rank, \
+                       " (PT-Scotch printed the reason above)"); \
+        }                                                        \
     } while (0)
 
 // Step 3: PT-Scotch on the symmetric pattern of the block rows (no diagonal). Returns the part of
 // each block row.
-std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern, std::int64_t first_row,
-                                           const DistributedOptions& o)
+std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
+                                           std::int64_t first_row, const DistributedOptions& o)
 {
     const auto n_local = pattern.num_rows;
     std::vector<SCOTCH_Num> vertloctab(n_local + 1, 0);
@@ -388,10 +386,9 @@ std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern, st
         edgelocnbr, edgelocnbr, edgeloctab.data(), nullptr, nullptr));
     HALO_SCOTCH_TRY(SCOTCH_contextBindDgraph(&context, &graph, &bound));
     cleanup.bound = &bound;
-    HALO_SCOTCH_TRY(SCOTCH_stratDgraphMapBuild(&strat, strategy_flags(o.strategy),
-                                               static_cast<SCOTCH_Num>(c.size),
-                                               static_cast<SCOTCH_Num>(o.num_parts),
-                                               std::max(0.0, o.imbalance - 1.0)));
+    HALO_SCOTCH_TRY(SCOTCH_stratDgraphMapBuild(
+        &strat, strategy_flags(o.strategy), static_cast<SCOTCH_Num>(c.size),
+        static_cast<SCOTCH_Num>(o.num_parts), std::max(0.0, o.imbalance - 1.0)));
     HALO_SCOTCH_TRY(
         SCOTCH_dgraphPart(&bound, static_cast<SCOTCH_Num>(o.num_parts), &strat, part.data()));
     std::vector<std::int32_t> result(n_local);
@@ -467,14 +464,14 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
     const auto num_local = blocks.first[c.rank + 1] - first_row;
     const auto& src = o.build.transpose ? edges.dst : edges.src;
     const auto& dst = o.build.transpose ? edges.src : edges.dst;
-    auto entries = exchange_entries(
-        c, blocks, edges.num_edges(), chunk, weighted, [&](std::int64_t e, auto&& put) {
-            const float w = weighted ? edges.weights[e] : 0.0f;
-            put(src[e], dst[e], w);
-            if (o.build.symmetrize && src[e] != dst[e]) {
-                put(dst[e], src[e], w);
-            }
-        });
+    auto entries = exchange_entries(c, blocks, edges.num_edges(), chunk, weighted,
+                                    [&](std::int64_t e, auto&& put) {
+                                        const float w = weighted ? edges.weights[e] : 0.0f;
+                                        put(src[e], dst[e], w);
+                                        if (o.build.symmetrize && src[e] != dst[e]) {
+                                            put(dst[e], src[e], w);
+                                        }
+                                    });
     edges = {};
     auto block = build_csr_rows(first_row, num_local, n, entries.rows, entries.cols,
                                 entries.weights, o.build.self_loops);
@@ -494,19 +491,18 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
         my_parts = scotch_partition(c, block, first_row, o);
     } else {
         // A | A^T: each off-diagonal entry also goes to its column's rank, transposed.
-        auto sym = exchange_entries(c, blocks, num_local, chunk, false,
-                                    [&](std::int64_t i, auto&& put) {
-                                        for (auto k = block.indptr[i]; k < block.indptr[i + 1];
-                                             ++k) {
-                                            const global_id j = block.indices[k];
-                                            if (j != first_row + i) {
-                                                put(first_row + i, j, 0.0f);
-                                                put(j, first_row + i, 0.0f);
-                                            }
-                                        }
-                                    });
-        const auto pattern = build_csr_rows(first_row, num_local, n, sym.rows, sym.cols, {},
-                                            SelfLoops::drop);
+        auto sym =
+            exchange_entries(c, blocks, num_local, chunk, false, [&](std::int64_t i, auto&& put) {
+                for (auto k = block.indptr[i]; k < block.indptr[i + 1]; ++k) {
+                    const global_id j = block.indices[k];
+                    if (j != first_row + i) {
+                        put(first_row + i, j, 0.0f);
+                        put(j, first_row + i, 0.0f);
+                    }
+                }
+            });
+        const auto pattern =
+            build_csr_rows(first_row, num_local, n, sym.rows, sym.cols, {}, SelfLoops::drop);
         sym = {};
         my_parts = scotch_partition(c, pattern, first_row, o);
     }
@@ -678,8 +674,8 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
             const auto count = got[at + 2];
             at += 3;
             auto& list = requests[static_cast<std::size_t>(p / c.size)];
-            list.emplace_back(q, std::vector<global_id>(got.begin() + at,
-                                                        got.begin() + at + count));
+            list.emplace_back(q,
+                              std::vector<global_id>(got.begin() + at, got.begin() + at + count));
             at += count;
         }
         got = {};
@@ -699,8 +695,8 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
             for (const auto& [q, ids] : list) {
                 plan.send_ranks.push_back(q);
                 for (const auto g : ids) {
-                    HALO_EXPECTS(local_of[g] >= 0, "part ", q, " expects node ", g,
-                                 " from part ", shard.part, ", which does not own it");
+                    HALO_EXPECTS(local_of[g] >= 0, "part ", q, " expects node ", g, " from part ",
+                                 shard.part, ", which does not own it");
                     plan.send_rows.push_back(local_of[g]);
                 }
                 plan.send_offsets.push_back(static_cast<std::int64_t>(plan.send_rows.size()));
@@ -738,10 +734,9 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
             max_nnz = std::max(max_nnz, static_cast<double>(part.nnz));
         }
         q.row_imbalance = n > 0 ? max_rows / (static_cast<double>(n) / o.num_parts) : 1.0;
-        q.nnz_imbalance =
-            result.num_nonzeros > 0
-                ? max_nnz / (static_cast<double>(result.num_nonzeros) / o.num_parts)
-                : 1.0;
+        q.nnz_imbalance = result.num_nonzeros > 0
+                              ? max_nnz / (static_cast<double>(result.num_nonzeros) / o.num_parts)
+                              : 1.0;
     }
     result.seconds["shards"] = since(start);
     return result;

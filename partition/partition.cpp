@@ -147,9 +147,10 @@ std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptio
             return owner;
         }
         case Partitioner::ptscotch:
-            HALO_THROW(InputError, "the ptscotch partitioner runs distributed "
-                                   "(halo::partition_distributed, halo-partition under mpirun), "
-                                   "not through partition_graph");
+            HALO_THROW(InputError,
+                       "the ptscotch partitioner runs distributed "
+                       "(halo::partition_distributed, halo-partition under mpirun), "
+                       "not through partition_graph");
     }
     HALO_THROW(LogicError, "unknown partitioner");
 }
@@ -164,7 +165,8 @@ Partitioner parse_partitioner(std::string_view text)
         return Partitioner::ptscotch;
     if (text == "random")
         return Partitioner::random;
-    HALO_THROW(InputError, "unknown partitioner '", text, "' (expected metis, ptscotch, block or random)");
+    HALO_THROW(InputError, "unknown partitioner '", text,
+               "' (expected metis, ptscotch, block or random)");
 }
 
 std::string to_string(Partitioner method)

@@ -54,14 +54,17 @@ struct DistributedPartition {
     std::int64_t num_nodes = 0;
     std::int64_t num_nonzeros = 0;
     bool has_values = false;
-    std::vector<std::int32_t> owner;  // every node's part, on every rank
-    std::vector<Shard> shards;        // the parts this rank handles: p with p % size == rank
-    PartitionQuality quality;         // the same on every rank
+    std::vector<std::int32_t> owner;        // every node's part, on every rank
+    std::vector<Shard> shards;              // the parts this rank handles: p with p % size == rank
+    PartitionQuality quality;               // the same on every rank
     std::map<std::string, double> seconds;  // phase times of this rank
 };
 
 /// Rank that handles part p when `size` ranks build `num_parts` parts.
-inline int part_rank(int part, int size) { return part % size; }
+inline int part_rank(int part, int size)
+{
+    return part % size;
+}
 
 /// Reads `input` (a graph file or generator spec, as halo-partition takes it) on all ranks of
 /// `comm` and partitions it with PT-Scotch. Throws halo::InputError for bad input or options (the
@@ -76,10 +79,9 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
 /// file is removed first and published last (after every part file is committed), so an
 /// interrupted run never leaves a `path` that reads as valid. `extra` is called for each shard
 /// after it is written (kernel metadata). Collective.
-void write_distributed_dataset(
-    MPI_Comm comm, const std::filesystem::path& path, DatasetInfo info,
-    const DistributedPartition& result,
-    const std::function<void(DatasetWriter&, const Shard&)>& extra = {});
+void write_distributed_dataset(MPI_Comm comm, const std::filesystem::path& path, DatasetInfo info,
+                               const DistributedPartition& result,
+                               const std::function<void(DatasetWriter&, const Shard&)>& extra = {});
 
 /// Part file name of rank `rank` of `size` for the dataset `path`.
 std::filesystem::path part_file_path(const std::filesystem::path& path, int rank, int size);

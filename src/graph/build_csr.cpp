@@ -177,7 +177,8 @@ void apply_self_loops_from(Csr& csr, SelfLoops policy, std::int64_t first_row)
             const auto c = csr.indices[k];
             if (!placed && c >= first_row + i) {
                 placed = true;
-                if (c > first_row + i) {  // insert the missing diagonal before the first larger column
+                // Insert the missing diagonal before the first larger column.
+                if (c > first_row + i) {
                     indices[out] = static_cast<local_id>(first_row + i);
                     if (weighted) {
                         values[out] = 1.0f;
@@ -251,8 +252,8 @@ Csr build_csr_rows(std::int64_t first_row, std::int64_t num_rows, std::int64_t n
     std::vector<offset_t> next(csr.indptr.begin(), csr.indptr.end() - 1);
 #pragma omp parallel for schedule(static)
     for (std::int64_t e = 0; e < m; ++e) {
-        const auto k = std::atomic_ref<offset_t>(next[rows[e]])
-                           .fetch_add(1, std::memory_order_relaxed);
+        const auto k =
+            std::atomic_ref<offset_t>(next[rows[e]]).fetch_add(1, std::memory_order_relaxed);
         csr.indices[k] = cols[e];
         if (weighted) {
             csr.values[k] = weights[e];

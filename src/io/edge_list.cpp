@@ -165,7 +165,8 @@ EdgeList parse_edge_list(std::string_view text, const std::string& name,
 std::int64_t leading_header_node_count(std::string_view text, const std::string& name)
 {
     const auto last_newline = text.rfind('\n');
-    text = last_newline == std::string_view::npos ? std::string_view{} : text.substr(0, last_newline);
+    text =
+        last_newline == std::string_view::npos ? std::string_view{} : text.substr(0, last_newline);
     io_detail::LineReader lines(text);
     std::string_view line;
     while (lines.next(line)) {
@@ -220,8 +221,8 @@ EdgeList read_edge_list_slice(const std::filesystem::path& path, int slice, int 
     if (slice_options.num_nodes < 0) {
         slice_options.num_nodes = leading_header_node_count(prefix, name);
     }
-    const auto where = name + " (slice " + std::to_string(slice) + " of " +
-                       std::to_string(num_slices) + ")";
+    const auto where =
+        name + " (slice " + std::to_string(slice) + " of " + std::to_string(num_slices) + ")";
     std::string text;
     std::size_t base = 0;
     std::size_t size = 0;
@@ -233,10 +234,10 @@ EdgeList read_edge_list_slice(const std::filesystem::path& path, int slice, int 
     } else {
         size = static_cast<std::size_t>(std::filesystem::file_size(path));
     }
-    const auto begin = static_cast<std::size_t>(
-        size * static_cast<std::size_t>(slice) / static_cast<std::size_t>(num_slices));
-    const auto end = static_cast<std::size_t>(
-        size * static_cast<std::size_t>(slice + 1) / static_cast<std::size_t>(num_slices));
+    const auto begin = static_cast<std::size_t>(size * static_cast<std::size_t>(slice) /
+                                                static_cast<std::size_t>(num_slices));
+    const auto end = static_cast<std::size_t>(size * static_cast<std::size_t>(slice + 1) /
+                                              static_cast<std::size_t>(num_slices));
     if (!gzipped) {
         // Read [begin - 1, end) and then on to the end of the line that crosses `end`.
         base = begin > 0 ? begin - 1 : 0;

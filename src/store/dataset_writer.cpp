@@ -31,9 +31,9 @@ struct DatasetWriter::Impl {
     std::optional<store::AtomicH5File> out;
     store::Handle parts;
     std::vector<bool> written;
-    std::vector<bool> expected;  // the parts this file must hold (all but in a part file)
-    bool part_file = false;      // holds some parts of a joined dataset (docs/FORMAT.md)
-    bool linked = false;         // some part is an external link into a part file
+    std::vector<bool> expected;      // the parts this file must hold (all but in a part file)
+    bool part_file = false;          // holds some parts of a joined dataset (docs/FORMAT.md)
+    bool linked = false;             // some part is an external link into a part file
     std::optional<bool> has_values;  // decided by the first part with a nonzero
     bool committed = false;
     bool broken = false;  // a write failed half-way: the file is unusable
@@ -83,8 +83,8 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
     w.part_file = !part_file_parts.empty();
     w.expected.assign(static_cast<std::size_t>(info.num_parts), !w.part_file);
     for (const auto p : part_file_parts) {
-        HALO_EXPECTS(p >= 0 && p < info.num_parts, f, ": part ", p, " outside [0, ",
-                     info.num_parts, ")");
+        HALO_EXPECTS(p >= 0 && p < info.num_parts, f, ": part ", p, " outside [0, ", info.num_parts,
+                     ")");
         w.expected[static_cast<std::size_t>(p)] = true;
     }
 
@@ -241,8 +241,7 @@ void DatasetWriter::link_part(int part, const std::filesystem::path& part_file)
                  w.committed ? "commit" : "a failed write", " or in a part file");
     HALO_EXPECTS(part >= 0 && part < w.info.num_parts, f, ": part ", part, " outside [0, ",
                  w.info.num_parts, ")");
-    HALO_EXPECTS(!w.written[static_cast<std::size_t>(part)], f, ": part ", part,
-                 " written twice");
+    HALO_EXPECTS(!w.written[static_cast<std::size_t>(part)], f, ": part ", part, " written twice");
     const auto name = std::to_string(part);
     const auto target = "/parts/" + name;
     HALO_HDF5_TRY(H5Lcreate_external(part_file.string().c_str(), target.c_str(), w.parts.get(),
@@ -291,8 +290,8 @@ void DatasetWriter::commit()
 
     const store::Where root{f, "/"};
     const auto h = w.out->get();
-    store::write_attribute<std::int8_t>(h, root, "has_values",
-                                        w.linked ? w.info.has_values : w.has_values.value_or(false));
+    store::write_attribute<std::int8_t>(
+        h, root, "has_values", w.linked ? w.info.has_values : w.has_values.value_or(false));
     store::write_attribute_string(h, root, "format",
                                   w.part_file ? dataset_parts_format_name : dataset_format_name);
     w.parts.reset();

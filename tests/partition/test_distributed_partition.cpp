@@ -168,6 +168,5 @@ TEST(DistributedPartition, TooManyPartsIsAnErrorOnEveryRank)
 {
     halo::DistributedOptions o;
     o.num_parts = 5000;
-    EXPECT_THROW(halo::partition_distributed(MPI_COMM_WORLD, "er:100:300:1", o),
-                 halo::InputError);
+    EXPECT_THROW(halo::partition_distributed(MPI_COMM_WORLD, "er:100:300:1", o), halo::InputError);
 }
