@@ -42,6 +42,7 @@ struct Options {
     std::vector<std::string> kernel_metadata;
     std::string quantize = "none";
     std::string scotch_strategy = "quality";
+    int scotch_tries = 1;
     std::int64_t chunk_entries = std::int64_t{1} << 24;
 };
 
@@ -76,6 +77,7 @@ int run_distributed(const Options& o, const std::string& command)
     dopt.seed = o.seed;
     dopt.imbalance = o.imbalance;
     dopt.strategy = o.scotch_strategy;
+    dopt.tries = o.scotch_tries;
     dopt.chunk_entries = o.chunk_entries;
     dopt.build.symmetrize = o.symmetrize;
     dopt.build.self_loops = halo::parse_self_loops(o.self_loops);
@@ -409,6 +411,10 @@ int main(int argc, char** argv)
     app.add_option("--scotch-strategy", o.scotch_strategy,
                    "PT-Scotch strategy: quality | default | speed | balance")
         ->check(CLI::IsMember({"quality", "default", "speed", "balance"}))
+        ->capture_default_str();
+    app.add_option("--scotch-tries", o.scotch_tries,
+                   "PT-Scotch runs with seeds seed .. seed + N - 1 and keeps the smallest cut")
+        ->check(CLI::Range(1, 64))
         ->capture_default_str();
     app.add_option("--chunk-entries", o.chunk_entries,
                    "ptscotch: entries a rank sends per MPI_Alltoallv round (bounds the buffers)")

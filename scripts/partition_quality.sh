@@ -5,7 +5,8 @@
 # Usage: scripts/partition_quality.sh [BUILD_DIR] [DATA_DIR] [OUT_DIR]
 # Environment: RANKS (mpirun -np for ptscotch; default 2), GRAPHS (shared graph names without
 # .el.gz; default all of DATA_DIR/*.el.gz), RMAT (generator specs; default "rmat:20:16 rmat:22:16"),
-# PARTS (default "2 4 8"), SEED (default 1), NICE (default "nice").
+# PARTS (default "2 4 8"), SEED (default 1), TRIES (--scotch-tries, default 1), NICE (default
+# "nice").
 # Prints a markdown table; the JSON reports stay in OUT_DIR.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,6 +17,7 @@ bin=$build/apps
 ranks=${RANKS:-2}
 parts=${PARTS:-2 4 8}
 seed=${SEED:-1}
+tries=${TRIES:-1}
 nice=${NICE:-nice}
 rmat=${RMAT:-rmat:20:16 rmat:22:16}
 if [ -z "${GRAPHS:-}" ]; then
@@ -38,7 +40,7 @@ for entry in "${inputs[@]}"; do
     $nice "$bin/halo-partition" "$input" --parts "$p" --partitioner metis --symmetrize -q \
       --seed "$seed" -o "$out/$name-metis-$p.h5" --report "$out/$name-metis-$p.json" >/dev/null
     OMP_NUM_THREADS=1 $nice mpirun -np "$ranks" "${mpi_flags[@]}" "$bin/halo-partition" "$input" \
-      --parts "$p" --partitioner ptscotch --symmetrize -q --seed "$seed" \
+      --parts "$p" --partitioner ptscotch --symmetrize -q --seed "$seed" --scotch-tries "$tries" \
       -o "$out/$name-ptscotch-$p.h5" --report "$out/$name-ptscotch-$p.json" >/dev/null
     rm -f "$out/$name"-*-"$p".h5*
   done

@@ -135,6 +135,19 @@ TEST(DistributedPartition, SameResultOnEveryRunForASeed)
     }
 }
 
+TEST(DistributedPartition, MoreTriesNeverCutMore)
+{
+    HALO_REQUIRE_SHARED_FILE(path, "cora.el.gz");
+    halo::DistributedOptions o;
+    o.num_parts = 8;
+    o.seed = 1;
+    o.build.symmetrize = true;
+    const auto one = halo::partition_distributed(MPI_COMM_WORLD, path.string(), o);
+    o.tries = 4;
+    const auto four = halo::partition_distributed(MPI_COMM_WORLD, path.string(), o);
+    EXPECT_LE(four.quality.edge_cut, one.quality.edge_cut);
+}
+
 TEST(DistributedPartition, GeneratorEdgeRangesMatchTheWholeGraph)
 {
     const std::string spec = "rmat:11:8:3";
