@@ -1,14 +1,15 @@
 # FindPTScotch: locates PT-Scotch with 64-bit SCOTCH_Num (Debian's scotch-int64 variant:
 # /usr/include/scotch-int64, /usr/lib/x86_64-linux-gnu/scotch-int64) and defines the imported
 # target PTScotch::PTScotch (ptscotch, scotch, ptscotcherr).
-# Searches SCOTCH_ROOT (CMake or environment variable), every prefix of $ENV{CMAKE_PREFIX_PATH}
-# (the GPU machine unpacks the packages under /opt/gpu-deps/usr) and /usr.
+# Searches SCOTCH_ROOT (CMake or environment variable), CMAKE_PREFIX_PATH (CMake variable and every
+# prefix of the environment variable;
+# the GPU machine unpacks the packages under /opt/gpu-deps/usr) and /usr.
 # The libraries' own dependencies are found through an rpath that ld.so reads for them too:
 # -Wl,--disable-new-dtags turns RUNPATH into RPATH (RUNPATH applies to the executable only).
 # Sets PTScotch_FOUND, PTSCOTCH_INCLUDE_DIR, PTSCOTCH_LIBRARY_DIR, PTSCOTCH_NUM_WIDTH.
 set(_ptscotch_prefixes ${SCOTCH_ROOT} $ENV{SCOTCH_ROOT})
 string(REPLACE ":" ";" _ptscotch_env_prefixes "$ENV{CMAKE_PREFIX_PATH}")
-list(APPEND _ptscotch_prefixes ${_ptscotch_env_prefixes} /usr)
+list(APPEND _ptscotch_prefixes ${CMAKE_PREFIX_PATH} ${_ptscotch_env_prefixes} /usr)
 find_path(PTSCOTCH_INCLUDE_DIR ptscotch.h
   HINTS ${_ptscotch_prefixes}
   PATH_SUFFIXES include/scotch-int64 scotch-int64

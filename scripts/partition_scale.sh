@@ -8,8 +8,11 @@
 # Memory: A peaks near 50 GiB (int64 edge arrays 2 x 8.6 GiB, CSR 8.6 GiB, its dedupe copy);
 # B about 25-30 GiB per rank at the peak (slice + exchanged entries, then PT-Scotch's graph and
 # ghost arrays), 4 ranks on one node: 100-120 GiB of the 128 GiB. Disk: B's dataset is about 17 GiB
-# (4.2B int32 column ids); A's about 8.5 GiB (removed after A). Expected: A 1-2 min, B 15-40 min,
-# C 5-10 min.
+# (4.2B int32 column ids); A's about 8.5 GiB (removed after A).
+# Expected time: A 1-2 min (target: CSR build <= 40 s). B is not known: PT-Scotch spends most of
+# its time in sequential band-FM refinement on R-MAT graphs (docs/PARTITION.md, "R-MAT"); measure
+# the growth first with STEPS=B SCALE_B=22, then 24, and run 26 in the background (nohup) if the
+# extrapolation fits. C 5-10 min (reads every part once).
 #
 # Usage: scripts/partition_scale.sh [BUILD_DIR] [OUT_DIR]
 # Environment: STEPS (default "A B C"), RANKS (default 4), PARTS (default 4),
