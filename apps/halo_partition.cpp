@@ -409,8 +409,8 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_option("--scotch-strategy", o.scotch_strategy,
-                   "PT-Scotch strategy: quality | default | speed | balance")
-        ->check(CLI::IsMember({"quality", "default", "speed", "balance"}))
+                   "PT-Scotch strategy: quality | default | speed | balance | scalability")
+        ->check(CLI::IsMember({"quality", "default", "speed", "balance", "scalability"}))
         ->capture_default_str();
     app.add_option("--scotch-tries", o.scotch_tries,
                    "PT-Scotch runs with seeds seed .. seed + N - 1 and keeps the smallest cut")

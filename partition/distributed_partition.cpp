@@ -306,10 +306,12 @@ SCOTCH_Num strategy_flags(const std::string& name)
         return SCOTCH_STRATSPEED;
     if (name == "balance")
         return SCOTCH_STRATBALANCE;
+    if (name == "scalability")
+        return SCOTCH_STRATSCALABILITY;
     if (name == "default")
         return SCOTCH_STRATDEFAULT;
     HALO_THROW(InputError, "unknown PT-Scotch strategy '", name,
-               "' (expected quality, default, speed or balance)");
+               "' (expected quality, default, speed, balance or scalability)");
 }
 
 #define HALO_SCOTCH_TRY(call)                                    \

@@ -41,7 +41,7 @@ struct DistributedOptions {
     int num_parts = 1;
     std::uint64_t seed = 1;
     double imbalance = 1.03;  // max part weight / mean (PT-Scotch's kbalval = imbalance - 1)
-    std::string strategy = "quality";  // quality | default | speed | balance (SCOTCH_STRAT*)
+    std::string strategy = "quality";  // quality|default|speed|balance|scalability (SCOTCH_STRAT*)
     /// PT-Scotch runs with seeds seed .. seed + tries - 1; the smallest edge cut is kept.
     int tries = 1;
     BuildOptions build;
