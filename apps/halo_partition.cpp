@@ -1,5 +1,6 @@
 // halo-partition: graph file (or generator spec) -> global CSR -> partition -> shards -> dataset.
 #include <fmt/core.h>
+#include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "app_common.hpp"
+#include "halo/distributed_partition.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
@@ -39,11 +41,142 @@ struct Options {
     bool quiet = false;
     std::vector<std::string> kernel_metadata;
     std::string quantize = "none";
+    std::string scotch_strategy = "quality";
+    int scotch_tries = 1;
+    std::int64_t chunk_entries = std::int64_t{1} << 24;
 };
 
 bool is_generator_spec(const std::string& input)
 {
     return input.rfind("rmat:", 0) == 0 || input.rfind("er:", 0) == 0;
+}
+
+// --partitioner ptscotch: every rank of MPI_COMM_WORLD reads its slice and the ranks write one
+// dataset together (halo/distributed_partition.hpp, docs/PARTITION.md).
+int run_distributed(const Options& o, const std::string& command)
+{
+    using halo::app::Stopwatch;
+    int rank = 0;
+    int size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    Stopwatch total;
+    auto step = [&](const std::string& what) {
+        if (!o.quiet && rank == 0) {
+            fmt::print("[{:7.2f}s] {}\n", total.seconds(), what);
+            std::fflush(stdout);
+        }
+    };
+    if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty()) {
+        HALO_THROW(halo::InputError,
+                   "--partitioner ptscotch does not take --features, --labels, --quantize or "
+                   "--save-csr yet; partition with metis, or add node data in a later step");
+    }
+    halo::DistributedOptions dopt;
+    dopt.num_parts = o.parts;
+    dopt.seed = o.seed;
+    dopt.imbalance = o.imbalance;
+    dopt.strategy = o.scotch_strategy;
+    dopt.tries = o.scotch_tries;
+    dopt.chunk_entries = o.chunk_entries;
+    dopt.build.symmetrize = o.symmetrize;
+    dopt.build.self_loops = halo::parse_self_loops(o.self_loops);
+    dopt.build.normalization = halo::parse_normalization(o.normalize);
+    dopt.read.num_nodes = o.num_nodes;
+    step(
+        fmt::format("{} ranks: reading, building and partitioning {} into {} parts with PT-Scotch "
+                    "({})",
+                    size, o.input, o.parts, o.scotch_strategy));
+    const auto result = halo::partition_distributed(MPI_COMM_WORLD, o.input, dopt);
+    step(fmt::format("{} nodes, {} nonzeros; {} part(s) built on rank 0", result.num_nodes,
+                     result.num_nonzeros, result.shards.size()));
+
+    halo::DatasetInfo info;
+    info.num_parts = o.parts;
+    info.partitioner = "ptscotch";
+    info.normalization = o.normalize;
+    info.self_loops = o.self_loops;
+    info.created_by = "halo-partition: " + command;
+    Stopwatch write_time;
+    halo::write_distributed_dataset(MPI_COMM_WORLD, o.output, info, result,
+                                    [&](halo::DatasetWriter& writer, const halo::Shard& shard) {
+                                        for (const auto& md : halo::build_kernel_metadata(
+                                                 shard, o.normalize, o.kernel_metadata)) {
+                                            writer.write_kernel_metadata(shard.part, md);
+                                        }
+                                    });
+    auto seconds = result.seconds;
+    seconds["write"] = write_time.seconds();
+    seconds["total"] = total.seconds();
+    // Phase times: the slowest rank's.
+    for (auto& [name, value] : seconds) {
+        MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+    const double peak = static_cast<double>(halo::app::peak_rss_bytes());
+    std::vector<double> peaks(size);
+    MPI_Gather(&peak, 1, MPI_DOUBLE, peaks.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank != 0) {
+        return 0;
+    }
+    std::uintmax_t file_size = 0;
+    for (int r = 0; r < (size == 1 ? 0 : size); ++r) {
+        std::error_code ec;
+        const auto bytes = std::filesystem::file_size(halo::part_file_path(o.output, r, size), ec);
+        file_size += ec ? 0 : bytes;
+    }
+    file_size += std::filesystem::file_size(o.output);
+    const auto& quality = result.quality;
+    fmt::print("\n{:>5} {:>12} {:>14} {:>12} {:>10}\n", "part", "owned rows", "nonzeros",
+               "halo rows", "neighbours");
+    for (int p = 0; p < o.parts; ++p) {
+        const auto& q = quality.parts[p];
+        fmt::print("{:>5} {:>12} {:>14} {:>12} {:>10}\n", p, q.owned_rows, q.nnz, q.halo_rows,
+                   q.neighbours);
+    }
+    fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
+               quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
+    std::string phases;
+    for (const auto& [name, value] : seconds) {
+        phases += fmt::format("{} {:.2f} s  ", name, value);
+    }
+    fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
+               halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())), o.output,
+               halo::app::format_bytes(static_cast<double>(file_size)));
+    if (!o.report.empty()) {
+        nlohmann::json parts = nlohmann::json::array();
+        for (int p = 0; p < o.parts; ++p) {
+            const auto& q = quality.parts[p];
+            parts.push_back({{"part", p},
+                             {"owned_rows", q.owned_rows},
+                             {"nnz", q.nnz},
+                             {"halo_rows", q.halo_rows},
+                             {"neighbours", q.neighbours}});
+        }
+        nlohmann::json secs = nlohmann::json::object();
+        for (const auto& [name, value] : seconds) {
+            secs[name] = value;
+        }
+        const nlohmann::json report = {
+            {"input", o.input},
+            {"num_nodes", result.num_nodes},
+            {"num_nonzeros", result.num_nonzeros},
+            {"parts", o.parts},
+            {"ranks", size},
+            {"partitioner", "ptscotch"},
+            {"strategy", o.scotch_strategy},
+            {"seconds", secs},
+            {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
+            {"peak_rss_bytes_per_rank", peaks},
+            {"file_bytes", file_size},
+            {"edge_cut", quality.edge_cut},
+            {"halo_volume", quality.halo_volume},
+            {"row_imbalance", quality.row_imbalance},
+            {"nnz_imbalance", quality.nnz_imbalance},
+            {"per_part", parts},
+            {"command", command}};
+        halo::write_file_atomic(o.report, report.dump(2) + "\n");
+    }
+    return 0;
 }
 
 int run(const Options& o, const std::string& command)
@@ -234,8 +367,10 @@ int main(int argc, char** argv)
     app.add_option("-p,--parts", o.parts, "number of parts (= ranks that will run it)")
         ->check(CLI::Range(1, 1 << 20))
         ->required();
-    app.add_option("--partitioner", o.partitioner, "metis | block | random")
-        ->check(CLI::IsMember({"metis", "block", "random"}))
+    app.add_option("--partitioner", o.partitioner,
+                   "metis | ptscotch (64-bit, distributed: run under mpirun, each rank reads its "
+                   "slice) | block | random")
+        ->check(CLI::IsMember({"metis", "ptscotch", "block", "random"}))
         ->capture_default_str();
     app.add_flag("--symmetrize", o.symmetrize, "use A | A^T (undirected)");
     app.add_option("--self-loops", o.self_loops, "keep | drop | add")
@@ -273,8 +408,40 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"none", "int8"}))
         ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
+    app.add_option("--scotch-strategy", o.scotch_strategy,
+                   "PT-Scotch strategy: quality | default | speed | balance | scalability")
+        ->check(CLI::IsMember({"quality", "default", "speed", "balance", "scalability"}))
+        ->capture_default_str();
+    app.add_option("--scotch-tries", o.scotch_tries,
+                   "PT-Scotch runs with seeds seed .. seed + N - 1 and keeps the smallest cut")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    app.add_option("--chunk-entries", o.chunk_entries,
+                   "ptscotch: entries a rank sends per MPI_Alltoallv round (bounds the buffers)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 28))
+        ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     CLI11_PARSE(app, argc, argv);
     const auto command = halo::app::command_line(argc, argv);
-    return halo::app::run_guarded("halo-partition", [&] { return run(o, command); });
+    if (o.partitioner != "ptscotch") {
+        return halo::app::run_guarded("halo-partition", [&] { return run(o, command); });
+    }
+    // PT-Scotch's threads call MPI. A rank that fails aborts the job: no rank waits forever.
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    int status = 1;
+    if (provided < MPI_THREAD_MULTIPLE) {
+        fmt::print(stderr,
+                   "halo-partition: error: the MPI library gives thread level {}; "
+                   "PT-Scotch needs MPI_THREAD_MULTIPLE\n",
+                   provided);
+    } else {
+        status =
+            halo::app::run_guarded("halo-partition", [&] { return run_distributed(o, command); });
+    }
+    if (status != 0) {
+        MPI_Abort(MPI_COMM_WORLD, status);
+    }
+    MPI_Finalize();
+    return status;
 }

@@ -31,12 +31,7 @@ void metis_graph(const CsrView& a, std::vector<idx_t>& xadj, std::vector<idx_t>&
         }
     }
     std::partial_sum(count.begin(), count.end(), count.begin());
-    if (count[n] > std::numeric_limits<idx_t>::max()) {
-        HALO_THROW(InputError, "the symmetrized adjacency has ", count[n],
-                   " entries, more than METIS's ", sizeof(idx_t) * 8,
-                   "-bit idx_t holds (2^31 - 1); use --partitioner block or random, or a METIS "
-                   "built with 64-bit indices");
-    }
+    check_metis_limit(n, count[n]);
     std::vector<idx_t> entries(count[n]);
     std::vector<std::int64_t> next(count.begin(), count.end() - 1);
     for (std::int64_t i = 0; i < n; ++i) {
@@ -98,6 +93,17 @@ std::vector<std::int32_t> metis_partition(const CsrView& a, const PartitionOptio
 
 }  // namespace
 
+void check_metis_limit(std::int64_t num_nodes, std::int64_t adjacency_entries)
+{
+    constexpr auto limit = static_cast<std::int64_t>(std::numeric_limits<idx_t>::max());
+    if (num_nodes > limit || adjacency_entries > limit) {
+        HALO_THROW(InputError, "the graph has ", num_nodes, " nodes and ", adjacency_entries,
+                   " symmetrized adjacency entries; METIS (", sizeof(idx_t) * 8,
+                   "-bit idx_t) takes at most 2^31 - 1 = ", limit,
+                   " of each: use --partitioner ptscotch (64-bit PT-Scotch, also under mpirun)");
+    }
+}
+
 std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptions& options)
 {
     HALO_EXPECTS(a.num_rows == a.num_cols, "partitioning needs a square adjacency, got ",
@@ -140,6 +146,11 @@ std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptio
             }
             return owner;
         }
+        case Partitioner::ptscotch:
+            HALO_THROW(InputError,
+                       "the ptscotch partitioner runs distributed "
+                       "(halo::partition_distributed, halo-partition under mpirun), "
+                       "not through partition_graph");
     }
     HALO_THROW(LogicError, "unknown partitioner");
 }
@@ -150,9 +161,12 @@ Partitioner parse_partitioner(std::string_view text)
         return Partitioner::metis;
     if (text == "block")
         return Partitioner::block;
+    if (text == "ptscotch")
+        return Partitioner::ptscotch;
     if (text == "random")
         return Partitioner::random;
-    HALO_THROW(InputError, "unknown partitioner '", text, "' (expected metis, block or random)");
+    HALO_THROW(InputError, "unknown partitioner '", text,
+               "' (expected metis, ptscotch, block or random)");
 }
 
 std::string to_string(Partitioner method)
@@ -164,6 +178,8 @@ std::string to_string(Partitioner method)
             return "block";
         case Partitioner::random:
             return "random";
+        case Partitioner::ptscotch:
+            return "ptscotch";
     }
     return "?";
 }

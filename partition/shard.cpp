@@ -62,12 +62,17 @@ void check_inputs(const Csr& global, const std::vector<std::int32_t>& owner, int
 // also list the global ids of part `only_part` (-1: of every part). Few parallel regions on
 // purpose: with more threads than free cores, each barrier can cost a scheduler time slice.
 Layout make_layout(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
-                   int only_part)
+                   int only_part, const std::vector<std::uint8_t>* given_boundary = nullptr)
 {
     check_inputs(global, owner, num_parts);
     const auto n = global.num_rows;
     const auto nnz = global.nnz();
     std::vector<std::uint8_t> boundary(n, 0);
+    if (given_boundary != nullptr) {
+        HALO_EXPECTS(static_cast<std::int64_t>(given_boundary->size()) == n, "boundary has ",
+                     given_boundary->size(), " entries for ", n, " nodes");
+        boundary = *given_boundary;
+    }
     std::int64_t bad_owner = n;
     std::int64_t bad_column = nnz;
 #pragma omp parallel for schedule(dynamic, 2048) reduction(min : bad_owner, bad_column)
@@ -76,7 +81,7 @@ Layout make_layout(const Csr& global, const std::vector<std::int32_t>& owner, in
         if (p < 0 || p >= num_parts) {
             bad_owner = std::min(bad_owner, i);
         }
-        std::uint8_t is_boundary = 0;
+        std::uint8_t is_boundary = boundary[i];
         for (auto k = global.indptr[i]; k < global.indptr[i + 1]; ++k) {
             const auto j = global.indices[k];
             if (j < 0 || j >= n) {
@@ -325,6 +330,15 @@ Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int
         build_part(global, owner, layout, part, std::move(layout.global_ids[part]), column_of);
     build_send_plan(global, owner, layout, shard);
     return shard;
+}
+
+Shard build_shard_rows(const Csr& rows, const std::vector<std::int32_t>& owner, int num_parts,
+                       int part, const std::vector<std::uint8_t>& boundary)
+{
+    HALO_EXPECTS(part >= 0 && part < num_parts, "part ", part, " outside [0, ", num_parts, ")");
+    auto layout = make_layout(rows, owner, num_parts, part, &boundary);
+    std::vector<local_id> column_of(layout.num_nodes, unmarked);
+    return build_part(rows, owner, layout, part, std::move(layout.global_ids[part]), column_of);
 }
 
 std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_t>& owner,

@@ -11,6 +11,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
   libmetis-dev
+  libptscotch-dev libscotch-dev  # the scotch-int64 variant (64-bit SCOTCH_Num)
   libhdf5-dev hdf5-tools
   libgtest-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev

@@ -53,6 +53,11 @@ std::int64_t rmat_num_edges(const RmatOptions& options);
 
 EdgeList generate_rmat(const RmatOptions& options);
 EdgeList generate_erdos_renyi(const ErdosRenyiOptions& options);
+/// Edges [first_edge, last_edge) of the full graph only (each edge is drawn from its own counter
+/// stream, so ranks that generate disjoint ranges together produce exactly generate(...)'s edges).
+EdgeList generate_rmat(const RmatOptions& options, std::int64_t first_edge, std::int64_t last_edge);
+EdgeList generate_erdos_renyi(const ErdosRenyiOptions& options, std::int64_t first_edge,
+                              std::int64_t last_edge);
 
 /// Which generator a command line asked for, with its options.
 using GraphSpec = std::variant<RmatOptions, ErdosRenyiOptions>;
@@ -72,5 +77,8 @@ std::string to_string(const GraphSpec& spec);
 
 /// Runs the generator that `spec` names.
 EdgeList generate(const GraphSpec& spec);
+/// Edge count of the graph `spec` describes, and its edges [first_edge, last_edge).
+std::int64_t num_edges(const GraphSpec& spec);
+EdgeList generate(const GraphSpec& spec, std::int64_t first_edge, std::int64_t last_edge);
 
 }  // namespace halo

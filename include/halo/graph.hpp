@@ -54,6 +54,16 @@ struct BuildOptions {
 /// when an id is outside [0, num_nodes) or num_nodes exceeds the int32 column range.
 Csr build_csr(const EdgeList& edges, const BuildOptions& options);
 
+/// Rows [first_row, first_row + num_rows) of a larger matrix as a num_rows-by-num_cols block, from
+/// the entries (first_row + rows[k], cols[k], weights[k]) that fall into them (rows[k] is the row
+/// inside the block) (already oriented, transposed and
+/// symmetrized by the caller; any order): sorted, duplicates merged by max weight and self-loops
+/// handled exactly as build_csr does, so that the blocks of all ranks stacked are build_csr's CSR
+/// (before normalization, which needs global degrees). Empty `weights`: a pattern matrix.
+Csr build_csr_rows(std::int64_t first_row, std::int64_t num_rows, std::int64_t num_cols,
+                   const std::vector<local_id>& rows, const std::vector<local_id>& cols,
+                   const std::vector<float>& weights, SelfLoops self_loops);
+
 /// Scales `csr` in place (materializing ones for a pattern matrix unless `kind` is none).
 void normalize(Csr& csr, Normalization kind);
 

@@ -56,6 +56,16 @@ EdgeList read_matrix_market(const std::filesystem::path& path,
 /// nonzero (row -> column, with its value as weight).
 EdgeList read_graph(const std::filesystem::path& path, const GraphReadOptions& options = {});
 
+/// Slice `slice` of `num_slices` of an edge list, for ranks that read one file together: the
+/// (decompressed) text is cut into equal byte ranges and a slice holds the lines that start in its
+/// range, so a line crossing a boundary belongs to the slice where it starts and every line to
+/// exactly one slice. A plain file is read from its slice's offset; a gzip file is inflated whole
+/// by every reader. A slice may be empty (more slices than lines). num_nodes is the given count,
+/// else the SNAP header's (read from the file's first lines), else the slice's largest id + 1
+/// (0 for an empty slice): callers take the maximum over the slices.
+EdgeList read_edge_list_slice(const std::filesystem::path& path, int slice, int num_slices,
+                              const GraphReadOptions& options = {});
+
 /// Writes `csr` as a binary CSR file (docs/INPUT.md gives the layout). The bytes go to a temporary
 /// file in the same directory, which is renamed to `path` only once complete and flushed, so a
 /// crash never leaves a file that looks valid. Throws halo::InputError if `csr` breaks a CSR

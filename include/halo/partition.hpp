@@ -20,6 +20,7 @@ enum class Partitioner {
     metis,
     block,
     random,
+    ptscotch,  // distributed (halo/distributed_partition.hpp); partition_graph rejects it
 };
 
 struct PartitionOptions {
@@ -36,6 +37,11 @@ struct PartitionOptions {
 /// more entries (METIS's 32-bit idx_t).
 std::vector<std::int32_t> partition_graph(const CsrView& adjacency,
                                           const PartitionOptions& options);
+
+/// Throws halo::InputError naming METIS's 2^31 - 1 limit and suggesting --partitioner ptscotch
+/// when a graph of `num_nodes` nodes and `adjacency_entries` symmetrized off-diagonal entries
+/// exceeds what METIS's 32-bit idx_t holds. partition_graph calls it before METIS.
+void check_metis_limit(std::int64_t num_nodes, std::int64_t adjacency_entries);
 
 Partitioner parse_partitioner(std::string_view text);
 std::string to_string(Partitioner method);

@@ -79,6 +79,14 @@ std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_
 Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
                   int part);
 
+/// Builds part `part` from `rows`, a num_nodes-square CSR indexed by global id that holds at least
+/// that part's rows (other rows may be empty), and `boundary`, num_nodes flags computed from the
+/// whole graph (1: the node's row has a column owned by another part). The result equals
+/// build_shard(global, owner, num_parts, part) except for the send plan, which is left empty: a
+/// distributed builder fills it from the peers' receive blocks (halo/distributed_partition.hpp).
+Shard build_shard_rows(const Csr& rows, const std::vector<std::int32_t>& owner, int num_parts,
+                       int part, const std::vector<std::uint8_t>& boundary);
+
 /// Copies each owned row's features (global row-major [num_nodes, dim]) and labels (num_nodes
 /// entries, may be empty) into the shard, in local order. dim == 0 with empty features stores no
 /// features. Throws halo::InputError when the arrays are too short for an owned global id or the

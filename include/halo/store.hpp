@@ -18,6 +18,9 @@
 namespace halo {
 
 inline constexpr const char* dataset_format_name = "halo-dataset";
+/// The "format" of a part file: some parts of a joined dataset, whose root file links them
+/// (docs/FORMAT.md, "Joined datasets"). Not a dataset by itself.
+inline constexpr const char* dataset_parts_format_name = "halo-dataset-parts";
 /// Version 2 added the root attribute feature_type and int8 features; version-1 files (float32
 /// features, no feature_type) are still read.
 inline constexpr int dataset_format_version = 2;
@@ -50,6 +53,11 @@ class DatasetWriter {
 public:
     DatasetWriter(const std::filesystem::path& path, const DatasetInfo& info,
                   const std::vector<std::int32_t>& owner);
+    /// A part file of a joined dataset (docs/FORMAT.md, "Joined datasets"): holds exactly the
+    /// parts listed (non-empty), no /partition/owner, and format "halo-dataset-parts". Each part
+    /// is checked as in a whole dataset; the pairwise plan agreement is checked by whoever joins.
+    DatasetWriter(const std::filesystem::path& path, const DatasetInfo& info,
+                  const std::vector<std::int32_t>& owner, const std::vector<int>& part_file_parts);
     ~DatasetWriter();
     DatasetWriter(const DatasetWriter&) = delete;
     DatasetWriter& operator=(const DatasetWriter&) = delete;
@@ -58,6 +66,10 @@ public:
     /// Adds kernel metadata to a part already written (docs/FORMAT.md, "Kernel metadata"); part
     /// of the same atomic file, so it is published by commit() with everything else.
     void write_kernel_metadata(int part, const KernelMetadata& metadata);
+    /// Makes /parts/<part> an HDF5 external link to /parts/<part> of `part_file` (a committed part
+    /// file; a relative name is found beside this file). A root with linked parts takes
+    /// has_values from `info`, and its cross-part checks are left to check_dataset.
+    void link_part(int part, const std::filesystem::path& part_file);
     /// Checks that every part was written, closes and renames into place.
     void commit();
 

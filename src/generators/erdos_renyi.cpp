@@ -27,7 +27,17 @@ void validate(const ErdosRenyiOptions& o)
 EdgeList generate_erdos_renyi(const ErdosRenyiOptions& options)
 {
     validate(options);
-    const std::int64_t m = options.num_edges;
+    return generate_erdos_renyi(options, 0, options.num_edges);
+}
+
+EdgeList generate_erdos_renyi(const ErdosRenyiOptions& options, std::int64_t first_edge,
+                              std::int64_t last_edge)
+{
+    validate(options);
+    HALO_EXPECTS(0 <= first_edge && first_edge <= last_edge && last_edge <= options.num_edges,
+                 "edge range [", first_edge, ", ", last_edge, ") outside [0, ", options.num_edges,
+                 ")");
+    const std::int64_t m = last_edge - first_edge;
     const auto n = static_cast<std::uint64_t>(options.num_nodes);
     const detail::RngKey key(options.seed, kErdosRenyiDomain);
 
@@ -37,7 +47,7 @@ EdgeList generate_erdos_renyi(const ErdosRenyiOptions& options)
     edges.dst.resize(m);
 #pragma omp parallel for schedule(static)
     for (std::int64_t e = 0; e < m; ++e) {
-        detail::CounterStream rng(key, static_cast<std::uint64_t>(e));
+        detail::CounterStream rng(key, static_cast<std::uint64_t>(first_edge + e));
         edges.src[e] = static_cast<global_id>(detail::bounded(rng, n));
         edges.dst[e] = static_cast<global_id>(detail::bounded(rng, n));
     }

@@ -128,7 +128,15 @@ std::int64_t rmat_num_edges(const RmatOptions& options)
 
 EdgeList generate_rmat(const RmatOptions& options)
 {
-    const std::int64_t m = rmat_num_edges(options);
+    return generate_rmat(options, 0, rmat_num_edges(options));
+}
+
+EdgeList generate_rmat(const RmatOptions& options, std::int64_t first_edge, std::int64_t last_edge)
+{
+    const std::int64_t total = rmat_num_edges(options);
+    HALO_EXPECTS(0 <= first_edge && first_edge <= last_edge && last_edge <= total, "edge range [",
+                 first_edge, ", ", last_edge, ") outside [0, ", total, ")");
+    const std::int64_t m = last_edge - first_edge;
     const int scale = options.scale;
     const detail::RngKey key(options.seed, kRmatEdgeDomain);
     const Thresholds thresholds(options);
@@ -141,7 +149,7 @@ EdgeList generate_rmat(const RmatOptions& options)
     edges.dst.resize(m);
 #pragma omp parallel for schedule(static)
     for (std::int64_t e = 0; e < m; ++e) {
-        detail::CounterStream rng(key, static_cast<std::uint64_t>(e));
+        detail::CounterStream rng(key, static_cast<std::uint64_t>(first_edge + e));
         std::uint64_t src = 0;
         std::uint64_t dst = 0;
         // One 64-bit draw decides two levels, one per 32-bit half.
@@ -268,6 +276,24 @@ std::string to_string(const GraphSpec& spec)
     const auto& e = std::get<ErdosRenyiOptions>(spec);
     return "er:" + std::to_string(e.num_nodes) + ":" + std::to_string(e.num_edges) + ":" +
            std::to_string(e.seed);
+}
+
+std::int64_t num_edges(const GraphSpec& spec)
+{
+    if (const auto* r = std::get_if<RmatOptions>(&spec)) {
+        return rmat_num_edges(*r);
+    }
+    const auto& e = std::get<ErdosRenyiOptions>(spec);
+    validate(e);
+    return e.num_edges;
+}
+
+EdgeList generate(const GraphSpec& spec, std::int64_t first_edge, std::int64_t last_edge)
+{
+    if (const auto* r = std::get_if<RmatOptions>(&spec)) {
+        return generate_rmat(*r, first_edge, last_edge);
+    }
+    return generate_erdos_renyi(std::get<ErdosRenyiOptions>(spec), first_edge, last_edge);
 }
 
 EdgeList generate(const GraphSpec& spec)

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -105,10 +106,17 @@ Csr build_csr(const EdgeList& edges, const BuildOptions& options)
     csr.num_rows = n;
     csr.num_cols = n;
     csr.indptr.assign(n + 1, 0);
+    // Counting and placement run on all threads with atomic row cursors, so the order of a row's
+    // entries before sort_and_dedupe depends on the schedule; sorting (by column, then weight) and
+    // merging duplicates by max weight make the result independent of it: the same CSR bit for bit
+    // for any thread count.
+    const bool symmetrize = options.symmetrize;
+#pragma omp parallel for schedule(static)
     for (std::int64_t e = 0; e < m; ++e) {
-        ++csr.indptr[rows[e] + 1];
-        if (options.symmetrize && rows[e] != cols[e]) {
-            ++csr.indptr[cols[e] + 1];
+        std::atomic_ref<offset_t>(csr.indptr[rows[e] + 1]).fetch_add(1, std::memory_order_relaxed);
+        if (symmetrize && rows[e] != cols[e]) {
+            std::atomic_ref<offset_t>(csr.indptr[cols[e] + 1])
+                .fetch_add(1, std::memory_order_relaxed);
         }
     }
     std::partial_sum(csr.indptr.begin(), csr.indptr.end(), csr.indptr.begin());
@@ -118,31 +126,34 @@ Csr build_csr(const EdgeList& edges, const BuildOptions& options)
     }
     std::vector<offset_t> next(csr.indptr.begin(), csr.indptr.end() - 1);
     auto place = [&](global_id r, global_id c, std::int64_t e) {
-        const auto k = next[r]++;
+        const auto k = std::atomic_ref<offset_t>(next[r]).fetch_add(1, std::memory_order_relaxed);
         csr.indices[k] = static_cast<local_id>(c);
         if (weighted) {
             csr.values[k] = edges.weights[e];
         }
     };
+#pragma omp parallel for schedule(static)
     for (std::int64_t e = 0; e < m; ++e) {
         place(rows[e], cols[e], e);
-        if (options.symmetrize && rows[e] != cols[e]) {
+        if (symmetrize && rows[e] != cols[e]) {
             place(cols[e], rows[e], e);
         }
     }
+    next = {};
     sort_and_dedupe(csr);
     apply_self_loops(csr, options.self_loops);
     normalize(csr, options.normalization);
     return csr;
 }
 
-void apply_self_loops(Csr& csr, SelfLoops policy)
+namespace {
+
+// Row i of `csr` is row first_row + i of a larger matrix: its diagonal is column first_row + i.
+void apply_self_loops_from(Csr& csr, SelfLoops policy, std::int64_t first_row)
 {
     if (policy == SelfLoops::keep) {
         return;
     }
-    HALO_EXPECTS(csr.num_rows == csr.num_cols, "self-loops need a square matrix, got ",
-                 csr.num_rows, " x ", csr.num_cols);
     const auto n = csr.num_rows;
     const bool weighted = csr.has_values();
     std::vector<offset_t> indptr(n + 1, 0);
@@ -151,7 +162,7 @@ void apply_self_loops(Csr& csr, SelfLoops policy)
     for (std::int64_t i = 0; i < n; ++i) {
         const auto first = csr.indices.begin() + csr.indptr[i];
         const auto last = csr.indices.begin() + csr.indptr[i + 1];
-        const bool has = std::binary_search(first, last, static_cast<local_id>(i));
+        const bool has = std::binary_search(first, last, static_cast<local_id>(first_row + i));
         const auto len = last - first;
         indptr[i + 1] = policy == SelfLoops::drop ? len - (has ? 1 : 0) : len + (has ? 0 : 1);
     }
@@ -164,17 +175,18 @@ void apply_self_loops(Csr& csr, SelfLoops policy)
         bool placed = policy == SelfLoops::drop;
         for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
             const auto c = csr.indices[k];
-            if (!placed && c >= i) {
+            if (!placed && c >= first_row + i) {
                 placed = true;
-                if (c > i) {  // insert the missing diagonal before the first larger column
-                    indices[out] = static_cast<local_id>(i);
+                // Insert the missing diagonal before the first larger column.
+                if (c > first_row + i) {
+                    indices[out] = static_cast<local_id>(first_row + i);
                     if (weighted) {
                         values[out] = 1.0f;
                     }
                     ++out;
                 }
             }
-            if (policy == SelfLoops::drop && c == i) {
+            if (policy == SelfLoops::drop && c == first_row + i) {
                 continue;
             }
             indices[out] = c;
@@ -184,7 +196,7 @@ void apply_self_loops(Csr& csr, SelfLoops policy)
             ++out;
         }
         if (!placed) {
-            indices[out] = static_cast<local_id>(i);
+            indices[out] = static_cast<local_id>(first_row + i);
             if (weighted) {
                 values[out] = 1.0f;
             }
@@ -193,6 +205,64 @@ void apply_self_loops(Csr& csr, SelfLoops policy)
     csr.indptr = std::move(indptr);
     csr.indices = std::move(indices);
     csr.values = std::move(values);
+}
+
+}  // namespace
+
+void apply_self_loops(Csr& csr, SelfLoops policy)
+{
+    if (policy == SelfLoops::keep) {
+        return;
+    }
+    HALO_EXPECTS(csr.num_rows == csr.num_cols, "self-loops need a square matrix, got ",
+                 csr.num_rows, " x ", csr.num_cols);
+    apply_self_loops_from(csr, policy, 0);
+}
+
+Csr build_csr_rows(std::int64_t first_row, std::int64_t num_rows, std::int64_t num_cols,
+                   const std::vector<local_id>& rows, const std::vector<local_id>& cols,
+                   const std::vector<float>& weights, SelfLoops self_loops)
+{
+    const auto m = static_cast<std::int64_t>(rows.size());
+    HALO_EXPECTS(cols.size() == rows.size() && (weights.empty() || weights.size() == rows.size()),
+                 "entry arrays differ in length: rows ", rows.size(), ", cols ", cols.size(),
+                 ", weights ", weights.size());
+    const bool weighted = !weights.empty();
+    Csr csr;
+    csr.num_rows = num_rows;
+    csr.num_cols = num_cols;
+    csr.indptr.assign(num_rows + 1, 0);
+    std::int64_t bad = m;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+    for (std::int64_t e = 0; e < m; ++e) {
+        const auto r = rows[e];
+        if (r < 0 || r >= num_rows || cols[e] < 0 || cols[e] >= num_cols) {
+            bad = std::min(bad, e);
+            continue;
+        }
+        std::atomic_ref<offset_t>(csr.indptr[r + 1]).fetch_add(1, std::memory_order_relaxed);
+    }
+    if (bad < m) {
+        HALO_THROW(LogicError, "entry ", bad, " (block row ", rows[bad], ", column ", cols[bad],
+                   ") outside ", num_rows, " rows x columns [0, ", num_cols, ")");
+    }
+    std::partial_sum(csr.indptr.begin(), csr.indptr.end(), csr.indptr.begin());
+    csr.indices.resize(m);
+    csr.values.resize(weighted ? m : 0);
+    std::vector<offset_t> next(csr.indptr.begin(), csr.indptr.end() - 1);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t e = 0; e < m; ++e) {
+        const auto k =
+            std::atomic_ref<offset_t>(next[rows[e]]).fetch_add(1, std::memory_order_relaxed);
+        csr.indices[k] = cols[e];
+        if (weighted) {
+            csr.values[k] = weights[e];
+        }
+    }
+    next = {};
+    sort_and_dedupe(csr);
+    apply_self_loops_from(csr, self_loops, first_row);
+    return csr;
 }
 
 void normalize(Csr& csr, Normalization kind)

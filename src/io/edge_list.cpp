@@ -3,7 +3,9 @@
 // The whole (decompressed) file is scanned in memory line by line with std::from_chars; a 3M-line
 // list parses in well under a second, where iostream extraction per token takes several.
 #include <algorithm>
+#include <fstream>
 #include <limits>
+#include <utility>
 
 #include "halo/io.hpp"
 #include "io_detail.hpp"
@@ -65,7 +67,7 @@ std::int64_t header_node_count(std::string_view line, const std::string& name, s
 }
 
 EdgeList parse_edge_list(std::string_view text, const std::string& name,
-                         const GraphReadOptions& options)
+                         const GraphReadOptions& options, bool allow_empty = false)
 {
     if (options.num_nodes < -1) {
         HALO_THROW(InputError, name, ": the requested node count ", options.num_nodes,
@@ -146,7 +148,7 @@ EdgeList parse_edge_list(std::string_view text, const std::string& name,
             edges.weights.push_back(io_detail::float_field(c, name, ln, "weight"));
         }
     }
-    if (columns == 0 && bound.value < 0) {
+    if (columns == 0 && bound.value < 0 && !allow_empty) {
         if (text.empty()) {
             HALO_THROW(InputError, name, ": the file is empty (expected 'src dst' lines)");
         }
@@ -158,6 +160,121 @@ EdgeList parse_edge_list(std::string_view text, const std::string& name,
     edges.num_nodes = bound.value >= 0 ? bound.value : max_id + 1;
     return edges;
 }
+
+// The node count of a SNAP header among the comment lines that open the text (-1: none).
+std::int64_t leading_header_node_count(std::string_view text, const std::string& name)
+{
+    const auto last_newline = text.rfind('\n');
+    text =
+        last_newline == std::string_view::npos ? std::string_view{} : text.substr(0, last_newline);
+    io_detail::LineReader lines(text);
+    std::string_view line;
+    while (lines.next(line)) {
+        const auto trimmed = io_detail::trim_left(line);
+        if (trimmed.empty()) {
+            continue;
+        }
+        if (trimmed.front() != '#' && trimmed.front() != '%') {
+            break;
+        }
+        const auto n = header_node_count(line, name, lines.line_number());
+        if (n >= 0) {
+            return n;
+        }
+    }
+    return -1;
+}
+
+// [first, last) of the lines that start in the byte range [begin, end) of `text`, where `text`
+// holds the file's bytes from offset `base` on (it covers begin - 1 when begin > 0).
+std::pair<std::size_t, std::size_t> line_range(std::string_view text, std::size_t base,
+                                               std::size_t begin, std::size_t end)
+{
+    auto at = [&](std::size_t offset) { return text[offset - base]; };
+    auto after_newline = [&](std::size_t offset) {
+        // First line start at or after `offset`.
+        if (offset == 0 || at(offset - 1) == '\n') {
+            return offset;
+        }
+        const auto nl = text.find('\n', offset - base);
+        return nl == std::string_view::npos ? base + text.size() : base + nl + 1;
+    };
+    const auto first = after_newline(begin);
+    const auto last = after_newline(end);
+    return {first, std::max(first, last)};
+}
+
+}  // namespace
+
+EdgeList read_edge_list_slice(const std::filesystem::path& path, int slice, int num_slices,
+                              const GraphReadOptions& options)
+{
+    HALO_EXPECTS(num_slices >= 1 && slice >= 0 && slice < num_slices, "slice ", slice, " of ",
+                 num_slices);
+    const auto name = path.string();
+    auto prefix = io_detail::read_file_prefix(path, std::size_t{1} << 16);
+    const bool gzipped = io_detail::has_gzip_magic(prefix);
+    if (gzipped) {
+        prefix = io_detail::gunzip_prefix(prefix, std::size_t{1} << 16);
+    }
+    GraphReadOptions slice_options = options;
+    if (slice_options.num_nodes < 0) {
+        slice_options.num_nodes = leading_header_node_count(prefix, name);
+    }
+    const auto where =
+        name + " (slice " + std::to_string(slice) + " of " + std::to_string(num_slices) + ")";
+    std::string text;
+    std::size_t base = 0;
+    std::size_t size = 0;
+    if (gzipped) {
+        // A gzip stream cannot be entered in the middle: every rank inflates it and keeps its
+        // range of the text.
+        text = io_detail::read_text(path);
+        size = text.size();
+    } else {
+        size = static_cast<std::size_t>(std::filesystem::file_size(path));
+    }
+    const auto begin = static_cast<std::size_t>(size * static_cast<std::size_t>(slice) /
+                                                static_cast<std::size_t>(num_slices));
+    const auto end = static_cast<std::size_t>(size * static_cast<std::size_t>(slice + 1) /
+                                              static_cast<std::size_t>(num_slices));
+    if (!gzipped) {
+        // Read [begin - 1, end) and then on to the end of the line that crosses `end`.
+        base = begin > 0 ? begin - 1 : 0;
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+            HALO_THROW(IoError, name, ": cannot open for reading");
+        }
+        in.seekg(static_cast<std::streamoff>(base));
+        text.resize(end - base);
+        in.read(text.data(), static_cast<std::streamsize>(text.size()));
+        if (static_cast<std::size_t>(in.gcount()) != text.size()) {
+            HALO_THROW(IoError, name, ": short read at byte ", base);
+        }
+        std::string tail(std::size_t{1} << 16, '\0');
+        while (end > 0 && !text.empty() && text.back() != '\n' && base + text.size() < size) {
+            in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+            const auto got = static_cast<std::size_t>(in.gcount());
+            if (got == 0) {
+                break;
+            }
+            const auto nl = std::string_view(tail.data(), got).find('\n');
+            text.append(tail.data(), nl == std::string_view::npos ? got : nl + 1);
+            if (nl != std::string_view::npos) {
+                break;
+            }
+        }
+    }
+    const auto [first, last] = line_range(text, base, begin, end);
+    const std::string_view mine(text.data() + (first - base), last - first);
+    auto edges = parse_edge_list(mine, where, slice_options, true);
+    if (edges.src.empty() && slice_options.num_nodes < 0) {
+        edges.num_nodes = 0;
+    }
+    return edges;
+}
+
+namespace {
 
 }  // namespace
 

@@ -31,6 +31,9 @@ struct DatasetWriter::Impl {
     std::optional<store::AtomicH5File> out;
     store::Handle parts;
     std::vector<bool> written;
+    std::vector<bool> expected;      // the parts this file must hold (all but in a part file)
+    bool part_file = false;          // holds some parts of a joined dataset (docs/FORMAT.md)
+    bool linked = false;             // some part is an external link into a part file
     std::optional<bool> has_values;  // decided by the first part with a nonzero
     bool committed = false;
     bool broken = false;  // a write failed half-way: the file is unusable
@@ -46,6 +49,13 @@ struct DatasetWriter::Impl {
 
 DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInfo& info,
                              const std::vector<std::int32_t>& owner)
+    : DatasetWriter(path, info, owner, {})
+{
+}
+
+DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInfo& info,
+                             const std::vector<std::int32_t>& owner,
+                             const std::vector<int>& part_file_parts)
     : impl_(std::make_unique<Impl>())
 {
     const store::QuietErrors quiet;
@@ -70,6 +80,13 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
     w.owner = owner;
     w.ledger.emplace(w.owner, info.num_parts);
     w.written.assign(static_cast<std::size_t>(info.num_parts), false);
+    w.part_file = !part_file_parts.empty();
+    w.expected.assign(static_cast<std::size_t>(info.num_parts), !w.part_file);
+    for (const auto p : part_file_parts) {
+        HALO_EXPECTS(p >= 0 && p < info.num_parts, f, ": part ", p, " outside [0, ", info.num_parts,
+                     ")");
+        w.expected[static_cast<std::size_t>(p)] = true;
+    }
 
     w.out.emplace(path);
 
@@ -93,9 +110,11 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
         h, root, "created_by",
         info.created_by.empty() ? std::string("HaloGNN ") + HALO_VERSION_STRING : info.created_by);
 
-    const auto partition = store::create_group(h, root, "partition");
-    store::write_array<std::int32_t>(partition.get(), root.child("partition"), "owner",
-                                     span_of(w.owner));
+    if (!w.part_file) {
+        const auto partition = store::create_group(h, root, "partition");
+        store::write_array<std::int32_t>(partition.get(), root.child("partition"), "owner",
+                                         span_of(w.owner));
+    }
     w.parts = store::create_group(h, root, "parts");
 }
 
@@ -112,6 +131,8 @@ void DatasetWriter::write_part(const Shard& shard)
     HALO_EXPECTS(p >= 0 && p < w.info.num_parts, f, ": part ", p, " outside [0, ", w.info.num_parts,
                  ")");
     HALO_EXPECTS(!w.written[static_cast<std::size_t>(p)], f, ": part ", p, " written twice");
+    HALO_EXPECTS(w.expected[static_cast<std::size_t>(p)], f, ": part ", p,
+                 " does not belong in this part file");
     HALO_EXPECTS(shard.num_parts == w.info.num_parts, f, ": part ", p, " has num_parts ",
                  shard.num_parts, ", the dataset ", w.info.num_parts);
     HALO_EXPECTS(shard.feature_dim == w.info.feature_dim, f, ": part ", p, " has feature_dim ",
@@ -211,6 +232,25 @@ void DatasetWriter::write_part(const Shard& shard)
     w.broken = false;
 }
 
+void DatasetWriter::link_part(int part, const std::filesystem::path& part_file)
+{
+    const store::QuietErrors quiet;
+    auto& w = *impl_;
+    const auto& f = w.file;
+    HALO_EXPECTS(!w.committed && !w.broken && !w.part_file, f, ": link_part after ",
+                 w.committed ? "commit" : "a failed write", " or in a part file");
+    HALO_EXPECTS(part >= 0 && part < w.info.num_parts, f, ": part ", part, " outside [0, ",
+                 w.info.num_parts, ")");
+    HALO_EXPECTS(!w.written[static_cast<std::size_t>(part)], f, ": part ", part, " written twice");
+    const auto name = std::to_string(part);
+    const auto target = "/parts/" + name;
+    HALO_HDF5_TRY(H5Lcreate_external(part_file.string().c_str(), target.c_str(), w.parts.get(),
+                                     name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                  f + ": /parts/" + name + " -> " + part_file.string() + ":" + target);
+    w.written[static_cast<std::size_t>(part)] = true;
+    w.linked = true;
+}
+
 void DatasetWriter::write_kernel_metadata(int part, const KernelMetadata& metadata)
 {
     const store::QuietErrors quiet;
@@ -237,17 +277,23 @@ void DatasetWriter::commit()
                  w.committed ? "commit" : "a failed write");
     std::string missing;
     for (std::size_t p = 0; p < w.written.size(); ++p) {
-        if (!w.written[p]) {
+        if (w.expected[p] && !w.written[p]) {
             missing += (missing.empty() ? "" : ", ") + std::to_string(p);
         }
     }
     HALO_EXPECTS(missing.empty(), f, ": commit with part(s) ", missing, " not written");
-    w.ledger->finish(w.info.num_nonzeros, f);
+    // A part file holds some parts and a joined root none: the cross-part checks are the
+    // distributed builder's (and check_dataset's on the joined file).
+    if (!w.part_file && !w.linked) {
+        w.ledger->finish(w.info.num_nonzeros, f);
+    }
 
     const store::Where root{f, "/"};
     const auto h = w.out->get();
-    store::write_attribute<std::int8_t>(h, root, "has_values", w.has_values.value_or(false));
-    store::write_attribute_string(h, root, "format", dataset_format_name);
+    store::write_attribute<std::int8_t>(
+        h, root, "has_values", w.linked ? w.info.has_values : w.has_values.value_or(false));
+    store::write_attribute_string(h, root, "format",
+                                  w.part_file ? dataset_parts_format_name : dataset_format_name);
     w.parts.reset();
     w.out->commit();
     w.committed = true;

@@ -7,7 +7,11 @@
 #   5. a stale manifest from an earlier run does not survive a failed run;
 #   6. kernel metadata for maxk and fused3s is stored and listed; maxk, agnn, transformer and gat
 #      layers on 2 ranks equal 1 rank bit for bit; --exchange int8 reports the bytes it saved;
-#      --spmm aes:W runs on the cpu backend and a W outside 16..1024 is refused.
+#      --spmm aes:W runs on the cpu backend and a W outside 16..1024 is refused;
+#   7. --partitioner ptscotch under mpiexec -n 1, 2 and 3: the joined dataset passes halo-inspect
+#      --check, halo-infer on it equals halo-infer on the METIS dataset of the same graph bit for
+#      bit (rows keep global column order, so the result does not depend on the partition); bad
+#      input fails on every rank without a dataset.
 # Usage: test_cli.sh BIN_DIR MPIEXEC [DATA_DIR]
 set -uo pipefail
 bin=$1
@@ -131,7 +135,7 @@ else
   fail "--spmm aes:9 accepted: $out"
 fi
 
-# Issue 15: out of core (row blocks under --device-memory-limit) equals in memory bit for bit on
+# Out of core (row blocks under --device-memory-limit) equals in memory bit for bit on
 # 1, 2 and 3 ranks; the manifest holds the device memory by component; a limit too small for one
 # row names the smallest that works.
 for p in 1 2 3; do
@@ -154,6 +158,41 @@ if [ $? -ne 0 ] && grep -q "1.00 KiB (1024 bytes) is too small.*smallest limit t
 else
   fail "--device-memory-limit 1KiB: $out"
 fi
+# 7. PT-Scotch under mpiexec.
+for r in 1 2 3; do
+  if mpirun_n "$r" "$bin/halo-partition" rmat:11:8:5 --parts 3 --symmetrize --partitioner ptscotch \
+       -q -o "$work/pts-$r.h5" --report "$work/pts-$r.json" >"$work/pts.log" 2>&1 &&
+     "$bin/halo-inspect" "$work/pts-$r.h5" --check >"$work/inspect.log" 2>&1; then
+    pass "ptscotch on $r rank(s): 3 parts, halo-inspect --check"
+  else
+    fail "ptscotch on $r rank(s)"; cat "$work/pts.log" "$work/inspect.log"
+  fi
+  mpirun_n 3 "$bin/halo-infer" "$work/pts-$r.h5" --random-model 24,16,5 --layer gcn --seed 3 \
+    --out "$work/out-pts-$r" -q || fail "halo-infer on the ptscotch dataset of $r rank(s)"
+  if "$bin/halo-inspect" "$work/out-pts-$r" --compare "$work/out-rmat_11_8_5-gcn-1" \
+       --tolerance 0 >"$work/cmp.log"; then
+    pass "halo-infer on the ptscotch dataset ($r rank(s)) equals the METIS one bit for bit"
+  else
+    fail "ptscotch dataset ($r rank(s)) gives another result"; cat "$work/cmp.log"
+  fi
+done
+out=$(mpirun_n 2 "$bin/halo-partition" "$work/missing.el" --parts 2 --partitioner ptscotch \
+      -o "$work/pts-missing.h5" 2>&1)
+if [ $? -ne 0 ] && [ ! -e "$work/pts-missing.h5" ] && grep -q "missing.el" <<<"$out"; then
+  pass "ptscotch on a missing input fails on every rank and writes nothing"
+else
+  fail "ptscotch on a missing input: $out"
+fi
+out=$(mpirun_n 2 "$bin/halo-partition" rmat:11:8:5 --parts 5000 --partitioner ptscotch \
+      -o "$work/pts-many.h5" 2>&1)
+if [ $? -ne 0 ] && grep -q "cannot split 2048 nodes into 5000 parts" <<<"$out"; then
+  pass "ptscotch refuses more parts than nodes: $(grep -m1 "cannot split" <<<"$out")"
+else
+  fail "ptscotch with 5000 parts: $out"
+fi
+out=$("$bin/halo-partition" rmat:11:8:5 --parts 2 --partitioner metis --symmetrize \
+      -o "$work/m.h5" 2>&1)
+[ $? -eq 0 ] && pass "metis still runs without mpirun" || fail "metis without mpirun: $out"
 
 if [ $failures -eq 0 ]; then
   echo "all CLI checks passed"

@@ -6,7 +6,7 @@
 int main(int argc, char** argv)
 {
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     ::testing::InitGoogleTest(&argc, argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

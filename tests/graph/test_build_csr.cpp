@@ -1,9 +1,12 @@
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "halo/error.hpp"
+#include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo_test.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
@@ -188,4 +191,44 @@ TEST(Csr, ValidateNamesTheViolation)
     csr.indptr = {0, 1, 2};
     csr.indices = {0, 2};
     EXPECT_THROW(halo::validate(csr, "x"), halo::InputError);
+}
+
+TEST(BuildCsr, SameCsrForAnyThreadCount)
+{
+    // An R-MAT multigraph with hubs, duplicates and self-loops, weighted with ties, so that the
+    // atomic placement really interleaves and the merge of duplicates (max weight) matters.
+    halo::RmatOptions rmat;
+    rmat.scale = 12;
+    rmat.edge_factor = 8;
+    rmat.seed = 7;
+    auto e = halo::generate_rmat(rmat);
+    e.weights.resize(e.src.size());
+    for (std::size_t k = 0; k < e.weights.size(); ++k) {
+        e.weights[k] = static_cast<float>((k * 2654435761ULL) % 5);
+    }
+    for (const bool weighted : {false, true}) {
+        for (const bool symmetrize : {false, true}) {
+            halo::BuildOptions opt;
+            opt.symmetrize = symmetrize;
+            opt.use_weights = weighted;
+            opt.self_loops = halo::SelfLoops::add;
+            opt.normalization = weighted ? halo::Normalization::gcn : halo::Normalization::none;
+            halo::Csr reference;
+            {
+                halo::testing::ThreadCount one(1);
+                reference = halo::build_csr(e, opt);
+            }
+            halo::validate(reference, "reference");
+            for (const int threads : {2, 3, 7}) {
+                halo::testing::ThreadCount count(threads);
+                const auto csr = halo::build_csr(e, opt);
+                EXPECT_EQ(csr.indptr, reference.indptr) << threads << " threads";
+                EXPECT_EQ(csr.indices, reference.indices) << threads << " threads";
+                ASSERT_EQ(csr.values.size(), reference.values.size());
+                EXPECT_EQ(0, std::memcmp(csr.values.data(), reference.values.data(),
+                                         csr.values.size() * sizeof(float)))
+                    << threads << " threads, symmetrize " << symmetrize;
+            }
+        }
+    }
 }

@@ -88,3 +88,25 @@ TEST(Partition, RejectsImpossibleRequests)
     EXPECT_THROW(halo::partition_graph(g.view(), opt), halo::InputError);
     EXPECT_THROW(halo::parse_partitioner("kahip"), halo::InputError);
 }
+
+TEST(Partition, MetisLimitNamesTheLimitAndSuggestsPtscotch)
+{
+    // Fake counts: no graph of that size is built.
+    EXPECT_NO_THROW(halo::check_metis_limit(1000, 2147483647LL));
+    try {
+        halo::check_metis_limit(1LL << 26, 4294967296LL);
+        FAIL() << "no error above 2^31 - 1 entries";
+    } catch (const halo::InputError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("2^31 - 1"), std::string::npos) << what;
+        EXPECT_NE(what.find("--partitioner ptscotch"), std::string::npos) << what;
+        EXPECT_NE(what.find("4294967296"), std::string::npos) << what;
+    }
+    EXPECT_THROW(halo::check_metis_limit(1LL << 31, 10), halo::InputError);
+}
+
+TEST(Partition, PtscotchIsParsedButNotAvailableSerially)
+{
+    EXPECT_EQ(halo::parse_partitioner("ptscotch"), halo::Partitioner::ptscotch);
+    EXPECT_EQ(halo::to_string(halo::Partitioner::ptscotch), "ptscotch");
+}

@@ -1,0 +1,91 @@
+// Distributed partitioning with PT-Scotch (docs/PARTITION.md): the ranks of a communicator read
+// one graph together, each its slice, partition it with SCOTCH_dgraphPart and build the shards
+// and halo plans of the parts they own, without any rank holding the global CSR.
+//
+// Pipeline (every step on every rank, collective over `comm`):
+//   1. slice: edge list byte ranges split at line boundaries (io.hpp, read_edge_list_slice),
+//      generator edge ranges; other formats are read whole by every rank and cut into edge ranges.
+//   2. block rows: entries go to the rank owning their row in a block distribution of the node
+//      ids (MPI_Alltoallv in rounds of at most chunk_entries per rank), which sorts, merges and
+//      adds or drops self-loops as build_csr does, and normalizes with allgathered degrees.
+//   3. PT-Scotch: the symmetrized pattern without diagonal, vertex weights 1 + degree, as a
+//      SCOTCH_Dgraph (64-bit SCOTCH_Num); SCOTCH_dgraphPart into num_parts parts.
+//   4. shards: the owner array and each node's boundary flag are allgathered (O(num_nodes) bytes
+//      per rank), rows move to the rank handling their part (part p on rank p % size, again in
+//      bounded rounds), which builds the shard (build_shard_rows); send plans come from the peers'
+//      receive blocks.
+//
+// Invariants: the shards reassemble build_csr's CSR of the same input exactly, for any rank
+// count. The partition itself is PT-Scotch's, which depends on the rank count: for a given
+// (input, parts, seed, strategy, ranks) the dataset is the same on every run.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "halo/graph.hpp"
+#include "halo/io.hpp"
+#include "halo/partition.hpp"
+#include "halo/shard.hpp"
+#include "halo/store.hpp"
+
+namespace halo {
+
+struct DistributedOptions {
+    int num_parts = 1;
+    std::uint64_t seed = 1;
+    double imbalance = 1.03;  // max part weight / mean (PT-Scotch's kbalval = imbalance - 1)
+    std::string strategy = "quality";  // quality|default|speed|balance|scalability (SCOTCH_STRAT*)
+    /// PT-Scotch runs with seeds seed .. seed + tries - 1; the smallest edge cut is kept.
+    int tries = 1;
+    BuildOptions build;
+    GraphReadOptions read;
+    /// Entries (or row nonzeros) a rank sends per MPI_Alltoallv round: bounds the send and
+    /// receive buffers, and keeps every count below 2^31.
+    std::int64_t chunk_entries = std::int64_t{1} << 24;
+    bool weight_by_degree = true;
+};
+
+struct DistributedPartition {
+    std::int64_t num_nodes = 0;
+    std::int64_t num_nonzeros = 0;
+    bool has_values = false;
+    std::vector<std::int32_t> owner;        // every node's part, on every rank
+    std::vector<Shard> shards;              // the parts this rank handles: p with p % size == rank
+    PartitionQuality quality;               // the same on every rank
+    std::map<std::string, double> seconds;  // phase times of this rank
+};
+
+/// Rank that handles part p when `size` ranks build `num_parts` parts.
+inline int part_rank(int part, int size)
+{
+    return part % size;
+}
+
+/// Reads `input` (a graph file or generator spec, as halo-partition takes it) on all ranks of
+/// `comm` and partitions it with PT-Scotch. Throws halo::InputError for bad input or options (the
+/// same on every rank where the cause is global), halo::Error when PT-Scotch fails. MPI must be
+/// initialized with MPI_THREAD_MULTIPLE (PT-Scotch's threads call MPI).
+DistributedPartition partition_distributed(MPI_Comm comm, const std::string& input,
+                                           const DistributedOptions& options);
+
+/// Writes the dataset of `result` together (docs/FORMAT.md, "Joined datasets"): one rank writes
+/// a plain dataset; several ranks each write a part file "<path>.rank<r>-of-<size>" with their
+/// parts, and rank 0 then writes `path`, whose /parts/<p> are external links into them. The root
+/// file is removed first and published last (after every part file is committed), so an
+/// interrupted run never leaves a `path` that reads as valid. `extra` is called for each shard
+/// after it is written (kernel metadata). Collective.
+void write_distributed_dataset(MPI_Comm comm, const std::filesystem::path& path, DatasetInfo info,
+                               const DistributedPartition& result,
+                               const std::function<void(DatasetWriter&, const Shard&)>& extra = {});
+
+/// Part file name of rank `rank` of `size` for the dataset `path`.
+std::filesystem::path part_file_path(const std::filesystem::path& path, int rank, int size);
+
+}  // namespace halo
