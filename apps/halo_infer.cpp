@@ -150,31 +150,31 @@ void save_tuning(halo::MpiWorld& world, const std::string& dataset,
     }
 }
 
-int run(halo::MpiWorld& world, const Options& o, const std::string& command)
-{
-    const int rank = world.rank();
-    const int size = world.size();
-    const bool lead = rank == 0 && !o.quiet;
-    halo::app::Stopwatch total;
-
-    // The rank count must match the dataset: every rank reads the root attributes and decides
-    // alike, so a mismatch is reported once and every rank exits without any collective.
-    const auto info = halo::read_dataset_info(o.dataset);
-    if (info.num_parts != size) {
-        HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
-                   size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
-                   ", or partition again with --parts ", size);
-    }
-    const bool cuda = o.backend == "cuda";
-    // --exchange TRANSPORT[-int8] | int8: the transport (default nccl on cuda, mpi on cpu), and
-    // whether rows travel as int8 records (halo/int8_exchanger.hpp).
-    std::string transport = o.exchange;
+// --exchange TRANSPORT[-int8] | int8: the transport (empty: the backend's default, nccl on cuda,
+// mpi on cpu), and whether rows travel as int8 records (halo/int8_exchanger.hpp).
+struct ExchangeChoice {
+    std::string transport;
     bool int8_rows = false;
-    if (transport == "int8" || transport.ends_with("-int8")) {
-        int8_rows = true;
-        transport = transport == "int8" ? "" : transport.substr(0, transport.size() - 5);
+};
+
+ExchangeChoice parse_exchange(const std::string& text)
+{
+    if (text == "int8") {
+        return {"", true};
     }
-    std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
+    if (text.ends_with("-int8")) {
+        return {text.substr(0, text.size() - 5), true};
+    }
+    return {text, false};
+}
+
+// Every check that needs neither the data nor MPI: run before MPI_Init, so that a conflict of
+// options is one message and a clean exit 1, never an MPI_Abort of a started job.
+void check_options(const Options& o)
+{
+    const bool cuda = o.backend == "cuda";
+    const auto [transport, int8_rows] = parse_exchange(o.exchange);
+    const std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
     if (!cuda && (exchange != "mpi" || o.device >= 0)) {
         HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + o.exchange,
                    " needs --backend cuda (the cpu backend runs on the host and exchanges over "
@@ -197,6 +197,59 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
                    "(configure with -DHALO_ENABLE_CUDA=ON), use --backend cpu");
     }
 #endif
+    if (o.int8_features && int8_rows) {
+        HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
+                   ": the first layer already exchanges int8 rows, and re-quantizing them would "
+                   "corrupt them; drop one of the two");
+    }
+    if (o.cuda_graph && (!cuda || o.save_layers)) {
+        HALO_THROW(halo::InputError,
+                   "--cuda-graph needs --backend cuda, one rank (a dataset of one part) and no "
+                   "--save-layers");
+    }
+    if (o.model.empty()) {
+        // A random model's shape is known now; a model file's is checked in run() once read.
+        static_cast<void>(halo::parse_dims(o.random_model));
+        if (int8_rows && halo::parse_layer_type(o.layer) == halo::LayerType::maxk) {
+            HALO_THROW(halo::InputError,
+                       "--exchange ", o.exchange, " with --layer maxk: maxk layers exchange CBSR "
+                       "records (values and column indices), which int8 quantization would "
+                       "corrupt; use --exchange ", exchange, " (the records are already ~6k "
+                       "instead of 4D bytes per row)");
+        }
+    }
+}
+
+// The checks that need only the number of ranks (rank 0 reports them once after MPI_Init).
+void check_job_size(const Options& o, int size)
+{
+    if (o.cuda_graph && size > 1) {
+        HALO_THROW(halo::InputError, "--cuda-graph needs one rank (a dataset of one part), the "
+                                     "job has ", size);
+    }
+}
+
+int run(halo::MpiWorld& world, const Options& o, const std::string& command)
+{
+    const int rank = world.rank();
+    const int size = world.size();
+    const bool lead = rank == 0 && !o.quiet;
+    halo::app::Stopwatch total;
+
+    // The rank count must match the dataset: every rank reads the root attributes and decides
+    // alike, so a mismatch is reported once and every rank exits without any collective.
+    const auto info = halo::read_dataset_info(o.dataset);
+    if (info.num_parts != size) {
+        HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
+                   size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
+                   ", or partition again with --parts ", size);
+    }
+    const bool cuda = o.backend == "cuda";
+    const auto choice = parse_exchange(o.exchange);
+    const std::string& transport = choice.transport;
+    const bool int8_rows = choice.int8_rows;
+    std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
+    const auto aes = parse_aes_spmm(o.spmm);
 
     // Model: from a file, or random from the seed (the same on every rank).
     halo::Model model;
@@ -213,11 +266,6 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         HALO_THROW(halo::InputError, "--int8-features: ", o.dataset, " holds ",
                    info.feature_dim > 0 ? info.feature_type : std::string("no"),
                    " features (partition with --features ... --quantize int8)");
-    }
-    if (o.int8_features && int8_rows) {
-        HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
-                   ": the first layer already exchanges int8 rows, and re-quantizing them would "
-                   "corrupt them; drop one of the two");
     }
     if (int8_rows) {
         for (const auto& layer : model.layers) {
@@ -577,14 +625,6 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
 
 int main(int argc, char** argv)
 {
-    // MPI first: a rank that fails anywhere below can still abort the whole job.
-    std::unique_ptr<halo::MpiWorld> world;
-    try {
-        world = std::make_unique<halo::MpiWorld>(&argc, &argv);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "halo-infer: cannot start MPI: {}\n", e.what());
-        return 1;
-    }
     Options o;
     CLI::App app{"halo-infer: distributed layer-wise GNN inference, one rank per dataset part"};
     app.add_option("dataset", o.dataset, "dataset written by halo-partition")->required();
@@ -674,14 +714,41 @@ int main(int argc, char** argv)
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "print nothing but errors");
+    // Options are parsed and checked before MPI starts; what failed is reported once, by rank 0,
+    // after MPI_Init, and every rank then finalizes cleanly and exits 1 (no MPI_Abort).
+    std::optional<CLI::ParseError> parse_error;
+    std::string option_error;
     try {
         app.parse(argc, argv);
         if (o.model.empty() && o.random_model.empty()) {
             throw CLI::RequiredError("--model or --random-model");
         }
+        check_options(o);
     } catch (const CLI::ParseError& e) {
-        const int code = world->rank() == 0 ? app.exit(e) : (e.get_exit_code());
-        return code;
+        parse_error = e;
+    } catch (const halo::Error& e) {
+        option_error = e.message();
+    }
+    std::unique_ptr<halo::MpiWorld> world;
+    try {
+        world = std::make_unique<halo::MpiWorld>(&argc, &argv);
+        if (!parse_error && option_error.empty()) {
+            check_job_size(o, world->size());
+        }
+    } catch (const halo::InputError& e) {
+        option_error = e.message();
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "halo-infer: cannot start MPI: {}\n", e.what());
+        return 1;
+    }
+    if (parse_error) {
+        return world->rank() == 0 ? app.exit(*parse_error) : parse_error->get_exit_code();
+    }
+    if (!option_error.empty()) {
+        if (world->rank() == 0) {
+            fmt::print(stderr, "halo-infer: error: {}\n", option_error);
+        }
+        return 1;
     }
     const auto command = halo::app::command_line(argc, argv);
     try {
