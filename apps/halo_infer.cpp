@@ -4,28 +4,39 @@
 // exchange overlapped with interior aggregation, and writes its own rows. Rank 0 writes the
 // manifest last, after every rank reported success, so an interrupted run never looks complete.
 // A failure on any rank aborts the whole job (MPI_Abort): no rank is left waiting.
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <mpi.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "app_common.hpp"
 #include "halo/aes.hpp"
 #include "halo/backend.hpp"
 #include "halo/engine.hpp"
+#include "halo/int8_exchanger.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/mpi_error.hpp"
-#include "halo/int8_exchanger.hpp"
 #include "halo/mpi_exchanger.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/result.hpp"
@@ -64,6 +75,8 @@ struct Options {
     bool int8_features = false;
     bool layer_timing_only = false;
     bool cuda_graph = false;
+    // Set by main() before run(): the dataset file as this rank found it before reading it.
+    std::pair<dev_t, ino_t> dataset_identity{};
 };
 
 // "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
@@ -95,6 +108,9 @@ std::optional<halo::AesOptions> parse_aes_spmm(const std::string& text)
 }
 
 // HALO_FAULT_INJECT="rank=R,layer=L": rank R throws before layer L (tests of the abort path).
+// "rank=R,layer=L,sleep=S": rank R sleeps S seconds there instead, its peers waiting in the
+// layer's halo exchange, so that a test can kill it (kill -9, SIGTERM) in the middle of the job
+// (tests/apps/test_faults.sh).
 void maybe_inject_fault(int rank, std::size_t layer)
 {
     const char* spec = std::getenv("HALO_FAULT_INJECT");
@@ -103,10 +119,21 @@ void maybe_inject_fault(int rank, std::size_t layer)
     }
     int fault_rank = -1;
     int fault_layer = -1;
-    if (std::sscanf(spec, "rank=%d,layer=%d", &fault_rank, &fault_layer) != 2) {
-        HALO_THROW(halo::InputError, "HALO_FAULT_INJECT='", spec, "' (expected rank=R,layer=L)");
+    int sleep_seconds = -1;
+    const int fields =
+        std::sscanf(spec, "rank=%d,layer=%d,sleep=%d", &fault_rank, &fault_layer, &sleep_seconds);
+    if (fields < 2 || (fields == 3 && sleep_seconds < 0)) {
+        HALO_THROW(halo::InputError, "HALO_FAULT_INJECT='", spec,
+                   "' (expected rank=R,layer=L or rank=R,layer=L,sleep=S)");
     }
     if (fault_rank == rank && fault_layer == static_cast<int>(layer)) {
+        if (fields == 3) {
+            std::fprintf(stderr,
+                         "rank %d (pid %d): sleeping %d s before layer %zu (HALO_FAULT_INJECT)\n",
+                         rank, static_cast<int>(::getpid()), sleep_seconds, layer);
+            std::this_thread::sleep_for(std::chrono::seconds(sleep_seconds));
+            return;
+        }
         HALO_THROW(halo::Error, "injected fault before layer ", layer, " (HALO_FAULT_INJECT)");
     }
 }
@@ -181,8 +208,9 @@ void check_options(const Options& o)
                    "MPI)");
     }
     if (o.save_tuning && o.spmm != "autotune") {
-        HALO_THROW(halo::InputError, "--save-tuning needs --spmm autotune (only the autotuner "
-                                     "makes choices worth storing)");
+        HALO_THROW(halo::InputError,
+                   "--save-tuning needs --spmm autotune (only the autotuner "
+                   "makes choices worth storing)");
     }
     const auto aes = parse_aes_spmm(o.spmm);
     if (!cuda && !o.spmm.empty() && !aes) {
@@ -211,10 +239,12 @@ void check_options(const Options& o)
         // A random model's shape is known now; a model file's is checked in run() once read.
         static_cast<void>(halo::parse_dims(o.random_model));
         if (int8_rows && halo::parse_layer_type(o.layer) == halo::LayerType::maxk) {
-            HALO_THROW(halo::InputError,
-                       "--exchange ", o.exchange, " with --layer maxk: maxk layers exchange CBSR "
+            HALO_THROW(halo::InputError, "--exchange ", o.exchange,
+                       " with --layer maxk: maxk layers exchange CBSR "
                        "records (values and column indices), which int8 quantization would "
-                       "corrupt; use --exchange ", exchange, " (the records are already ~6k "
+                       "corrupt; use --exchange ",
+                       exchange,
+                       " (the records are already ~6k "
                        "instead of 4D bytes per row)");
         }
     }
@@ -224,9 +254,98 @@ void check_options(const Options& o)
 void check_job_size(const Options& o, int size)
 {
     if (o.cuda_graph && size > 1) {
-        HALO_THROW(halo::InputError, "--cuda-graph needs one rank (a dataset of one part), the "
-                                     "job has ", size);
+        HALO_THROW(halo::InputError,
+                   "--cuda-graph needs one rank (a dataset of one part), the "
+                   "job has ",
+                   size);
     }
+}
+
+// The file system object at `path` (device and inode): another halo-partition -o onto the path
+// renames a new file over it, which changes the inode; --save-tuning edits it in place, which does
+// not.
+std::pair<dev_t, ino_t> file_identity(const std::string& path)
+{
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        return {};
+    }
+    return {st.st_dev, st.st_ino};
+}
+
+// Thrown before the manifest: the dataset at the path is no longer the file this rank read at the
+// start, so the ranks may have read parts of two different datasets.
+void check_dataset_unchanged(const Options& o)
+{
+    if (file_identity(o.dataset) != o.dataset_identity) {
+        HALO_THROW(halo::InputError, o.dataset,
+                   ": the dataset was replaced (or removed) while the job ran; its ranks may have "
+                   "read parts of two different datasets, so no manifest is written. Run again.");
+    }
+}
+
+// An exclusive lock on <out>/.halo-infer.lock, held by rank 0 for the whole job (flock: released
+// by the kernel however the process ends, kill -9 included). A second job writing the same --out
+// fails at once instead of mixing its pieces with this job's under one manifest.
+class OutputLock {
+public:
+    explicit OutputLock(const std::filesystem::path& dir)
+    {
+        const auto path = dir / ".halo-infer.lock";
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) {
+            HALO_THROW(halo::IoError, path.string(),
+                       ": cannot create the lock file: ", std::strerror(errno));
+        }
+        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            const int error = errno;
+            ::close(fd_);
+            fd_ = -1;
+            if (error == EWOULDBLOCK) {
+                HALO_THROW(halo::InputError, "--out ", dir.string(),
+                           ": another halo-infer job is writing this directory (it holds ",
+                           path.string(), "); wait for it or choose another --out");
+            }
+            HALO_THROW(halo::IoError, path.string(), ": cannot lock: ", std::strerror(error));
+        }
+    }
+    ~OutputLock()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    OutputLock(const OutputLock&) = delete;
+    OutputLock& operator=(const OutputLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+// SIGTERM (scancel, mpirun forwarding a kill) and SIGINT: one line saying so, then the default
+// action, so the job still ends at once. The line is built before the handler is installed, since
+// only write() may be called in a handler.
+char termination_note[160];
+std::size_t termination_note_length = 0;
+
+extern "C" void report_termination(int signal)
+{
+    if (termination_note_length > 0) {
+        static_cast<void>(::write(STDERR_FILENO, termination_note, termination_note_length));
+    }
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+}
+
+void install_termination_report(int rank)
+{
+    const int n = std::snprintf(termination_note, sizeof termination_note,
+                                "halo-infer: rank %d: terminated by a signal (SIGTERM or SIGINT); "
+                                "the run is incomplete and writes no manifest\n",
+                                rank);
+    termination_note_length = n > 0 ? static_cast<std::size_t>(n) : 0;
+    std::signal(SIGTERM, report_termination);
+    std::signal(SIGINT, report_termination);
 }
 
 int run(halo::MpiWorld& world, const Options& o, const std::string& command)
@@ -270,10 +389,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     if (int8_rows) {
         for (const auto& layer : model.layers) {
             if (layer.type == halo::LayerType::maxk) {
-                HALO_THROW(halo::InputError,
-                           "--exchange ", o.exchange, ": maxk layers exchange CBSR records "
+                HALO_THROW(halo::InputError, "--exchange ", o.exchange,
+                           ": maxk layers exchange CBSR records "
                            "(values and column indices), which int8 quantization would corrupt; "
-                           "use --exchange ", exchange, " (the records are already ~",
+                           "use --exchange ",
+                           exchange, " (the records are already ~",
                            "6k instead of 4D bytes per row)");
             }
         }
@@ -437,10 +557,10 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
         HALO_MPI_TRY(MPI_Barrier(world.comm()));
         halo::app::Stopwatch watch;
         if (o.int8_features) {
-            const halo::QuantizedView q{shard.features_int8.data(), shard.num_owned,
-                                        info.feature_dim, info.feature_dim,
-                                        shard.feature_scale.data(),
-                                        shard.feature_zero_point.data()};
+            const halo::QuantizedView q{
+                shard.features_int8.data(), shard.num_owned,
+                info.feature_dim,           info.feature_dim,
+                shard.feature_scale.data(), shard.feature_zero_point.data()};
             output = engine.run(q);
         } else {
             output = engine.run(features);
@@ -547,6 +667,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
     }
 #endif
 
+    check_dataset_unchanged(o);
     // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
     int ok = 1;
     int all_ok = 0;
@@ -604,10 +725,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
             fmt::print("{}\n", memory_line);
         }
         if (fp32_total > 0.0) {
-            fmt::print("halo exchange: {:.3f} MB moved over all ranks and layers, {:.3f} MB as "
-                       "fp32 rows would be ({:.1f}% saved)\n",
-                       exchanged_total / 1e6, fp32_total / 1e6,
-                       100.0 * (1.0 - exchanged_total / fp32_total));
+            fmt::print(
+                "halo exchange: {:.3f} MB moved over all ranks and layers, {:.3f} MB as "
+                "fp32 rows would be ({:.1f}% saved)\n",
+                exchanged_total / 1e6, fp32_total / 1e6,
+                100.0 * (1.0 - exchanged_total / fp32_total));
         }
         if (const auto kernels = engine.kernel_report(); !kernels.empty()) {
             fmt::print("SpMM kernels chosen on rank 0:\n{}", kernels);
@@ -635,8 +757,8 @@ int main(int argc, char** argv)
     app.add_option("--layer", o.layer,
                    "layer type of --random-model: gcn | sage | gin | linear | maxk | agnn | "
                    "transformer | gat")
-        ->check(CLI::IsMember(
-            {"gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"}))
+        ->check(
+            CLI::IsMember({"gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"}))
         ->capture_default_str();
     app.add_option("--k", o.k, "entries kept per row by --random-model maxk layers")
         ->check(CLI::Range(1, 1024))
@@ -679,8 +801,7 @@ int main(int argc, char** argv)
             } catch (const halo::InputError& e) {
                 return e.message();
             }
-            return v.rfind("aes:", 0) == 0 ? std::string()
-                                           : "unknown SpMM kernel '" + v + "'";
+            return v.rfind("aes:", 0) == 0 ? std::string() : "unknown SpMM kernel '" + v + "'";
         });
     app.add_flag("--save-tuning", o.save_tuning,
                  "with --spmm autotune: store the choices in the dataset (kernels/autotune of "
@@ -751,12 +872,34 @@ int main(int argc, char** argv)
         return 1;
     }
     const auto command = halo::app::command_line(argc, argv);
+    install_termination_report(world->rank());
+    std::optional<OutputLock> lock;
     try {
+        // Rank 0 locks --out for the job; a refusal is reported once and every rank exits 1.
+        std::string lock_error;
+        if (world->rank() == 0) {
+            try {
+                std::filesystem::create_directories(o.out);
+                lock.emplace(o.out);
+            } catch (const halo::Error& e) {
+                lock_error = e.message();
+            } catch (const std::filesystem::filesystem_error& e) {
+                lock_error = e.what();
+            }
+        }
+        int locked = lock_error.empty() ? 1 : 0;
+        HALO_MPI_TRY(MPI_Bcast(&locked, 1, MPI_INT, 0, world->comm()));
+        if (locked == 0) {
+            if (world->rank() == 0) {
+                fmt::print(stderr, "halo-infer: error: {}\n", lock_error);
+            }
+            return 1;
+        }
         if (world->rank() == 0) {
             // A manifest from an earlier run must not survive into this one.
-            std::filesystem::create_directories(o.out);
             std::filesystem::remove(halo::result_manifest_path(o.out));
         }
+        o.dataset_identity = file_identity(o.dataset);
         HALO_MPI_TRY(MPI_Barrier(world->comm()));
         return run(*world, o, command);
     } catch (const halo::InputError& e) {

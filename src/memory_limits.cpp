@@ -60,9 +60,9 @@ std::uint64_t available_memory_bytes()
     if (bytes == 0) {
         const long pages = ::sysconf(_SC_PHYS_PAGES);
         const long page_size = ::sysconf(_SC_PAGESIZE);
-        bytes = pages > 0 && page_size > 0 ? static_cast<std::uint64_t>(pages) *
-                                                 static_cast<std::uint64_t>(page_size)
-                                           : std::numeric_limits<std::uint64_t>::max();
+        bytes = pages > 0 && page_size > 0
+                    ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size)
+                    : std::numeric_limits<std::uint64_t>::max();
     }
     bytes = std::min(bytes, cgroup_limit());
     if (const char* cap = std::getenv("HALO_MEMORY_LIMIT_BYTES"); cap != nullptr && *cap != '\0') {
