@@ -235,6 +235,7 @@ void check_options(const Options& o)
                    "--cuda-graph needs --backend cuda, one rank (a dataset of one part) and no "
                    "--save-layers");
     }
+    maybe_inject_fault(-1, 0);  // a malformed HALO_FAULT_INJECT is an error before the job
     if (o.model.empty()) {
         // A random model's shape is known now; a model file's is checked in run() once read.
         static_cast<void>(halo::parse_dims(o.random_model));
@@ -246,6 +247,30 @@ void check_options(const Options& o)
                        exchange,
                        " (the records are already ~6k "
                        "instead of 4D bytes per row)");
+        }
+    }
+}
+
+// Checks every rank makes alike from the files' existence and the dataset's root attributes,
+// before any rank reads its part or writes anything: main() reports the first failing rank's
+// message once and every rank exits 1 without MPI_Abort.
+void check_inputs(const Options& o, int size)
+{
+    const auto info = halo::read_dataset_info(o.dataset);
+    if (info.num_parts != size) {
+        HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
+                   size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
+                   ", or partition again with --parts ", size);
+    }
+    if (!o.model.empty() && !std::filesystem::is_regular_file(o.model)) {
+        HALO_THROW(halo::InputError, o.model, ": no such file (--model)");
+    }
+    if (!o.eval_nodes.empty()) {
+        if (!std::filesystem::is_regular_file(o.eval_nodes)) {
+            HALO_THROW(halo::InputError, o.eval_nodes, ": no such file (--eval-nodes)");
+        }
+        if (!info.has_labels) {
+            HALO_THROW(halo::InputError, "--eval-nodes given, but ", o.dataset, " has no labels");
         }
     }
 }
@@ -747,6 +772,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command)
 
 int main(int argc, char** argv)
 {
+    halo::app::fail_writes_past_file_size_limit();
     Options o;
     CLI::App app{"halo-infer: distributed layer-wise GNN inference, one rank per dataset part"};
     app.add_option("dataset", o.dataset, "dataset written by halo-partition")->required();
@@ -900,7 +926,21 @@ int main(int argc, char** argv)
             std::filesystem::remove(halo::result_manifest_path(o.out));
         }
         o.dataset_identity = file_identity(o.dataset);
-        HALO_MPI_TRY(MPI_Barrier(world->comm()));
+        std::string input_error;
+        try {
+            check_inputs(o, world->size());
+        } catch (const halo::Error& e) {
+            input_error = e.message();
+        }
+        int first_failed = input_error.empty() ? world->size() : world->rank();
+        HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN,
+                                   world->comm()));
+        if (first_failed < world->size()) {
+            if (world->rank() == first_failed) {
+                fmt::print(stderr, "halo-infer: error: {}\n", input_error);
+            }
+            return 1;
+        }
         return run(*world, o, command);
     } catch (const halo::InputError& e) {
         // Input errors found alike on every rank (rank count, model shape) need no abort; others

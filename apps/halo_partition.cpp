@@ -231,6 +231,7 @@ int run(const Options& o, const std::string& command)
 
 int main(int argc, char** argv)
 {
+    halo::app::fail_writes_past_file_size_limit();
     Options o;
     CLI::App app{
         "halo-partition: partition a graph into one shard per rank and write the HDF5 "

@@ -12,6 +12,17 @@
 
 namespace halo::store {
 
+namespace {
+
+// HDF5 1.10 crashes at exit (H5_term_library -> H5F__close_cb, a segfault) once an H5Fclose has
+// failed, as it does when the disk fills while the file's metadata is flushed: a clean "No space
+// left on device" error became exit status 139 (tests/apps/test_faults.sh). Its atexit clean-up
+// is not needed: the store closes every object it opens, and the process is ending. H5dont_atexit
+// must precede the library's initialization, hence a static initializer.
+[[maybe_unused]] const herr_t hdf5_no_atexit = H5dont_atexit();
+
+}  // namespace
+
 namespace detail {
 
 namespace {

@@ -6,7 +6,7 @@
 # it, no manifest in --out. Prints "ok   - <case>: <the error line>" for each.
 # Usage: test_bad_inputs.sh BIN_DIR MPIEXEC
 set -uo pipefail
-bin=$1
+bin=$(cd "$1" && pwd)
 mpiexec=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/halo-bad-XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -15,6 +15,9 @@ cases=0
 pass() { echo "ok   - $1"; }
 fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
 export OMP_NUM_THREADS=1
+# numpy and h5py: python3, else the system one (a pyenv python3 may lack them).
+py=python3
+"$py" -c "import numpy, h5py" 2>/dev/null || py=/usr/bin/python3
 mpi=("$mpiexec" --oversubscribe --allow-run-as-root)
 
 # bad LABEL REGEX [--option-error] -- COMMAND...: runs COMMAND in an empty directory $work/run
@@ -77,7 +80,7 @@ head -c 50 "$d/tri.hcsr" >"$d/truncated.hcsr"
 cp "$d/tri.hcsr" "$d/flipped.hcsr"
 printf '\x07' | dd of="$d/flipped.hcsr" bs=1 seek=50 conv=notrunc status=none
 printf 'not numpy' >"$d/magic.npy"
-python3 - "$d" <<'PY' 2>/dev/null || echo "note: python3 numpy/h5py missing: .npy and HDF5 craft cases skipped"
+"$py" - "$d" <<'PY' 2>/dev/null || echo "note: python3 numpy/h5py missing: .npy and HDF5 craft cases skipped"
 import sys, numpy as np, h5py
 d = sys.argv[1]
 np.save(f"{d}/three_d.npy", np.zeros((3, 2, 2), np.float32))
@@ -181,7 +184,7 @@ bad "partition: fewer labels than nodes" "labels-short\.txt.*2.*3" -- "${P[@]}" 
 bad "infer: --layer maxk --exchange int8 on 3 ranks" "maxk" --option-error -- "${I3[@]}" "$d/g3.h5" --random-model 16,8 --layer maxk --exchange int8 --out out
 bad "infer: --exchange nccl on the cpu backend" "exchange nccl needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange nccl --out out
 bad "infer: --spmm cusparse on the cpu backend" "spmm cusparse needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm cusparse --out out
-bad "infer: --spmm aes:5 (width outside 16..1024)" "aes:5" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm aes:5 --out out
+bad "infer: --spmm aes:5 (width outside 16..1024)" "W = 5 outside" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm aes:5 --out out
 bad "infer: --spmm foo" "foo" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm foo --out out
 bad "infer: --save-tuning without autotune" "save-tuning needs --spmm autotune" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --save-tuning --out out
 bad "infer: --int8-features with --exchange mpi-int8" "int8-features with --exchange mpi-int8" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --int8-features --exchange mpi-int8 --out out
@@ -194,21 +197,21 @@ bad "infer: --repeat 0" "repeat" --option-error -- "${I[@]}" "$d/g2.h5" --random
 bad "infer: --layer unknown" "layer.*resnet|resnet" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --layer resnet --out out
 bad "infer: no --out" "out.*required|required" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8
 # ---- halo-infer: data ------------------------------------------------------------------------------
-bad "infer: dataset missing" "nope\.h5" -- "${I[@]}" "$d/nope.h5" --random-model 16,8 --out out
-bad "infer: dataset not HDF5" "text\.h5" -- "${I[@]}" "$d/text.h5" --random-model 16,8 --out out
-bad "infer: dataset truncated" "truncated\.h5" -- "${I[@]}" "$d/truncated.h5" --random-model 16,8 --out out
+bad "infer: dataset missing" "nope\.h5" --option-error -- "${I[@]}" "$d/nope.h5" --random-model 16,8 --out out
+bad "infer: dataset not HDF5" "text\.h5" --option-error -- "${I[@]}" "$d/text.h5" --random-model 16,8 --out out
+bad "infer: dataset truncated" "truncated\.h5" --option-error -- "${I[@]}" "$d/truncated.h5" --random-model 16,8 --out out
 bad "infer: 2-part dataset on 3 ranks" "has 2 parts but the job has 3 ranks" --option-error -- "${I3[@]}" "$d/g2.h5" --random-model 16,8 --out out
-bad "infer: model file missing" "nomodel\.h5" -- "${I[@]}" "$d/g2.h5" --model "$d/nomodel.h5" --out out
+bad "infer: model file missing" "nomodel\.h5" --option-error -- "${I[@]}" "$d/g2.h5" --model "$d/nomodel.h5" --out out
 bad "infer: a dataset given as the model" "g2\.h5.*not a HaloGNN model" -- "${I[@]}" "$d/g2.h5" --model "$d/g2.h5" --out out
 if [ -f "$d/huge-model.h5" ]; then
 bad "infer: model weight declaring 2^24 x 2^24 (size before allocation)" "huge-model\.h5: /layers/0/weight.*declares" -- "${I[@]}" "$d/g2.h5" --model "$d/huge-model.h5" --out out
 bad "infer: part declaring 10^12 rows (size before allocation)" "trillion\.h5.*(global_ids|num_owned)" -- "${I[@]}" "$d/trillion.h5" --random-model 16,8 --out out
 fi
-bad "infer: --eval-nodes file missing" "nodes-missing\.txt|no labels" -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --eval-nodes "$d/nodes-missing.txt" --out out
-bad "infer: --eval-nodes on a dataset without labels" "no labels" -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --eval-nodes "$d/nodes-range.txt" --out out
-bad "infer: --out is a file" "a-file" -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --out "$d/a-file"
-bad "infer: --out not writable" "/proc/halo-out" -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --out /proc/halo-out
-bad "infer: HALO_FAULT_INJECT malformed" "HALO_FAULT_INJECT='bogus'" -- env HALO_FAULT_INJECT=bogus "${I[@]}" -x HALO_FAULT_INJECT "$d/g2.h5" --random-model 16,8 --out out
+bad "infer: --eval-nodes file missing" "nodes-missing\.txt: no such file" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --eval-nodes "$d/nodes-missing.txt" --out out
+bad "infer: --eval-nodes on a dataset without labels" "no labels" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --eval-nodes "$d/nodes-range.txt" --out out
+bad "infer: --out is a file" "a-file" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --out "$d/a-file"
+bad "infer: --out not writable" "/proc/halo-out" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --out /proc/halo-out
+bad "infer: HALO_FAULT_INJECT malformed" "HALO_FAULT_INJECT='bogus'" --option-error -- env HALO_FAULT_INJECT=bogus "${mpi[@]}" -n 2 -x HALO_FAULT_INJECT "$bin/halo-infer" "$d/g2.h5" --random-model 16,8 --out out
 # ---- halo-inspect ------------------------------------------------------------------------------------
 bad "inspect: path missing" "nope\.h5" -- "${S[@]}" "$d/nope.h5"
 bad "inspect: results without manifest" "nomanifest.*no manifest" -- "${S[@]}" "$d/nomanifest"
