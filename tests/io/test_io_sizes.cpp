@@ -32,8 +32,9 @@ void expect_input_error(Fn&& fn, std::initializer_list<std::string> parts)
 TEST(IoSizes, MatrixMarketDeclaringATrillionRows)
 {
     const auto file = halo::testing::scratch_dir("io-sizes") / "trillion.mtx";
-    halo::testing::write_file(file, "%%MatrixMarket matrix coordinate pattern general\n"
-                                    "1000000000000 1000000000000 1\n1 1\n");
+    halo::testing::write_file(file,
+                              "%%MatrixMarket matrix coordinate pattern general\n"
+                              "1000000000000 1000000000000 1\n1 1\n");
     expect_input_error([&] { halo::read_matrix_market(file); },
                        {file.string() + ":2", "1000000000000 nodes", "GiB"});
 }
@@ -48,7 +49,8 @@ TEST(IoSizes, CooFeaturesDeclaringATrillionRows)
 TEST(IoSizes, NpyDeclaringMoreThanItHolds)
 {
     const auto file = halo::testing::scratch_dir("io-sizes") / "big.npy";
-    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000, 1000), }";
+    std::string header =
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000, 1000), }";
     header.append(64 - (10 + header.size() + 1) % 64, ' ');
     header += '\n';
     std::string bytes = "\x93NUMPY";

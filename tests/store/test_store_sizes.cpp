@@ -38,9 +38,9 @@ void declare_dataset(const std::filesystem::path& file, const std::string& path,
     if (deflate) {
         ASSERT_GE(H5Pset_deflate(plist.get(), 6), 0);
     }
-    const halo::store::Handle ds(H5Dcreate2(f.get(), path.c_str(), type, space.get(), H5P_DEFAULT,
-                                            plist.get(), H5P_DEFAULT),
-                                 H5Dclose);
+    const halo::store::Handle ds(
+        H5Dcreate2(f.get(), path.c_str(), type, space.get(), H5P_DEFAULT, plist.get(), H5P_DEFAULT),
+        H5Dclose);
     ASSERT_TRUE(ds.valid()) << path;
 }
 
@@ -89,8 +89,8 @@ TEST_F(StoreSizes, PartDeclaringATrillionRowsIsRefusedBeforeAllocation)
 
 TEST_F(StoreSizes, CompressedDatasetBeyondMemoryIsRefused)
 {
-    declare_dataset(path_, "/parts/1/features/values", H5T_IEEE_F32LE,
-                    {1'000'000'000'000ULL, 4}, /*deflate=*/true);
+    declare_dataset(path_, "/parts/1/features/values", H5T_IEEE_F32LE, {1'000'000'000'000ULL, 4},
+                    /*deflate=*/true);
     const halo::store::QuietErrors quiet;
     const auto f = halo::store::open_file_read_only(path_.string());
     const halo::store::Where root{path_.string(), "/"};
@@ -102,8 +102,7 @@ TEST_F(StoreSizes, CompressedDatasetBeyondMemoryIsRefused)
             halo::store::read_matrix<float>(features.get(), root.child("parts/1/features"),
                                             "values", 1'000'000'000'000LL, 4, "test");
         },
-        {"/parts/1/features/values", "shape [1000000000000, 4] needs", "GiB",
-         "available"});
+        {"/parts/1/features/values", "shape [1000000000000, 4] needs", "GiB", "available"});
 }
 
 TEST_F(StoreSizes, MemoryLimitRefusesAnOtherwiseValidDataset)
