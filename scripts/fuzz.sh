@@ -38,7 +38,7 @@ hdf5_findings=()
 first_frame() {
   awk '/ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)|runtime error|Direct leak|Indirect leak/ {f = 1}
        f && /^ *#[0-9]+ / {
-         if ($0 ~ /__interceptor_|in (malloc|calloc|realloc|free|operator new|operator delete)|__asan|__ubsan|__sanitizer|libclang_rt/) next
+         if ($0 ~ /__interceptor_|in (malloc|calloc|realloc|free|operator new|operator delete)|__asan|__ubsan|__sanitizer|libclang_rt|fuzzer::|libc\.so/) next
          print; exit }' "$1"
 }
 for t in "${targets[@]}"; do
