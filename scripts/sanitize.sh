@@ -21,7 +21,7 @@ cmake --build "$build_dir" -j "$jobs"
 # the library list (verify_asan_link_order=0). The slow unwinder gives whole stacks through
 # libraries built without frame pointers, so that lsan.supp's library names match.
 cc -shared -fPIC -O2 tests/sanitizers/keep_dlopened.c -o "$build_dir/keep_dlopened.so"
-export LD_PRELOAD=$root/$build_dir/keep_dlopened.so
+export LD_PRELOAD=$(cd "$build_dir" && pwd)/keep_dlopened.so
 # The options reach every rank: mpiexec passes its environment to the processes it starts.
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=0:check_initialization_order=1:verify_asan_link_order=0:fast_unwind_on_malloc=0:print_suppressions=0:suppressions=$root/tests/sanitizers/asan.supp"
 export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"

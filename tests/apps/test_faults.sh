@@ -91,7 +91,7 @@ finish_job() {
   status=$?
   elapsed=$(( $(date +%s) - start ))
   if [ "$status" -ne 0 ] && [ "$elapsed" -le 30 ] && grep -Eqi "$pattern" "$job_log"; then
-    pass "$label: exit status $status after ${elapsed}s"
+    pass "$label: exit status $status after ${elapsed}s: $(grep -Eim1 "$pattern" "$job_log" | cut -c1-200)"
   else
     fail "$label: status $status after ${elapsed}s, expected non-zero within 30 s and /$pattern/"
     cat "$job_log"
@@ -141,7 +141,7 @@ full_disk_infer() {
   elapsed=$(( $(date +%s) - start ))
   if [ "$status" -ne 0 ] && [ "$elapsed" -le 30 ] &&
      grep -Eq "(part-[01]\.h5|$out).*(space|too large|write|flush|close)" "$work/disk.log"; then
-    pass "$label: exit status $status after ${elapsed}s, the error names the file"
+    pass "$label: exit status $status after ${elapsed}s: $(grep -m1 "halo-[a-z]*: error" "$work/disk.log" | cut -c1-220)"
   else
     fail "$label: status $status after ${elapsed}s"; cat "$work/disk.log"
   fi
@@ -154,7 +154,7 @@ full_disk_partition() {
   "$@" "$bin/halo-partition" rmat:12:8:5 --parts 2 -q -o "$target" >"$work/disk.log" 2>&1
   status=$?
   if [ "$status" -eq 1 ] && grep -q "$(basename "$target").*\(space\|too large\)" "$work/disk.log"; then
-    pass "$label: exit status $status, the error names the file"
+    pass "$label: exit status $status: $(grep -m1 "halo-[a-z]*: error" "$work/disk.log" | cut -c1-220)"
   else
     fail "$label: status $status"; cat "$work/disk.log"
   fi
