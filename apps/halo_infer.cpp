@@ -933,8 +933,8 @@ int main(int argc, char** argv)
             input_error = e.message();
         }
         int first_failed = input_error.empty() ? world->size() : world->rank();
-        HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN,
-                                   world->comm()));
+        HALO_MPI_TRY(
+            MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, world->comm()));
         if (first_failed < world->size()) {
             if (world->rank() == first_failed) {
                 fmt::print(stderr, "halo-infer: error: {}\n", input_error);
