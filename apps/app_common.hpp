@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -45,6 +46,14 @@ std::int64_t peak_rss_bytes();
 
 /// Human-readable byte count ("1.5 GiB").
 std::string format_bytes(double bytes);
+
+/// A file-size limit (ulimit -f, a batch system's RLIMIT_FSIZE) kills a process that writes past
+/// it with SIGXFSZ, silently. Ignored, the write fails with EFBIG instead and the writer's error
+/// names the file ("File too large"), like a full disk's ENOSPC. Called first in the tools' main.
+inline void fail_writes_past_file_size_limit()
+{
+    std::signal(SIGXFSZ, SIG_IGN);
+}
 
 /// Runs `body`, printing "<tool>: error: <message>" for exceptions; returns the exit code
 /// (0 success, 1 error, 2 bad usage is left to CLI11).

@@ -4,18 +4,29 @@
 // exchange overlapped with interior aggregation, and writes its own rows. Rank 0 writes the
 // manifest last, after every rank reported success, so an interrupted run never looks complete.
 // A failure on any rank aborts the whole job (MPI_Abort): no rank is left waiting.
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <mpi.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "app_common.hpp"
@@ -23,10 +34,10 @@
 #include "halo/aes.hpp"
 #include "halo/backend.hpp"
 #include "halo/engine.hpp"
+#include "halo/int8_exchanger.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/mpi_error.hpp"
-#include "halo/int8_exchanger.hpp"
 #include "halo/mpi_exchanger.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/result.hpp"
@@ -70,6 +81,8 @@ struct Options {
     bool no_save_tuning = false;
     std::string device_memory_limit;  // empty = the backend's default
     bool out_of_core = false;         // row blocks even when the shard fits
+    // Set by main() before run(): the dataset file as this rank found it before reading it.
+    std::pair<dev_t, ino_t> dataset_identity{};
 };
 
 // "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
@@ -101,6 +114,9 @@ std::optional<halo::AesOptions> parse_aes_spmm(const std::string& text)
 }
 
 // HALO_FAULT_INJECT="rank=R,layer=L": rank R throws before layer L (tests of the abort path).
+// "rank=R,layer=L,sleep=S": rank R sleeps S seconds there instead, its peers waiting in the
+// layer's halo exchange, so that a test can kill it (kill -9, SIGTERM) in the middle of the job
+// (tests/apps/test_faults.sh).
 void maybe_inject_fault(int rank, std::size_t layer)
 {
     const char* spec = std::getenv("HALO_FAULT_INJECT");
@@ -109,10 +125,21 @@ void maybe_inject_fault(int rank, std::size_t layer)
     }
     int fault_rank = -1;
     int fault_layer = -1;
-    if (std::sscanf(spec, "rank=%d,layer=%d", &fault_rank, &fault_layer) != 2) {
-        HALO_THROW(halo::InputError, "HALO_FAULT_INJECT='", spec, "' (expected rank=R,layer=L)");
+    int sleep_seconds = -1;
+    const int fields =
+        std::sscanf(spec, "rank=%d,layer=%d,sleep=%d", &fault_rank, &fault_layer, &sleep_seconds);
+    if (fields < 2 || (fields == 3 && sleep_seconds < 0)) {
+        HALO_THROW(halo::InputError, "HALO_FAULT_INJECT='", spec,
+                   "' (expected rank=R,layer=L or rank=R,layer=L,sleep=S)");
     }
     if (fault_rank == rank && fault_layer == static_cast<int>(layer)) {
+        if (fields == 3) {
+            std::fprintf(stderr,
+                         "rank %d (pid %d): sleeping %d s before layer %zu (HALO_FAULT_INJECT)\n",
+                         rank, static_cast<int>(::getpid()), sleep_seconds, layer);
+            std::this_thread::sleep_for(std::chrono::seconds(sleep_seconds));
+            return;
+        }
         HALO_THROW(halo::Error, "injected fault before layer ", layer, " (HALO_FAULT_INJECT)");
     }
 }
@@ -168,6 +195,202 @@ void save_tuning(halo::MpiWorld& world, const std::string& dataset,
     }
 }
 
+// --exchange TRANSPORT[-int8] | int8: the transport (empty: the backend's default, nccl on cuda,
+// mpi on cpu), and whether rows travel as int8 records (halo/int8_exchanger.hpp).
+struct ExchangeChoice {
+    std::string transport;
+    bool int8_rows = false;
+};
+
+ExchangeChoice parse_exchange(const std::string& text)
+{
+    if (text == "int8") {
+        return {"", true};
+    }
+    if (text.ends_with("-int8")) {
+        return {text.substr(0, text.size() - 5), true};
+    }
+    return {text, false};
+}
+
+// Every check that needs neither the data nor MPI: run before MPI_Init, so that a conflict of
+// options is one message and a clean exit 1, never an MPI_Abort of a started job.
+void check_options(const Options& o)
+{
+    const bool cuda = o.backend == "cuda";
+    const auto [transport, int8_rows] = parse_exchange(o.exchange);
+    const std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
+    if (!cuda && (exchange != "mpi" || o.device >= 0)) {
+        HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + o.exchange,
+                   " needs --backend cuda (the cpu backend runs on the host and exchanges over "
+                   "MPI)");
+    }
+    if (o.save_tuning && o.spmm != "autotune") {
+        HALO_THROW(halo::InputError,
+                   "--save-tuning needs --spmm autotune (only the autotuner "
+                   "makes choices worth storing)");
+    }
+    const auto aes = parse_aes_spmm(o.spmm);
+    if (!cuda && !o.spmm.empty() && o.spmm != "auto" && !aes) {
+        HALO_THROW(halo::InputError, "--spmm ", o.spmm,
+                   " needs --backend cuda (the cpu backend runs the reference SpMM, or "
+                   "aes:W)");
+    }
+#ifndef HALO_HAVE_CUDA
+    if (cuda) {
+        HALO_THROW(halo::InputError,
+                   "--backend cuda: halo-infer was built without CUDA "
+                   "(configure with -DHALO_ENABLE_CUDA=ON), use --backend cpu");
+    }
+#endif
+    if (o.int8_features && int8_rows) {
+        HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
+                   ": the first layer already exchanges int8 rows, and re-quantizing them would "
+                   "corrupt them; drop one of the two");
+    }
+    if (o.cuda_graph && (!cuda || o.save_layers || o.step_timing)) {
+        HALO_THROW(halo::InputError,
+                   "--cuda-graph needs --backend cuda, one rank (a dataset of one part), no "
+                   "--save-layers and no --step-timing");
+    }
+    maybe_inject_fault(-1, 0);  // a malformed HALO_FAULT_INJECT is an error before the job
+    if (o.model.empty()) {
+        // A random model's shape is known now; a model file's is checked in run() once read.
+        static_cast<void>(halo::parse_dims(o.random_model));
+        if (int8_rows && halo::parse_layer_type(o.layer) == halo::LayerType::maxk) {
+            HALO_THROW(halo::InputError, "--exchange ", o.exchange,
+                       " with --layer maxk: maxk layers exchange CBSR "
+                       "records (values and column indices), which int8 quantization would "
+                       "corrupt; use --exchange ",
+                       exchange,
+                       " (the records are already ~6k "
+                       "instead of 4D bytes per row)");
+        }
+    }
+}
+
+// Checks every rank makes alike from the files' existence and the dataset's root attributes,
+// before any rank reads its part or writes anything: main() reports the first failing rank's
+// message once and every rank exits 1 without MPI_Abort.
+void check_inputs(const Options& o, int size)
+{
+    const auto info = halo::read_dataset_info(o.dataset);
+    if (info.num_parts != size) {
+        HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
+                   size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
+                   ", or partition again with --parts ", size);
+    }
+    if (!o.model.empty() && !std::filesystem::is_regular_file(o.model)) {
+        HALO_THROW(halo::InputError, o.model, ": no such file (--model)");
+    }
+    if (!o.eval_nodes.empty()) {
+        if (!std::filesystem::is_regular_file(o.eval_nodes)) {
+            HALO_THROW(halo::InputError, o.eval_nodes, ": no such file (--eval-nodes)");
+        }
+        if (!info.has_labels) {
+            HALO_THROW(halo::InputError, "--eval-nodes given, but ", o.dataset, " has no labels");
+        }
+    }
+}
+
+// The checks that need only the number of ranks (rank 0 reports them once after MPI_Init).
+void check_job_size(const Options& o, int size)
+{
+    if (o.cuda_graph && size > 1) {
+        HALO_THROW(halo::InputError,
+                   "--cuda-graph needs one rank (a dataset of one part), the "
+                   "job has ",
+                   size);
+    }
+}
+
+// The file system object at `path` (device and inode): another halo-partition -o onto the path
+// renames a new file over it, which changes the inode; --save-tuning edits it in place, which does
+// not.
+std::pair<dev_t, ino_t> file_identity(const std::string& path)
+{
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        return {};
+    }
+    return {st.st_dev, st.st_ino};
+}
+
+// Thrown before the manifest: the dataset at the path is no longer the file this rank read at the
+// start, so the ranks may have read parts of two different datasets.
+void check_dataset_unchanged(const Options& o)
+{
+    if (file_identity(o.dataset) != o.dataset_identity) {
+        HALO_THROW(halo::InputError, o.dataset,
+                   ": the dataset was replaced (or removed) while the job ran; its ranks may have "
+                   "read parts of two different datasets, so no manifest is written. Run again.");
+    }
+}
+
+// An exclusive lock on <out>/.halo-infer.lock, held by rank 0 for the whole job (flock: released
+// by the kernel however the process ends, kill -9 included). A second job writing the same --out
+// fails at once instead of mixing its pieces with this job's under one manifest.
+class OutputLock {
+public:
+    explicit OutputLock(const std::filesystem::path& dir)
+    {
+        const auto path = dir / ".halo-infer.lock";
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) {
+            HALO_THROW(halo::IoError, path.string(),
+                       ": cannot create the lock file: ", std::strerror(errno));
+        }
+        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            const int error = errno;
+            ::close(fd_);
+            fd_ = -1;
+            if (error == EWOULDBLOCK) {
+                HALO_THROW(halo::InputError, "--out ", dir.string(),
+                           ": another halo-infer job is writing this directory (it holds ",
+                           path.string(), "); wait for it or choose another --out");
+            }
+            HALO_THROW(halo::IoError, path.string(), ": cannot lock: ", std::strerror(error));
+        }
+    }
+    ~OutputLock()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    OutputLock(const OutputLock&) = delete;
+    OutputLock& operator=(const OutputLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+// SIGTERM (scancel, mpirun forwarding a kill) and SIGINT: one line saying so, then the default
+// action, so the job still ends at once. The line is built before the handler is installed, since
+// only write() may be called in a handler.
+char termination_note[160];
+std::size_t termination_note_length = 0;
+
+extern "C" void report_termination(int signal)
+{
+    if (termination_note_length > 0) {
+        static_cast<void>(::write(STDERR_FILENO, termination_note, termination_note_length));
+    }
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+}
+
+void install_termination_report(int rank)
+{
+    const int n = std::snprintf(termination_note, sizeof termination_note,
+                                "halo-infer: rank %d: terminated by a signal (SIGTERM or SIGINT); "
+                                "the run is incomplete and writes no manifest\n",
+                                rank);
+    termination_note_length = n > 0 ? static_cast<std::size_t>(n) : 0;
+    std::signal(SIGTERM, report_termination);
+    std::signal(SIGINT, report_termination);
+}
+
 // Bytes of a part as the dataset stores them (what its read moved from the file).
 double stored_bytes(const halo::Shard& s)
 {
@@ -203,37 +426,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
                    ", or partition again with --parts ", size);
     }
     const bool cuda = o.backend == "cuda";
-    // --exchange TRANSPORT[-int8] | int8: the transport (default nccl on cuda, mpi on cpu), and
-    // whether rows travel as int8 records (halo/int8_exchanger.hpp).
-    std::string transport = o.exchange;
-    bool int8_rows = false;
-    if (transport == "int8" || transport.ends_with("-int8")) {
-        int8_rows = true;
-        transport = transport == "int8" ? "" : transport.substr(0, transport.size() - 5);
-    }
+    const auto choice = parse_exchange(o.exchange);
+    const std::string& transport = choice.transport;
+    const bool int8_rows = choice.int8_rows;
     std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
-    if (!cuda && (exchange != "mpi" || o.device >= 0)) {
-        HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + o.exchange,
-                   " needs --backend cuda (the cpu backend runs on the host and exchanges over "
-                   "MPI)");
-    }
-    if (o.save_tuning && o.spmm != "autotune") {
-        HALO_THROW(halo::InputError, "--save-tuning needs --spmm autotune (only the autotuner "
-                                     "makes choices worth storing)");
-    }
     const auto aes = parse_aes_spmm(o.spmm);
-    if (!cuda && !o.spmm.empty() && o.spmm != "auto" && !aes) {
-        HALO_THROW(halo::InputError, "--spmm ", o.spmm,
-                   " needs --backend cuda (the cpu backend runs the reference SpMM, or "
-                   "aes:W)");
-    }
-#ifndef HALO_HAVE_CUDA
-    if (cuda) {
-        HALO_THROW(halo::InputError,
-                   "--backend cuda: halo-infer was built without CUDA "
-                   "(configure with -DHALO_ENABLE_CUDA=ON), use --backend cpu");
-    }
-#endif
 
     // Model: from a file, or random from the seed (the same on every rank).
     step.restart();
@@ -252,18 +449,14 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
                    info.feature_dim > 0 ? info.feature_type : std::string("no"),
                    " features (partition with --features ... --quantize int8)");
     }
-    if (o.int8_features && int8_rows) {
-        HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
-                   ": the first layer already exchanges int8 rows, and re-quantizing them would "
-                   "corrupt them; drop one of the two");
-    }
     if (int8_rows) {
         for (const auto& layer : model.layers) {
             if (layer.type == halo::LayerType::maxk) {
-                HALO_THROW(halo::InputError,
-                           "--exchange ", o.exchange, ": maxk layers exchange CBSR records "
+                HALO_THROW(halo::InputError, "--exchange ", o.exchange,
+                           ": maxk layers exchange CBSR records "
                            "(values and column indices), which int8 quantization would corrupt; "
-                           "use --exchange ", exchange, " (the records are already ~",
+                           "use --exchange ",
+                           exchange, " (the records are already ~",
                            "6k instead of 4D bytes per row)");
             }
         }
@@ -664,6 +857,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
                store_any == 1 ? "autotune choices into the dataset" : "nothing to store");
     const auto phase_rows = halo::app::report_phases(world.comm(), phases, process.seconds(), lead);
 
+    check_dataset_unchanged(o);
     // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
     int ok = 1;
     int all_ok = 0;
@@ -723,10 +917,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
             fmt::print("{}\n", memory_line);
         }
         if (fp32_total > 0.0) {
-            fmt::print("halo exchange: {:.3f} MB moved over all ranks and layers, {:.3f} MB as "
-                       "fp32 rows would be ({:.1f}% saved)\n",
-                       exchanged_total / 1e6, fp32_total / 1e6,
-                       100.0 * (1.0 - exchanged_total / fp32_total));
+            fmt::print(
+                "halo exchange: {:.3f} MB moved over all ranks and layers, {:.3f} MB as "
+                "fp32 rows would be ({:.1f}% saved)\n",
+                exchanged_total / 1e6, fp32_total / 1e6,
+                100.0 * (1.0 - exchanged_total / fp32_total));
         }
         if (const auto kernels = engine.kernel_report(); !kernels.empty()) {
             fmt::print("SpMM kernels chosen on rank 0:\n{}", kernels);
@@ -745,15 +940,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
 int main(int argc, char** argv)
 {
     const halo::app::Stopwatch process;
-    // MPI first: a rank that fails anywhere below can still abort the whole job.
-    std::unique_ptr<halo::MpiWorld> world;
-    try {
-        world = std::make_unique<halo::MpiWorld>(&argc, &argv);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "halo-infer: cannot start MPI: {}\n", e.what());
-        return 1;
-    }
-    const double mpi_seconds = process.seconds();
+    halo::app::fail_writes_past_file_size_limit();
     Options o;
     CLI::App app{"halo-infer: distributed layer-wise GNN inference, one rank per dataset part"};
     app.add_option("dataset", o.dataset, "dataset written by halo-partition")->required();
@@ -764,8 +951,8 @@ int main(int argc, char** argv)
     app.add_option("--layer", o.layer,
                    "layer type of --random-model: gcn | sage | gin | linear | maxk | agnn | "
                    "transformer | gat")
-        ->check(CLI::IsMember(
-            {"gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"}))
+        ->check(
+            CLI::IsMember({"gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"}))
         ->capture_default_str();
     app.add_option("--k", o.k, "entries kept per row by --random-model maxk layers")
         ->check(CLI::Range(1, 1024))
@@ -810,8 +997,7 @@ int main(int argc, char** argv)
             } catch (const halo::InputError& e) {
                 return e.message();
             }
-            return v.rfind("aes:", 0) == 0 ? std::string()
-                                           : "unknown SpMM kernel '" + v + "'";
+            return v.rfind("aes:", 0) == 0 ? std::string() : "unknown SpMM kernel '" + v + "'";
         });
     app.add_flag("--save-tuning", o.save_tuning,
                  "with --spmm autotune: store the choices in the dataset (kernels/autotune of "
@@ -863,23 +1049,88 @@ int main(int argc, char** argv)
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "print nothing but errors");
+    // Options are parsed and checked before MPI starts; what failed is reported once, by rank 0,
+    // after MPI_Init, and every rank then finalizes cleanly and exits 1 (no MPI_Abort).
+    std::optional<CLI::ParseError> parse_error;
+    std::string option_error;
     try {
         app.parse(argc, argv);
         if (o.model.empty() && o.random_model.empty()) {
             throw CLI::RequiredError("--model or --random-model");
         }
+        check_options(o);
     } catch (const CLI::ParseError& e) {
-        const int code = world->rank() == 0 ? app.exit(e) : (e.get_exit_code());
-        return code;
+        parse_error = e;
+    } catch (const halo::Error& e) {
+        option_error = e.message();
+    }
+    std::unique_ptr<halo::MpiWorld> world;
+    double mpi_seconds = 0.0;
+    try {
+        world = std::make_unique<halo::MpiWorld>(&argc, &argv);
+        mpi_seconds = process.seconds();
+        if (!parse_error && option_error.empty()) {
+            check_job_size(o, world->size());
+        }
+    } catch (const halo::InputError& e) {
+        option_error = e.message();
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "halo-infer: cannot start MPI: {}\n", e.what());
+        return 1;
+    }
+    if (parse_error) {
+        return world->rank() == 0 ? app.exit(*parse_error) : parse_error->get_exit_code();
+    }
+    if (!option_error.empty()) {
+        if (world->rank() == 0) {
+            fmt::print(stderr, "halo-infer: error: {}\n", option_error);
+        }
+        return 1;
     }
     const auto command = halo::app::command_line(argc, argv);
+    install_termination_report(world->rank());
+    std::optional<OutputLock> lock;
     try {
+        // Rank 0 locks --out for the job; a refusal is reported once and every rank exits 1.
+        std::string lock_error;
+        if (world->rank() == 0) {
+            try {
+                std::filesystem::create_directories(o.out);
+                lock.emplace(o.out);
+            } catch (const halo::Error& e) {
+                lock_error = e.message();
+            } catch (const std::filesystem::filesystem_error& e) {
+                lock_error = e.what();
+            }
+        }
+        int locked = lock_error.empty() ? 1 : 0;
+        HALO_MPI_TRY(MPI_Bcast(&locked, 1, MPI_INT, 0, world->comm()));
+        if (locked == 0) {
+            if (world->rank() == 0) {
+                fmt::print(stderr, "halo-infer: error: {}\n", lock_error);
+            }
+            return 1;
+        }
         if (world->rank() == 0) {
             // A manifest from an earlier run must not survive into this one.
-            std::filesystem::create_directories(o.out);
             std::filesystem::remove(halo::result_manifest_path(o.out));
         }
-        HALO_MPI_TRY(MPI_Barrier(world->comm()));
+        o.dataset_identity = file_identity(o.dataset);
+        std::string input_error;
+        try {
+            check_inputs(o, world->size());
+        } catch (const halo::Error& e) {
+            input_error = e.message();
+        }
+        int first_failed = input_error.empty() ? world->size() : world->rank();
+        HALO_MPI_TRY(
+            MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, world->comm()));
+        if (first_failed < world->size()) {
+            if (world->rank() == first_failed) {
+                fmt::print(stderr, "halo-infer: error: {}\n", input_error);
+            }
+            return 1;
+        }
         return run(*world, o, command, process, mpi_seconds);
     } catch (const halo::InputError& e) {
         // Input errors found alike on every rank (rank count, model shape) need no abort; others

@@ -27,6 +27,7 @@ struct Options {
     int parts = 1;
     std::string partitioner = "metis";
     bool symmetrize = false;
+    bool no_symmetrize = false;
     std::string self_loops = "keep";
     std::string normalize = "none";
     std::string features;
@@ -206,11 +207,18 @@ int run(const Options& o, const std::string& command)
     step(fmt::format("{} nodes, {} edges", edges.num_nodes, edges.num_edges()));
 
     // 2. The global CSR.
+    // As in halo-bench: generated edge lists are directed draws and GNN adjacencies undirected,
+    // so generated graphs are symmetrized unless asked not to be; files are taken as they are.
+    const bool generated = is_generator_spec(o.input);
+    const bool symmetrize = o.symmetrize || (generated && !o.no_symmetrize);
     halo::BuildOptions build;
-    build.symmetrize = o.symmetrize;
+    build.symmetrize = symmetrize;
     build.self_loops = halo::parse_self_loops(o.self_loops);
     build.normalization = halo::parse_normalization(o.normalize);
-    step("building the CSR (symmetrize " + std::string(o.symmetrize ? "yes" : "no") +
+    step("building the CSR (symmetrize " + std::string(symmetrize ? "yes" : "no") +
+         (generated && !o.symmetrize && !o.no_symmetrize
+              ? " (default for generated graphs; --no-symmetrize turns it off)"
+              : "") +
          ", self-loops " + o.self_loops + ", normalize " + o.normalize + ")");
     const auto csr = halo::build_csr(edges, build);
     edges = {};  // the CSR holds everything from here on
@@ -356,6 +364,7 @@ int run(const Options& o, const std::string& command)
 
 int main(int argc, char** argv)
 {
+    halo::app::fail_writes_past_file_size_limit();
     Options o;
     CLI::App app{
         "halo-partition: partition a graph into one shard per rank and write the HDF5 "
@@ -372,7 +381,10 @@ int main(int argc, char** argv)
                    "slice) | block | random")
         ->check(CLI::IsMember({"metis", "ptscotch", "block", "random"}))
         ->capture_default_str();
-    app.add_flag("--symmetrize", o.symmetrize, "use A | A^T (undirected)");
+    auto* sym = app.add_flag("--symmetrize", o.symmetrize,
+                             "use A | A^T (undirected; the default for generated graphs)");
+    app.add_flag("--no-symmetrize", o.no_symmetrize, "keep a generated graph directed")
+        ->excludes(sym);
     app.add_option("--self-loops", o.self_loops, "keep | drop | add")
         ->check(CLI::IsMember({"keep", "drop", "add"}))
         ->capture_default_str();

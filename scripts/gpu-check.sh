@@ -1,14 +1,115 @@
 #!/usr/bin/env bash
 # On the GPU machine (after `source .gpu/setup.sh`): configure, build and run every test label,
-# writing logs to $OUT (or ./out). Usage: scripts/gpu-check.sh [extra ctest args]
+# writing logs to $OUT (or ./out).
+# Usage: scripts/gpu-check.sh [extra ctest args]
+#        scripts/gpu-check.sh --sanitize [ctest -R regex]
+# --sanitize runs every GPU test (labels gpu and gpu-mpi) under compute-sanitizer, once per tool:
+# memcheck (with --leak-check full), racecheck and synccheck (HALO_SANITIZE_TOOLS overrides the
+# list). Each run's log is $OUT/sanitize/<tool>/<test>.log; a summary table is printed and
+# written to $OUT/sanitize/summary.txt; the exit status is non-zero if any run reports an error
+# or fails. For an MPI test the sanitizer wraps each rank (mpiexec ... compute-sanitizer ... test),
+# so every rank is checked. HALO_SANITIZE_DRY_RUN=1 prints the commands without running them.
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
-build=build-gpu
-{
+build=${HALO_GPU_BUILD_DIR:-build-gpu}
+sanitize=0
+if [ "${1:-}" = "--sanitize" ]; then
+  sanitize=1
+  shift
+fi
+
+build_project() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 &&
-    cmake --build $build -j 16 &&
-    ctest --test-dir $build --output-on-failure -j 8 "$@"
-} 2>&1 | tee "$out/gpu-check.log"
-exit "${PIPESTATUS[0]}"
+    cmake --build $build -j 16
+}
+
+if [ "$sanitize" -eq 0 ]; then
+  {
+    build_project && ctest --test-dir $build --output-on-failure -j 8 "$@"
+  } 2>&1 | tee "$out/gpu-check.log"
+  exit "${PIPESTATUS[0]}"
+fi
+
+# ---- --sanitize ----------------------------------------------------------------------------------
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ "${HALO_SANITIZE_DRY_RUN:-0}" != 1 ]; then
+  [ -x "$sanitizer" ] || { echo "gpu-check: compute-sanitizer not found (PATH, /usr/local/cuda/bin)" >&2; exit 1; }
+  build_project 2>&1 | tee "$out/gpu-check-build.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
+fi
+tools=${HALO_SANITIZE_TOOLS:-memcheck racecheck synccheck}
+mkdir -p "$out/sanitize"
+# One line per (tool, test): a NUL-free, tab-separated plan made from ctest's JSON listing: the
+# test's name, its working directory, its environment (';'-joined) and its command with the
+# sanitizer inserted before the test executable.
+plan=$(ctest --test-dir "$build" --show-only=json-v1 -L '^(gpu|gpu-mpi)$' "$@" | python3 -c '
+import json, os, shlex, sys
+build = os.path.abspath(sys.argv[1])
+sanitizer = sys.argv[2]
+tools = sys.argv[3].split()
+listing = json.load(sys.stdin)
+for test in listing.get("tests", []):
+    command = test.get("command") or []
+    props = {p["name"]: p["value"] for p in test.get("properties", [])}
+    labels = props.get("LABELS", [])
+    if not command or not ({"gpu", "gpu-mpi"} & set(labels)):
+        continue
+    env = props.get("ENVIRONMENT", [])
+    cwd = props.get("WORKING_DIRECTORY", build)
+    # The test executable: the first argument that is a file under the build tree; for a script
+    # test (bash file.sh ...) none is, and the sanitizer wraps the whole command and its children.
+    exe = next((i for i, a in enumerate(command)
+                if os.path.abspath(a).startswith(build + os.sep) and os.access(a, os.X_OK)), None)
+    for tool in tools:
+        extra = ["--leak-check", "full"] if tool == "memcheck" else []
+        if tool == "racecheck":
+            extra = ["--racecheck-report", "all"]
+        wrap = [sanitizer, "--tool", tool, "--error-exitcode", "86", "--print-limit", "100"] + extra
+        if exe is None:
+            full = wrap + ["--target-processes", "all"] + command
+        else:
+            full = command[:exe] + wrap + command[exe:]
+        print("\t".join([tool, test["name"], cwd, ";".join(env), shlex.join(full)]))
+' "$(cd "$build" 2>/dev/null && pwd || echo "$build")" "$sanitizer" "$tools")
+if [ -z "$plan" ]; then
+  echo "gpu-check: no GPU tests found in $build (labels gpu, gpu-mpi)" >&2
+  exit 1
+fi
+summary=$out/sanitize/summary.txt
+printf '%-10s %-40s %-8s %s\n' tool test result seconds | tee "$summary"
+failed=0
+while IFS=$'\t' read -r tool name cwd env command; do
+  log=$out/sanitize/$tool/$name.log
+  mkdir -p "$out/sanitize/$tool"
+  if [ "${HALO_SANITIZE_DRY_RUN:-0}" = 1 ]; then
+    echo "[$tool] (cd $cwd && env ${env//;/ } $command)"
+    continue
+  fi
+  start=$(date +%s)
+  (
+    cd "$cwd" || exit 1
+    IFS=';' read -r -a vars <<<"$env"
+    for v in "${vars[@]}"; do [ -n "$v" ] && export "$v"; done
+    eval "$command"
+  ) </dev/null >"$log" 2>&1
+  status=$?
+  seconds=$(( $(date +%s) - start ))
+  # Every rank's sanitizer prints its own summary; any non-zero error count fails the run.
+  if [ "$status" -ne 0 ] || grep -Eq "ERROR SUMMARY: [1-9]|LEAK SUMMARY: [1-9]" "$log"; then
+    result=FAIL
+    failed=$((failed + 1))
+  else
+    result=ok
+  fi
+  printf '%-10s %-40s %-8s %s\n' "$tool" "$name" "$result" "$seconds" | tee -a "$summary"
+done <<<"$plan"
+if [ "${HALO_SANITIZE_DRY_RUN:-0}" = 1 ]; then
+  exit 0
+fi
+if [ "$failed" -gt 0 ]; then
+  echo "gpu-check --sanitize: $failed run(s) failed; logs in $out/sanitize/<tool>/<test>.log" | tee -a "$summary"
+  exit 1
+fi
+echo "gpu-check --sanitize: every GPU test clean under: $tools" | tee -a "$summary"

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "halo/error.hpp"
 #include "halo/graph.hpp"
+#include "halo/memory_limits.hpp"
 
 namespace halo {
 namespace {
@@ -25,6 +27,9 @@ void check_ids(const EdgeList& edges)
     }
     const auto n = edges.num_nodes;
     const auto m = edges.num_edges();
+    // Row offsets for every node plus a column id per edge (twice that when symmetrized).
+    check_allocation("graph", std::to_string(n) + " nodes' CSR row offsets",
+                     8.0 * (static_cast<double>(n) + 1));
     std::int64_t bad = m;
 #pragma omp parallel for reduction(min : bad)
     for (std::int64_t e = 0; e < m; ++e) {

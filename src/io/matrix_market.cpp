@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "halo/io.hpp"
+#include "halo/memory_limits.hpp"
 #include "io_detail.hpp"
 
 namespace halo {
@@ -149,6 +150,9 @@ EdgeList parse_matrix_market(std::string_view text, const std::string& name,
                             options.num_nodes, " nodes");
     }
 
+    check_allocation(name + ":" + std::to_string(size_line),
+                     "a graph of " + std::to_string(n) + " nodes (its CSR row offsets)",
+                     8.0 * (static_cast<double>(n) + 1));
     EdgeList edges;
     edges.num_nodes = n;
     // An entry takes at least 4 bytes ("1 1\n"): a bogus entry count cannot force a huge reserve.

@@ -9,8 +9,20 @@
 #include <filesystem>
 
 #include "chunk_io.hpp"
+#include "halo/memory_limits.hpp"
 
 namespace halo::store {
+
+namespace {
+
+// HDF5 1.10 crashes at exit (H5_term_library -> H5F__close_cb, a segfault) once an H5Fclose has
+// failed, as it does when the disk fills while the file's metadata is flushed: a clean "No space
+// left on device" error became exit status 139 (tests/apps/test_faults.sh). Its atexit clean-up
+// is not needed: the store closes every object it opens, and the process is ending. H5dont_atexit
+// must precede the library's initialization, hence a static initializer.
+[[maybe_unused]] const herr_t hdf5_no_atexit = H5dont_atexit();
+
+}  // namespace
 
 namespace detail {
 
@@ -347,7 +359,46 @@ OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, El
     }
     out.dims.resize(static_cast<std::size_t>(rank));
     HALO_HDF5_TRY(H5Sget_simple_extent_dims(space.get(), out.dims.data(), nullptr), where);
+    check_dataset_size(out, where, stored_size, element_size);
     return out;
+}
+
+void check_dataset_size(const OpenDataset& ds, const std::string& where, std::size_t stored_size,
+                        std::size_t memory_size)
+{
+    // In doubles: the product of dimensions read from a damaged file may exceed 2^64.
+    double count = 1;
+    std::string shape = "[";
+    for (std::size_t k = 0; k < ds.dims.size(); ++k) {
+        count *= static_cast<double>(ds.dims[k]);
+        shape += (k > 0 ? ", " : "") + std::to_string(ds.dims[k]);
+    }
+    shape += "]";
+    if (count == 0) {
+        return;
+    }
+    // A chunked dataset may declare any shape and store nothing (unwritten chunks read as the fill
+    // value); without compression every element the writers wrote takes its bytes in the file.
+    const Handle plist(HALO_HDF5_TRY(H5Dget_create_plist(ds.dataset.get()), where), H5Pclose);
+    const int filters = HALO_HDF5_TRY(H5Pget_nfilters(plist.get()), where);
+    bool compressed = false;
+    for (int k = 0; k < filters; ++k) {
+        unsigned flags = 0;
+        std::size_t values = 0;
+        const auto filter = H5Pget_filter2(plist.get(), static_cast<unsigned>(k), &flags, &values,
+                                           nullptr, 0, nullptr, nullptr);
+        compressed = compressed || filter != H5Z_FILTER_FLETCHER32;
+    }
+    const double declared = count * static_cast<double>(stored_size);
+    if (!compressed) {
+        const auto stored = H5Dget_storage_size(ds.dataset.get());
+        if (static_cast<double>(stored) < declared) {
+            HALO_THROW(InputError, where, ": shape ", shape, " declares ", declared,
+                       " bytes but the file stores ", stored,
+                       " bytes for it (damaged, or written by something other than halo)");
+        }
+    }
+    check_allocation(where, "shape " + shape, count * static_cast<double>(memory_size));
 }
 
 void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out)

@@ -248,6 +248,13 @@ struct OpenDataset {
 OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, ElementClass cls,
                          std::size_t element_size, const char* type_name, int rank);
 
+/// Checks an opened dataset's declared shape before anything is allocated for it: an uncompressed
+/// dataset must store every element it declares (`stored_size` bytes each), and the memory to read
+/// it (`memory_size` bytes each) must be available (halo/memory_limits.hpp). open_dataset calls it,
+/// so a dataset declaring 10^12 rows is a halo::InputError naming it, never an OOM kill.
+void check_dataset_size(const OpenDataset& ds, const std::string& where, std::size_t stored_size,
+                        std::size_t memory_size);
+
 /// Reads the whole of an opened dataset into `out` (which has its element count).
 void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out);
 

@@ -1,0 +1,11 @@
+// COO text features ('# N F NNZ' then 'row col value' lines).
+#include "fuzz_common.hpp"
+#include "halo/io.hpp"
+
+HALO_FUZZ_INITIALIZE
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+{
+    const auto path = halo::fuzz::write_input(halo::fuzz::as_text(data, size), "input.txt");
+    return halo::fuzz::run_one([&] { static_cast<void>(halo::read_coo_features(path)); });
+}

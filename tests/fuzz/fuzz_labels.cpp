@@ -1,0 +1,12 @@
+// Label files and node index lists (--labels, --eval-nodes), one integer per line.
+#include "fuzz_common.hpp"
+#include "halo/io.hpp"
+
+HALO_FUZZ_INITIALIZE
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+{
+    const auto path = halo::fuzz::write_input(halo::fuzz::as_text(data, size), "input.txt");
+    halo::fuzz::run_one([&] { static_cast<void>(halo::read_labels(path)); });
+    return halo::fuzz::run_one([&] { static_cast<void>(halo::read_index_list(path, 1000)); });
+}

@@ -1,0 +1,11 @@
+// NumPy .npy feature matrices.
+#include "fuzz_common.hpp"
+#include "halo/io.hpp"
+
+HALO_FUZZ_INITIALIZE
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+{
+    const auto path = halo::fuzz::write_input(halo::fuzz::as_text(data, size), "input.npy");
+    return halo::fuzz::run_one([&] { static_cast<void>(halo::read_npy(path)); });
+}

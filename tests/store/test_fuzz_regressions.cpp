@@ -1,0 +1,104 @@
+// Every input with which scripts/fuzz.sh found a crash, leak or sanitizer report is kept in
+// tests/fuzz/regressions/<target>-<what>, and read here again as its target reads it: the reader
+// must answer with a halo::Error (or accept it), never crash. Under scripts/sanitize.sh this also
+// re-checks them with ASan and UBSan. docs/RELIABILITY.md lists each finding.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "halo/error.hpp"
+#include "halo/io.hpp"
+#include "halo/model.hpp"
+#include "halo/result.hpp"
+#include "halo/store.hpp"
+#include "halo_test.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The fuzz target's reader, by the target's name (tests/fuzz/fuzz_<name>.cpp).
+const std::map<std::string, std::function<void(const fs::path&)>>& readers()
+{
+    static const std::map<std::string, std::function<void(const fs::path&)>> map{
+        {"fuzz_edge_list", [](const fs::path& p) { halo::read_edge_list(p); }},
+        {"fuzz_matrix_market", [](const fs::path& p) { halo::read_matrix_market(p); }},
+        {"fuzz_binary_csr", [](const fs::path& p) { halo::read_binary_csr(p); }},
+        {"fuzz_npy", [](const fs::path& p) { halo::read_npy(p); }},
+        {"fuzz_coo_features", [](const fs::path& p) { halo::read_coo_features(p); }},
+        {"fuzz_labels", [](const fs::path& p) { halo::read_labels(p); }},
+        {"fuzz_model", [](const fs::path& p) { halo::read_model(p); }},
+        {"fuzz_dataset",
+         [](const fs::path& p) {
+             const auto info = halo::read_dataset_info(p);
+             for (int part = 0; part < std::min(info.num_parts, 8); ++part) {
+                 halo::read_shard(p, part);
+             }
+         }},
+        {"fuzz_result", [](const fs::path& p) { halo::read_result_piece(p); }},
+    };
+    return map;
+}
+
+TEST(FuzzRegressions, EveryFoundInputIsAnErrorNotACrash)
+{
+    const fs::path dir = HALO_FUZZ_REGRESSIONS_DIR;
+    ASSERT_TRUE(fs::is_directory(dir)) << dir;
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    ASSERT_FALSE(files.empty());
+    for (const auto& file : files) {
+        const auto name = file.filename().string();
+        const auto target = name.substr(0, name.find('-'));
+        const auto reader = readers().find(target);
+        ASSERT_NE(reader, readers().end()) << name << ": no reader for target " << target;
+        // The readers take the path as the fuzz target wrote it (a format may be chosen by the
+        // file name's extension): copy under the name the harness used.
+        const auto copy = halo::testing::scratch_dir("fuzz-regressions") / (target + ".input");
+        fs::copy_file(file, copy, fs::copy_options::overwrite_existing);
+        // In a child process, so that a crash is a reported outcome, not the end of the suite.
+        const pid_t child = ::fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            ::alarm(5);  // a hang is an outcome too (SIGALRM)
+            int code = 0;
+            try {
+                reader->second(copy);
+            } catch (const halo::Error&) {
+                code = 0;
+            } catch (...) {
+                code = 2;  // another exception type: the reader's contract is broken
+            }
+            std::_Exit(code);
+        }
+        int status = 0;
+        ASSERT_EQ(::waitpid(child, &status, 0), child);
+        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        const std::string outcome = clean ? "a halo::Error or accepted"
+                                    : WIFSIGNALED(status)
+                                        ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                        : "exit status " + std::to_string(WEXITSTATUS(status));
+        if (name.find("-hdf5-") != std::string::npos) {
+            // A bug inside the HDF5 library (docs/RELIABILITY.md, "Fuzzing"): shown, not failed,
+            // until the HDF5 that CI installs no longer has it; then it must stay clean.
+            std::printf("%s (inside HDF5 %s): %s\n", name.c_str(), H5_VERS_INFO, outcome.c_str());
+        } else {
+            EXPECT_TRUE(clean) << name << ": " << outcome;
+        }
+    }
+}
+
+}  // namespace
