@@ -146,7 +146,8 @@ ResultSet read_results(const std::filesystem::path& dir)
     } catch (const nlohmann::json::exception& e) {
         HALO_THROW(InputError, manifest_path.string(), ": not valid JSON: ", e.what());
     }
-    if (manifest.value("format", std::string()) != result_manifest_format) {
+    if (!manifest.is_object() || !manifest.contains("format") || !manifest["format"].is_string() ||
+        manifest["format"].get<std::string>() != result_manifest_format) {
         HALO_THROW(InputError, manifest_path.string(), ": format is not '", result_manifest_format,
                    "'");
     }
