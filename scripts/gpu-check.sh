@@ -8,7 +8,8 @@
 # list). Each run's log is $OUT/sanitize/<tool>/<test>.log; a summary table is printed and
 # written to $OUT/sanitize/summary.txt; the exit status is non-zero if any run reports an error
 # or fails. For an MPI test the sanitizer wraps each rank (mpiexec ... compute-sanitizer ... test),
-# so every rank is checked. HALO_SANITIZE_DRY_RUN=1 prints the commands without running them.
+# so every rank is checked. HALO_SANITIZE_DRY_RUN=1 prints the commands without running them;
+# HALO_SANITIZE_JOBS=N runs N at once, HALO_SANITIZE_TIMEOUT=S stops a run after S seconds (TIMEOUT).
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
@@ -83,32 +84,49 @@ if [ -z "$plan" ]; then
 fi
 summary=$out/sanitize/summary.txt
 printf '%-10s %-40s %-8s %s\n' tool test result seconds | tee "$summary"
-failed=0
-while IFS=$'\t' read -r tool name cwd env command; do
-  log=$out/sanitize/$tool/$name.log
+# HALO_SANITIZE_JOBS runs (tool, test) pairs side by side on the one GPU (default 1);
+# HALO_SANITIZE_TIMEOUT (seconds) ends a run that takes longer and records it as TIMEOUT, which
+# counts as not clean.
+jobs=${HALO_SANITIZE_JOBS:-1}
+run_timeout=${HALO_SANITIZE_TIMEOUT:-0}
+run_one() {
+  local tool=$1 name=$2 cwd=$3 env=$4 command=$5
+  local log=$out/sanitize/$tool/$name.log
   mkdir -p "$out/sanitize/$tool"
   if [ "${HALO_SANITIZE_DRY_RUN:-0}" = 1 ]; then
     echo "[$tool] (cd $cwd && env ${env//;/ } $command)"
-    continue
+    return
   fi
+  local start status seconds result
   start=$(date +%s)
   (
     cd "$cwd" || exit 1
     IFS=';' read -r -a vars <<<"$env"
     for v in "${vars[@]}"; do [ -n "$v" ] && export "$v"; done
-    eval "$command"
+    if [ "$run_timeout" -gt 0 ]; then
+      eval "timeout -k 10 $run_timeout $command"
+    else
+      eval "$command"
+    fi
   ) </dev/null >"$log" 2>&1
   status=$?
   seconds=$(( $(date +%s) - start ))
   # Every rank's sanitizer prints its own summary; any non-zero error count fails the run.
-  if [ "$status" -ne 0 ] || grep -Eq "ERROR SUMMARY: [1-9]|LEAK SUMMARY: [1-9]" "$log"; then
+  if [ "$run_timeout" -gt 0 ] && { [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; }; then
+    result=TIMEOUT
+  elif [ "$status" -ne 0 ] || grep -Eq "ERROR SUMMARY: [1-9]|LEAK SUMMARY: [1-9]" "$log"; then
     result=FAIL
-    failed=$((failed + 1))
   else
     result=ok
   fi
   printf '%-10s %-40s %-8s %s\n' "$tool" "$name" "$result" "$seconds" | tee -a "$summary"
+}
+while IFS=$'\t' read -r tool name cwd env command; do
+  run_one "$tool" "$name" "$cwd" "$env" "$command" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
 done <<<"$plan"
+wait
+failed=$(grep -cE ' (FAIL|TIMEOUT) ' "$summary")
 if [ "${HALO_SANITIZE_DRY_RUN:-0}" = 1 ]; then
   exit 0
 fi
