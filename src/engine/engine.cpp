@@ -7,9 +7,9 @@
 #include <map>
 #include <optional>
 
+#include "halo/detail/counter_random.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
-#include "random.hpp"
 #include "row_block_driver.hpp"
 
 namespace halo {
@@ -225,8 +225,8 @@ struct Engine::Impl {
     struct Weights {
         Matrix weight, bias, root_weight, weight2, bias2;
         Matrix projection, projection_bias;  // transformer: [Wq | Wk | Wv (| W_root)], biases
-        Matrix att_src, att_dst;  // gat: block-diagonal [out_dim, heads]
-        Matrix el, er;            // gat: scores of destinations (owned) and sources (all rows)
+        Matrix att_src, att_dst;             // gat: block-diagonal [out_dim, heads]
+        Matrix el, er;  // gat: scores of destinations (owned) and sources (all rows)
         std::unique_ptr<MaxkPlan> maxk;
     };
     std::vector<Weights> weights;
@@ -387,8 +387,8 @@ struct Engine::Impl {
                 HALO_THROW(InputError, "maxk layer of width ", out_w, ": the MaxK kernels take ",
                            "widths up to ", kMaxkMaxDim);
             }
-            w.maxk = backend.make_maxk_plan(operator_matrices.at(Aggregation::gcn), out_w,
-                                            layer.k, hints_for(kernel_operator_gcn.data()));
+            w.maxk = backend.make_maxk_plan(operator_matrices.at(Aggregation::gcn), out_w, layer.k,
+                                            hints_for(kernel_operator_gcn.data()));
         }
         return w;
     }
@@ -420,9 +420,9 @@ struct Engine::Impl {
                                "adjacency (no self-loops); partition with --normalize none");
                 }
                 if (!adjacency_attention) {
-                    adjacency_attention = backend.make_attention_plan(
-                        shard.csr, model.max_dim(), options.attention,
-                        hints_for(kernel_operator_adjacency.data()));
+                    adjacency_attention =
+                        backend.make_attention_plan(shard.csr, model.max_dim(), options.attention,
+                                                    hints_for(kernel_operator_adjacency.data()));
                 }
                 continue;
             }
@@ -695,8 +695,11 @@ struct Engine::Impl {
         std::vector<float> zero_bits(static_cast<std::size_t>(cols));
         std::memcpy(zero_bits.data(), host.zero_point, static_cast<std::size_t>(cols) * 4);
         backend.copy_from_host(zero_bits.data(), q_zero.view());
-        const QuantizedView device{reinterpret_cast<const std::int8_t*>(q_rows.data()), n_total,
-                                   cols, 4 * words, q_scale.data(),
+        const QuantizedView device{reinterpret_cast<const std::int8_t*>(q_rows.data()),
+                                   n_total,
+                                   cols,
+                                   4 * words,
+                                   q_scale.data(),
                                    reinterpret_cast<const std::int32_t*>(q_zero.data())};
         auto owned = device;
         owned.rows = n_owned;
@@ -824,9 +827,8 @@ struct Engine::Impl {
                 return out;
             }
             case LayerType::linear:
-                timed([&] {
-                    backend.gemm(x, w.weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f);
-                });
+                timed(
+                    [&] { backend.gemm(x, w.weight.view(), view(a, n_owned, out_w), 1.0f, 0.0f); });
                 break;
             case LayerType::maxk:
                 forward_maxk(layer, w, x, b, c, a, timed, t);
@@ -885,7 +887,10 @@ struct Engine::Impl {
         timed([&] { plan.pack({0, n_owned}, records); });
         exchange_and_compute(
             records, out_w, [&](RowRange rows) { plan.aggregate(out, rows); },
-            [&] { plan.unpack(records, {n_owned, n_total}); }, t);
+            [&] {
+                plan.unpack(records, {n_owned, n_total});
+            },
+            t);
     }
 
     // agnn: z = x W + b (or x), zn = z / |z| row by row (owned rows before the exchange, halo rows
@@ -899,8 +904,8 @@ struct Engine::Impl {
         if (!layer.weight.empty()) {
             zb = b;
             timed([&] {
-                backend.gemm(view(in, n_owned, layer.in_dim), w.weight.view(),
-                             view(b, n_owned, d), 1.0f, 0.0f);
+                backend.gemm(view(in, n_owned, layer.in_dim), w.weight.view(), view(b, n_owned, d),
+                             1.0f, 0.0f);
                 backend.bias_activation(view(b, n_owned, d), w.bias.data(), Activation::none,
                                         {0, n_owned});
             });
@@ -915,9 +920,9 @@ struct Engine::Impl {
                 att.run(view(c, n_owned, d), zn, z, layer.beta, view(a, n_owned, d), rows);
             },
             [&] {
-                backend.normalize_rows(DenseView<const float>{z.row(n_owned), n_total - n_owned,
-                                                              d, d},
-                                       DenseView<float>{zn.row(n_owned), n_total - n_owned, d, d});
+                backend.normalize_rows(
+                    DenseView<const float>{z.row(n_owned), n_total - n_owned, d, d},
+                    DenseView<float>{zn.row(n_owned), n_total - n_owned, d, d});
             },
             t);
     }
@@ -959,8 +964,8 @@ struct Engine::Impl {
             [] {}, t);
         if (width == 4 * out_w) {
             timed([&] {
-                const auto root = columns(DenseView<float>{all.data, n_owned, width, width},
-                                          3 * out_w, out_w);
+                const auto root =
+                    columns(DenseView<float>{all.data, n_owned, width, width}, 3 * out_w, out_w);
                 backend.axpby(1.0f, root, 1.0f, out);
             });
         }
@@ -969,8 +974,8 @@ struct Engine::Impl {
     // gat: z = x W (buffer b, exchanged), el = z a_dst (owned rows), er = z a_src (owned rows
     // before the exchange, halo rows after), out (buffer a) = per-head additive attention.
     template <typename Timed>
-    void forward_gat(const Layer& layer, Weights& w, DenseView<float> x, int b, int a,
-                     Timed& timed, LayerTiming& t)
+    void forward_gat(const Layer& layer, Weights& w, DenseView<float> x, int b, int a, Timed& timed,
+                     LayerTiming& t)
     {
         const auto out_w = layer.out_dim;
         const auto heads = layer.heads;
@@ -996,9 +1001,9 @@ struct Engine::Impl {
             },
             [&] {
                 if (n_total > n_owned) {
-                    backend.gemm(DenseView<const float>{z.row(n_owned), n_total - n_owned, out_w,
-                                                        out_w},
-                                 w.att_src.view(), w.er.rows_view(n_owned, n_total), 1.0f, 0.0f);
+                    backend.gemm(
+                        DenseView<const float>{z.row(n_owned), n_total - n_owned, out_w, out_w},
+                        w.att_src.view(), w.er.rows_view(n_owned, n_total), 1.0f, 0.0f);
                 }
             },
             t);
@@ -1013,7 +1018,10 @@ Engine::Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, c
 
 Engine::~Engine() = default;
 
-bool Engine::out_of_core() const { return impl_->row_blocks != nullptr; }
+bool Engine::out_of_core() const
+{
+    return impl_->row_blocks != nullptr;
+}
 
 MemoryReport Engine::memory_report() const
 {
@@ -1040,13 +1048,13 @@ std::string Engine::kernel_report() const
     }
     for (std::size_t l = 0; l < impl_->weights.size(); ++l) {
         if (impl_->weights[l].maxk) {
-            out += "maxk layer " + std::to_string(l) + ": " +
-                   impl_->weights[l].maxk->algorithm() + "\n";
+            out += "maxk layer " + std::to_string(l) + ": " + impl_->weights[l].maxk->algorithm() +
+                   "\n";
         }
     }
     if (impl_->self_loop_attention) {
-        out += "attention over A + I (agnn, gat): " + impl_->self_loop_attention->algorithm() +
-               "\n";
+        out +=
+            "attention over A + I (agnn, gat): " + impl_->self_loop_attention->algorithm() + "\n";
     }
     if (impl_->adjacency_attention) {
         out += "attention over A (transformer): " + impl_->adjacency_attention->algorithm() + "\n";
@@ -1118,8 +1126,8 @@ std::span<const float> Engine::forward(const std::vector<float>& features)
         replayed_ = false;
         input_seconds_ = 0.0;
         download_seconds_ = 0.0;
-        im.row_block_output = im.row_blocks->run(features, timings_,
-                                                 im.options.keep_layers ? &layer_outputs_ : nullptr);
+        im.row_block_output = im.row_blocks->run(
+            features, timings_, im.options.keep_layers ? &layer_outputs_ : nullptr);
         forward_seconds_ = 0.0;
         for (const auto& t : timings_) {
             forward_seconds_ += t.total;
@@ -1157,8 +1165,9 @@ std::span<const float> Engine::forward(const QuantizedView& features)
                  "int8 features of ", features.rows, " x ", features.cols, ", expected ",
                  im.n_owned, " x ", in_w);
     if (im.row_blocks) {
-        HALO_THROW(InputError, "int8 features do not run out of core; dequantize them (halo-infer "
-                               "without --int8-features) or raise --device-memory-limit");
+        HALO_THROW(InputError,
+                   "int8 features do not run out of core; dequantize them (halo-infer "
+                   "without --int8-features) or raise --device-memory-limit");
     }
     const auto t0 = std::chrono::steady_clock::now();
     im.load_quantized(features);
@@ -1181,8 +1190,8 @@ std::span<const float> Engine::run_layers()
     timings_.assign(im.model.layers.size(), {});
     layer_outputs_.clear();
     replayed_ = false;
-    const bool replayable = im.options.replay && !im.has_peers && !im.options.step_timing &&
-                            !im.options.keep_layers;
+    const bool replayable =
+        im.options.replay && !im.has_peers && !im.options.step_timing && !im.options.keep_layers;
     const bool int8 = im.int8_input.has_value();
     if (replayable && im.recorded && im.recorded_int8 == int8) {
         const auto t0 = std::chrono::steady_clock::now();

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "halo/detail/counter_random.hpp"
 #include "halo/error.hpp"
-#include "random.hpp"
 
 namespace halo {
 
@@ -178,9 +178,8 @@ void validate_model(const Model& model, const std::string& where)
                     HALO_THROW(InputError, where, ": agnn layer ", l, " has beta ", layer.beta);
                 }
                 if (layer.weight.empty() && layer.in_dim != layer.out_dim) {
-                    HALO_THROW(InputError, where, ": agnn layer ", l,
-                               " has no weight but widths ", layer.in_dim, " -> ",
-                               layer.out_dim);
+                    HALO_THROW(InputError, where, ": agnn layer ", l, " has no weight but widths ",
+                               layer.in_dim, " -> ", layer.out_dim);
                 }
                 check_array(layer.weight, layer.in_dim * layer.out_dim, where, l, "weight", true);
                 check_array(layer.bias, layer.out_dim, where, l, "bias", true);
@@ -240,8 +239,8 @@ Model random_model(LayerType type, const std::vector<std::int64_t>& dims, std::u
         layer.type = type;
         layer.in_dim = dims[l];
         layer.out_dim = dims[l + 1];
-        layer.activation = l + 2 < dims.size() && type != LayerType::maxk ? Activation::relu
-                                                                          : Activation::none;
+        layer.activation =
+            l + 2 < dims.size() && type != LayerType::maxk ? Activation::relu : Activation::none;
         const std::uint64_t stream = 16 * l;
         const auto in = layer.in_dim;
         const auto out = layer.out_dim;
