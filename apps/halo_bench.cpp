@@ -44,6 +44,7 @@
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/spmm.hpp"
 
 namespace {

@@ -37,6 +37,7 @@
 #include "halo/int8_exchanger.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
+#include "halo/model_file.hpp"
 #include "halo/mpi_error.hpp"
 #include "halo/mpi_exchanger.hpp"
 #include "halo/mpi_world.hpp"

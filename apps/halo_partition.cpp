@@ -18,6 +18,7 @@
 #include "halo/partition.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
 
 namespace {

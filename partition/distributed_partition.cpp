@@ -16,6 +16,7 @@
 #include "halo/error.hpp"
 #include "halo/generators.hpp"
 #include "halo/mpi_error.hpp"
+#include "halo/shard_builder.hpp"
 
 static_assert(sizeof(SCOTCH_Num) == 8,
               "HaloGNN needs PT-Scotch with 64-bit SCOTCH_Num (Debian's scotch-int64 variant)");

@@ -5,10 +5,10 @@
 #include <string>
 
 #include "halo/accel_gcn_metadata.hpp"
-#include "halo/engine.hpp"
 #include "halo/error.hpp"
 #include "halo/fused3s_metadata.hpp"
 #include "halo/maxk_metadata.hpp"
+#include "halo/operators.hpp"
 
 namespace halo {
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "halo/error.hpp"
+#include "halo/shard_builder.hpp"
 
 namespace halo {
 namespace {

@@ -33,6 +33,7 @@
 #include "halo/io.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
 
 namespace halo {

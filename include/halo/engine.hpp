@@ -19,17 +19,11 @@
 #include "halo/exchanger.hpp"
 #include "halo/memory_report.hpp"
 #include "halo/model.hpp"
+#include "halo/operators.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
 
 namespace halo {
-
-/// The aggregation operator a layer type needs, derived from the dataset's adjacency.
-enum class Aggregation {
-    gcn,   // D^-1/2 (A + I) D^-1/2, remaining self-loops added
-    mean,  // row mean over the stored neighbours
-    sum,   // plain sum over the stored neighbours (edge weights if any)
-};
 
 /// Per-layer timing on one rank, in seconds.
 struct LayerTiming {
@@ -91,25 +85,6 @@ struct EngineOptions {
     std::int64_t device_memory_limit = 0;
     Execution execution = Execution::automatic;
 };
-
-/// The kernel-metadata operator name of the operator a layer of `kind` aggregates with:
-/// kernel_operator_gcn for gcn, kernel_operator_adjacency for mean and sum (the stored pattern).
-const char* kernel_operator_name(Aggregation kind);
-
-/// Degrees of A + I with remaining self-loops added (row sums of the stored values, plus 1 for a
-/// row without a diagonal entry) of the owned rows, rounded to float: the gcn operator's d_i.
-std::vector<float> gcn_degrees(const Shard& shard);
-
-/// The local operator for `kind` from the shard's CSR, rows in the stored (global column) order.
-/// `degree` holds the gcn degrees of all num_owned + num_halo local columns (gcn only; owned from
-/// gcn_degrees, halo ones exchanged). When the dataset is already normalized for `kind` its values
-/// are used as stored; a dataset normalized for another kind is a halo::InputError naming both.
-Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& dataset_normalization,
-                     const std::vector<float>& degree);
-
-/// The pattern agnn and gat layers attend over: the stored adjacency plus the missing diagonal
-/// entries (PyG's add_self_loops), in the shard's column order; values are all ones.
-Csr self_loop_pattern(const Shard& shard);
 
 class Engine {
 public:
@@ -185,10 +160,6 @@ private:
     double download_seconds_ = 0.0;
     bool replayed_ = false;
 };
-
-/// The exchanger of a single-part run (no peers: start and finish do nothing). Throws
-/// halo::InputError when the shard's plan has any peer.
-std::unique_ptr<HaloExchanger> make_local_exchanger(const Shard& shard);
 
 /// Seeded input features: row r of the result is a function of (global_ids[r], seed) only, so
 /// every rank count produces the same input. Values uniform in [-1, 1).

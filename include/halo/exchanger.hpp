@@ -3,8 +3,8 @@
 // rows [num_owned, num_owned + num_halo). The exchange is split into start() and finish() so that
 // the aggregation of interior rows runs while it is in flight (DESIGN.md).
 //
-// Implementations: MPI (host buffers, here), NCCL and MPI with device buffers (CUDA path). The
-// engine sees only this interface.
+// Implementations: the local one of a single part (here, halo_core), MPI on host buffers, NCCL and
+// MPI on device buffers (comm/; make_exchanger picks one). The engine sees only this interface.
 #pragma once
 
 #include <cstdint>
@@ -40,5 +40,9 @@ public:
 
     virtual const ExchangeStats& stats() const = 0;
 };
+
+/// The exchanger of a single-part run (no peers: start and finish do nothing). Throws
+/// halo::InputError when the shard's plan has any peer.
+std::unique_ptr<HaloExchanger> make_local_exchanger(const Shard& shard);
 
 }  // namespace halo

@@ -1,5 +1,6 @@
-// GNN models: a stack of layers with their weights, read from and written to an HDF5 model file
-// (docs/FORMAT.md, "Model file"), or drawn at random for benchmarks.
+// GNN models: a stack of layers with their weights and their checks (halo_core), read from and
+// written to an HDF5 model file by the store (halo/model_file.hpp; docs/FORMAT.md, "Model file"),
+// or drawn at random for benchmarks.
 //
 // Layer semantics (x_i: input row of node i, N(i): the columns of row i in the adjacency):
 //   gcn   h_i = act( sum_j  a_ij x_j W + b ),  a = D^-1/2 (A + I) D^-1/2 (PyG GCNConv)
@@ -25,7 +26,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,9 +113,5 @@ Model random_model(LayerType type, const std::vector<std::int64_t>& dims, std::u
 
 /// Parses "128,128,64" into widths; throws halo::InputError on malformed lists.
 std::vector<std::int64_t> parse_dims(std::string_view text);
-
-/// HDF5 model file I/O (write to a temporary name, then rename).
-void write_model(const std::filesystem::path& path, const Model& model);
-Model read_model(const std::filesystem::path& path);
 
 }  // namespace halo

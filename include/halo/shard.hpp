@@ -1,4 +1,6 @@
-// A shard: the rows one rank owns, its local CSR and its halo plan (DESIGN.md, "Core types").
+// A shard: the rows one rank owns, its local CSR and its halo plan (docs/ARCHITECTURE.md, "Core
+// types"), with the checks every reader and writer runs (halo_core). The partitioner builds shards
+// (halo/shard_builder.hpp).
 //
 // Local numbering. Owned rows come first, [0, num_owned), ordered interior first (rows that
 // reference no halo column) then boundary, each group in ascending global id. Halo columns follow,
@@ -61,39 +63,6 @@ struct Shard {
     RowRange boundary_rows() const { return {num_interior, num_owned}; }
 };
 
-/// Splits the global adjacency (square, any pattern: it need not be symmetric) into one shard
-/// per part. `owner[v]` is v's part; every part must own at least one node (halo::InputError names
-/// the empty part otherwise), and an owner outside [0, num_parts) or a column outside the graph is
-/// an InputError too. Local CSR values are the global ones (a pattern matrix stays a pattern).
-/// Time O(nnz log(max degree) + num_nodes + H log H), H the total halo size (rows keep global
-/// column order); the send lists are derived from the peers' receive blocks, so the two agree
-/// by construction.
-std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_t>& owner,
-                                int num_parts);
-
-/// Builds the shard of one part only (same result as build_shards(...)[part]); lets a writer
-/// stream parts without holding all of them. Two OpenMP-parallel passes over the global CSR (one
-/// classifies every row as interior or boundary, which fixes every part's local order; one finds
-/// the rows other parts read from this one: in a directed graph these are not this part's halo),
-/// O(num_nodes) scratch and otherwise memory proportional to the part.
-Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
-                  int part);
-
-/// Builds part `part` from `rows`, a num_nodes-square CSR indexed by global id that holds at least
-/// that part's rows (other rows may be empty), and `boundary`, num_nodes flags computed from the
-/// whole graph (1: the node's row has a column owned by another part). The result equals
-/// build_shard(global, owner, num_parts, part) except for the send plan, which is left empty: a
-/// distributed builder fills it from the peers' receive blocks (halo/distributed_partition.hpp).
-Shard build_shard_rows(const Csr& rows, const std::vector<std::int32_t>& owner, int num_parts,
-                       int part, const std::vector<std::uint8_t>& boundary);
-
-/// Copies each owned row's features (global row-major [num_nodes, dim]) and labels (num_nodes
-/// entries, may be empty) into the shard, in local order. dim == 0 with empty features stores no
-/// features. Throws halo::InputError when the arrays are too short for an owned global id or the
-/// feature array is not a whole number of rows.
-void attach_node_data(Shard& shard, const std::vector<float>& features, std::int64_t dim,
-                      const std::vector<std::int32_t>& labels);
-
 /// Checks one shard's internal invariants: sizes of every array; owned global ids ascending inside
 /// the interior and the boundary group, all owned and halo ids distinct; CSR structure (indptr
 /// from 0, monotone, ending at nnz; columns in range and strictly ascending by global id per row;
@@ -116,11 +85,5 @@ void validate_shard_owner(const Shard& shard, const std::vector<std::int32_t>& o
 /// "<where> part <p>"), and that shards[p].part == p and all agree on num_parts. Throws
 /// halo::InputError naming both parts.
 void validate_halo_plans(const std::vector<Shard>& shards, const std::string& where);
-
-/// Reassembles the global CSR (rows and columns in global ids, columns sorted per row) from all
-/// shards: the exact inverse of build_shards, used by tests and halo-inspect --check. Throws
-/// halo::InputError when a global id is outside [0, num_nodes), a node is owned twice or by no
-/// shard, or some shards carry values and others do not.
-Csr reassemble(const std::vector<Shard>& shards, std::int64_t num_nodes);
 
 }  // namespace halo

@@ -2,7 +2,7 @@
 #include <span>
 
 #include "halo/error.hpp"
-#include "halo/model.hpp"
+#include "halo/model_file.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo {

@@ -9,6 +9,7 @@
 #include "halo/graph.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 
 namespace halo::testing {
 

@@ -38,6 +38,7 @@
 #include "halo/nccl_exchanger.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo_test.hpp"
 
 #ifndef HALO_TEST_NCCL

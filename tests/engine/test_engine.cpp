@@ -6,6 +6,7 @@
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 
 namespace {
 

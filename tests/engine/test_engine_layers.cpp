@@ -15,6 +15,7 @@
 #include "halo/maxk.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 
 namespace {
 

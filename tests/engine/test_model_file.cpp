@@ -6,6 +6,7 @@
 
 #include "halo/error.hpp"
 #include "halo/model.hpp"
+#include "halo/model_file.hpp"
 #include "halo/result.hpp"
 #include "halo_test.hpp"
 

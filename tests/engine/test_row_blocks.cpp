@@ -11,6 +11,7 @@
 #include "halo/error.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include "halo/mpi_exchanger.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 
 namespace {
 

@@ -24,6 +24,7 @@
 #include "halo/graph.hpp"
 #include "halo/model.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"

@@ -13,6 +13,7 @@
 #include "halo/error.hpp"
 #include "halo/model.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"

@@ -19,6 +19,7 @@
 #include "halo/kernel_metadata_build.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
 #include "halo_test.hpp"
 

@@ -24,6 +24,7 @@
 #include "halo/maxk_metadata.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
 #include "halo_test.hpp"
 

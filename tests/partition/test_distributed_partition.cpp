@@ -14,6 +14,7 @@
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
 #include "halo_test.hpp"
 

@@ -10,6 +10,7 @@
 #include "halo/error.hpp"
 #include "halo/graph.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo_test.hpp"
 
 namespace {

@@ -11,6 +11,7 @@
 #include "halo/io.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo_test.hpp"
 
 namespace {

@@ -19,6 +19,7 @@
 #include "halo/error.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
+#include "halo/model_file.hpp"
 #include "halo/result.hpp"
 #include "halo/store.hpp"
 #include "halo_test.hpp"

@@ -13,6 +13,7 @@
 #include "halo/error.hpp"
 #include "halo/graph.hpp"
 #include "halo/partition.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"
 

@@ -12,6 +12,7 @@
 #include "halo/error.hpp"
 #include "halo/memory_limits.hpp"
 #include "halo/model.hpp"
+#include "halo/model_file.hpp"
 #include "halo/result.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "halo/error.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"
 

@@ -1,0 +1,53 @@
+// Building shards from a global adjacency and an owner array (halo_partition): the local
+// numbering and halo plans of halo/shard.hpp, node data in local order, and the inverse that
+// reassembles the global CSR.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "halo/csr.hpp"
+#include "halo/shard.hpp"
+
+namespace halo {
+
+/// Splits the global adjacency (square, any pattern: it need not be symmetric) into one shard
+/// per part. `owner[v]` is v's part; every part must own at least one node (halo::InputError names
+/// the empty part otherwise), and an owner outside [0, num_parts) or a column outside the graph is
+/// an InputError too. Local CSR values are the global ones (a pattern matrix stays a pattern).
+/// Time O(nnz log(max degree) + num_nodes + H log H), H the total halo size (rows keep global
+/// column order); the send lists are derived from the peers' receive blocks, so the two agree
+/// by construction.
+std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_t>& owner,
+                                int num_parts);
+
+/// Builds the shard of one part only (same result as build_shards(...)[part]); lets a writer
+/// stream parts without holding all of them. Two OpenMP-parallel passes over the global CSR (one
+/// classifies every row as interior or boundary, which fixes every part's local order; one finds
+/// the rows other parts read from this one: in a directed graph these are not this part's halo),
+/// O(num_nodes) scratch and otherwise memory proportional to the part.
+Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
+                  int part);
+
+/// Builds part `part` from `rows`, a num_nodes-square CSR indexed by global id that holds at least
+/// that part's rows (other rows may be empty), and `boundary`, num_nodes flags computed from the
+/// whole graph (1: the node's row has a column owned by another part). The result equals
+/// build_shard(global, owner, num_parts, part) except for the send plan, which is left empty: a
+/// distributed builder fills it from the peers' receive blocks (halo/distributed_partition.hpp).
+Shard build_shard_rows(const Csr& rows, const std::vector<std::int32_t>& owner, int num_parts,
+                       int part, const std::vector<std::uint8_t>& boundary);
+
+/// Copies each owned row's features (global row-major [num_nodes, dim]) and labels (num_nodes
+/// entries, may be empty) into the shard, in local order. dim == 0 with empty features stores no
+/// features. Throws halo::InputError when the arrays are too short for an owned global id or the
+/// feature array is not a whole number of rows.
+void attach_node_data(Shard& shard, const std::vector<float>& features, std::int64_t dim,
+                      const std::vector<std::int32_t>& labels);
+
+/// Reassembles the global CSR (rows and columns in global ids, columns sorted per row) from all
+/// shards: the exact inverse of build_shards, used by tests and halo-inspect --check. Throws
+/// halo::InputError when a global id is outside [0, num_nodes), a node is owned twice or by no
+/// shard, or some shards carry values and others do not.
+Csr reassemble(const std::vector<Shard>& shards, std::int64_t num_nodes);
+
+}  // namespace halo
