@@ -1,8 +1,9 @@
 // The HDF5 model file (docs/FORMAT.md, "Model file").
+#include "halo/model_file.hpp"
+
 #include <span>
 
 #include "halo/error.hpp"
-#include "halo/model_file.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo {
