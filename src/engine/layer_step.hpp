@@ -1,0 +1,236 @@
+// The engine split by layer type (internal to halo_engine; docs/ENGINE.md "Layer types"). Each
+// layer type is one LayerStep in src/engine/layers/: it uploads its own weights, asks the
+// StepContext for the operators it aggregates or attends with, and runs its forward step. What
+// the steps share is here: the engine's work buffers, the operators (one per kind, shared by the
+// layers that use it), and one control flow, StepContext::exchange_and_compute, which overlaps
+// the halo exchange with the interior rows. src/engine/layers/layer_kinds.cpp lists every type
+// once.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/engine.hpp"
+#include "halo/exchanger.hpp"
+#include "halo/memory_report.hpp"
+#include "halo/model.hpp"
+#include "halo/operators.hpp"
+#include "halo/quantize.hpp"
+#include "halo/shard.hpp"
+
+namespace halo::detail {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Column slice [first, first + cols) of a view (a head of a concatenated matrix).
+template <typename T>
+DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
+{
+    return {m.data + first, m.rows, cols, m.ld};
+}
+
+/// A rows x cols backend matrix holding `host` (row-major); empty when there is nothing to hold.
+Matrix upload(Backend& backend, const std::vector<float>& host, std::int64_t rows,
+              std::int64_t cols);
+
+/// [heads * d, heads]: column t holds head t's attention vector (att, heads * d entries) in rows
+/// [t * d, (t + 1) * d), so that z * result gives every head's score of every row in one GEMM.
+Matrix block_diagonal(Backend& backend, const std::vector<float>& att, std::int64_t heads);
+
+/// The pattern an attention layer attends over.
+enum class AttentionPattern {
+    none,
+    self_loops,  // A + I (agnn, gat)
+    adjacency,   // the stored adjacency (transformer)
+};
+
+/// The three work buffers a layer may use besides its input (buffer indices, ascending).
+struct LayerBuffers {
+    int in = 0;
+    int a = 1;
+    int b = 2;
+    int c = 3;
+};
+
+/// What layer steps run on: the backend and the exchanger, the shard's sizes, the engine's four
+/// work buffers (n_total x max_dim each, allocated on first use), the operators shared by the
+/// layers, the int8 input of the first layer, and the timing of a layer's steps.
+class StepContext {
+public:
+    StepContext(Backend& backend, HaloExchanger& exchanger, const Shard& shard, const Model& model,
+                const EngineOptions& options);
+
+    Backend& backend;
+    HaloExchanger& exchanger;
+    const Shard& shard;
+    const Model& model;
+    const EngineOptions& options;
+    const std::int64_t n_owned;
+    const std::int64_t n_total;
+    const bool has_peers;
+
+    // --- Setup: the operators, built on first request and shared by every layer asking ---
+
+    /// The host operator of `kind` (make_aggregation; the gcn one exchanges the halo degrees
+    /// once, through the exchanger).
+    const Csr& operator_matrix(Aggregation kind);
+    /// The SpMM plan over operator_matrix(kind).
+    SpmmPlan& spmm(Aggregation kind);
+    /// The attention plan over `pattern` (not none) for widths up to the model's max_dim.
+    AttentionPlan& attention(AttentionPattern pattern);
+    /// The host pattern with self-loops (for the row-block driver).
+    const Csr& self_loop_matrix();
+    /// What the engine knows about operator `op` for its plans (row ranges, stored metadata).
+    SpmmPlanHints hints_for(const std::string& op) const;
+    /// A backend matrix of `rows` x `cols` holding `host` (empty host: an empty matrix).
+    Matrix upload(const std::vector<float>& host, std::int64_t rows, std::int64_t cols)
+    {
+        return detail::upload(backend, host, rows, cols);
+    }
+    /// Asks for the shared wide buffer (n_total rows) of at least `cols` columns.
+    void reserve_wide(std::int64_t cols) { wide_cols_ = std::max(wide_cols_, cols); }
+    /// Allocates what was reserved; called once, after every step is made.
+    void allocate_shared();
+
+    // --- Run: buffers, timing and the exchange ---
+
+    /// Contiguous rows x cols view over work buffer k.
+    DenseView<float> view(int k, std::int64_t rows, std::int64_t cols);
+    /// The shared wide buffer (reserve_wide).
+    const Matrix& wide() const { return wide_; }
+    /// Runs fn; with step timing, synchronizes and adds its time to t.dense.
+    template <typename Fn>
+    void timed(LayerTiming& t, Fn&& fn)
+    {
+        if (!options.step_timing) {
+            fn();
+            return;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        backend.synchronize();
+        t.dense += seconds_since(t0);
+    }
+
+    /// The one control flow layers share: exchanges the halo rows of `exchanged` while
+    /// compute(interior rows) runs, then, once they arrived and arrived() prepared them, runs
+    /// compute(boundary rows); without overlap the exchange completes first and compute runs once
+    /// over all owned rows. `width` is the logical row width, for the fp32-equivalent byte count.
+    void exchange_and_compute(DenseView<float> exchanged, std::int64_t width,
+                              const std::function<void(RowRange)>& compute,
+                              const std::function<void()>& arrived, LayerTiming& t);
+    /// dst (owned rows) = op * src, exchanging src's halo rows, overlapping interior rows.
+    void aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float> dst, LayerTiming& t);
+    /// The aggregation of a layer's input x_all (n_total rows) with operator `kind`: from the int8
+    /// rows when the first layer runs on them (run(QuantizedView)), else aggregate(op, x_all).
+    void aggregate_input(Aggregation kind, SpmmPlan& op, DenseView<float> x_all,
+                         DenseView<float> dst, LayerTiming& t);
+
+    // --- The input ---
+
+    /// Uploads int8 rows and parameters, dequantizes the owned rows into buffer 0 and keeps the
+    /// backend view for the first layer (aggregate_input) until clear_int8_input().
+    void load_quantized(const QuantizedView& host);
+    bool has_int8_input() const { return int8_input_.has_value(); }
+    void clear_int8_input() { int8_input_.reset(); }
+
+    // --- Reports ---
+
+    /// The SpMM plans made, by operator kind.
+    const std::map<Aggregation, std::unique_ptr<SpmmPlan>>& spmm_plans() const { return spmm_; }
+    const AttentionPlan* attention_plan(AttentionPattern pattern) const;
+    bool has_operator_matrix(Aggregation kind) const { return matrices_.count(kind) != 0; }
+    /// Backend memory of the operators, the work buffers and the input (not the layers').
+    void add_memory(MemoryReport& r) const;
+
+private:
+    std::int64_t rows_moved_ = 0;  // sent + received rows of one exchange
+    std::vector<float> degree_;    // gcn degrees of every local column, once exchanged
+    std::map<Aggregation, Csr> matrices_;
+    std::map<Aggregation, std::unique_ptr<SpmmPlan>> spmm_;
+    std::unique_ptr<AttentionPlan> self_loop_attention_;
+    std::unique_ptr<AttentionPlan> adjacency_attention_;
+    Csr self_loop_matrix_;
+    std::vector<Matrix> buffers_{4};
+    std::int64_t wide_cols_ = 0;
+    Matrix wide_;
+    // int8 input: the rows as bytes in words, the column parameters, the plans reading them.
+    Matrix q_rows_, q_scale_, q_zero_;
+    std::optional<QuantizedView> int8_input_;
+    std::map<Aggregation, std::unique_ptr<QuantizedSpmmPlan>> quantized_spmm_;
+};
+
+/// One layer of a model, of one type: its weights, the operators it asked the context for, and
+/// its forward step.
+class LayerStep {
+public:
+    virtual ~LayerStep() = default;
+    /// Runs the layer on work buffer `buffers.in` (owned rows; the step exchanges what it
+    /// aggregates) and returns the buffer holding its output (owned rows, out_dim wide).
+    virtual int forward(StepContext& ctx, const LayerBuffers& buffers, LayerTiming& t) = 0;
+    /// Adds the backend memory the layer holds itself (weights, its own buffers and plans).
+    /// `gcn_pattern_counted`: whether the gcn operator's nonzeros are already in the report.
+    virtual void add_memory(MemoryReport& r, bool& gcn_pattern_counted) const = 0;
+    /// Lines about the layer's own plans (e.g. maxk's kernel) for the kernel report, or empty;
+    /// `index` is the layer's.
+    virtual std::string report(std::size_t index) const
+    {
+        static_cast<void>(index);
+        return {};
+    }
+};
+
+/// What the engine knows of a layer type before it makes its step.
+struct LayerKind {
+    LayerType type;
+    /// The SpMM operator the layer aggregates with (maxk: the gcn one, through its own plan).
+    std::optional<Aggregation> aggregation;
+    AttentionPattern attention = AttentionPattern::none;
+    /// True when the layer runs in two work buffers (its input's and one more).
+    bool two_buffers = false;
+    std::unique_ptr<LayerStep> (*make)(const Layer& layer, StepContext& ctx);
+};
+
+/// The kind of `type` (src/engine/layers/layer_kinds.cpp).
+const LayerKind& layer_kind(LayerType type);
+
+// The steps of every layer type (one file each in src/engine/layers/).
+std::unique_ptr<LayerStep> make_gcn_step(const Layer& layer, StepContext& ctx);
+std::unique_ptr<LayerStep> make_sage_step(const Layer& layer, StepContext& ctx);
+std::unique_ptr<LayerStep> make_gin_step(const Layer& layer, StepContext& ctx);
+std::unique_ptr<LayerStep> make_linear_step(const Layer& layer, StepContext& ctx);
+std::unique_ptr<LayerStep> make_maxk_step(const Layer& layer, StepContext& ctx);
+std::unique_ptr<LayerStep> make_agnn_step(const Layer& layer, StepContext& ctx);
+std::unique_ptr<LayerStep> make_transformer_step(const Layer& layer, StepContext& ctx);
+std::unique_ptr<LayerStep> make_gat_step(const Layer& layer, StepContext& ctx);
+
+/// 4 bytes per element of a backend matrix.
+inline std::int64_t matrix_bytes(const Matrix& m)
+{
+    return 4 * m.rows() * m.cols();
+}
+
+/// Adds the matrices' bytes to r.weights.
+inline void add_weights(MemoryReport& r, std::initializer_list<const Matrix*> matrices)
+{
+    for (const auto* m : matrices) {
+        r.weights += matrix_bytes(*m);
+    }
+}
+
+/// A CSR with values as the engine counts an operator whose plan does not report its memory.
+MemoryReport csr_memory(const Csr& a);
+
+}  // namespace halo::detail

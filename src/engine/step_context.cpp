@@ -1,0 +1,275 @@
+#include <cstring>
+
+#include "halo/error.hpp"
+#include "halo/kernel_metadata.hpp"
+#include "layer_step.hpp"
+
+namespace halo::detail {
+
+Matrix upload(Backend& backend, const std::vector<float>& host, std::int64_t rows,
+              std::int64_t cols)
+{
+    if (host.empty() || rows == 0 || cols == 0) {
+        return {};
+    }
+    auto m = backend.allocate(rows, cols);
+    backend.copy_from_host(host.data(), m.view());
+    return m;
+}
+
+Matrix block_diagonal(Backend& backend, const std::vector<float>& att, std::int64_t heads)
+{
+    const auto width = static_cast<std::int64_t>(att.size());
+    const auto d = width / heads;
+    std::vector<float> host(static_cast<std::size_t>(width * heads), 0.0f);
+    for (std::int64_t r = 0; r < width; ++r) {
+        host[r * heads + r / d] = att[r];
+    }
+    return upload(backend, host, width, heads);
+}
+
+MemoryReport csr_memory(const Csr& a)
+{
+    MemoryReport c;
+    c.row_pointers = 8 * (a.num_rows + 1);
+    c.indices = 4 * a.nnz();
+    c.values = 4 * a.nnz();
+    c.nonzeros = a.nnz();
+    return c;
+}
+
+StepContext::StepContext(Backend& b, HaloExchanger& e, const Shard& s, const Model& m,
+                         const EngineOptions& o)
+    : backend(b),
+      exchanger(e),
+      shard(s),
+      model(m),
+      options(o),
+      n_owned(s.num_owned),
+      n_total(s.num_owned + s.num_halo),
+      has_peers(!s.plan.send_ranks.empty() || !s.plan.recv_ranks.empty()),
+      rows_moved_(s.plan.num_send() + s.plan.num_recv())
+{
+}
+
+const Csr& StepContext::operator_matrix(Aggregation kind)
+{
+    auto found = matrices_.find(kind);
+    if (found != matrices_.end()) {
+        return found->second;
+    }
+    if (kind == Aggregation::gcn && options.dataset_normalization != "gcn" && degree_.empty()) {
+        // Owned gcn degrees, then the halo ones through one exchange of a width-1 matrix.
+        degree_ = gcn_degrees(shard);
+        degree_.resize(n_total, 0.0f);
+        auto column = backend.allocate(n_total, 1);
+        backend.copy_from_host(degree_.data(), column.view());
+        exchanger.start(column.view());
+        exchanger.finish();
+        backend.copy_to_host(column.view(), degree_.data());
+    }
+    return matrices_[kind] = make_aggregation(shard, kind, options.dataset_normalization, degree_);
+}
+
+SpmmPlan& StepContext::spmm(Aggregation kind)
+{
+    auto& plan = spmm_[kind];
+    if (!plan) {
+        plan = backend.make_spmm_plan(operator_matrix(kind), hints_for(kernel_operator_name(kind)));
+    }
+    return *plan;
+}
+
+AttentionPlan& StepContext::attention(AttentionPattern pattern)
+{
+    HALO_EXPECTS(pattern != AttentionPattern::none, "attention over no pattern");
+    if (pattern == AttentionPattern::self_loops) {
+        if (!self_loop_attention_) {
+            self_loop_attention_ = backend.make_attention_plan(
+                self_loop_pattern(shard), model.max_dim(), options.attention,
+                hints_for(kernel_operator_gcn.data()));
+        }
+        return *self_loop_attention_;
+    }
+    if (!adjacency_attention_) {
+        if (options.dataset_normalization != "none") {
+            HALO_THROW(InputError, "the dataset's adjacency is ", options.dataset_normalization,
+                       "-normalized, but a transformer layer attends over the raw "
+                       "adjacency (no self-loops); partition with --normalize none");
+        }
+        adjacency_attention_ =
+            backend.make_attention_plan(shard.csr, model.max_dim(), options.attention,
+                                        hints_for(kernel_operator_adjacency.data()));
+    }
+    return *adjacency_attention_;
+}
+
+const AttentionPlan* StepContext::attention_plan(AttentionPattern pattern) const
+{
+    return pattern == AttentionPattern::self_loops  ? self_loop_attention_.get()
+           : pattern == AttentionPattern::adjacency ? adjacency_attention_.get()
+                                                    : nullptr;
+}
+
+const Csr& StepContext::self_loop_matrix()
+{
+    if (self_loop_matrix_.nnz() == 0) {
+        self_loop_matrix_ = self_loop_pattern(shard);
+    }
+    return self_loop_matrix_;
+}
+
+SpmmPlanHints StepContext::hints_for(const std::string& op) const
+{
+    SpmmPlanHints hints;
+    hints.op = op;
+    hints.ranges = {{0, shard.num_interior}, {shard.num_interior, shard.num_owned}};
+    for (const auto& md : options.kernel_metadata) {
+        if (md.op == hints.op) {
+            hints.stored.push_back(md);
+        }
+    }
+    return hints;
+}
+
+void StepContext::allocate_shared()
+{
+    if (wide_cols_ > 0) {
+        wide_ = backend.allocate(n_total, wide_cols_);
+    }
+}
+
+// Buffer k holds n_total * max_dim floats, allocated on its first use (the first run() allocates
+// every buffer a run uses, so that a recording for replay allocates nothing).
+DenseView<float> StepContext::view(int k, std::int64_t rows, std::int64_t cols)
+{
+    if (buffers_[k].data() == nullptr) {
+        buffers_[k] = backend.allocate(n_total, std::max<std::int64_t>(model.max_dim(), 1));
+    }
+    return {buffers_[k].data(), rows, cols, cols};
+}
+
+void StepContext::exchange_and_compute(DenseView<float> exchanged, std::int64_t width,
+                                       const std::function<void(RowRange)>& compute,
+                                       const std::function<void()>& arrived, LayerTiming& t)
+{
+    const RowRange interior = shard.interior_rows();
+    const RowRange boundary = shard.boundary_rows();
+    t.fp32_exchange_bytes += rows_moved_ * width * static_cast<std::int64_t>(sizeof(float));
+    // A part without boundary rows (one rank) or interior rows has nothing to run there.
+    auto compute_rows = [&](RowRange rows) {
+        if (!rows.empty()) {
+            compute(rows);
+        }
+    };
+    if (!options.step_timing) {
+        // The exchangers order their streams after the compute stream themselves (start)
+        // and the compute stream after theirs (finish): no host synchronization is needed.
+        exchanger.start(exchanged);
+        if (options.overlap) {
+            compute_rows(interior);
+        }
+        exchanger.finish();
+        arrived();
+        compute_rows(options.overlap ? boundary : RowRange{0, n_owned});
+        return;
+    }
+    backend.synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    exchanger.start(exchanged);
+    t.exchange += seconds_since(t0);
+    if (options.overlap) {
+        t0 = std::chrono::steady_clock::now();
+        compute_rows(interior);
+        backend.synchronize();
+        t.spmm += seconds_since(t0);
+    }
+    t0 = std::chrono::steady_clock::now();
+    exchanger.finish();
+    if (!options.overlap) {
+        // Nothing to overlap with: wait for the exchange itself, so that `exchange` measures
+        // its duration (a device exchanger's finish() only orders the streams).
+        backend.synchronize();
+    }
+    const double waited = seconds_since(t0);
+    t.exchange += waited;
+    t.waiting += waited;
+    t0 = std::chrono::steady_clock::now();
+    arrived();
+    compute_rows(options.overlap ? boundary : RowRange{0, n_owned});
+    backend.synchronize();
+    t.spmm += seconds_since(t0);
+}
+
+void StepContext::aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float> dst,
+                            LayerTiming& t)
+{
+    exchange_and_compute(
+        src, src.cols, [&](RowRange rows) { op.run(src, dst, rows); }, [] {}, t);
+}
+
+// From int8 rows: dst (owned rows) = op * dequantize(int8 input), the input's halo rows exchanged
+// as int8 bytes (every part shares the per-column parameters, so the bytes mean the same
+// everywhere).
+void StepContext::aggregate_input(Aggregation kind, SpmmPlan& op, DenseView<float> x_all,
+                                  DenseView<float> dst, LayerTiming& t)
+{
+    if (!int8_input_) {
+        aggregate(op, x_all, dst, t);
+        return;
+    }
+    auto& plan = quantized_spmm_[kind];
+    if (!plan) {
+        plan = backend.make_quantized_spmm_plan(operator_matrix(kind), model.max_dim());
+    }
+    const auto& q = *int8_input_;
+    exchange_and_compute(
+        q_rows_.view(), q.cols, [&](RowRange rows) { plan->run(q, dst, rows); }, [] {}, t);
+}
+
+void StepContext::load_quantized(const QuantizedView& host)
+{
+    const auto cols = host.cols;
+    const auto words = (cols + 3) / 4;
+    if (q_rows_.cols() != words) {
+        q_rows_ = backend.allocate(n_total, words);
+        q_scale_ = backend.allocate(1, cols);
+        q_zero_ = backend.allocate(1, cols);
+    }
+    std::vector<float> staged(static_cast<std::size_t>(n_owned * words), 0.0f);
+    for (std::int64_t i = 0; i < n_owned; ++i) {
+        std::memcpy(reinterpret_cast<char*>(staged.data() + i * words), host.data + i * host.ld,
+                    static_cast<std::size_t>(cols));
+    }
+    backend.copy_from_host(staged.data(), q_rows_.rows_view(0, n_owned));
+    backend.copy_from_host(host.scale, q_scale_.view());
+    std::vector<float> zero_bits(static_cast<std::size_t>(cols));
+    std::memcpy(zero_bits.data(), host.zero_point, static_cast<std::size_t>(cols) * 4);
+    backend.copy_from_host(zero_bits.data(), q_zero_.view());
+    const QuantizedView device{reinterpret_cast<const std::int8_t*>(q_rows_.data()),
+                               n_total,
+                               cols,
+                               4 * words,
+                               q_scale_.data(),
+                               reinterpret_cast<const std::int32_t*>(q_zero_.data())};
+    auto owned = device;
+    owned.rows = n_owned;
+    backend.dequantize(owned, view(0, n_owned, cols));
+    int8_input_ = device;
+}
+
+// Plans that report their memory give it; other plans' operators count as CSR with values.
+void StepContext::add_memory(MemoryReport& r) const
+{
+    for (const auto& [kind, plan] : spmm_) {
+        const auto m = plan->memory();
+        r += m.total() > 0 ? m : csr_memory(matrices_.at(kind));
+    }
+    for (const auto& b : buffers_) {
+        r.feature_buffers += matrix_bytes(b);
+    }
+    r.feature_buffers += matrix_bytes(wide_) + matrix_bytes(q_rows_) + matrix_bytes(q_scale_) +
+                         matrix_bytes(q_zero_);
+}
+
+}  // namespace halo::detail
