@@ -5,24 +5,17 @@
 #include <cstring>
 
 #include "halo/error.hpp"
+#include "layer_step.hpp"
 
 namespace halo::detail {
 namespace {
 
 constexpr std::int64_t f32 = sizeof(float);
 
-double seconds_since(std::chrono::steady_clock::time_point t0)
+DenseView<float> view_of(const Matrix& m)
 {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return m.view();
 }
-
-template <typename T>
-DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
-{
-    return {m.data + first, m.rows, cols, m.ld};
-}
-
-DenseView<float> view_of(const Matrix& m) { return m.view(); }
 
 // memcpy split across the OpenMP threads (one thread does not reach host memory bandwidth).
 template <typename T>
@@ -78,29 +71,19 @@ RowBlockDriver::RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const
     for (const auto& layer : model.layers) {
         Weights w;
         const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
-        w.weight = upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
-        w.bias = upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
+        w.weight = upload(backend_, layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
+        w.bias = upload(backend_, layer.bias, 1, layer.bias.empty() ? 0 : mid);
         if (layer.type == LayerType::sage) {
-            w.root_weight = upload(layer.root_weight, layer.in_dim, layer.out_dim);
+            w.root_weight = upload(backend_, layer.root_weight, layer.in_dim, layer.out_dim);
         }
-        w.weight2 = upload(layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
-        w.bias2 = upload(layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
+        w.weight2 = upload(backend_, layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
+        w.bias2 = upload(backend_, layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
         if (layer.type == LayerType::gat) {
-            // [heads * d, heads], column t holding head t's vector (as the in-memory engine).
-            const auto heads = layer.heads;
-            const auto d = layer.head_dim();
-            auto block_diagonal = [&](const std::vector<float>& att) {
-                std::vector<float> host(static_cast<std::size_t>(layer.out_dim * heads), 0.0f);
-                for (std::int64_t r = 0; r < layer.out_dim; ++r) {
-                    host[r * heads + r / d] = att[r];
-                }
-                return upload(host, layer.out_dim, heads);
-            };
-            w.att_src = block_diagonal(layer.att_src);
-            w.att_dst = block_diagonal(layer.att_dst);
+            w.att_src = block_diagonal(backend_, layer.att_src, layer.heads);
+            w.att_dst = block_diagonal(backend_, layer.att_dst, layer.heads);
         }
-        for (const auto* m : {&w.weight, &w.bias, &w.root_weight, &w.weight2, &w.bias2,
-                              &w.att_src, &w.att_dst}) {
+        for (const auto* m :
+             {&w.weight, &w.bias, &w.root_weight, &w.weight2, &w.bias2, &w.att_src, &w.att_dst}) {
             resident_ += m->rows() * m->cols() * f32;
         }
         weights_.push_back(std::move(w));
@@ -120,25 +103,17 @@ RowBlockDriver::RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const
         HALO_THROW(InputError, "device memory limit of ", format_bytes(limit_), " (", limit_,
                    " bytes) is too small to run layer ", worst, " (",
                    to_string(model.layers[worst].type), ") over row blocks: ",
-                   p.worst_row >= 0 ? "its largest row (row " + std::to_string(p.worst_row) +
-                                          ", " + std::to_string(p.worst_nnz) + " nonzeros)"
+                   p.worst_row >= 0 ? "its largest row (row " + std::to_string(p.worst_row) + ", " +
+                                          std::to_string(p.worst_nnz) + " nonzeros)"
                                     : std::string("one row"),
-                   " needs ", format_bytes(minimum_), " with the weights; the smallest limit that "
-                   "works is ", format_bytes(minimum_), " (--device-memory-limit ", minimum_, ")");
+                   " needs ", format_bytes(minimum_),
+                   " with the weights; the smallest limit that "
+                   "works is ",
+                   format_bytes(minimum_), " (--device-memory-limit ", minimum_, ")");
     }
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         split_layer(l);
     }
-}
-
-Matrix RowBlockDriver::upload(const std::vector<float>& host, std::int64_t rows, std::int64_t cols)
-{
-    if (host.empty() || rows == 0 || cols == 0) {
-        return {};
-    }
-    auto m = backend_.allocate(rows, cols);
-    backend_.copy_from_host(host.data(), m.view());
-    return m;
 }
 
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
@@ -256,8 +231,8 @@ void RowBlockDriver::split_layer(std::size_t l)
                 report_ = r;
             }
         }
-        report_.row_blocks = std::max<std::int64_t>(report_.row_blocks,
-                                                    static_cast<std::int64_t>(blocks->size()));
+        report_.row_blocks =
+            std::max<std::int64_t>(report_.row_blocks, static_cast<std::int64_t>(blocks->size()));
     }
     report_.nonzeros = std::max(report_.nonzeros, p.op != nullptr ? p.op->nnz() : 0);
     report_.out_of_core = true;
@@ -601,7 +576,8 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
             }
             case LayerType::gat: {
                 hints.op = kernel_operator_gcn.data();
-                auto plan = backend_.make_attention_plan(block, model_.max_dim(), attention_, hints);
+                auto plan =
+                    backend_.make_attention_plan(block, model_.max_dim(), attention_, hints);
                 const auto heads = layer.heads;
                 const auto d = layer.head_dim();
                 auto zb = up(z.data() + blk.rows.begin * wz, r, wz, t);
@@ -614,11 +590,10 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
                 const auto zs = view_of(src);
                 const auto ov = o.view();
                 for (std::int64_t h = 0; h < heads; ++h) {
-                    plan->run_additive(columns(DenseView<const float>(el.view()), h, 1),
-                                       columns(DenseView<const float>(er.view()), h, 1),
-                                       layer.negative_slope,
-                                       columns(DenseView<const float>(zs), h * d, d),
-                                       columns(ov, h * d, d), rows);
+                    plan->run_additive(
+                        columns(DenseView<const float>(el.view()), h, 1),
+                        columns(DenseView<const float>(er.view()), h, 1), layer.negative_slope,
+                        columns(DenseView<const float>(zs), h * d, d), columns(ov, h * d, d), rows);
                 }
                 spmm_done();
                 backend_.bias_activation(o.view(), w.bias.data(), layer.activation, rows);
@@ -669,7 +644,8 @@ std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
         backend_.synchronize();
         t.total = seconds_since(t0);
         t.compute = t.spmm + t.dense;
-        t.row_blocks = static_cast<std::int64_t>(std::max(p.pre_blocks.size(), p.agg_blocks.size()));
+        t.row_blocks =
+            static_cast<std::int64_t>(std::max(p.pre_blocks.size(), p.agg_blocks.size()));
         t.exchanged_bytes = (exchanger_.stats().bytes_sent - stats_before.bytes_sent) +
                             (exchanger_.stats().bytes_received - stats_before.bytes_received);
         if (keep != nullptr) {

@@ -43,8 +43,7 @@ public:
     /// the limit and the smallest that would work).
     RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
                    const Model& model, std::vector<const Csr*> layer_operators,
-                   AttentionKernel attention, bool step_timing, bool overlap,
-                   std::int64_t limit);
+                   AttentionKernel attention, bool step_timing, bool overlap, std::int64_t limit);
 
     /// Runs the model on host features (num_owned x input width); timings get one entry per
     /// layer; `keep` (may be null) receives every layer's owned rows.
@@ -78,10 +77,10 @@ private:
     struct LayerPlan {
         const Csr* op = nullptr;
         bool agg_first = false;
-        bool compact = true;  // gather the referenced rows of z (else all of z is resident)
-        std::int64_t wz = 0;  // width of the aggregated matrix z
-        Cost pre;             // transform phase (absent when agg_first)
-        Cost agg;             // aggregation phase
+        bool compact = true;    // gather the referenced rows of z (else all of z is resident)
+        std::int64_t wz = 0;    // width of the aggregated matrix z
+        Cost pre;               // transform phase (absent when agg_first)
+        Cost agg;               // aggregation phase
         std::int64_t need = 0;  // the smallest limit for this layer
         std::int64_t worst_row = -1;
         std::int64_t worst_nnz = 0;
@@ -92,7 +91,6 @@ private:
         Matrix weight, bias, root_weight, weight2, bias2, att_src, att_dst;
     };
 
-    Matrix upload(const std::vector<float>& host, std::int64_t rows, std::int64_t cols);
     std::vector<Block> split(const Csr* a, const Cost& cost, bool compact);
     void plan_layer(std::size_t l);
     void split_layer(std::size_t l);
