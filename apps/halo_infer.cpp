@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -30,11 +31,9 @@
 #include <vector>
 
 #include "app_common.hpp"
-#include "phase_table.hpp"
-#include "halo/aes.hpp"
-#include "halo/backend.hpp"
+#include "halo/backend_spec.hpp"
 #include "halo/engine.hpp"
-#include "halo/int8_exchanger.hpp"
+#include "halo/exchange_spec.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/model_file.hpp"
@@ -43,11 +42,9 @@
 #include "halo/mpi_world.hpp"
 #include "halo/result.hpp"
 #include "halo/store.hpp"
+#include "phase_table.hpp"
 #ifdef HALO_HAVE_CUDA
-#include "halo/cuda/backend.hpp"
 #include "halo/cuda/context.hpp"
-#include "halo/cuda/device.hpp"
-#include "halo/nccl_exchanger.hpp"
 #endif
 
 namespace {
@@ -65,7 +62,7 @@ struct Options {
     std::string attention = "fused";
     std::int64_t k = 16;
     std::int64_t heads = 1;
-    int device = -1;       // -1: local rank modulo the visible devices
+    int device = -1;  // -1: local rank modulo the visible devices
     bool save_layers = false;
     bool no_overlap = false;
     bool sync_layers = false;
@@ -85,34 +82,6 @@ struct Options {
     // Set by main() before run(): the dataset file as this rank found it before reading it.
     std::pair<dev_t, ino_t> dataset_identity{};
 };
-
-// "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
-std::optional<halo::AesOptions> parse_aes_spmm(const std::string& text)
-{
-    if (text.rfind("aes:", 0) != 0) {
-        return std::nullopt;
-    }
-    const auto rest = text.substr(4);
-    const auto colon = rest.find(':');
-    const auto width_text = rest.substr(0, colon);
-    halo::AesOptions options;
-    std::size_t used = 0;
-    try {
-        options.sample_width = std::stoll(width_text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (width_text.empty() || used != width_text.size()) {
-        HALO_THROW(halo::InputError, "--spmm ", text, ": '", width_text,
-                   "' is not a sample width (expected aes:W[:sample_sum|rescaled], W in ",
-                   halo::kAesMinWidth, "..", halo::kAesMaxWidth, ")");
-    }
-    if (colon != std::string::npos) {
-        options.scaling = halo::parse_aes_scaling(rest.substr(colon + 1));
-    }
-    halo::validate(options);
-    return options;
-}
 
 // HALO_FAULT_INJECT="rank=R,layer=L": rank R throws before layer L (tests of the abort path).
 // "rank=R,layer=L,sleep=S": rank R sleeps S seconds there instead, its peers waiting in the
@@ -196,22 +165,14 @@ void save_tuning(halo::MpiWorld& world, const std::string& dataset,
     }
 }
 
-// --exchange TRANSPORT[-int8] | int8: the transport (empty: the backend's default, nccl on cuda,
-// mpi on cpu), and whether rows travel as int8 records (halo/int8_exchanger.hpp).
-struct ExchangeChoice {
-    std::string transport;
-    bool int8_rows = false;
-};
-
-ExchangeChoice parse_exchange(const std::string& text)
+// The backend the options name (main() checks it before MPI starts; run() adds the local rank).
+halo::BackendSpec backend_spec(const Options& o)
 {
-    if (text == "int8") {
-        return {"", true};
-    }
-    if (text.ends_with("-int8")) {
-        return {text.substr(0, text.size() - 5), true};
-    }
-    return {text, false};
+    halo::BackendSpec spec;
+    spec.kind = o.backend;
+    spec.spmm = o.spmm;
+    spec.device = o.device;
+    return spec;
 }
 
 // Every check that needs neither the data nor MPI: run before MPI_Init, so that a conflict of
@@ -219,8 +180,9 @@ ExchangeChoice parse_exchange(const std::string& text)
 void check_options(const Options& o)
 {
     const bool cuda = o.backend == "cuda";
-    const auto [transport, int8_rows] = parse_exchange(o.exchange);
-    const std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
+    const auto exchange_spec = halo::parse_exchange_spec(o.exchange);
+    const bool int8_rows = exchange_spec.int8_rows;
+    const std::string exchange = halo::requested_transport(exchange_spec, cuda);
     if (!cuda && (exchange != "mpi" || o.device >= 0)) {
         HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + o.exchange,
                    " needs --backend cuda (the cpu backend runs on the host and exchanges over "
@@ -231,19 +193,7 @@ void check_options(const Options& o)
                    "--save-tuning needs --spmm autotune (only the autotuner "
                    "makes choices worth storing)");
     }
-    const auto aes = parse_aes_spmm(o.spmm);
-    if (!cuda && !o.spmm.empty() && o.spmm != "auto" && !aes) {
-        HALO_THROW(halo::InputError, "--spmm ", o.spmm,
-                   " needs --backend cuda (the cpu backend runs the reference SpMM, or "
-                   "aes:W)");
-    }
-#ifndef HALO_HAVE_CUDA
-    if (cuda) {
-        HALO_THROW(halo::InputError,
-                   "--backend cuda: halo-infer was built without CUDA "
-                   "(configure with -DHALO_ENABLE_CUDA=ON), use --backend cpu");
-    }
-#endif
+    halo::check_backend_spec(backend_spec(o));
     if (o.int8_features && int8_rows) {
         HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
                    ": the first layer already exchanges int8 rows, and re-quantizing them would "
@@ -406,35 +356,34 @@ double stored_bytes(const halo::Shard& s)
     return total;
 }
 
-// `process` times the whole process (from main's first line); `mpi_seconds` is MPI's start.
-int run(halo::MpiWorld& world, const Options& o, const std::string& command,
-        const halo::app::Stopwatch& process, double mpi_seconds)
-{
-    const int rank = world.rank();
-    const int size = world.size();
-    const bool lead = rank == 0 && !o.quiet;
-    halo::app::PhaseLog phases;
-    phases.add("mpi start", mpi_seconds);
-    halo::app::Stopwatch step;
-
-    // The rank count must match the dataset: every rank reads the root attributes and decides
-    // alike, so a mismatch is reported once and every rank exits without any collective.
-    const auto info = halo::read_dataset_info(o.dataset);
-    const double info_seconds = step.seconds();
-    if (info.num_parts != size) {
-        HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
-                   size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
-                   ", or partition again with --parts ", size);
+// What the steps of one job share: the world, the options, the phase table.
+struct Job {
+    Job(halo::MpiWorld& w, const Options& options)
+        : world(w),
+          o(options),
+          rank(w.rank()),
+          size(w.size()),
+          lead(w.rank() == 0 && !options.quiet),
+          cuda(options.backend == "cuda")
+    {
     }
-    const bool cuda = o.backend == "cuda";
-    const auto choice = parse_exchange(o.exchange);
-    const std::string& transport = choice.transport;
-    const bool int8_rows = choice.int8_rows;
-    std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
-    const auto aes = parse_aes_spmm(o.spmm);
 
-    // Model: from a file, or random from the seed (the same on every rank).
-    step.restart();
+    halo::MpiWorld& world;
+    const Options& o;
+    int rank = 0;
+    int size = 1;
+    bool lead = false;  // rank 0 prints, unless --quiet
+    bool cuda = false;
+    halo::app::PhaseLog phases;
+    halo::app::Stopwatch step;  // restarted by each phase
+};
+
+// Model: from a file, or random from the seed (the same on every rank), checked against the
+// dataset and the exchange.
+halo::Model load_model(Job& job, const halo::DatasetInfo& info)
+{
+    const auto& o = job.o;
+    job.step.restart();
     halo::Model model;
     if (!o.model.empty()) {
         model = halo::read_model(o.model);
@@ -450,189 +399,68 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
                    info.feature_dim > 0 ? info.feature_type : std::string("no"),
                    " features (partition with --features ... --quantize int8)");
     }
-    if (int8_rows) {
-        for (const auto& layer : model.layers) {
-            if (layer.type == halo::LayerType::maxk) {
-                HALO_THROW(halo::InputError, "--exchange ", o.exchange,
-                           ": maxk layers exchange CBSR records "
-                           "(values and column indices), which int8 quantization would corrupt; "
-                           "use --exchange ",
-                           exchange, " (the records are already ~",
-                           "6k instead of 4D bytes per row)");
-            }
+    const auto exchange = halo::parse_exchange_spec(o.exchange);
+    for (const auto& layer : model.layers) {
+        if (exchange.int8_rows && layer.type == halo::LayerType::maxk) {
+            HALO_THROW(halo::InputError, "--exchange ", o.exchange,
+                       ": maxk layers exchange CBSR records "
+                       "(values and column indices), which int8 quantization would corrupt; "
+                       "use --exchange ",
+                       halo::requested_transport(exchange, job.cuda), " (the records are already ~",
+                       "6k instead of 4D bytes per row)");
         }
     }
     if (info.feature_dim > 0 && info.feature_dim != model.input_dim()) {
         HALO_THROW(halo::InputError, o.dataset, " has features of width ", info.feature_dim,
                    " but the model's first layer takes ", model.input_dim());
     }
+    job.phases.add("model", job.step.seconds(), -1.0,
+                   o.model.empty() ? "random from the seed" : o.model);
+    return model;
+}
 
-    phases.add("model", step.seconds(), -1.0, o.model.empty() ? "random from the seed" : o.model);
-
-    // Load and check this rank's part, then the halo plans across ranks (before any exchange).
-    step.restart();
-    const auto shard = halo::read_shard(o.dataset, rank);
-    const double read_seconds = info_seconds + step.seconds();
-    phases.add("dataset read", read_seconds, stored_bytes(shard),
-               info.feature_dim > 0 ? "part, features included" : "part");
-    step.restart();
-    halo::check_halo_plan(world.comm(), shard, o.dataset);
-    const double check_seconds = step.seconds();
-    phases.add("halo plan check", check_seconds, -1.0, "collective");
-    const double load_seconds = read_seconds + check_seconds;
-
-    // Declared in the order they must be destroyed in reverse: the engine's device memory goes
-    // back to the context's pool before the context itself goes.
-#ifdef HALO_HAVE_CUDA
-    std::unique_ptr<halo::cuda::Context> ctx;
-    std::unique_ptr<halo::NcclComm> nccl;
-#endif
-    std::unique_ptr<halo::Backend> backend;
-    std::unique_ptr<halo::HaloExchanger> exchanger;
-#ifdef HALO_HAVE_CUDA
-    // On an error on this rank, abort the NCCL communicator (ncclCommAbort) before anything else
-    // is torn down: a peer may be blocked in a grouped send/receive with us, and destroying the
-    // communicator normally would wait for it. The job is then ended by MPI_Abort in main().
-    struct AbortNcclOnError {
-        halo::NcclComm* comm = nullptr;
-        int exceptions = std::uncaught_exceptions();
-        ~AbortNcclOnError()
-        {
-            if (comm != nullptr && std::uncaught_exceptions() > exceptions) {
-                comm->abort();
-            }
-        }
-    } abort_nccl_on_error;
-#endif
-    const auto exchange_width = model.exchange_width();
-    step.restart();
-    double device_seconds = 0.0;
-    if (!cuda) {
-        halo::CpuBackendOptions bopt;
-        bopt.aes = aes;
-        backend = halo::make_cpu_backend(bopt);
-        if (int8_rows && size > 1) {
-            exchanger = halo::make_int8_exchanger(
-                [&](const halo::Shard& s, std::int64_t w) {
-                    return halo::make_mpi_exchanger(world.comm(), s, w);
-                },
-                halo::make_cpu_int8_codec(), shard, exchange_width);
-        } else {
-            exchanger = halo::make_mpi_exchanger(world.comm(), shard, exchange_width);
-        }
-    } else {
-#ifdef HALO_HAVE_CUDA
-        halo::cuda::ContextOptions copt;
-        copt.device = o.device;
-        copt.local_rank = world.local_rank();
-        copt.local_size = world.local_size();
-        ctx = std::make_unique<halo::cuda::Context>(copt);
-        device_seconds = step.seconds();
-        step.restart();
-        // No --spmm: the autotuner's stored choices where the dataset has them for this device,
-        // cuSPARSE elsewhere (never timed here).
-        auto spmm = o.spmm.empty() || o.spmm == "auto"
-                        ? halo::cuda::SpmmAlgorithm::stored_or_cusparse
-                        : halo::cuda::SpmmAlgorithm::cusparse;
-        if (o.spmm == "rowsplit") {
-            spmm = halo::cuda::SpmmAlgorithm::rowsplit;
-        } else if (o.spmm == "mergepath") {
-            spmm = halo::cuda::SpmmAlgorithm::mergepath;
-        } else if (o.spmm == "accel_gcn") {
-            spmm = halo::cuda::SpmmAlgorithm::accel_gcn;
-        } else if (o.spmm == "autotune") {
-            spmm = halo::cuda::SpmmAlgorithm::autotune;
-        } else if (aes) {
-            spmm = halo::cuda::SpmmAlgorithm::aes;
-        }
-        backend = halo::cuda::make_cuda_backend(*ctx, spmm, aes.value_or(halo::AesOptions{}));
-        // NCCL needs a GPU per rank. Decided collectively: every rank must pick the same exchanger.
-        int shares = (o.device >= 0 && world.local_size() > 1) ||
-                     world.local_size() > halo::cuda::device_count();
-        int any_shares = 0;
-        HALO_MPI_TRY(MPI_Allreduce(&shares, &any_shares, 1, MPI_INT, MPI_MAX, world.comm()));
-        if (size > 1 && any_shares == 1 && exchange == "nccl") {
-            if (!transport.empty()) {
-                HALO_THROW(halo::InputError,
-                           "--exchange nccl needs one GPU per rank, but ranks "
-                           "share a GPU on some node (",
-                           world.local_size(), " ranks and ", halo::cuda::device_count(),
-                           " visible GPU(s) on ", world.node_name(),
-                           o.device >= 0 ? ", --device given" : "",
-                           "); use --exchange mpi or fewer ranks per node");
-            }
-            exchange = "mpi";
-            if (lead) {
-                fmt::print(
-                    "ranks share a GPU: halo exchange over MPI (NCCL needs one GPU per "
-                    "rank)\n");
-            }
-        }
-        halo::InnerExchangerFactory make_transport;
-        if (size == 1) {
-            exchanger = halo::make_local_exchanger(shard);
-        } else if (exchange == "nccl") {
-            nccl = std::make_unique<halo::NcclComm>(world.comm(), *ctx);
-            abort_nccl_on_error.comm = nccl.get();
-            make_transport = [&](const halo::Shard& s, std::int64_t w) {
-                return halo::make_nccl_exchanger(*ctx, *nccl, s, w);
-            };
-        } else {
-            make_transport = [&](const halo::Shard& s, std::int64_t w) {
-                return halo::make_mpi_device_exchanger(*ctx, world.comm(), s, w);
-            };
-        }
-        if (make_transport) {
-            exchanger = int8_rows ? halo::make_int8_exchanger(make_transport,
-                                                              halo::cuda::make_int8_codec(*ctx),
-                                                              shard, exchange_width)
-                                  : make_transport(shard, exchange_width);
-        }
-#endif
-    }
-    phases.add("device start", device_seconds, -1.0,
-               cuda ? "CUDA context, streams, library handles" : "cpu backend");
-    phases.add("exchange setup", step.seconds(), -1.0,
-               size == 1 ? "single part" : cuda ? exchange : "mpi");
+// The engine's options from the command line and the dataset (its kernel metadata included).
+halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
+{
+    const auto& o = job.o;
     halo::EngineOptions eopt;
     eopt.overlap = !o.no_overlap;
     // Defaults: one synchronization per layer (--step-timing splits each layer into compute
     // and exchange), and on one CUDA rank the forward pass replayed as a CUDA graph from the
     // second run on (--no-cuda-graph: never).
     eopt.step_timing = o.step_timing;
-    if (o.cuda_graph && (!cuda || size > 1 || o.save_layers || o.step_timing)) {
+    if (o.cuda_graph && (!job.cuda || job.size > 1 || o.save_layers || o.step_timing)) {
         HALO_THROW(halo::InputError,
                    "--cuda-graph needs --backend cuda, one rank (a dataset of one part), no "
                    "--save-layers and no --step-timing");
     }
-    eopt.replay = o.cuda_graph ||
-                  (cuda && size == 1 && !o.save_layers && !o.step_timing && !o.no_cuda_graph);
+    eopt.replay = o.cuda_graph || (job.cuda && job.size == 1 && !o.save_layers && !o.step_timing &&
+                                   !o.no_cuda_graph);
     eopt.keep_layers = o.save_layers;
     eopt.dataset_normalization = info.normalization;
     eopt.attention =
         o.attention == "exact" ? halo::AttentionKernel::exact : halo::AttentionKernel::fused;
-    step.restart();
-    if (cuda && !o.ignore_kernel_metadata) {
+    job.step.restart();
+    if (job.cuda && !o.ignore_kernel_metadata) {
         // Kernel metadata stored for this part (docs/FORMAT.md): Accel-GCN's partition, the
         // autotuner's choices. Plans take what applies to them and say so in the kernel report.
-        for (const auto& name : halo::list_kernel_metadata(o.dataset, rank)) {
+        for (const auto& name : halo::list_kernel_metadata(o.dataset, job.rank)) {
             const auto slash = name.find('/');
-            if (auto md = halo::read_kernel_metadata(o.dataset, rank, name.substr(0, slash),
+            if (auto md = halo::read_kernel_metadata(o.dataset, job.rank, name.substr(0, slash),
                                                      name.substr(slash + 1))) {
                 eopt.kernel_metadata.push_back(std::move(*md));
             }
         }
     }
-    const MPI_Comm comm = world.comm();
-    const bool sync_layers = o.sync_layers;
-    eopt.before_layer = [rank, comm, sync_layers](std::size_t layer) {
+    const MPI_Comm comm = job.world.comm();
+    eopt.before_layer = [rank = job.rank, comm, sync_layers = o.sync_layers](std::size_t layer) {
         maybe_inject_fault(rank, layer);
         if (sync_layers) {
             HALO_MPI_TRY(MPI_Barrier(comm));
         }
     };
-    phases.add("kernel metadata read", step.seconds(), -1.0,
-               fmt::format("{} group(s)", eopt.kernel_metadata.size()));
+    job.phases.add("kernel metadata read", job.step.seconds(), -1.0,
+                   fmt::format("{} group(s)", eopt.kernel_metadata.size()));
     // Device memory limit and out-of-core execution (docs/ENGINE.md "Out-of-core execution").
     if (!o.device_memory_limit.empty()) {
         eopt.device_memory_limit = halo::parse_byte_size(o.device_memory_limit);
@@ -640,14 +468,25 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     if (o.out_of_core) {
         eopt.execution = halo::Execution::row_blocks;
     }
-    step.restart();
-    halo::Engine engine(*backend, *exchanger, shard, model, eopt);
-    phases.add("operators and plans", step.seconds(), -1.0, "normalization, kernel setup");
+    return eopt;
+}
 
-    // run: the whole call, features uploaded and outputs downloaded; forward: the layers only
-    // (sum of the per-layer wall times, what a framework's forward() measures with the input
-    // already in place), the slowest rank's.
-    std::span<const float> output;  // the engine's host buffer, valid until its next run
+// The medians of --repeat runs; the output is the engine's host buffer, valid until its next run.
+struct Runs {
+    std::span<const float> output;
+    double median_seconds = 0.0;          // the whole call, upload and download included
+    double forward_median_seconds = 0.0;  // the layers only, the slowest rank's
+};
+
+// run: the whole call, features uploaded and outputs downloaded; forward: the layers only (sum
+// of the per-layer wall times, what a framework's forward() measures with the input already in
+// place), the slowest rank's.
+Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
+                 const halo::DatasetInfo& info, const halo::Model& model)
+{
+    const auto& o = job.o;
+    auto& phases = job.phases;
+    Runs runs;
     std::vector<double> run_seconds;
     std::vector<double> forward_seconds;
     const auto runs_note = fmt::format("{} run{}", o.repeat, o.repeat == 1 ? "" : "s");
@@ -662,114 +501,133 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
         input_note = "features from the dataset, uploaded";
     } else {
         input_bytes = static_cast<double>(shard.num_owned) * 8.0;
-        input_note = cuda ? "random from the seed, generated on the device (ids uploaded)"
-                          : "random from the seed, generated in place";
+        input_note = job.cuda ? "random from the seed, generated on the device (ids uploaded)"
+                              : "random from the seed, generated in place";
     }
     phases.add("input features", 0.0, 0.0, input_note + ", " + runs_note);
     phases.add("tuning", 0.0, -1.0, "autotuner trials in the first run");
     phases.add("layers", 0.0, -1.0, runs_note);
     phases.add("download", 0.0, 0.0, runs_note);
     for (int r = 0; r < o.repeat; ++r) {
-        HALO_MPI_TRY(MPI_Barrier(world.comm()));
+        HALO_MPI_TRY(MPI_Barrier(job.world.comm()));
         halo::app::Stopwatch watch;
         if (o.int8_features) {
-            const halo::QuantizedView q{shard.features_int8.data(), shard.num_owned,
-                                        info.feature_dim, info.feature_dim,
-                                        shard.feature_scale.data(),
-                                        shard.feature_zero_point.data()};
-            output = engine.forward(q);
+            const halo::QuantizedView q{
+                shard.features_int8.data(), shard.num_owned,
+                info.feature_dim,           info.feature_dim,
+                shard.feature_scale.data(), shard.feature_zero_point.data()};
+            runs.output = engine.forward(q);
         } else if (info.feature_dim > 0) {
-            output = engine.forward(shard.features);
+            runs.output = engine.forward(shard.features);
         } else {
-            output = engine.forward_random(o.seed);
+            runs.output = engine.forward_random(o.seed);
         }
-        HALO_MPI_TRY(MPI_Barrier(world.comm()));
+        HALO_MPI_TRY(MPI_Barrier(job.world.comm()));
         run_seconds.push_back(watch.seconds());
         phases.accumulate("input features", engine.input_seconds(), input_bytes);
         phases.accumulate("layers", engine.forward_seconds());
         phases.accumulate("download", engine.download_seconds(), out_bytes);
         double forward = engine.forward_seconds();
         double slowest = 0.0;
-        HALO_MPI_TRY(MPI_Allreduce(&forward, &slowest, 1, MPI_DOUBLE, MPI_MAX, world.comm()));
+        HALO_MPI_TRY(MPI_Allreduce(&forward, &slowest, 1, MPI_DOUBLE, MPI_MAX, job.world.comm()));
         forward_seconds.push_back(slowest);
     }
     auto median = [](std::vector<double> v) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    const double median_seconds = median(run_seconds);
-    const double forward_median_seconds = median(forward_seconds);
+    runs.median_seconds = median(run_seconds);
+    runs.forward_median_seconds = median(forward_seconds);
     // Tuning ran inside the first run's layers: its own row, out of the layers' time.
     const double tuning_seconds = engine.tuning_seconds();
     phases.accumulate("tuning", tuning_seconds);
     phases.accumulate("layers", -tuning_seconds);
+    return runs;
+}
 
-    // Results: each rank its own rows; then rank 0 the manifest, only after all succeeded.
-    step.restart();
+// Each rank writes its own rows (with the argmax of each, and every layer's with
+// --save-layers); returns the predictions.
+std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine,
+                                      const halo::Shard& shard, const halo::Model& model,
+                                      std::span<const float> output)
+{
+    job.step.restart();
     halo::ResultPiece piece;
-    piece.part = rank;
-    piece.num_parts = size;
+    piece.part = job.rank;
+    piece.num_parts = job.size;
     piece.global_ids = shard.global_ids;
     piece.output_dim = model.output_dim();
     piece.prediction = halo::argmax_rows(output, model.output_dim());
-    if (o.save_layers) {
+    if (job.o.save_layers) {
         piece.layers = engine.layer_outputs();
         for (const auto& layer : model.layers) {
             piece.layer_dims.push_back(layer.out_dim);
         }
     }
-    phases.add("predictions", step.seconds(), -1.0, "argmax of every output row");
-    step.restart();
-    halo::write_result_piece(o.out, piece, output);
+    job.phases.add("predictions", job.step.seconds(), -1.0, "argmax of every output row");
+    job.step.restart();
+    halo::write_result_piece(job.o.out, piece, output);
     double written = static_cast<double>(output.size()) * 4.0 +
                      static_cast<double>(piece.global_ids.size()) * 8.0 +
                      static_cast<double>(piece.prediction.size()) * 4.0;
     for (const auto& layer : piece.layers) {
         written += static_cast<double>(layer.size()) * 4.0;
     }
-    phases.add("result write", step.seconds(), written, "own rows, synced to disk");
-    step.restart();
+    job.phases.add("result write", job.step.seconds(), written, "own rows, synced to disk");
+    return std::move(piece.prediction);
+}
 
-    // Accuracy over the evaluation nodes this rank owns, summed over ranks.
-    std::int64_t counts[2] = {0, 0};  // correct, evaluated
-    if (!o.eval_nodes.empty()) {
+// Accuracy over the evaluation nodes each rank owns: {correct, evaluated} summed over ranks.
+std::array<std::int64_t, 2> accuracy(Job& job, const halo::Shard& shard,
+                                     const halo::DatasetInfo& info,
+                                     const std::vector<std::int32_t>& prediction)
+{
+    std::array<std::int64_t, 2> counts{0, 0};
+    if (!job.o.eval_nodes.empty()) {
         if (shard.labels.empty()) {
-            HALO_THROW(halo::InputError, "--eval-nodes given, but ", o.dataset, " has no labels");
+            HALO_THROW(halo::InputError, "--eval-nodes given, but ", job.o.dataset,
+                       " has no labels");
         }
-        const auto ids = halo::read_index_list(o.eval_nodes, info.num_nodes);
+        const auto ids = halo::read_index_list(job.o.eval_nodes, info.num_nodes);
         const std::unordered_set<halo::global_id> wanted(ids.begin(), ids.end());
         for (std::int64_t i = 0; i < shard.num_owned; ++i) {
             if (wanted.count(shard.global_ids[i]) != 0 && shard.labels[i] >= 0) {
                 ++counts[1];
-                counts[0] += piece.prediction[i] == shard.labels[i] ? 1 : 0;
+                counts[0] += prediction[i] == shard.labels[i] ? 1 : 0;
             }
         }
     }
-    std::int64_t totals[2] = {0, 0};
-    HALO_MPI_TRY(MPI_Allreduce(counts, totals, 2, MPI_INT64_T, MPI_SUM, world.comm()));
+    std::array<std::int64_t, 2> totals{0, 0};
+    HALO_MPI_TRY(
+        MPI_Allreduce(counts.data(), totals.data(), 2, MPI_INT64_T, MPI_SUM, job.world.comm()));
+    return totals;
+}
 
-    // Per-layer times reduced over ranks.
+// Per-layer times reduced over ranks: the table (rank 0) and its manifest rows; adds the bytes
+// moved over all ranks and layers, as exchanged and as fp32 rows would have been.
+nlohmann::json report_layers(Job& job, const halo::Engine& engine, const halo::Model& model,
+                             bool step_timing, double& exchanged_total, double& fp32_total)
+{
+    const auto comm = job.world.comm();
+    const auto size = job.size;
     nlohmann::json layers_json = nlohmann::json::array();
-    double exchanged_total = 0.0;  // bytes over all ranks and layers
-    double fp32_total = 0.0;
-    if (lead) {
+    if (job.lead) {
         fmt::print("{:>5} {:>6} {:>10} | {:>21} | {:>21} | {:>21} | {:>11}\n", "layer", "type",
                    "width", "total ms (max/mean)", "compute ms (max/mean)",
                    "exchange ms (max/mean)", "waiting max");
     }
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const auto& t = engine.timings()[l];
-        const auto tot = reduce_stat(world.comm(), t.total * 1e3, size);
-        const auto comp = reduce_stat(world.comm(), t.compute * 1e3, size);
-        const auto exch = reduce_stat(world.comm(), t.exchange * 1e3, size);
-        const auto wait = reduce_stat(world.comm(), t.waiting * 1e3, size);
-        const auto bytes = reduce_stat(world.comm(), static_cast<double>(t.exchanged_bytes), size);
-        const auto fp32_bytes =
-            reduce_stat(world.comm(), static_cast<double>(t.fp32_exchange_bytes), size);
+        const auto tot = reduce_stat(comm, t.total * 1e3, size);
+        const auto comp = reduce_stat(comm, t.compute * 1e3, size);
+        const auto exch = reduce_stat(comm, t.exchange * 1e3, size);
+        const auto wait = reduce_stat(comm, t.waiting * 1e3, size);
+        const auto bytes = reduce_stat(comm, static_cast<double>(t.exchanged_bytes), size);
+        const auto fp32_bytes = reduce_stat(comm, static_cast<double>(t.fp32_exchange_bytes), size);
         exchanged_total += bytes.mean * size;
         fp32_total += fp32_bytes.mean * size;
         const auto& layer = model.layers[l];
-        if (lead) {
+        if (job.lead) {
             // Only what was measured: per-step splits need --step-timing, and a replayed graph
             // has no per-layer times at all.
             const auto ms = [](const Stat& v, bool measured) {
@@ -777,7 +635,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
                                 : fmt::format("{:>10} {:>10}", "n/a", "n/a");
             };
             const bool layer_measured = !engine.replayed();
-            const bool step_measured = layer_measured && eopt.step_timing;
+            const bool step_measured = layer_measured && step_timing;
             fmt::print("{:>5} {:>6} {:>4}->{:<5} | {} | {} | {} | {:>11}\n", l,
                        halo::to_string(layer.type), layer.in_dim, layer.out_dim,
                        ms(tot, layer_measured), ms(comp, step_measured), ms(exch, step_measured),
@@ -785,9 +643,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
         }
         layers_json.push_back(
             {{"layer", l},
-             {"timing", engine.replayed()   ? "replayed (not measured per layer)"
-                        : eopt.step_timing ? "per step"
-                                           : "per layer (compute and exchange not split)"},
+             {"timing", engine.replayed() ? "replayed (not measured per layer)"
+                        : step_timing     ? "per step"
+                                          : "per layer (compute and exchange not split)"},
              {"type", halo::to_string(layer.type)},
              {"in_dim", layer.in_dim},
              {"out_dim", layer.out_dim},
@@ -800,38 +658,25 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
              {"fp32_exchange_bytes_per_rank",
               {{"max", fp32_bytes.max}, {"mean", fp32_bytes.mean}}}});
     }
-    if (lead && engine.replayed()) {
-        fmt::print("(the forward pass was replayed as one CUDA graph: {:.3f} ms for all layers, "
-                   "not measured per layer; --no-cuda-graph measures each layer)\n",
-                   forward_median_seconds * 1e3);
-    } else if (lead && !eopt.step_timing) {
-        fmt::print("(one synchronization per layer: compute, exchange and waiting are not split; "
-                   "--step-timing splits them)\n");
-    }
-    const auto load_stat = reduce_stat(world.comm(), load_seconds, size);
-    std::string memory_line;
-#ifdef HALO_HAVE_CUDA
-    if (ctx) {
-        const auto peak = reduce_stat(world.comm(), static_cast<double>(ctx->peak_bytes()), size);
-        memory_line = fmt::format(
-            "device memory: rank 0 {}; peak over ranks max {:.2f} GiB, "
-            "mean {:.2f} GiB",
-            ctx->memory_report(), peak.max / (1 << 30), peak.mean / (1 << 30));
-    }
-#endif
+    return layers_json;
+}
 
-    // Device memory by component (docs/ENGINE.md "Memory accounting").
+// Device memory by component (docs/ENGINE.md "Memory accounting"): printed by rank 0, and
+// returned for the manifest with the maximum total over ranks and the out-of-core copy rate.
+nlohmann::json report_memory(Job& job, const halo::Engine& engine)
+{
     const auto memory = engine.memory_report();
-    const auto memory_total = reduce_stat(world.comm(), static_cast<double>(memory.total()), size);
+    const auto memory_total =
+        reduce_stat(job.world.comm(), static_cast<double>(memory.total()), job.size);
     double moved = 0.0;  // out of core: bytes between host and device, and the seconds it took
     double moved_seconds = 0.0;
     for (const auto& t : engine.timings()) {
         moved += static_cast<double>(t.transferred_bytes);
         moved_seconds += t.transfer;
     }
-    const auto copy_rate =
-        reduce_stat(world.comm(), moved_seconds > 0.0 ? moved / moved_seconds / 1e9 : 0.0, size);
-    if (lead) {
+    const auto copy_rate = reduce_stat(
+        job.world.comm(), moved_seconds > 0.0 ? moved / moved_seconds / 1e9 : 0.0, job.size);
+    if (job.lead) {
         fmt::print("device memory by component, rank 0 ({}; max total over ranks {}):\n{}",
                    engine.out_of_core() ? "out of core" : "in memory",
                    halo::format_bytes(static_cast<std::int64_t>(memory_total.max)),
@@ -840,23 +685,226 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
             fmt::print("  row-block copies: {:.2f} GB/s (mean over ranks)\n", copy_rate.mean);
         }
     }
+    auto json = nlohmann::json::parse(halo::memory_report_json(memory));
+    json["max_total_over_ranks"] = memory_total.max;
+    json["row_block_copy_gbps_mean"] = copy_rate.mean;
+    return json;
+}
 
-    phases.add("reports", step.seconds(), -1.0, "accuracy, per-layer and memory reductions");
-    step.restart();
-    // The autotuner's new choices are stored unasked (--no-save-tuning: not), so that the next
-    // run on this device times nothing.
+// The autotuner's new choices are stored unasked (--no-save-tuning: not), so that the next run
+// on this device times nothing.
+void store_tuning(Job& job, const halo::Engine& engine)
+{
+    job.step.restart();
+    const auto& o = job.o;
     const auto tuned = engine.tuning_metadata();
-    const bool store = cuda && !o.no_save_tuning && (o.save_tuning || !tuned.empty());
+    const bool store = job.cuda && !o.no_save_tuning && (o.save_tuning || !tuned.empty());
     std::int64_t any_tuned = tuned.empty() ? 0 : 1;
-    HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &any_tuned, 1, MPI_INT64_T, MPI_MAX, world.comm()));
+    HALO_MPI_TRY(
+        MPI_Allreduce(MPI_IN_PLACE, &any_tuned, 1, MPI_INT64_T, MPI_MAX, job.world.comm()));
     int store_any = store && any_tuned > 0 ? 1 : 0;
-    HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &store_any, 1, MPI_INT, MPI_MAX, world.comm()));
+    HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &store_any, 1, MPI_INT, MPI_MAX, job.world.comm()));
     if (store_any == 1) {
-        save_tuning(world, o.dataset, tuned, lead, o.save_tuning);
+        save_tuning(job.world, o.dataset, tuned, job.lead, o.save_tuning);
     }
-    phases.add("tuning store", step.seconds(), -1.0,
-               store_any == 1 ? "autotune choices into the dataset" : "nothing to store");
-    const auto phase_rows = halo::app::report_phases(world.comm(), phases, process.seconds(), lead);
+    job.phases.add("tuning store", job.step.seconds(), -1.0,
+                   store_any == 1 ? "autotune choices into the dataset" : "nothing to store");
+}
+
+// What the reports after the runs found, for the manifest and the summary.
+struct Reports {
+    std::array<std::int64_t, 2> totals{0, 0};  // evaluation nodes: correct, evaluated
+    double exchanged_total = 0.0;              // bytes over all ranks and layers
+    double fp32_total = 0.0;                   // the same as fp32 rows
+    nlohmann::json layers;                     // per-layer rows
+    nlohmann::json memory;                     // rank 0's device memory by component
+    nlohmann::json phases;                     // the phase table
+    Stat load;                                 // dataset read and plan check, over ranks
+    std::string memory_line;                   // the CUDA pool's usage (empty on the CPU)
+};
+
+// The manifest (rank 0, after every rank wrote its piece): the job's settings, medians, per-layer
+// and phase rows, rank 0's device memory, the accuracy, and the pieces.
+void write_manifest(const Job& job, const std::string& command, const halo::DatasetInfo& info,
+                    const halo::Model& model, const halo::Exchange& exchange,
+                    const halo::Engine& engine, bool step_timing, const Runs& runs,
+                    const Reports& reports)
+{
+    const auto& o = job.o;
+    nlohmann::json manifest;
+    manifest["format"] = halo::result_manifest_format;
+    manifest["version"] = halo::result_format_version;
+    manifest["dataset"] = std::filesystem::absolute(o.dataset).string();
+    manifest["model"] = o.model.empty() ? "random:" + o.layer + ":" + o.random_model : o.model;
+    manifest["seed"] = o.seed;
+    manifest["backend"] = o.backend;
+    manifest["exchange"] = exchange.name();
+    manifest["overlap"] = !o.no_overlap;
+    manifest["spmm"] = !o.spmm.empty() ? o.spmm : job.cuda ? "auto" : "reference";
+    manifest["attention"] = o.attention;
+    manifest["int8_features"] = o.int8_features;
+    manifest["step_timing"] = step_timing;
+    manifest["cuda_graph"] = engine.replayed();
+    manifest["num_parts"] = job.size;
+    manifest["num_nodes"] = info.num_nodes;
+    manifest["output_dim"] = model.output_dim();
+    manifest["created_by"] = "halo-infer: " + command;
+    manifest["run_seconds_median"] = runs.median_seconds;
+    manifest["forward_seconds_median"] = runs.forward_median_seconds;
+    manifest["repeat"] = o.repeat;
+    manifest["layers"] = reports.layers;
+    manifest["phases"] = reports.phases;
+    // Rank 0's device memory by component, the maximum total over ranks
+    manifest["device_memory"] = reports.memory;
+    if (reports.totals[1] > 0) {
+        manifest["accuracy"] = {
+            {"eval_nodes", o.eval_nodes},
+            {"evaluated", reports.totals[1]},
+            {"correct", reports.totals[0]},
+            {"accuracy", double(reports.totals[0]) / double(reports.totals[1])}};
+    }
+    nlohmann::json pieces = nlohmann::json::array();
+    for (int p = 0; p < job.size; ++p) {
+        pieces.push_back(
+            {{"part", p}, {"file", halo::result_piece_path("", p).filename().string()}});
+    }
+    manifest["pieces"] = pieces;
+    halo::write_file_atomic(halo::result_manifest_path(o.out), manifest.dump(2) + "\n");
+}
+
+// Rank 0's closing lines: sizes and medians, device memory, exchange volume, kernels, accuracy.
+void print_summary(const Job& job, const halo::DatasetInfo& info, const halo::Model& model,
+                   const halo::Engine& engine, const Runs& runs, const Reports& reports,
+                   const halo::app::Stopwatch& process)
+{
+    const auto& o = job.o;
+    fmt::print(
+        "\n{} nodes on {} rank(s), backend {}, model {} ({} layers): forward {:.3f} ms, "
+        "with upload and download {:.3f} ms (medians of {}), load {:.3f} s (max over "
+        "ranks), total {:.2f} s\n",
+        info.num_nodes, job.size, o.backend, model.name.empty() ? o.model : model.name,
+        model.layers.size(), runs.forward_median_seconds * 1e3, runs.median_seconds * 1e3, o.repeat,
+        reports.load.max, process.seconds());
+    if (!reports.memory_line.empty()) {
+        fmt::print("{}\n", reports.memory_line);
+    }
+    if (reports.fp32_total > 0.0) {
+        fmt::print(
+            "halo exchange: {:.3f} MB moved over all ranks and layers, {:.3f} MB as "
+            "fp32 rows would be ({:.1f}% saved)\n",
+            reports.exchanged_total / 1e6, reports.fp32_total / 1e6,
+            100.0 * (1.0 - reports.exchanged_total / reports.fp32_total));
+    }
+    if (const auto kernels = engine.kernel_report(); !kernels.empty()) {
+        fmt::print("SpMM kernels chosen on rank 0:\n{}", kernels);
+    }
+    if (reports.totals[1] > 0) {
+        fmt::print("accuracy on {}: {:.4f} ({} of {})\n", o.eval_nodes,
+                   double(reports.totals[0]) / double(reports.totals[1]), reports.totals[0],
+                   reports.totals[1]);
+    }
+    fmt::print("results in {}/ (manifest.json written last)\n", o.out);
+}
+
+// On a CUDA backend: rank 0's pool usage and the peak over ranks (collective), else empty.
+std::string device_memory_line(const Job& job, const halo::BackendInstance& backend)
+{
+#ifdef HALO_HAVE_CUDA
+    if (backend.context) {
+        const auto peak = reduce_stat(job.world.comm(),
+                                      static_cast<double>(backend.context->peak_bytes()), job.size);
+        return fmt::format(
+            "device memory: rank 0 {}; peak over ranks max {:.2f} GiB, "
+            "mean {:.2f} GiB",
+            backend.context->memory_report(), peak.max / (1 << 30), peak.mean / (1 << 30));
+    }
+#endif
+    static_cast<void>(job);
+    static_cast<void>(backend);
+    return {};
+}
+
+// `process` times the whole process (from main's first line); `mpi_seconds` is MPI's start.
+int run(halo::MpiWorld& world, const Options& o, const std::string& command,
+        const halo::app::Stopwatch& process, double mpi_seconds)
+{
+    Job job(world, o);
+    const int rank = job.rank;
+    const int size = job.size;
+    auto& phases = job.phases;
+    phases.add("mpi start", mpi_seconds);
+
+    // The rank count must match the dataset: every rank reads the root attributes and decides
+    // alike, so a mismatch is reported once and every rank exits without any collective.
+    job.step.restart();
+    const auto info = halo::read_dataset_info(o.dataset);
+    const double info_seconds = job.step.seconds();
+    if (info.num_parts != size) {
+        HALO_THROW(halo::InputError, o.dataset, " has ", info.num_parts, " parts but the job has ",
+                   size, " rank", size == 1 ? "" : "s", ": run with mpirun -np ", info.num_parts,
+                   ", or partition again with --parts ", size);
+    }
+    const auto model = load_model(job, info);
+
+    // Load and check this rank's part, then the halo plans across ranks (before any exchange).
+    job.step.restart();
+    const auto shard = halo::read_shard(o.dataset, rank);
+    const double read_seconds = info_seconds + job.step.seconds();
+    phases.add("dataset read", read_seconds, stored_bytes(shard),
+               info.feature_dim > 0 ? "part, features included" : "part");
+    job.step.restart();
+    halo::check_halo_plan(world.comm(), shard, o.dataset);
+    const double check_seconds = job.step.seconds();
+    phases.add("halo plan check", check_seconds, -1.0, "collective");
+    const double load_seconds = read_seconds + check_seconds;
+
+    // Backend and exchange; declared before the engine, whose device memory goes back to the
+    // context's pool before the context goes.
+    job.step.restart();
+    auto spec = backend_spec(o);
+    spec.local_rank = world.local_rank();
+    spec.local_size = world.local_size();
+    const auto backend = halo::make_backend(spec);
+    phases.add("device start", job.step.seconds(), -1.0,
+               job.cuda ? "CUDA context, streams, library handles" : "cpu backend");
+    job.step.restart();
+    auto exchange_spec = halo::parse_exchange_spec(o.exchange);
+    exchange_spec.fixed_device = o.device >= 0;
+    const auto exchange = halo::make_exchanger(exchange_spec, world, shard, model.exchange_width(),
+                                               backend.context.get());
+    if (job.lead && !exchange->note().empty()) {
+        fmt::print("{}\n", exchange->note());
+    }
+    phases.add("exchange setup", job.step.seconds(), -1.0,
+               size == 1 ? "single part" : exchange->transport());
+    const auto eopt = engine_options(job, info);
+    job.step.restart();
+    halo::Engine engine(*backend.backend, exchange->exchanger(), shard, model, eopt);
+    phases.add("operators and plans", job.step.seconds(), -1.0, "normalization, kernel setup");
+
+    const auto runs = run_repeats(job, engine, shard, info, model);
+    const auto prediction = write_piece(job, engine, shard, model, runs.output);
+    job.step.restart();
+    Reports reports;
+    reports.totals = accuracy(job, shard, info, prediction);
+    reports.layers = report_layers(job, engine, model, eopt.step_timing, reports.exchanged_total,
+                                   reports.fp32_total);
+    if (job.lead && engine.replayed()) {
+        fmt::print(
+            "(the forward pass was replayed as one CUDA graph: {:.3f} ms for all layers, "
+            "not measured per layer; --no-cuda-graph measures each layer)\n",
+            runs.forward_median_seconds * 1e3);
+    } else if (job.lead && !eopt.step_timing) {
+        fmt::print(
+            "(one synchronization per layer: compute, exchange and waiting are not split; "
+            "--step-timing splits them)\n");
+    }
+    reports.load = reduce_stat(world.comm(), load_seconds, size);
+    reports.memory_line = device_memory_line(job, backend);
+    reports.memory = report_memory(job, engine);
+    phases.add("reports", job.step.seconds(), -1.0, "accuracy, per-layer and memory reductions");
+    store_tuning(job, engine);
+    reports.phases = halo::app::report_phases(world.comm(), phases, process.seconds(), job.lead);
 
     check_dataset_unchanged(o);
     // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
@@ -864,74 +912,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     int all_ok = 0;
     HALO_MPI_TRY(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world.comm()));
     if (rank == 0 && all_ok == 1) {
-        nlohmann::json manifest;
-        manifest["format"] = halo::result_manifest_format;
-        manifest["version"] = halo::result_format_version;
-        manifest["dataset"] = std::filesystem::absolute(o.dataset).string();
-        manifest["model"] = o.model.empty() ? "random:" + o.layer + ":" + o.random_model : o.model;
-        manifest["seed"] = o.seed;
-        manifest["backend"] = o.backend;
-        manifest["exchange"] =
-            (cuda && size == 1 ? "local" : exchange) + (int8_rows && size > 1 ? "-int8" : "");
-        manifest["overlap"] = !o.no_overlap;
-        manifest["spmm"] = !o.spmm.empty() ? o.spmm : cuda ? "auto" : "reference";
-        manifest["attention"] = o.attention;
-        manifest["int8_features"] = o.int8_features;
-        manifest["step_timing"] = eopt.step_timing;
-        manifest["cuda_graph"] = engine.replayed();
-        manifest["num_parts"] = size;
-        manifest["num_nodes"] = info.num_nodes;
-        manifest["output_dim"] = model.output_dim();
-        manifest["created_by"] = "halo-infer: " + command;
-        manifest["run_seconds_median"] = median_seconds;
-        manifest["forward_seconds_median"] = forward_median_seconds;
-        manifest["repeat"] = o.repeat;
-        manifest["layers"] = layers_json;
-        manifest["phases"] = phase_rows;
-        // Rank 0's device memory by component, the maximum total over ranks
-        manifest["device_memory"] = nlohmann::json::parse(halo::memory_report_json(memory));
-        manifest["device_memory"]["max_total_over_ranks"] = memory_total.max;
-        manifest["device_memory"]["row_block_copy_gbps_mean"] = copy_rate.mean;
-        if (totals[1] > 0) {
-            manifest["accuracy"] = {{"eval_nodes", o.eval_nodes},
-                                    {"evaluated", totals[1]},
-                                    {"correct", totals[0]},
-                                    {"accuracy", double(totals[0]) / double(totals[1])}};
-        }
-        nlohmann::json pieces = nlohmann::json::array();
-        for (int p = 0; p < size; ++p) {
-            pieces.push_back(
-                {{"part", p}, {"file", halo::result_piece_path("", p).filename().string()}});
-        }
-        manifest["pieces"] = pieces;
-        halo::write_file_atomic(halo::result_manifest_path(o.out), manifest.dump(2) + "\n");
+        write_manifest(job, command, info, model, *exchange, engine, eopt.step_timing, runs,
+                       reports);
     }
-    if (lead) {
-        fmt::print(
-            "\n{} nodes on {} rank(s), backend {}, model {} ({} layers): forward {:.3f} ms, "
-            "with upload and download {:.3f} ms (medians of {}), load {:.3f} s (max over "
-            "ranks), total {:.2f} s\n",
-            info.num_nodes, size, o.backend, model.name.empty() ? o.model : model.name,
-            model.layers.size(), forward_median_seconds * 1e3, median_seconds * 1e3, o.repeat,
-            load_stat.max, process.seconds());
-        if (!memory_line.empty()) {
-            fmt::print("{}\n", memory_line);
-        }
-        if (fp32_total > 0.0) {
-            fmt::print(
-                "halo exchange: {:.3f} MB moved over all ranks and layers, {:.3f} MB as "
-                "fp32 rows would be ({:.1f}% saved)\n",
-                exchanged_total / 1e6, fp32_total / 1e6,
-                100.0 * (1.0 - exchanged_total / fp32_total));
-        }
-        if (const auto kernels = engine.kernel_report(); !kernels.empty()) {
-            fmt::print("SpMM kernels chosen on rank 0:\n{}", kernels);
-        }
-        if (totals[1] > 0) {
-            fmt::print("accuracy on {}: {:.4f} ({} of {})\n", o.eval_nodes,
-                       double(totals[0]) / double(totals[1]), totals[0], totals[1]);
-        }
-        fmt::print("results in {}/ (manifest.json written last)\n", o.out);
+    if (job.lead) {
+        print_summary(job, info, model, engine, runs, reports, process);
     }
     return 0;
 }
@@ -979,22 +964,23 @@ int main(int argc, char** argv)
                    "for the default transport, to send rows as int8 with a scale and zero "
                    "point per row (approximate, ~1/4 of the bytes)")
         ->check(CLI::IsMember({"nccl", "mpi", "int8", "nccl-int8", "mpi-int8"}));
-    app.add_option("--spmm", o.spmm,
-                   "SpMM kernel of --backend cuda: auto (default: the autotuner's choices stored in "
-                   "the dataset for this device, cuSPARSE where there are none) | cusparse | "
-                   "rowsplit (a warp per row) "
-                   "| mergepath | accel_gcn | autotune (the fastest exact kernel per row range "
-                   "and width, timed on the first run, or taken from the dataset's stored "
-                   "choices) | aes:W[:sample_sum|rescaled] (AES-SpMM, approximate: at most W "
-                   "sampled nonzeros per row, W in 16..1024; also with --backend cpu)")
+    app.add_option(
+           "--spmm", o.spmm,
+           "SpMM kernel of --backend cuda: auto (default: the autotuner's choices stored in "
+           "the dataset for this device, cuSPARSE where there are none) | cusparse | "
+           "rowsplit (a warp per row) "
+           "| mergepath | accel_gcn | autotune (the fastest exact kernel per row range "
+           "and width, timed on the first run, or taken from the dataset's stored "
+           "choices) | aes:W[:sample_sum|rescaled] (AES-SpMM, approximate: at most W "
+           "sampled nonzeros per row, W in 16..1024; also with --backend cpu)")
         ->check([](const std::string& v) {
-            static const std::vector<std::string> names{"auto",      "cusparse", "rowsplit",
+            static const std::vector<std::string> names{"auto",      "cusparse",  "rowsplit",
                                                         "mergepath", "accel_gcn", "autotune"};
             if (std::find(names.begin(), names.end(), v) != names.end()) {
                 return std::string();
             }
             try {
-                static_cast<void>(parse_aes_spmm(v));
+                static_cast<void>(halo::parse_aes_spmm(v));
             } catch (const halo::InputError& e) {
                 return e.message();
             }
@@ -1020,9 +1006,9 @@ int main(int argc, char** argv)
     app.add_flag("--save-layers", o.save_layers, "also store every layer's output");
     app.add_flag("--no-overlap", o.no_overlap,
                  "finish the halo exchange before aggregating any row (for measurements)");
-    auto* layer_only = app.add_flag(
-        "--layer-timing-only", o.layer_timing_only,
-        "synchronize once per layer (the default; kept for scripts that name it)");
+    auto* layer_only =
+        app.add_flag("--layer-timing-only", o.layer_timing_only,
+                     "synchronize once per layer (the default; kept for scripts that name it)");
     app.add_flag("--step-timing", o.step_timing,
                  "synchronize after every step of a layer, so that the per-layer table splits "
                  "compute, exchange and waiting (costs host time on small graphs)")
@@ -1031,8 +1017,7 @@ int main(int argc, char** argv)
                  "require the forward pass to be recorded as a CUDA graph on the second --repeat "
                  "run and replayed (the default wherever it applies: one CUDA rank, no "
                  "--save-layers, no --step-timing); an error where it cannot apply");
-    app.add_flag("--no-cuda-graph", o.no_cuda_graph,
-                 "never record or replay the forward pass")
+    app.add_flag("--no-cuda-graph", o.no_cuda_graph, "never record or replay the forward pass")
         ->excludes("--cuda-graph");
     app.add_flag("--sync-layers", o.sync_layers,
                  "barrier before every layer, so per-layer times exclude the ranks' arrival "
