@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns halo-bench JSON results (halo-bench --json) into one markdown table for docs/.
 
-Every figure keeps what DESIGN.md asks of a published number: the device, the date, the commit
+Every figure keeps what docs/ARCHITECTURE.md asks of a published number: the device, the date, the commit
 and the command that made it (listed under the table, one line per run). Standard library only.
 
     bench/make_table.py results/*.json > PERFORMANCE-spmm.md

@@ -1,4 +1,4 @@
-// NcclComm: the one bootstrap of STYLE.md point 9 (RAFT mpi_comms, nccl-tests): the device is
+// NcclComm: the one bootstrap (docs/CONTRIBUTING.md; RAFT mpi_comms, nccl-tests): the device is
 // selected, rank 0 makes the unique id, MPI_Bcast carries it, ncclCommInitRank joins.
 //
 // A rank that fails before ncclCommInitRank must not leave the others inside it (they would wait

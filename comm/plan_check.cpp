@@ -1,4 +1,5 @@
-// check_halo_plan: the collective agreement check run before the first exchange (STYLE.md point 8).
+// check_halo_plan: the collective agreement check run before the first exchange
+// (docs/ARCHITECTURE.md, "Core types and conventions"; HPCG's SetupHalo, Tpetra's Import).
 //
 // A send that no receive matches, or a receive larger than its send, leaves an MPI or NCCL
 // exchange waiting forever, so the check itself must never hang: every rank runs exactly the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Accuracy of AES-SpMM and int8 features on real graphs and features (issue 7, docs/AES.md).
+"""Accuracy of AES-SpMM and int8 features on real graphs and features (docs/AES.md).
 
     scripts/aes_accuracy.py BIN_DIR DATA_DIR OUT [--datasets cora,citeseer]
         [--model DATASET=MODEL.h5 ...] [--export-dir DIR] [--random-model 16,CLASSES]

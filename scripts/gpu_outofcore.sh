@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine (one H100 80 GB or H200 141 GB, 16 cores, 128 GiB RAM): issue 15's checks and
-# measurements. Stages, each writing under OUT:
+# On the GPU machine (one H100 80 GB or H200 141 GB, 16 cores, 128 GiB RAM): the out-of-core checks
+# and measurements (docs/ENGINE.md "Out-of-core execution"). Stages, each writing under OUT:
 #   build    configure and build BUILD (CUDA on, sm_90)
-#   tests    the GPU tests of issue 15 (memory report vs allocator peak, row blocks vs in memory,
+#   tests    the out-of-core GPU tests (memory report vs allocator peak, row blocks vs in memory,
 #            pinned copies), the engine and CUDA backend GPU tests, and the unit and mpi suites
 #   copy     halo-bench's copy figures: device-to-device, pinned and pageable host<->device
 #   rmat24   R-MAT 24 (edge factor 16) symmetrized, 2-layer GCN 64-64-32, one GPU: in memory vs
@@ -14,7 +14,7 @@
 #            them last, if time allows
 # Every measured run appends a row to OUT/outofcore_table.md.
 # Usage: scripts/gpu_outofcore.sh BUILD DATA OUT COMMIT STAGE...
-#   e.g. scripts/gpu_outofcore.sh build-gpu ../shared/data out-i15 $(git rev-parse --short HEAD) \
+#   e.g. scripts/gpu_outofcore.sh build-gpu ../shared/data out-ooc $(git rev-parse --short HEAD) \
 #          build tests copy rmat24 rmat26
 set -uo pipefail
 build=$1 data=$2 out=$3 commit=$4

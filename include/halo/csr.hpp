@@ -1,10 +1,10 @@
 // Compressed sparse row matrices: the owning host container and the non-owning view that kernels
 // take.
 //
-// Conventions (DESIGN.md): row offsets are int64 (a matrix may exceed 2^31 nonzeros), column
-// indices int32 (a shard has fewer than 2^31 local columns; a global graph fewer than 2^31 nodes),
-// values float32. An empty `values` array means a pattern matrix whose nonzeros are all 1. Row i of
-// an adjacency lists the nodes whose features row i aggregates (Y = A X).
+// Conventions (docs/ARCHITECTURE.md): row offsets are int64 (a matrix may exceed 2^31 nonzeros),
+// column indices int32 (a shard has fewer than 2^31 local columns; a global graph fewer than 2^31
+// nodes), values float32. An empty `values` array means a pattern matrix whose nonzeros are all 1.
+// Row i of an adjacency lists the nodes whose features row i aggregates (Y = A X).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// The layer-wise inference engine (DESIGN.md "Data flow"): for each layer, start the halo
-// exchange, aggregate interior rows, finish the exchange, aggregate boundary rows, combine, apply
-// the activation. Backend-free: the backend and the exchanger are interfaces.
+// The layer-wise inference engine (docs/ARCHITECTURE.md "Data flow"): for each layer, start the
+// halo exchange, aggregate interior rows, finish the exchange, aggregate boundary rows, combine,
+// apply the activation. Backend-free: the backend and the exchanger are interfaces.
 //
 // Reduction order. Every output row is a fixed function of its own input rows: the SpMM visits a
 // row's nonzeros in the shard's stored order, which is ascending global column id for every rank
@@ -27,12 +27,12 @@ namespace halo {
 
 /// Per-layer timing on one rank, in seconds.
 struct LayerTiming {
-    double total = 0.0;     // wall time of the layer
-    double compute = 0.0;   // spmm + dense
-    double spmm = 0.0;      // the aggregation (interior and boundary rows)
-    double dense = 0.0;     // GEMM and element-wise steps
-    double exchange = 0.0;  // time in start() and finish() of the exchange
-    double waiting = 0.0;   // part of `exchange` spent blocked in finish()
+    double total = 0.0;                // wall time of the layer
+    double compute = 0.0;              // spmm + dense
+    double spmm = 0.0;                 // the aggregation (interior and boundary rows)
+    double dense = 0.0;                // GEMM and element-wise steps
+    double exchange = 0.0;             // time in start() and finish() of the exchange
+    double waiting = 0.0;              // part of `exchange` spent blocked in finish()
     std::int64_t exchanged_bytes = 0;  // sent + received, as the exchanger moved them
     /// What the layer's exchanges would have moved as fp32 rows of the exchanged width (sent +
     /// received): exchanged_bytes is smaller when rows travel compressed (maxk's CBSR records,

@@ -1,7 +1,7 @@
 // Halo exchange: before a layer aggregates, every rank sends the feature rows its neighbours need
 // (HaloPlan::send_rows) and receives theirs into the halo region of its own feature matrix,
 // rows [num_owned, num_owned + num_halo). The exchange is split into start() and finish() so that
-// the aggregation of interior rows runs while it is in flight (DESIGN.md).
+// the aggregation of interior rows runs while it is in flight (docs/ARCHITECTURE.md).
 //
 // Implementations: the local one of a single part (here, halo_core), MPI on host buffers, NCCL and
 // MPI on device buffers (comm/; make_exchanger picks one). The engine sees only this interface.

@@ -1,4 +1,4 @@
-// Int8 halo exchange (`halo-infer --exchange int8`, issue #7): the rows a rank sends travel as
+// Int8 halo exchange (`halo-infer --exchange int8`): the rows a rank sends travel as
 // int8 records with their own scale and zero point (halo/quantize.hpp, "Rows with their own
 // parameters") instead of fp32 rows, about a quarter of the bytes. Every received value is within
 // half its sending row's scale of the fp32 exchange's (round to nearest).

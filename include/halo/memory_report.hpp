@@ -1,5 +1,5 @@
-// Where a rank's backend (device) memory goes, by component (issue 15; docs/ENGINE.md "Memory
-// accounting"), and the byte-size parsing of --device-memory-limit.
+// Where a rank's backend (device) memory goes, by component (docs/ENGINE.md "Memory accounting"),
+// and the byte-size parsing of --device-memory-limit.
 #pragma once
 
 #include <cstdint>

@@ -100,8 +100,8 @@ void validate_model(const Model& model, const std::string& where);
 
 /// Options of random models for the layer types that have them.
 struct RandomModelOptions {
-    std::int64_t k = 16;      // maxk (capped at each layer's width)
-    std::int64_t heads = 1;   // transformer, gat (each width must be divisible)
+    std::int64_t k = 16;     // maxk (capped at each layer's width)
+    std::int64_t heads = 1;  // transformer, gat (each width must be divisible)
 };
 
 /// A model of `type` layers with widths dims[0] -> dims[1] -> ... (at least two entries), ReLU

@@ -49,15 +49,15 @@ struct Shard {
     std::vector<global_id> halo_global_ids;  // num_halo: global id of each halo column
     Csr csr;                                 // num_owned x (num_owned + num_halo)
     HaloPlan plan;
-    std::int64_t feature_dim = 0;      // 0: no features stored
-    std::vector<float> features;       // num_owned x feature_dim, row-major, local order
+    std::int64_t feature_dim = 0;  // 0: no features stored
+    std::vector<float> features;   // num_owned x feature_dim, row-major, local order
     /// INT8 features (docs/FORMAT.md, "Features"): when feature_scale is not empty, the dataset
     /// stores features_int8 (num_owned x feature_dim) with one scale and zero point per column
     /// (the same in every part), and `features` holds their dequantized values.
     std::vector<std::int8_t> features_int8;
-    std::vector<float> feature_scale;             // feature_dim entries when int8
+    std::vector<float> feature_scale;              // feature_dim entries when int8
     std::vector<std::int32_t> feature_zero_point;  // feature_dim entries when int8
-    std::vector<std::int32_t> labels;  // num_owned, local order; empty: none (-1: none)
+    std::vector<std::int32_t> labels;              // num_owned, local order; empty: none (-1: none)
 
     RowRange interior_rows() const { return {0, num_interior}; }
     RowRange boundary_rows() const { return {num_interior, num_owned}; }

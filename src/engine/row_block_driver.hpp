@@ -1,4 +1,4 @@
-// Out-of-core execution (issue 15; docs/ENGINE.md "Out-of-core execution"): the engine's layers
+// Out-of-core execution (docs/ENGINE.md "Out-of-core execution"): the engine's layers
 // run over row blocks whose backend memory fits a limit, with layer inputs and outputs in host
 // memory (Backend::allocate_host). Internal to halo_engine.
 #pragma once

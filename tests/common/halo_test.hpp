@@ -29,8 +29,8 @@ std::filesystem::path scratch_dir(const std::string& tag);
 /// Number of CUDA devices visible to this process (0 without CUDA or without a device).
 int gpu_count();
 
-/// The tolerance rule of every comparison (STYLE.md point 7): k * eps<T> * scale, where scale is
-/// the largest magnitude of an intermediate (for a dot product of length n: n * max|a| * max|b|)
+/// The tolerance rule of every comparison (docs/CONTRIBUTING.md): k * eps<T> * scale, where scale
+/// is the largest magnitude of an intermediate (for a dot product of length n: n * max|a| * max|b|)
 /// and k a small count of operations whose rounding can accumulate. Reason: a sum of n terms in
 /// floating point carries an error bounded by about n * eps * sum|terms|; scale states that bound.
 template <typename T>

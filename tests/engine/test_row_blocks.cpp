@@ -1,4 +1,4 @@
-// Out-of-core execution on the CPU backend (issue 15): the row-block driver under tiny memory
+// Out-of-core execution on the CPU backend: the row-block driver under tiny memory
 // limits equals the in-memory run bit for bit for every layer type it runs, in both of its modes
 // (the referenced rows gathered per block; all rows resident); a limit too small for one row is
 // an error naming the limit and the smallest that works; other layer types are refused by name.
@@ -60,8 +60,7 @@ std::int64_t smallest_limit(const halo::Shard& shard, const halo::Model& model)
         run(shard, model, halo::Execution::row_blocks, 1);
     } catch (const halo::InputError& e) {
         const std::string what = e.what();
-        EXPECT_NE(what.find("device memory limit of 1 B (1 bytes) is too small"),
-                  std::string::npos)
+        EXPECT_NE(what.find("device memory limit of 1 B (1 bytes) is too small"), std::string::npos)
             << what;
         const auto key = std::string("--device-memory-limit ");
         const auto pos = what.find(key);
@@ -144,9 +143,15 @@ TEST(RowBlocks, GcnEqualsInMemory)
     expect_row_blocks_equal(halo::LayerType::gcn, {16, 32, 8});  // aggregate first, then not
 }
 
-TEST(RowBlocks, SageEqualsInMemory) { expect_row_blocks_equal(halo::LayerType::sage, {16, 32, 8}); }
+TEST(RowBlocks, SageEqualsInMemory)
+{
+    expect_row_blocks_equal(halo::LayerType::sage, {16, 32, 8});
+}
 
-TEST(RowBlocks, GinEqualsInMemory) { expect_row_blocks_equal(halo::LayerType::gin, {16, 32, 8}); }
+TEST(RowBlocks, GinEqualsInMemory)
+{
+    expect_row_blocks_equal(halo::LayerType::gin, {16, 32, 8});
+}
 
 TEST(RowBlocks, GinTransformFirstEqualsInMemory)
 {
@@ -180,8 +185,7 @@ TEST(RowBlocks, AutomaticOnlyAboveTheLimit)
     const auto memory = run(shard, model, halo::Execution::in_memory, 0);
     const auto fits = run(shard, model, halo::Execution::automatic, std::int64_t{1} << 40);
     EXPECT_FALSE(fits.out_of_core);
-    const auto blocks =
-        run(shard, model, halo::Execution::automatic, memory.memory.total() / 4);
+    const auto blocks = run(shard, model, halo::Execution::automatic, memory.memory.total() / 4);
     EXPECT_TRUE(blocks.out_of_core);
     EXPECT_EQ(differing(blocks.out, memory.out), 0);
 }
@@ -196,7 +200,8 @@ TEST(RowBlocks, RefusesOtherLayerTypesByName)
             run(shard, model, halo::Execution::row_blocks, std::int64_t{1} << 30);
             ADD_FAILURE() << halo::to_string(type) << " ran out of core";
         } catch (const halo::InputError& e) {
-            EXPECT_NE(std::string(e.what()).find("(" + halo::to_string(type) + ") cannot run out "
+            EXPECT_NE(std::string(e.what()).find("(" + halo::to_string(type) +
+                                                 ") cannot run out "
                                                  "of core"),
                       std::string::npos)
                 << e.what();

@@ -1,4 +1,4 @@
-// Out-of-core execution across ranks (issue 15): P = 1, 2, 3 ranks over the MPI exchanger, every
+// Out-of-core execution across ranks: P = 1, 2, 3 ranks over the MPI exchanger, every
 // rank running its part over row blocks under the smallest memory limit that runs it (and under
 // one that keeps z resident), the exchange overlapping the interior blocks, equal bit for bit to
 // the in-memory single-rank run, for every layer type the row-block driver runs.
@@ -123,8 +123,8 @@ void expect_blocks_equal_one_rank(halo::LayerType type, const std::vector<std::i
         MPI_Comm_split(MPI_COMM_WORLD, world_rank < parts ? 0 : MPI_UNDEFINED, world_rank, &group);
         if (group != MPI_COMM_NULL) {
             for (const bool roomy : {false, true}) {
-                const auto blocks = run_distributed(group, graph, parts, model,
-                                                    halo::Execution::row_blocks, roomy);
+                const auto blocks =
+                    run_distributed(group, graph, parts, model, halo::Execution::row_blocks, roomy);
                 if (world_rank == 0) {
                     ASSERT_EQ(blocks.size(), reference.size());
                     std::int64_t differ = 0;
@@ -146,14 +146,20 @@ void expect_blocks_equal_one_rank(halo::LayerType type, const std::vector<std::i
 
 }  // namespace
 
-TEST(RowBlocksDistributed, Gcn) { expect_blocks_equal_one_rank(halo::LayerType::gcn, {16, 32, 8}); }
+TEST(RowBlocksDistributed, Gcn)
+{
+    expect_blocks_equal_one_rank(halo::LayerType::gcn, {16, 32, 8});
+}
 
 TEST(RowBlocksDistributed, Sage)
 {
     expect_blocks_equal_one_rank(halo::LayerType::sage, {16, 32, 8});
 }
 
-TEST(RowBlocksDistributed, Gin) { expect_blocks_equal_one_rank(halo::LayerType::gin, {40, 8, 4}); }
+TEST(RowBlocksDistributed, Gin)
+{
+    expect_blocks_equal_one_rank(halo::LayerType::gin, {40, 8, 4});
+}
 
 TEST(RowBlocksDistributed, Maxk)
 {

@@ -1,4 +1,4 @@
-// Sizes before allocation (issue 22): a count read from a file is checked against the bytes the
+// Sizes before allocation: a count read from a file is checked against the bytes the
 // file stores and the memory available before anything is allocated for it. Each case declares an
 // absurd shape in an otherwise valid file (a chunked dataset may declare any shape and store
 // nothing) and expects a halo::InputError naming the file and the object, never an allocation.

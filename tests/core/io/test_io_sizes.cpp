@@ -1,4 +1,4 @@
-// Sizes before allocation in the text and binary readers (issue 22): a header that declares more
+// Sizes before allocation in the text and binary readers: a header that declares more
 // than the machine can hold is refused with the file and line, before any allocation.
 #include <gtest/gtest.h>
 
