@@ -3,12 +3,14 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 
 namespace halo {
@@ -155,33 +157,26 @@ std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptio
     HALO_THROW(LogicError, "unknown partitioner");
 }
 
+namespace {
+
+// In the order the error message lists them.
+constexpr std::array<EnumName<Partitioner>, 4> partitioner_names{{
+    {Partitioner::metis, "metis"},
+    {Partitioner::ptscotch, "ptscotch"},
+    {Partitioner::block, "block"},
+    {Partitioner::random, "random"},
+}};
+
+}  // namespace
+
 Partitioner parse_partitioner(std::string_view text)
 {
-    if (text == "metis")
-        return Partitioner::metis;
-    if (text == "block")
-        return Partitioner::block;
-    if (text == "ptscotch")
-        return Partitioner::ptscotch;
-    if (text == "random")
-        return Partitioner::random;
-    HALO_THROW(InputError, "unknown partitioner '", text,
-               "' (expected metis, ptscotch, block or random)");
+    return parse_enum(partitioner_names, text, "partitioner");
 }
 
 std::string to_string(Partitioner method)
 {
-    switch (method) {
-        case Partitioner::metis:
-            return "metis";
-        case Partitioner::block:
-            return "block";
-        case Partitioner::random:
-            return "random";
-        case Partitioner::ptscotch:
-            return "ptscotch";
-    }
-    return "?";
+    return std::string(enum_name(partitioner_names, method));
 }
 
 PartitionQuality partition_quality(const CsrView& a, const std::vector<std::int32_t>& owner,

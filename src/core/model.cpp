@@ -1,57 +1,39 @@
 #include "halo/model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 
 #include "halo/detail/counter_random.hpp"
+#include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 
 namespace halo {
 
+namespace {
+
+constexpr std::array<EnumName<LayerType>, 8> layer_type_names{{
+    {LayerType::gcn, "gcn"},
+    {LayerType::sage, "sage"},
+    {LayerType::gin, "gin"},
+    {LayerType::linear, "linear"},
+    {LayerType::maxk, "maxk"},
+    {LayerType::agnn, "agnn"},
+    {LayerType::transformer, "transformer"},
+    {LayerType::gat, "gat"},
+}};
+
+}  // namespace
+
 LayerType parse_layer_type(std::string_view text)
 {
-    if (text == "gcn")
-        return LayerType::gcn;
-    if (text == "sage")
-        return LayerType::sage;
-    if (text == "gin")
-        return LayerType::gin;
-    if (text == "linear")
-        return LayerType::linear;
-    if (text == "maxk")
-        return LayerType::maxk;
-    if (text == "agnn")
-        return LayerType::agnn;
-    if (text == "transformer")
-        return LayerType::transformer;
-    if (text == "gat")
-        return LayerType::gat;
-    HALO_THROW(InputError, "unknown layer type '", text,
-               "' (expected gcn, sage, gin, linear, maxk, agnn, transformer or gat)");
+    return parse_enum(layer_type_names, text, "layer type");
 }
 
 std::string to_string(LayerType type)
 {
-    switch (type) {
-        case LayerType::gcn:
-            return "gcn";
-        case LayerType::sage:
-            return "sage";
-        case LayerType::gin:
-            return "gin";
-        case LayerType::linear:
-            return "linear";
-        case LayerType::maxk:
-            return "maxk";
-        case LayerType::agnn:
-            return "agnn";
-        case LayerType::transformer:
-            return "transformer";
-        case LayerType::gat:
-            return "gat";
-    }
-    return "?";
+    return std::string(enum_name(layer_type_names, type));
 }
 
 bool aggregates(LayerType type)

@@ -1,25 +1,29 @@
 #include "halo/operators.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 
+#include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 #include "halo/kernel_metadata.hpp"
 
 namespace halo {
 
+namespace {
+
+constexpr std::array<EnumName<Aggregation>, 3> aggregation_names{{
+    {Aggregation::gcn, "gcn"},
+    {Aggregation::mean, "mean"},
+    {Aggregation::sum, "sum"},
+}};
+
+}  // namespace
+
 const char* to_string(Aggregation kind)
 {
-    switch (kind) {
-        case Aggregation::gcn:
-            return "gcn";
-        case Aggregation::mean:
-            return "mean";
-        case Aggregation::sum:
-            return "sum";
-    }
-    return "?";
+    return enum_name(aggregation_names, kind).data();
 }
 
 namespace {

@@ -369,13 +369,16 @@ std::span<const float> Engine::run_layers()
     const bool replayable = im.options.replay && !im.ctx.has_peers && !im.options.step_timing &&
                             !im.options.keep_layers;
     const bool int8 = im.ctx.has_int8_input();
-    if (replayable && im.recorded && im.recorded_int8 == int8) {
+    const auto replay = [&] {
         const auto t0 = std::chrono::steady_clock::now();
         im.ctx.backend.replay();
         im.ctx.backend.synchronize();
         forward_seconds_ = seconds_since(t0);
         replayed_ = true;
         return timed_download(im.recorded_out);
+    };
+    if (replayable && im.recorded && im.recorded_int8 == int8) {
+        return replay();
     }
     if (replayable && im.runs > 0 && im.replay_note.empty()) {
         // Record (plans allocated what they need in the first run), then replay the recording.
@@ -398,12 +401,7 @@ std::span<const float> Engine::run_layers()
                 im.replay_note = e.message();
             }
             if (im.recorded) {
-                const auto t0 = std::chrono::steady_clock::now();
-                im.ctx.backend.replay();
-                im.ctx.backend.synchronize();
-                forward_seconds_ = seconds_since(t0);
-                replayed_ = true;
-                return timed_download(im.recorded_out);
+                return replay();
             }
             if (int8) {
                 im.ctx.load_quantized(*im.int8_input_host);  // the failed recording consumed it

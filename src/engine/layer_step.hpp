@@ -106,8 +106,22 @@ public:
 
     // --- Run: buffers, timing and the exchange ---
 
-    /// Contiguous rows x cols view over work buffer k.
+    /// Contiguous rows x cols view over work buffer k; owned(k, cols) and all(k, cols) take its
+    /// owned rows and all n_total rows.
     DenseView<float> view(int k, std::int64_t rows, std::int64_t cols);
+    DenseView<float> owned(int k, std::int64_t cols) { return view(k, n_owned, cols); }
+    DenseView<float> all(int k, std::int64_t cols) { return view(k, n_total, cols); }
+    /// c = a b + beta c on the backend (untimed: inside timed()).
+    void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c,
+              float beta = 0.0f)
+    {
+        backend.gemm(a, b, c, 1.0f, beta);
+    }
+    /// y = act(y + bias) over the owned rows of y (bias may be empty), timed.
+    void activate(LayerTiming& t, DenseView<float> y, const Matrix& bias, Activation act)
+    {
+        timed(t, [&] { backend.bias_activation(y, bias.data(), act, {0, n_owned}); });
+    }
     /// The shared wide buffer (reserve_wide).
     const Matrix& wide() const { return wide_; }
     /// Runs fn; with step timing, synchronizes and adds its time to t.dense.
@@ -192,6 +206,44 @@ public:
     }
 };
 
+/// 4 bytes per element of a backend matrix.
+inline std::int64_t matrix_bytes(const Matrix& m)
+{
+    return 4 * m.rows() * m.cols();
+}
+
+/// Adds the matrices' bytes to r.weights.
+inline void add_weights(MemoryReport& r, std::initializer_list<const Matrix*> matrices)
+{
+    for (const auto* m : matrices) {
+        r.weights += matrix_bytes(*m);
+    }
+}
+
+/// A step with the layer's weight (in_dim x `cols`) and bias (`cols`) on the backend; empty ones
+/// stay empty (agnn without a weight, the transformer's projections are its own).
+class WeightedStep : public LayerStep {
+public:
+    void add_memory(MemoryReport& r, bool&) const override { add_weights(r, {&weight_, &bias_}); }
+
+protected:
+    WeightedStep(const Layer& layer, StepContext& ctx, std::int64_t cols)
+        : layer_(layer),
+          weight_(ctx.upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, cols)),
+          bias_(ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : cols))
+    {
+    }
+
+    const Layer& layer_;
+    Matrix weight_, bias_;
+};
+
+template <typename Step>
+std::unique_ptr<LayerStep> make_step(const Layer& layer, StepContext& ctx)
+{
+    return std::make_unique<Step>(layer, ctx);
+}
+
 /// What the engine knows of a layer type before it makes its step.
 struct LayerKind {
     LayerType type;
@@ -206,29 +258,9 @@ struct LayerKind {
 /// The kind of `type` (src/engine/layers/layer_kinds.cpp).
 const LayerKind& layer_kind(LayerType type);
 
-// The steps of every layer type (one file each in src/engine/layers/).
-std::unique_ptr<LayerStep> make_gcn_step(const Layer& layer, StepContext& ctx);
-std::unique_ptr<LayerStep> make_sage_step(const Layer& layer, StepContext& ctx);
-std::unique_ptr<LayerStep> make_gin_step(const Layer& layer, StepContext& ctx);
-std::unique_ptr<LayerStep> make_linear_step(const Layer& layer, StepContext& ctx);
-std::unique_ptr<LayerStep> make_maxk_step(const Layer& layer, StepContext& ctx);
-std::unique_ptr<LayerStep> make_agnn_step(const Layer& layer, StepContext& ctx);
-std::unique_ptr<LayerStep> make_transformer_step(const Layer& layer, StepContext& ctx);
-std::unique_ptr<LayerStep> make_gat_step(const Layer& layer, StepContext& ctx);
-
-/// 4 bytes per element of a backend matrix.
-inline std::int64_t matrix_bytes(const Matrix& m)
-{
-    return 4 * m.rows() * m.cols();
-}
-
-/// Adds the matrices' bytes to r.weights.
-inline void add_weights(MemoryReport& r, std::initializer_list<const Matrix*> matrices)
-{
-    for (const auto* m : matrices) {
-        r.weights += matrix_bytes(*m);
-    }
-}
+// Each layer type's kind, beside its step in src/engine/layers/<type>.cpp.
+extern const LayerKind gcn_kind, sage_kind, gin_kind, linear_kind, maxk_kind, agnn_kind,
+    transformer_kind, gat_kind;
 
 /// A CSR with values as the engine counts an operator whose plan does not report its memory.
 MemoryReport csr_memory(const Csr& a);

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -7,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 #include "halo/graph.hpp"
 #include "halo/memory_limits.hpp"
@@ -306,52 +308,39 @@ void normalize(Csr& csr, Normalization kind)
     }
 }
 
+namespace {
+
+constexpr std::array<EnumName<SelfLoops>, 3> self_loop_names{{
+    {SelfLoops::keep, "keep"},
+    {SelfLoops::drop, "drop"},
+    {SelfLoops::add, "add"},
+}};
+constexpr std::array<EnumName<Normalization>, 3> normalization_names{{
+    {Normalization::none, "none"},
+    {Normalization::gcn, "gcn"},
+    {Normalization::mean, "mean"},
+}};
+
+}  // namespace
+
 SelfLoops parse_self_loops(std::string_view text)
 {
-    if (text == "keep")
-        return SelfLoops::keep;
-    if (text == "drop")
-        return SelfLoops::drop;
-    if (text == "add")
-        return SelfLoops::add;
-    HALO_THROW(InputError, "unknown self-loop policy '", text, "' (expected keep, drop or add)");
+    return parse_enum(self_loop_names, text, "self-loop policy");
 }
 
 Normalization parse_normalization(std::string_view text)
 {
-    if (text == "none")
-        return Normalization::none;
-    if (text == "gcn")
-        return Normalization::gcn;
-    if (text == "mean")
-        return Normalization::mean;
-    HALO_THROW(InputError, "unknown normalization '", text, "' (expected none, gcn or mean)");
+    return parse_enum(normalization_names, text, "normalization");
 }
 
 std::string to_string(SelfLoops policy)
 {
-    switch (policy) {
-        case SelfLoops::keep:
-            return "keep";
-        case SelfLoops::drop:
-            return "drop";
-        case SelfLoops::add:
-            return "add";
-    }
-    return "?";
+    return std::string(enum_name(self_loop_names, policy));
 }
 
 std::string to_string(Normalization kind)
 {
-    switch (kind) {
-        case Normalization::none:
-            return "none";
-        case Normalization::gcn:
-            return "gcn";
-        case Normalization::mean:
-            return "mean";
-    }
-    return "?";
+    return std::string(enum_name(normalization_names, kind));
 }
 
 }  // namespace halo

@@ -1,7 +1,9 @@
 // Telling the graph formats apart by content, and reading any of them as an edge list.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
+#include "halo/enum_names.hpp"
 #include "halo/io.hpp"
 #include "io_detail.hpp"
 
@@ -15,15 +17,12 @@ constexpr std::size_t sniff_bytes = 4096;
 
 std::string to_string(GraphFormat format)
 {
-    switch (format) {
-        case GraphFormat::edge_list:
-            return "edge_list";
-        case GraphFormat::matrix_market:
-            return "matrix_market";
-        case GraphFormat::binary_csr:
-            return "binary_csr";
-    }
-    return "?";
+    static constexpr std::array<EnumName<GraphFormat>, 3> names{{
+        {GraphFormat::edge_list, "edge_list"},
+        {GraphFormat::matrix_market, "matrix_market"},
+        {GraphFormat::binary_csr, "binary_csr"},
+    }};
+    return std::string(enum_name(names, format));
 }
 
 GraphFormat detect_graph_format(const std::filesystem::path& path)

@@ -6,13 +6,11 @@
 namespace halo::detail {
 namespace {
 
-class GatStep final : public LayerStep {
+class GatStep final : public WeightedStep {
 public:
     GatStep(const Layer& layer, StepContext& ctx)
-        : layer_(layer),
+        : WeightedStep(layer, ctx, layer.out_dim),
           attention_(ctx.attention(AttentionPattern::self_loops)),
-          weight_(ctx.upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, layer.out_dim)),
-          bias_(ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : layer.out_dim)),
           att_src_(block_diagonal(ctx.backend, layer.att_src, layer.heads)),
           att_dst_(block_diagonal(ctx.backend, layer.att_dst, layer.heads)),
           el_(ctx.backend.allocate(ctx.n_owned, layer.heads)),
@@ -27,17 +25,16 @@ public:
         const auto n_total = ctx.n_total;
         const auto out_w = layer_.out_dim;
         const auto d = layer_.head_dim();
-        const auto z = ctx.view(buf.b, n_total, out_w);
-        const auto z_owned = ctx.view(buf.b, n_owned, out_w);
+        const auto z = ctx.all(buf.b, out_w);
+        const auto z_owned = ctx.owned(buf.b, out_w);
         const auto el = el_.view();
         const auto er = er_.view();
         ctx.timed(t, [&] {
-            ctx.backend.gemm(ctx.view(buf.in, n_owned, layer_.in_dim), weight_.view(), z_owned,
-                             1.0f, 0.0f);
-            ctx.backend.gemm(z_owned, att_dst_.view(), el, 1.0f, 0.0f);
-            ctx.backend.gemm(z_owned, att_src_.view(), er_.rows_view(0, n_owned), 1.0f, 0.0f);
+            ctx.gemm(ctx.owned(buf.in, layer_.in_dim), weight_.view(), z_owned);
+            ctx.gemm(z_owned, att_dst_.view(), el);
+            ctx.gemm(z_owned, att_src_.view(), er_.rows_view(0, n_owned));
         });
-        const auto out = ctx.view(buf.a, n_owned, out_w);
+        const auto out = ctx.owned(buf.a, out_w);
         ctx.exchange_and_compute(
             z, out_w,
             [&](RowRange rows) {
@@ -49,36 +46,32 @@ public:
             },
             [&] {
                 if (n_total > n_owned) {
-                    ctx.backend.gemm(
+                    ctx.gemm(
                         DenseView<const float>{z.row(n_owned), n_total - n_owned, out_w, out_w},
-                        att_src_.view(), er_.rows_view(n_owned, n_total), 1.0f, 0.0f);
+                        att_src_.view(), er_.rows_view(n_owned, n_total));
                 }
             },
             t);
-        ctx.timed(t, [&] {
-            ctx.backend.bias_activation(out, bias_.data(), layer_.activation, {0, n_owned});
-        });
+        ctx.activate(t, out, bias_, layer_.activation);
         return buf.a;
     }
 
-    void add_memory(MemoryReport& r, bool&) const override
+    void add_memory(MemoryReport& r, bool& gcn_pattern_counted) const override
     {
-        add_weights(r, {&weight_, &bias_, &att_src_, &att_dst_});
+        WeightedStep::add_memory(r, gcn_pattern_counted);
+        add_weights(r, {&att_src_, &att_dst_});
         r.feature_buffers += matrix_bytes(el_) + matrix_bytes(er_);
     }
 
 private:
-    const Layer& layer_;
     AttentionPlan& attention_;
-    Matrix weight_, bias_, att_src_, att_dst_;
+    Matrix att_src_, att_dst_;
     Matrix el_, er_;  // scores of destinations (owned rows) and sources (all rows)
 };
 
 }  // namespace
 
-std::unique_ptr<LayerStep> make_gat_step(const Layer& layer, StepContext& ctx)
-{
-    return std::make_unique<GatStep>(layer, ctx);
-}
+const LayerKind gat_kind{LayerType::gat, std::nullopt, AttentionPattern::self_loops, false,
+                         make_step<GatStep>};
 
 }  // namespace halo::detail

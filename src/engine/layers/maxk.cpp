@@ -9,13 +9,11 @@
 namespace halo::detail {
 namespace {
 
-class MaxkStep final : public LayerStep {
+class MaxkStep final : public WeightedStep {
 public:
     MaxkStep(const Layer& layer, StepContext& ctx)
-        : layer_(layer),
+        : WeightedStep(layer, ctx, layer.out_dim),
           operator_(ctx.operator_matrix(Aggregation::gcn)),
-          weight_(ctx.upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, layer.out_dim)),
-          bias_(ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : layer.out_dim)),
           n_total_(ctx.n_total)
     {
         if (layer.out_dim > kMaxkMaxDim) {
@@ -33,13 +31,12 @@ public:
         const auto out_w = layer_.out_dim;
         auto& plan = *plan_;
         ctx.timed(t, [&] {
-            const auto z = ctx.view(buf.b, n_owned, out_w);
-            ctx.backend.gemm(ctx.view(buf.in, n_owned, layer_.in_dim), weight_.view(), z, 1.0f,
-                             0.0f);
+            const auto z = ctx.owned(buf.b, out_w);
+            ctx.gemm(ctx.owned(buf.in, layer_.in_dim), weight_.view(), z);
             ctx.backend.bias_activation(z, bias_.data(), Activation::none, {0, n_owned});
             plan.topk(z);
         });
-        const auto out = ctx.view(buf.a, n_owned, out_w);
+        const auto out = ctx.owned(buf.a, out_w);
         if (!ctx.has_peers) {
             const auto t0 = std::chrono::steady_clock::now();
             plan.aggregate(out, {0, n_owned});
@@ -48,7 +45,7 @@ public:
                 t.spmm += seconds_since(t0);
             }
         } else {
-            const auto records = ctx.view(buf.c, ctx.n_total, MaxkPlan::record_words(layer_.k));
+            const auto records = ctx.all(buf.c, MaxkPlan::record_words(layer_.k));
             ctx.timed(t, [&] { plan.pack({0, n_owned}, records); });
             ctx.exchange_and_compute(
                 records, out_w, [&](RowRange rows) { plan.aggregate(out, rows); },
@@ -57,9 +54,7 @@ public:
                 },
                 t);
         }
-        ctx.timed(t, [&] {
-            ctx.backend.bias_activation(out, nullptr, layer_.activation, {0, n_owned});
-        });
+        ctx.activate(t, out, Matrix{}, layer_.activation);
         return buf.a;
     }
 
@@ -67,7 +62,7 @@ public:
     // and k int16 per row.
     void add_memory(MemoryReport& r, bool& gcn_pattern_counted) const override
     {
-        add_weights(r, {&weight_, &bias_});
+        WeightedStep::add_memory(r, gcn_pattern_counted);
         auto c = csr_memory(operator_);
         if (gcn_pattern_counted) {
             c.nonzeros = 0;
@@ -83,18 +78,14 @@ public:
     }
 
 private:
-    const Layer& layer_;
     const Csr& operator_;
-    Matrix weight_, bias_;
     std::int64_t n_total_ = 0;
     std::unique_ptr<MaxkPlan> plan_;
 };
 
 }  // namespace
 
-std::unique_ptr<LayerStep> make_maxk_step(const Layer& layer, StepContext& ctx)
-{
-    return std::make_unique<MaxkStep>(layer, ctx);
-}
+const LayerKind maxk_kind{LayerType::maxk, Aggregation::gcn, AttentionPattern::none, false,
+                          make_step<MaxkStep>};
 
 }  // namespace halo::detail

@@ -4,63 +4,56 @@
 namespace halo::detail {
 namespace {
 
-class SageStep final : public LayerStep {
+class SageStep final : public WeightedStep {
 public:
     SageStep(const Layer& layer, StepContext& ctx)
-        : layer_(layer),
+        : WeightedStep(layer, ctx, layer.out_dim),
           op_(ctx.spmm(Aggregation::mean)),
-          weight_(ctx.upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, layer.out_dim)),
-          bias_(ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : layer.out_dim)),
           root_weight_(ctx.upload(layer.root_weight, layer.in_dim, layer.out_dim))
     {
     }
 
+    // The aggregate in buffer b (the transformed rows first, then their aggregate in c), the
+    // output in a.
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {
-        const auto n_owned = ctx.n_owned;
-        const auto n_total = ctx.n_total;
         const auto in_w = layer_.in_dim;
         const auto out_w = layer_.out_dim;
-        const auto x = ctx.view(buf.in, n_owned, in_w);
-        const auto out = ctx.view(buf.a, n_owned, out_w);
+        const auto x = ctx.owned(buf.in, in_w);
+        const auto out = ctx.owned(buf.a, out_w);
         if (layer_.aggregate_first()) {
-            ctx.aggregate_input(Aggregation::mean, op_, ctx.view(buf.in, n_total, in_w),
-                                ctx.view(buf.b, n_total, in_w), t);
+            ctx.aggregate_input(Aggregation::mean, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w),
+                                t);
             ctx.timed(t, [&] {
-                ctx.backend.gemm(x, root_weight_.view(), out, 1.0f, 0.0f);
-                ctx.backend.gemm(ctx.view(buf.b, n_owned, in_w), weight_.view(), out, 1.0f, 1.0f);
+                ctx.gemm(x, root_weight_.view(), out);
+                ctx.gemm(ctx.owned(buf.b, in_w), weight_.view(), out, 1.0f);
             });
         } else {
             ctx.timed(t, [&] {
-                ctx.backend.gemm(x, weight_.view(), ctx.view(buf.b, n_owned, out_w), 1.0f, 0.0f);
-                ctx.backend.gemm(x, root_weight_.view(), out, 1.0f, 0.0f);
+                ctx.gemm(x, weight_.view(), ctx.owned(buf.b, out_w));
+                ctx.gemm(x, root_weight_.view(), out);
             });
-            ctx.aggregate(op_, ctx.view(buf.b, n_total, out_w), ctx.view(buf.c, n_total, out_w), t);
-            ctx.timed(t,
-                      [&] { ctx.backend.axpby(1.0f, ctx.view(buf.c, n_owned, out_w), 1.0f, out); });
+            ctx.aggregate(op_, ctx.all(buf.b, out_w), ctx.all(buf.c, out_w), t);
+            ctx.timed(t, [&] { ctx.backend.axpby(1.0f, ctx.owned(buf.c, out_w), 1.0f, out); });
         }
-        ctx.timed(t, [&] {
-            ctx.backend.bias_activation(out, bias_.data(), layer_.activation, {0, n_owned});
-        });
+        ctx.activate(t, out, bias_, layer_.activation);
         return buf.a;
     }
 
-    void add_memory(MemoryReport& r, bool&) const override
+    void add_memory(MemoryReport& r, bool& gcn_pattern_counted) const override
     {
-        add_weights(r, {&weight_, &bias_, &root_weight_});
+        WeightedStep::add_memory(r, gcn_pattern_counted);
+        add_weights(r, {&root_weight_});
     }
 
 private:
-    const Layer& layer_;
     SpmmPlan& op_;
-    Matrix weight_, bias_, root_weight_;
+    Matrix root_weight_;
 };
 
 }  // namespace
 
-std::unique_ptr<LayerStep> make_sage_step(const Layer& layer, StepContext& ctx)
-{
-    return std::make_unique<SageStep>(layer, ctx);
-}
+const LayerKind sage_kind{LayerType::sage, Aggregation::mean, AttentionPattern::none, false,
+                          make_step<SageStep>};
 
 }  // namespace halo::detail

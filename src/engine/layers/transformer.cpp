@@ -9,12 +9,12 @@
 namespace halo::detail {
 namespace {
 
-class TransformerStep final : public LayerStep {
+// `weight` is empty (WeightedStep keeps only the bias, the skip connection's).
+class TransformerStep final : public WeightedStep {
 public:
     TransformerStep(const Layer& layer, StepContext& ctx)
-        : layer_(layer),
-          attention_(ctx.attention(AttentionPattern::adjacency)),
-          bias_(ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : layer.out_dim))
+        : WeightedStep(layer, ctx, layer.out_dim),
+          attention_(ctx.attention(AttentionPattern::adjacency))
     {
         // One GEMM computes q, k, v and the skip term: the weights side by side.
         const auto in_w = layer.in_dim;
@@ -47,23 +47,21 @@ public:
 
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {
-        const auto n_owned = ctx.n_owned;
         const auto out_w = layer_.out_dim;
         const auto heads = layer_.heads;
         const auto d = layer_.head_dim();
         const auto width = projection_.cols();
         const DenseView<float> all{ctx.wide().data(), ctx.n_total, width, width};
-        const DenseView<float> owned{all.data, n_owned, width, width};
+        const DenseView<float> owned{all.data, ctx.n_owned, width, width};
         const auto q = columns(owned, 0, out_w);
         const auto kv = columns(all, out_w, 2 * out_w);
         const auto k_all = columns(all, out_w, out_w);
         const auto v_all = columns(all, 2 * out_w, out_w);
-        const auto out = ctx.view(buf.a, n_owned, out_w);
+        const auto out = ctx.owned(buf.a, out_w);
         ctx.timed(t, [&] {
-            ctx.backend.gemm(ctx.view(buf.in, n_owned, layer_.in_dim), projection_.view(), owned,
-                             1.0f, 0.0f);
+            ctx.gemm(ctx.owned(buf.in, layer_.in_dim), projection_.view(), owned);
             ctx.backend.bias_activation(owned, projection_bias_.data(), Activation::none,
-                                        {0, n_owned});
+                                        {0, ctx.n_owned});
         });
         const float scale = 1.0f / std::sqrt(static_cast<float>(d));
         ctx.exchange_and_compute(
@@ -79,28 +77,24 @@ public:
             ctx.timed(
                 t, [&] { ctx.backend.axpby(1.0f, columns(owned, 3 * out_w, out_w), 1.0f, out); });
         }
-        ctx.timed(t, [&] {
-            ctx.backend.bias_activation(out, bias_.data(), layer_.activation, {0, n_owned});
-        });
+        ctx.activate(t, out, bias_, layer_.activation);
         return buf.a;
     }
 
-    void add_memory(MemoryReport& r, bool&) const override
+    void add_memory(MemoryReport& r, bool& gcn_pattern_counted) const override
     {
-        add_weights(r, {&bias_, &projection_, &projection_bias_});
+        WeightedStep::add_memory(r, gcn_pattern_counted);
+        add_weights(r, {&projection_, &projection_bias_});
     }
 
 private:
-    const Layer& layer_;
     AttentionPlan& attention_;
-    Matrix bias_, projection_, projection_bias_;
+    Matrix projection_, projection_bias_;
 };
 
 }  // namespace
 
-std::unique_ptr<LayerStep> make_transformer_step(const Layer& layer, StepContext& ctx)
-{
-    return std::make_unique<TransformerStep>(layer, ctx);
-}
+const LayerKind transformer_kind{LayerType::transformer, std::nullopt, AttentionPattern::adjacency,
+                                 false, make_step<TransformerStep>};
 
 }  // namespace halo::detail
