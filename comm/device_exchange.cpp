@@ -59,16 +59,10 @@ void CudaEvent::order_noexcept(cudaStream_t earlier, cudaStream_t later) noexcep
 void check_device_matrix(const DenseView<float>& x, std::int64_t num_owned, std::int64_t num_halo,
                          std::int64_t max_dim, int device)
 {
-    HALO_EXPECTS(x.rows == num_owned + num_halo, "x has ", x.rows, " rows, the shard ", num_owned,
-                 " owned + ", num_halo, " halo");
-    HALO_EXPECTS(x.cols >= 0 && x.cols <= max_dim, "x has ", x.cols,
-                 " columns, the exchanger was built for at most ", max_dim);
-    HALO_EXPECTS(x.ld >= x.cols, "x has leading dimension ", x.ld, " below its ", x.cols,
-                 " columns");
+    check_exchanged_matrix(x, num_owned, num_halo, 0, max_dim, "the exchanger");
     if (x.rows * x.cols == 0) {
         return;
     }
-    HALO_EXPECTS(x.data != nullptr, "x has no data");
     // A host pointer would fail deep inside NCCL or MPI, or corrupt memory; name it here instead.
     cudaPointerAttributes attributes{};
     HALO_CUDA_TRY(cudaPointerGetAttributes(&attributes, x.data));

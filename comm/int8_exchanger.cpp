@@ -86,13 +86,7 @@ Int8Exchanger::Int8Exchanger(const InnerExchangerFactory& make_inner,
 void Int8Exchanger::start(DenseView<float> x)
 {
     HALO_EXPECTS(!in_flight_, "start() called again before finish()");
-    HALO_EXPECTS(x.rows == num_owned_ + num_halo_, "x has ", x.rows, " rows, the shard ",
-                 num_owned_, " owned + ", num_halo_, " halo");
-    HALO_EXPECTS(x.cols >= 1 && x.cols <= max_width_, "x has ", x.cols,
-                 " columns, the int8 exchanger was built for at most ", max_width_);
-    HALO_EXPECTS(x.ld >= x.cols, "x has leading dimension ", x.ld, " below its ", x.cols,
-                 " columns");
-    HALO_EXPECTS(x.data != nullptr || x.rows * x.cols == 0, "x has no data");
+    check_exchanged_matrix(x, num_owned_, num_halo_, 1, max_width_, "the int8 exchanger");
 
     const auto t0 = Clock::now();
     codec_->pack(x);

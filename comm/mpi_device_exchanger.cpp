@@ -54,28 +54,14 @@ int mpi_cuda_support()
 #endif
 }
 
-// The shard's plan, once this rank's part of it is known to index inside the shard.
-const HaloPlan& checked_plan(MPI_Comm comm, const Shard& shard)
-{
-    int rank = 0;
-    int size = 0;
-    HALO_MPI_TRY(MPI_Comm_rank(comm, &rank));
-    HALO_MPI_TRY(MPI_Comm_size(comm, &size));
-    detail::check_local_plan(shard, rank, size);
-    return shard.plan;
-}
-
-class MpiDeviceExchanger final : public HaloExchanger {
+class MpiDeviceExchanger final : public CountingExchanger {
 public:
     MpiDeviceExchanger(cuda::Context& ctx, MPI_Comm comm, const Shard& shard, std::int64_t max_dim,
                        const MpiDeviceExchangerOptions& options);
     ~MpiDeviceExchanger() override;
-    MpiDeviceExchanger(const MpiDeviceExchanger&) = delete;
-    MpiDeviceExchanger& operator=(const MpiDeviceExchanger&) = delete;
 
     void start(DenseView<float> x) override;
     void finish() override;
-    const ExchangeStats& stats() const override { return stats_; }
 
 private:
     cuda::Context& ctx_;
@@ -97,7 +83,6 @@ private:
 
     bool staged_ = false;  // x is strided and CUDA-aware MPI received into recv_device_
     DenseView<float> x_{};
-    ExchangeStats stats_;
 };
 
 MpiDeviceExchanger::MpiDeviceExchanger(cuda::Context& ctx, MPI_Comm comm, const Shard& shard,
@@ -111,7 +96,7 @@ MpiDeviceExchanger::MpiDeviceExchanger(cuda::Context& ctx, MPI_Comm comm, const 
       num_send_(static_cast<std::int64_t>(shard.plan.send_rows.size())),
       ready_(ctx.device()),
       done_(ctx.device()),
-      messenger_(comm, checked_plan(comm, shard), max_dim, options.mpi)
+      messenger_(comm, detail::checked_plan(comm, shard), max_dim, options.mpi)
 {
     // Handing device pointers to an MPI that cannot read them crashes or corrupts memory.
     HALO_EXPECTS(!cuda_aware_ || mpi_cuda_support() != 0,

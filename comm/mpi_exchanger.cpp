@@ -20,17 +20,14 @@
 namespace halo {
 namespace {
 
-class MpiExchanger final : public HaloExchanger {
+class MpiExchanger final : public CountingExchanger {
 public:
     MpiExchanger(MPI_Comm comm, const Shard& shard, std::int64_t max_dim,
                  const MpiExchangerOptions& options);
     ~MpiExchanger() override;
-    MpiExchanger(const MpiExchanger&) = delete;
-    MpiExchanger& operator=(const MpiExchanger&) = delete;
 
     void start(DenseView<float> x) override;
     void finish() override;
-    const ExchangeStats& stats() const override { return stats_; }
 
 private:
     // First, so that the plan is checked before anything is sized from it.
@@ -47,25 +44,11 @@ private:
 
     bool staged_ = false;
     DenseView<float> x_{};
-    ExchangeStats stats_;
 };
-
-// The shard's plan, once this rank's part of it is known to index inside the shard:
-// check_halo_plan verifies it against the peers, these checks only keep this rank's memory
-// accesses (into x, the buffers and the messenger's pieces) in bounds.
-const HaloPlan& checked_plan(MPI_Comm comm, const Shard& shard)
-{
-    int rank = 0;
-    int size = 0;
-    HALO_MPI_TRY(MPI_Comm_rank(comm, &rank));
-    HALO_MPI_TRY(MPI_Comm_size(comm, &size));
-    detail::check_local_plan(shard, rank, size);
-    return shard.plan;
-}
 
 MpiExchanger::MpiExchanger(MPI_Comm comm, const Shard& shard, std::int64_t max_dim,
                            const MpiExchangerOptions& options)
-    : messenger_(comm, checked_plan(comm, shard), max_dim, options),
+    : messenger_(comm, detail::checked_plan(comm, shard), max_dim, options),
       max_dim_(max_dim),
       num_owned_(shard.num_owned),
       num_halo_(shard.num_halo),
@@ -89,13 +72,7 @@ MpiExchanger::~MpiExchanger()
 void MpiExchanger::start(DenseView<float> x)
 {
     HALO_EXPECTS(!messenger_.in_flight(), "start() called again before finish()");
-    HALO_EXPECTS(x.rows == num_owned_ + num_halo_, "x has ", x.rows, " rows, the shard ",
-                 num_owned_, " owned + ", num_halo_, " halo");
-    HALO_EXPECTS(x.cols >= 0 && x.cols <= max_dim_, "x has ", x.cols,
-                 " columns, the exchanger was built for at most ", max_dim_);
-    HALO_EXPECTS(x.ld >= x.cols, "x has leading dimension ", x.ld, " below its ", x.cols,
-                 " columns");
-    HALO_EXPECTS(x.data != nullptr || x.rows * x.cols == 0, "x has no data");
+    check_exchanged_matrix(x, num_owned_, num_halo_, 0, max_dim_, "the exchanger");
 
     const double t0 = MPI_Wtime();
     const std::int64_t cols = x.cols;

@@ -183,4 +183,14 @@ void check_local_plan(const Shard& shard, int rank, int size)
     }
 }
 
+const HaloPlan& checked_plan(MPI_Comm comm, const Shard& shard)
+{
+    int rank = 0;
+    int size = 0;
+    HALO_MPI_TRY(MPI_Comm_rank(comm, &rank));
+    HALO_MPI_TRY(MPI_Comm_size(comm, &size));
+    check_local_plan(shard, rank, size);
+    return shard.plan;
+}
+
 }  // namespace halo::detail

@@ -91,4 +91,9 @@ private:
 /// the peers (collectively); this one is what an exchanger needs to be memory-safe.
 void check_local_plan(const Shard& shard, int rank, int size);
 
+/// The shard's plan, once check_local_plan passed for this rank of `comm`: check_halo_plan
+/// verifies the plan against the peers, this only keeps this rank's memory accesses (into x, the
+/// buffers and the messenger's pieces) in bounds.
+const HaloPlan& checked_plan(MPI_Comm comm, const Shard& shard);
+
 }  // namespace halo::detail

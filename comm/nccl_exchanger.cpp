@@ -42,16 +42,13 @@ std::string last_error(ncclComm_t comm)
     return text != nullptr && *text != '\0' ? detail::concat(" (", text, ')') : std::string();
 }
 
-class NcclExchanger final : public HaloExchanger {
+class NcclExchanger final : public CountingExchanger {
 public:
     NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& shard, std::int64_t max_dim);
     ~NcclExchanger() override;
-    NcclExchanger(const NcclExchanger&) = delete;
-    NcclExchanger& operator=(const NcclExchanger&) = delete;
 
     void start(DenseView<float> x) override;
     void finish() override;
-    const ExchangeStats& stats() const override { return stats_; }
 
 private:
     // The grouped receives into `halo` (num_halo x cols, contiguous) and sends of the packed rows;
@@ -76,7 +73,6 @@ private:
     detail::CudaEvent done_;                      // comm -> compute, in finish()
 
     bool in_flight_ = false;
-    ExchangeStats stats_;
 };
 
 NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& shard,

@@ -41,6 +41,25 @@ public:
     virtual const ExchangeStats& stats() const = 0;
 };
 
+/// The base of the exchangers that keep their own counters: not copyable; stats() reads stats_.
+class CountingExchanger : public HaloExchanger {
+public:
+    CountingExchanger(const CountingExchanger&) = delete;
+    CountingExchanger& operator=(const CountingExchanger&) = delete;
+    const ExchangeStats& stats() const override { return stats_; }
+
+protected:
+    CountingExchanger() = default;
+    ExchangeStats stats_;
+};
+
+/// Checks a matrix handed to an exchanger's start(): num_owned + num_halo rows, min_cols to
+/// max_cols columns, ld >= cols, data unless it is empty. Throws halo::LogicError; `exchanger`
+/// names the exchanger in the message ("the exchanger was built for at most ...").
+void check_exchanged_matrix(const DenseView<float>& x, std::int64_t num_owned,
+                            std::int64_t num_halo, std::int64_t min_cols, std::int64_t max_cols,
+                            const char* exchanger);
+
 /// The exchanger of a single-part run (no peers: start and finish do nothing). Throws
 /// halo::InputError when the shard's plan has any peer.
 std::unique_ptr<HaloExchanger> make_local_exchanger(const Shard& shard);
