@@ -220,22 +220,40 @@ inline void add_weights(MemoryReport& r, std::initializer_list<const Matrix*> ma
     }
 }
 
-/// A step with the layer's weight (in_dim x `cols`) and bias (`cols`) on the backend; empty ones
-/// stay empty (agnn without a weight, the transformer's projections are its own).
+/// A step with the layer's dense weights on the backend as the model holds them: weight
+/// (in_dim x mid; mid = hidden_dim for gin, out_dim otherwise) and bias, sage's root weight, gin's
+/// second weight and bias; a matrix the layer lacks stays empty (agnn without a weight; the
+/// transformer's projections are its own).
 class WeightedStep : public LayerStep {
 public:
-    void add_memory(MemoryReport& r, bool&) const override { add_weights(r, {&weight_, &bias_}); }
-
-protected:
-    WeightedStep(const Layer& layer, StepContext& ctx, std::int64_t cols)
-        : layer_(layer),
-          weight_(ctx.upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, cols)),
-          bias_(ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : cols))
+    WeightedStep(const Layer& layer, StepContext& ctx);
+    void add_memory(MemoryReport& r, bool&) const override
     {
+        add_weights(r, {&weight_, &bias_, &root_weight_, &weight2_, &bias2_});
     }
 
+protected:
     const Layer& layer_;
-    Matrix weight_, bias_;
+    Matrix weight_, bias_, root_weight_, weight2_, bias2_;
+};
+
+/// A step that aggregates with its kind's SpMM operator (gcn, sage, gin).
+class SpmmStep : public WeightedStep {
+public:
+    SpmmStep(const Layer& layer, StepContext& ctx);
+
+protected:
+    Aggregation kind_;
+    SpmmPlan& op_;
+};
+
+/// A step that attends over its kind's pattern (agnn, transformer, gat).
+class AttentionStep : public WeightedStep {
+public:
+    AttentionStep(const Layer& layer, StepContext& ctx);
+
+protected:
+    AttentionPlan& attention_;
 };
 
 template <typename Step>

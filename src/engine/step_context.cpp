@@ -272,4 +272,26 @@ void StepContext::add_memory(MemoryReport& r) const
                          matrix_bytes(q_zero_);
 }
 
+WeightedStep::WeightedStep(const Layer& layer, StepContext& ctx) : layer_(layer)
+{
+    const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
+    weight_ = ctx.upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
+    bias_ = ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
+    if (layer.type == LayerType::sage) {  // the transformer's is part of its projection
+        root_weight_ = ctx.upload(layer.root_weight, layer.in_dim, layer.out_dim);
+    }
+    weight2_ = ctx.upload(layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
+    bias2_ = ctx.upload(layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
+}
+
+SpmmStep::SpmmStep(const Layer& layer, StepContext& ctx)
+    : WeightedStep(layer, ctx), kind_(*layer_kind(layer.type).aggregation), op_(ctx.spmm(kind_))
+{
+}
+
+AttentionStep::AttentionStep(const Layer& layer, StepContext& ctx)
+    : WeightedStep(layer, ctx), attention_(ctx.attention(layer_kind(layer.type).attention))
+{
+}
+
 }  // namespace halo::detail

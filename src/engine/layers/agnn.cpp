@@ -5,13 +5,9 @@
 namespace halo::detail {
 namespace {
 
-class AgnnStep final : public WeightedStep {
+class AgnnStep final : public AttentionStep {
 public:
-    AgnnStep(const Layer& layer, StepContext& ctx)
-        : WeightedStep(layer, ctx, layer.out_dim),
-          attention_(ctx.attention(AttentionPattern::self_loops))
-    {
-    }
+    using AttentionStep::AttentionStep;
 
     // z in buffer b (the input's buffer without a weight), zn in buffer c, the output in a.
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
@@ -45,9 +41,6 @@ public:
         ctx.activate(t, out, Matrix{}, layer_.activation);
         return buf.a;
     }
-
-private:
-    AttentionPlan& attention_;
 };
 
 }  // namespace

@@ -6,11 +6,10 @@
 namespace halo::detail {
 namespace {
 
-class GatStep final : public WeightedStep {
+class GatStep final : public AttentionStep {
 public:
     GatStep(const Layer& layer, StepContext& ctx)
-        : WeightedStep(layer, ctx, layer.out_dim),
-          attention_(ctx.attention(AttentionPattern::self_loops)),
+        : AttentionStep(layer, ctx),
           att_src_(block_diagonal(ctx.backend, layer.att_src, layer.heads)),
           att_dst_(block_diagonal(ctx.backend, layer.att_dst, layer.heads)),
           el_(ctx.backend.allocate(ctx.n_owned, layer.heads)),
@@ -64,7 +63,6 @@ public:
     }
 
 private:
-    AttentionPlan& attention_;
     Matrix att_src_, att_dst_;
     Matrix el_, er_;  // scores of destinations (owned rows) and sources (all rows)
 };

@@ -4,12 +4,9 @@
 namespace halo::detail {
 namespace {
 
-class GcnStep final : public WeightedStep {
+class GcnStep final : public SpmmStep {
 public:
-    GcnStep(const Layer& layer, StepContext& ctx)
-        : WeightedStep(layer, ctx, layer.out_dim), op_(ctx.spmm(Aggregation::gcn))
-    {
-    }
+    using SpmmStep::SpmmStep;
 
     // In place: x is dead once aggregated or transformed, so the output takes its buffer and the
     // intermediate the first free one: a gcn model runs in two buffers of n_total x max_dim.
@@ -18,8 +15,7 @@ public:
         const auto in_w = layer_.in_dim;
         const auto out_w = layer_.out_dim;
         if (layer_.aggregate_first()) {
-            ctx.aggregate_input(Aggregation::gcn, op_, ctx.all(buf.in, in_w), ctx.all(buf.a, in_w),
-                                t);
+            ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.a, in_w), t);
             ctx.timed(t, [&] {
                 ctx.gemm(ctx.owned(buf.a, in_w), weight_.view(), ctx.owned(buf.in, out_w));
             });
@@ -32,9 +28,6 @@ public:
         ctx.activate(t, ctx.owned(buf.in, out_w), bias_, layer_.activation);
         return buf.in;
     }
-
-private:
-    SpmmPlan& op_;
 };
 
 }  // namespace

@@ -5,16 +5,9 @@
 namespace halo::detail {
 namespace {
 
-class GinStep final : public WeightedStep {
+class GinStep final : public SpmmStep {
 public:
-    GinStep(const Layer& layer, StepContext& ctx)
-        : WeightedStep(layer, ctx, layer.hidden_dim),
-          op_(ctx.spmm(Aggregation::sum)),
-          weight2_(ctx.upload(layer.weight2, layer.weight2.empty() ? 0 : layer.hidden_dim,
-                              layer.out_dim)),
-          bias2_(ctx.upload(layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim))
-    {
-    }
+    using SpmmStep::SpmmStep;
 
     // The MLP's input in buffer b, its hidden rows in c, the output in a.
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
@@ -25,8 +18,7 @@ public:
         const auto x = ctx.owned(buf.in, in_w);
         const auto hidden = ctx.owned(buf.c, hid);
         if (layer_.aggregate_first()) {
-            ctx.aggregate_input(Aggregation::sum, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w),
-                                t);
+            ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w), t);
             ctx.timed(t, [&] {
                 ctx.backend.axpby(self, x, 1.0f, ctx.owned(buf.b, in_w));
                 ctx.gemm(ctx.owned(buf.b, in_w), weight_.view(), hidden);
@@ -44,16 +36,6 @@ public:
         });
         return buf.a;
     }
-
-    void add_memory(MemoryReport& r, bool& gcn_pattern_counted) const override
-    {
-        WeightedStep::add_memory(r, gcn_pattern_counted);
-        add_weights(r, {&weight2_, &bias2_});
-    }
-
-private:
-    SpmmPlan& op_;
-    Matrix weight2_, bias2_;
 };
 
 }  // namespace

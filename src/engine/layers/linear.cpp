@@ -6,7 +6,7 @@ namespace {
 
 class LinearStep final : public WeightedStep {
 public:
-    LinearStep(const Layer& layer, StepContext& ctx) : WeightedStep(layer, ctx, layer.out_dim) {}
+    using WeightedStep::WeightedStep;
 
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {

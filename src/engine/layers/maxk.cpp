@@ -12,7 +12,7 @@ namespace {
 class MaxkStep final : public WeightedStep {
 public:
     MaxkStep(const Layer& layer, StepContext& ctx)
-        : WeightedStep(layer, ctx, layer.out_dim),
+        : WeightedStep(layer, ctx),
           operator_(ctx.operator_matrix(Aggregation::gcn)),
           n_total_(ctx.n_total)
     {

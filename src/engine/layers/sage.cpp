@@ -4,14 +4,9 @@
 namespace halo::detail {
 namespace {
 
-class SageStep final : public WeightedStep {
+class SageStep final : public SpmmStep {
 public:
-    SageStep(const Layer& layer, StepContext& ctx)
-        : WeightedStep(layer, ctx, layer.out_dim),
-          op_(ctx.spmm(Aggregation::mean)),
-          root_weight_(ctx.upload(layer.root_weight, layer.in_dim, layer.out_dim))
-    {
-    }
+    using SpmmStep::SpmmStep;
 
     // The aggregate in buffer b (the transformed rows first, then their aggregate in c), the
     // output in a.
@@ -22,8 +17,7 @@ public:
         const auto x = ctx.owned(buf.in, in_w);
         const auto out = ctx.owned(buf.a, out_w);
         if (layer_.aggregate_first()) {
-            ctx.aggregate_input(Aggregation::mean, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w),
-                                t);
+            ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w), t);
             ctx.timed(t, [&] {
                 ctx.gemm(x, root_weight_.view(), out);
                 ctx.gemm(ctx.owned(buf.b, in_w), weight_.view(), out, 1.0f);
@@ -39,16 +33,6 @@ public:
         ctx.activate(t, out, bias_, layer_.activation);
         return buf.a;
     }
-
-    void add_memory(MemoryReport& r, bool& gcn_pattern_counted) const override
-    {
-        WeightedStep::add_memory(r, gcn_pattern_counted);
-        add_weights(r, {&root_weight_});
-    }
-
-private:
-    SpmmPlan& op_;
-    Matrix root_weight_;
 };
 
 }  // namespace

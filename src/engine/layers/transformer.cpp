@@ -9,12 +9,10 @@
 namespace halo::detail {
 namespace {
 
-// `weight` is empty (WeightedStep keeps only the bias, the skip connection's).
-class TransformerStep final : public WeightedStep {
+// Of the dense weights only the bias is used, the skip connection's (`weight` is empty).
+class TransformerStep final : public AttentionStep {
 public:
-    TransformerStep(const Layer& layer, StepContext& ctx)
-        : WeightedStep(layer, ctx, layer.out_dim),
-          attention_(ctx.attention(AttentionPattern::adjacency))
+    TransformerStep(const Layer& layer, StepContext& ctx) : AttentionStep(layer, ctx)
     {
         // One GEMM computes q, k, v and the skip term: the weights side by side.
         const auto in_w = layer.in_dim;
@@ -88,7 +86,6 @@ public:
     }
 
 private:
-    AttentionPlan& attention_;
     Matrix projection_, projection_bias_;
 };
 
