@@ -7,26 +7,6 @@
 
 namespace halo {
 
-Activation parse_activation(std::string_view text)
-{
-    if (text == "none")
-        return Activation::none;
-    if (text == "relu")
-        return Activation::relu;
-    HALO_THROW(InputError, "unknown activation '", text, "' (expected none or relu)");
-}
-
-std::string to_string(Activation activation)
-{
-    switch (activation) {
-        case Activation::none:
-            return "none";
-        case Activation::relu:
-            return "relu";
-    }
-    return "?";
-}
-
 namespace reference {
 
 void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c, float alpha,
