@@ -3,7 +3,7 @@
 # runs each for a bounded time over its seed corpus tests/fuzz/corpus/<target>. Any crash, leak,
 # sanitizer report, timeout or out-of-memory fails the run; the input that caused it is kept in
 # $HALO_FUZZ_OUT/<target>/ (default fuzz-out/, ignored by git) and belongs, once fixed, in a
-# regression test (tests/io/test_io_errors.cpp, tests/store/test_store_corrupt.cpp) and the corpus.
+# regression test (tests/core/io/test_io_errors.cpp, tests/store/test_store_corrupt.cpp) and the corpus.
 # Usage: scripts/fuzz.sh [seconds per target (default 20)] [target...]
 # Environment: HALO_FUZZ_BUILD_DIR (default build-fuzz), HALO_JOBS (default nproc).
 set -euo pipefail

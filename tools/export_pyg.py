@@ -141,7 +141,7 @@ class ExportError(Exception):
     """Bad input or a failed check; main() prints it as 'export_pyg: error: ...'."""
 
 
-# ---- the shared data files (the same rules as src/io, docs/INPUT.md) -------------------------
+# ---- the shared data files (the same rules as src/core/io, docs/INPUT.md) --------------------
 
 def _text_lines(path):
     """Lines of a plain or gzip text file (gzip by its magic, as HaloGNN's readers decide)."""
