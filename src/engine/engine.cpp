@@ -129,9 +129,7 @@ struct Engine::Impl {
                               ? &ctx.self_loop_matrix()
                               : nullptr);
         }
-        row_blocks = std::make_unique<detail::RowBlockDriver>(
-            ctx.backend, ctx.exchanger, ctx.shard, model, std::move(ops), options.attention,
-            options.step_timing, options.overlap, memory_limit);
+        row_blocks = std::make_unique<detail::RowBlockDriver>(ctx, std::move(ops), memory_limit);
     }
 
     // The in-memory run's backend memory before anything is allocated: every distinct operator

@@ -31,23 +31,19 @@ void parallel_copy(const T* src, std::int64_t count, T* dst)
 
 }  // namespace
 
-RowBlockDriver::RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
-                               const Model& model, std::vector<const Csr*> layer_operators,
-                               AttentionKernel attention, bool step_timing, bool overlap,
+RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_operators,
                                std::int64_t limit)
-    : backend_(backend),
-      exchanger_(exchanger),
-      shard_(shard),
-      model_(model),
-      attention_(attention),
-      step_timing_(step_timing),
-      overlap_(overlap),
+    : ctx_(ctx),
+      backend_(ctx.backend),
+      exchanger_(ctx.exchanger),
+      shard_(ctx.shard),
+      model_(ctx.model),
       limit_(limit),
-      n_owned_(shard.num_owned),
-      n_total_(shard.num_owned + shard.num_halo),
-      has_peers_(!shard.plan.send_ranks.empty() || !shard.plan.recv_ranks.empty()),
-      stamp_(static_cast<std::size_t>(shard.num_owned + shard.num_halo), -1)
+      n_owned_(ctx.n_owned),
+      n_total_(ctx.n_total),
+      stamp_(static_cast<std::size_t>(ctx.n_total), -1)
 {
+    const auto& model = model_;
     HALO_EXPECTS(layer_operators.size() == model.layers.size(), "one operator per layer");
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const auto type = model.layers[l].type;
@@ -342,7 +338,7 @@ void RowBlockDriver::run_pre(std::size_t l, const Matrix& x, const Matrix& z, La
         } else if (layer.type == LayerType::linear) {
             backend_.bias_activation(zb.view(), w.bias.data(), layer.activation, {0, r});
         }
-        if (step_timing_) {
+        if (ctx_.options.step_timing) {
             backend_.synchronize();
             t.dense += seconds_since(t0);
         }
@@ -356,14 +352,14 @@ bool RowBlockDriver::exchange_start(const Matrix& z, std::int64_t width, LayerTi
 {
     t.fp32_exchange_bytes +=
         (shard_.plan.num_send() + shard_.plan.num_recv()) * width * static_cast<std::int64_t>(f32);
-    if (!has_peers_) {
+    if (!ctx_.has_peers) {
         return false;
     }
     const auto t0 = std::chrono::steady_clock::now();
     if (backend_.uses_host_memory()) {
         exchanger_.start(z.view());
         t.exchange += seconds_since(t0);
-        if (overlap_) {
+        if (ctx_.options.overlap) {
             return true;
         }
         exchange_finish(t);
@@ -490,14 +486,14 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
         auto o = backend_.allocate(r, out_w);
         auto t0 = std::chrono::steady_clock::now();
         auto spmm_done = [&] {
-            if (step_timing_) {
+            if (ctx_.options.step_timing) {
                 backend_.synchronize();
                 t.spmm += seconds_since(t0);
             }
             t0 = std::chrono::steady_clock::now();
         };
         auto dense_done = [&] {
-            if (step_timing_) {
+            if (ctx_.options.step_timing) {
                 backend_.synchronize();
                 t.dense += seconds_since(t0);
             }
@@ -576,8 +572,8 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
             }
             case LayerType::gat: {
                 hints.op = kernel_operator_gcn.data();
-                auto plan =
-                    backend_.make_attention_plan(block, model_.max_dim(), attention_, hints);
+                auto plan = backend_.make_attention_plan(block, model_.max_dim(),
+                                                         ctx_.options.attention, hints);
                 const auto heads = layer.heads;
                 const auto d = layer.head_dim();
                 auto zb = up(z.data() + blk.rows.begin * wz, r, wz, t);

@@ -15,6 +15,7 @@
 #include "halo/memory_report.hpp"
 #include "halo/model.hpp"
 #include "halo/shard.hpp"
+#include "layer_step.hpp"
 
 namespace halo::detail {
 
@@ -41,9 +42,9 @@ public:
     /// attends over (gat), null for linear; they must outlive the driver. Throws halo::InputError
     /// for a layer type it cannot run (naming it) and for a limit too small for one row (naming
     /// the limit and the smallest that would work).
-    RowBlockDriver(Backend& backend, HaloExchanger& exchanger, const Shard& shard,
-                   const Model& model, std::vector<const Csr*> layer_operators,
-                   AttentionKernel attention, bool step_timing, bool overlap, std::int64_t limit);
+    /// The backend, exchanger, shard, model and options (step timing, overlap, attention kernel)
+    /// are the engine's, through `ctx`.
+    RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_operators, std::int64_t limit);
 
     /// Runs the model on host features (num_owned x input width); timings get one entry per
     /// layer; `keep` (may be null) receives every layer's owned rows.
@@ -103,17 +104,14 @@ private:
     Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
 
+    StepContext& ctx_;
     Backend& backend_;
     HaloExchanger& exchanger_;
     const Shard& shard_;
     const Model& model_;
-    AttentionKernel attention_;
-    bool step_timing_ = true;
-    bool overlap_ = true;
     std::int64_t limit_ = 0;
     std::int64_t n_owned_ = 0;
     std::int64_t n_total_ = 0;
-    bool has_peers_ = false;
     std::int64_t resident_ = 0;  // weights
     std::int64_t minimum_ = 0;
     std::vector<Weights> weights_;
