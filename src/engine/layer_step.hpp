@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/backend.hpp"
@@ -44,6 +45,10 @@ DenseView<T> columns(DenseView<T> m, std::int64_t first, std::int64_t cols)
 /// A rows x cols backend matrix holding `host` (row-major); empty when there is nothing to hold.
 Matrix upload(Backend& backend, const std::vector<float>& host, std::int64_t rows,
               std::int64_t cols);
+
+/// upload() of rows x cols host values, the copy's time and bytes added to t's transfer fields.
+Matrix upload_timed(Backend& backend, const float* host, std::int64_t rows, std::int64_t cols,
+                    LayerTiming& t);
 
 /// [heads * d, heads]: column t holds head t's attention vector (att, heads * d entries) in rows
 /// [t * d, (t + 1) * d), so that z * result gives every head's score of every row in one GEMM.
@@ -220,21 +225,28 @@ inline void add_weights(MemoryReport& r, std::initializer_list<const Matrix*> ma
     }
 }
 
-/// A step with the layer's dense weights on the backend as the model holds them: weight
-/// (in_dim x mid; mid = hidden_dim for gin, out_dim otherwise) and bias, sage's root weight, gin's
-/// second weight and bias; a matrix the layer lacks stays empty (agnn without a weight; the
-/// transformer's projections are its own).
+/// A layer's dense weights on a backend as the model holds them: weight (in_dim x mid; mid =
+/// hidden_dim for gin, out_dim otherwise) and bias, sage's root weight, gin's second weight and
+/// bias; a matrix the layer lacks stays empty (agnn without a weight; the transformer's
+/// projections are its own).
+struct LayerWeights {
+    LayerWeights(const Layer& layer, Backend& backend);
+    Matrix weight, bias, root_weight, weight2, bias2;
+    void add_to(MemoryReport& r) const
+    {
+        add_weights(r, {&weight, &bias, &root_weight, &weight2, &bias2});
+    }
+};
+
+/// A step with its layer's dense weights.
 class WeightedStep : public LayerStep {
 public:
     WeightedStep(const Layer& layer, StepContext& ctx);
-    void add_memory(MemoryReport& r, bool&) const override
-    {
-        add_weights(r, {&weight_, &bias_, &root_weight_, &weight2_, &bias2_});
-    }
+    void add_memory(MemoryReport& r, bool&) const override { w_.add_to(r); }
 
 protected:
     const Layer& layer_;
-    Matrix weight_, bias_, root_weight_, weight2_, bias2_;
+    LayerWeights w_;
 };
 
 /// A step that aggregates with its kind's SpMM operator (gcn, sage, gin).
@@ -256,10 +268,87 @@ protected:
     AttentionPlan& attention_;
 };
 
+/// One row block of a layer's aggregation phase out of core, as the row-block driver hands it to
+/// the layer's BlockStep: the block's rows of the operator (columns renumbered to the rows of z
+/// that `src` holds), where the block's own rows of the layer input and of z are on the host, the
+/// output to fill, and the timing of its steps.
+struct BlockRun {
+    Backend& backend;
+    const Csr& block;
+    const Matrix& src;         // the rows of z the block reads (gathered, or all of z)
+    RowRange rows;             // {0, rows of the block}
+    std::int64_t first = 0;    // the block's first owned row
+    const float* x = nullptr;  // host layer input, n_owned x in_dim
+    const float* z = nullptr;  // host z, n_owned x z width (the transform's output)
+    Matrix& out;               // rows x out_dim, backend memory
+    AttentionKernel attention = AttentionKernel::fused;
+    std::int64_t max_dim = 0;  // the model's widest width
+    bool step_timing = false;
+    LayerTiming& t;
+    std::chrono::steady_clock::time_point t0{};
+
+    /// Hints for a block plan of operator `op`: the block's rows as its one range.
+    SpmmPlanHints hints(std::string_view op) const;
+    /// The block's rows of a host matrix `cols` wide (x or z) on the backend, the copy timed.
+    Matrix up_rows(const float* host, std::int64_t cols);
+    /// Timing marks: from now on; what ran since the last mark was SpMM / dense work.
+    void mark() { t0 = std::chrono::steady_clock::now(); }
+    void spmm_done() { done(t.spmm); }
+    void dense_done() { done(t.dense); }
+
+private:
+    void done(double& into);
+};
+
+/// A layer type's step out of core (src/engine/row_block_driver.cpp splits rows into blocks,
+/// exchanges and gathers z, and moves blocks between host and backend): its resident weights,
+/// what its aggregation phase holds per block row and per gathered column, and its computation
+/// on one block.
+class BlockStep {
+public:
+    BlockStep(const Layer& layer, Backend& backend) : layer_(layer), w_(layer, backend) {}
+    virtual ~BlockStep() = default;
+
+    const LayerWeights& weights() const { return w_; }
+    /// Bytes of the resident weights.
+    virtual std::int64_t resident_bytes() const;
+    /// Whether the layer aggregates its input itself (no transform phase; z is the input).
+    virtual bool aggregate_first() const { return false; }
+    /// Width of z, the matrix the aggregation reads and the exchange moves.
+    virtual std::int64_t z_width() const { return layer_.out_dim; }
+    /// Floats per block row the aggregation holds besides its output row.
+    virtual std::int64_t row_floats() const { return 0; }
+    /// Bytes per gathered column besides its row of z, and the part of them that is kernel
+    /// metadata (maxk's CBSR row) in the memory report.
+    virtual std::int64_t col_bytes() const { return 0; }
+    virtual std::int64_t col_metadata_bytes() const { return 0; }
+    /// Whether all of z may stay resident instead of being gathered per block (SpMM layers).
+    virtual bool z_may_stay() const { return false; }
+    /// After z = x W on a block of `rows` rows (maxk: + b; linear: the whole layer).
+    virtual void transform_epilogue(Backend& backend, DenseView<float> z, std::int64_t rows) const
+    {
+        static_cast<void>(backend);
+        static_cast<void>(z);
+        static_cast<void>(rows);
+    }
+    /// The aggregation and the rest of the layer on one block.
+    virtual void aggregate(BlockRun& run) const;
+
+protected:
+    const Layer& layer_;
+    LayerWeights w_;
+};
+
 template <typename Step>
 std::unique_ptr<LayerStep> make_step(const Layer& layer, StepContext& ctx)
 {
     return std::make_unique<Step>(layer, ctx);
+}
+
+template <typename Step>
+std::unique_ptr<BlockStep> make_block_step(const Layer& layer, Backend& backend)
+{
+    return std::make_unique<Step>(layer, backend);
 }
 
 /// What the engine knows of a layer type before it makes its step.
@@ -271,6 +360,8 @@ struct LayerKind {
     /// True when the layer runs in two work buffers (its input's and one more).
     bool two_buffers = false;
     std::unique_ptr<LayerStep> (*make)(const Layer& layer, StepContext& ctx);
+    /// Its step out of core; null where row blocks do not run the type.
+    std::unique_ptr<BlockStep> (*make_blocks)(const Layer& layer, Backend& backend) = nullptr;
 };
 
 /// The kind of `type` (src/engine/layers/layer_kinds.cpp).

@@ -12,11 +12,6 @@ namespace {
 
 constexpr std::int64_t f32 = sizeof(float);
 
-DenseView<float> view_of(const Matrix& m)
-{
-    return m.view();
-}
-
 // memcpy split across the OpenMP threads (one thread does not reach host memory bandwidth).
 template <typename T>
 void parallel_copy(const T* src, std::int64_t count, T* dst)
@@ -47,42 +42,20 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
     HALO_EXPECTS(layer_operators.size() == model.layers.size(), "one operator per layer");
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const auto type = model.layers[l].type;
-        switch (type) {
-            case LayerType::gcn:
-            case LayerType::sage:
-            case LayerType::gin:
-            case LayerType::maxk:
-            case LayerType::gat:
-                HALO_EXPECTS(layer_operators[l] != nullptr, "layer ", l, " has no operator");
-                break;
-            case LayerType::linear:
-                break;
-            default:
-                HALO_THROW(InputError, "layer ", l, " (", to_string(type),
-                           ") cannot run out of core (row blocks run gcn, sage, gin, maxk, gat and "
-                           "linear layers); raise --device-memory-limit or use more ranks");
+        const auto& kind = layer_kind(type);
+        if (kind.make_blocks == nullptr) {
+            HALO_THROW(InputError, "layer ", l, " (", to_string(type),
+                       ") cannot run out of core (row blocks run gcn, sage, gin, maxk, gat and "
+                       "linear layers); raise --device-memory-limit or use more ranks");
+        }
+        if (kind.aggregation || kind.attention != AttentionPattern::none) {
+            HALO_EXPECTS(layer_operators[l] != nullptr, "layer ", l, " has no operator");
         }
     }
-    // Weights stay resident.
+    // The layers' steps over blocks; their weights stay resident.
     for (const auto& layer : model.layers) {
-        Weights w;
-        const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
-        w.weight = upload(backend_, layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
-        w.bias = upload(backend_, layer.bias, 1, layer.bias.empty() ? 0 : mid);
-        if (layer.type == LayerType::sage) {
-            w.root_weight = upload(backend_, layer.root_weight, layer.in_dim, layer.out_dim);
-        }
-        w.weight2 = upload(backend_, layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
-        w.bias2 = upload(backend_, layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
-        if (layer.type == LayerType::gat) {
-            w.att_src = block_diagonal(backend_, layer.att_src, layer.heads);
-            w.att_dst = block_diagonal(backend_, layer.att_dst, layer.heads);
-        }
-        for (const auto* m :
-             {&w.weight, &w.bias, &w.root_weight, &w.weight2, &w.bias2, &w.att_src, &w.att_dst}) {
-            resident_ += m->rows() * m->cols() * f32;
-        }
-        weights_.push_back(std::move(w));
+        steps_.push_back(layer_kind(layer.type).make_blocks(layer, backend_));
+        resident_ += steps_.back()->resident_bytes();
     }
     plans_.resize(model.layers.size());
     std::size_t worst = 0;
@@ -115,19 +88,13 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
 void RowBlockDriver::plan_layer(std::size_t l)
 {
-    const auto& layer = model_.layers[l];
+    const auto& step = *steps_[l];
     auto& p = plans_[l];
-    const auto type = layer.type;
-    const auto in_w = layer.in_dim;
-    const auto out_w = layer.out_dim;
-    const auto hid = layer.hidden_dim;
-    const bool spmm_layer =
-        type == LayerType::gcn || type == LayerType::sage || type == LayerType::gin;
-    p.agg_first = spmm_layer && layer.aggregate_first();
-    p.wz = p.agg_first ? in_w : (type == LayerType::gin ? hid : out_w);
+    p.agg_first = step.aggregate_first();
+    p.wz = step.z_width();
     if (!p.agg_first) {
         p.pre.fixed = resident_;
-        p.pre.per_row = f32 * (in_w + p.wz);
+        p.pre.per_row = f32 * (model_.layers[l].in_dim + p.wz);
     }
     if (p.op != nullptr) {
         auto& c = p.agg;
@@ -135,31 +102,8 @@ void RowBlockDriver::plan_layer(std::size_t l)
         // nonzero even for a pattern operator (cuSPARSE reads an array of ones).
         c.fixed = resident_ + 12;  // the block's last row offset
         c.per_nnz = 8;
-        std::int64_t row_floats = out_w;
-        switch (type) {
-            case LayerType::gcn:
-                row_floats += p.agg_first ? in_w : 0;  // the aggregated rows before the GEMM
-                break;
-            case LayerType::sage:
-                row_floats += in_w + p.wz;  // x rows (root term), aggregated rows
-                break;
-            case LayerType::gin:
-                row_floats += p.agg_first ? in_w + in_w + hid : hid + hid;
-                break;
-            case LayerType::gat:
-                row_floats += out_w + layer.heads;  // z rows, destination scores
-                break;
-            default:
-                break;
-        }
-        c.per_row = 12 + f32 * row_floats;
-        c.per_col = f32 * p.wz;
-        if (type == LayerType::maxk) {
-            c.per_col += 6 * layer.k;  // the CBSR row: k values, k int16 indices
-        }
-        if (type == LayerType::gat) {
-            c.per_col += f32 * layer.heads;  // source scores
-        }
+        c.per_row = 12 + f32 * (model_.layers[l].out_dim + step.row_floats());
+        c.per_col = f32 * p.wz + step.col_bytes();
     }
     // The smallest limit: the costliest single row of either phase (distinct columns of a row =
     // its nonzeros: a shard's rows hold no duplicate column).
@@ -180,11 +124,8 @@ void RowBlockDriver::plan_layer(std::size_t l)
 // Blocks of the layer's phases within the limit, and the largest block's report.
 void RowBlockDriver::split_layer(std::size_t l)
 {
-    const auto& layer = model_.layers[l];
+    const auto& step = *steps_[l];
     auto& p = plans_[l];
-    const auto type = layer.type;
-    const bool spmm_layer =
-        type == LayerType::gcn || type == LayerType::sage || type == LayerType::gin;
     if (!p.agg_first) {
         p.pre_blocks = split(nullptr, p.pre, false);
     }
@@ -194,7 +135,7 @@ void RowBlockDriver::split_layer(std::size_t l)
         // of once per block that references it; on a power-law graph most blocks reference most
         // rows), at the price of smaller blocks.
         const auto z_bytes = f32 * n_total_ * p.wz;
-        p.compact = !(spmm_layer && 4 * z_bytes <= 3 * (limit_ - p.agg.fixed));
+        p.compact = !(step.z_may_stay() && 4 * z_bytes <= 3 * (limit_ - p.agg.fixed));
         if (!p.compact) {
             p.agg.fixed += z_bytes;
             p.agg.per_col = 0;
@@ -218,7 +159,7 @@ void RowBlockDriver::split_layer(std::size_t l)
                 r.row_pointers = 12 * (b.rows.size() + 1);
                 r.indices = 4 * b.nnz;
                 r.values = 4 * b.nnz;
-                r.kernel_metadata = type == LayerType::maxk ? 6 * layer.k * b.cols : 0;
+                r.kernel_metadata = step.col_metadata_bytes() * b.cols;
             }
             r.feature_buffers = b.bytes - r.total();
             if (r.total() > report_.total()) {
@@ -298,18 +239,6 @@ Matrix RowBlockDriver::host_matrix(std::int64_t rows, std::int64_t cols, int slo
     return Matrix(std::shared_ptr<float>(cached, cached->data()), rows, cols);
 }
 
-Matrix RowBlockDriver::up(const float* host, std::int64_t rows, std::int64_t cols, LayerTiming& t)
-{
-    auto m = backend_.allocate(rows, cols);
-    if (rows > 0 && cols > 0) {
-        const auto t0 = std::chrono::steady_clock::now();
-        backend_.copy_from_host(host, m.view());
-        t.transfer += seconds_since(t0);
-        t.transferred_bytes += f32 * rows * cols;
-    }
-    return m;
-}
-
 void RowBlockDriver::down(const Matrix& m, float* host, LayerTiming& t)
 {
     if (m.rows() > 0 && m.cols() > 0) {
@@ -320,24 +249,20 @@ void RowBlockDriver::down(const Matrix& m, float* host, LayerTiming& t)
     }
 }
 
-// z rows = x rows W (maxk: + b; linear: the whole layer, into its output).
+// z rows = x rows W and the step's epilogue (maxk: + b; linear: the whole layer, into its
+// output).
 void RowBlockDriver::run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t)
 {
-    const auto& layer = model_.layers[l];
-    const auto& w = weights_[l];
-    const auto in_w = layer.in_dim;
+    const auto& step = *steps_[l];
+    const auto in_w = model_.layers[l].in_dim;
     const auto wz = z.cols();
     for (const auto& b : plans_[l].pre_blocks) {
         const auto r = b.rows.size();
-        auto xb = up(x.data() + b.rows.begin * in_w, r, in_w, t);
+        auto xb = upload_timed(backend_, x.data() + b.rows.begin * in_w, r, in_w, t);
         auto zb = backend_.allocate(r, wz);
         const auto t0 = std::chrono::steady_clock::now();
-        backend_.gemm(xb.view(), w.weight.view(), zb.view(), 1.0f, 0.0f);
-        if (layer.type == LayerType::maxk) {
-            backend_.bias_activation(zb.view(), w.bias.data(), Activation::none, {0, r});
-        } else if (layer.type == LayerType::linear) {
-            backend_.bias_activation(zb.view(), w.bias.data(), layer.activation, {0, r});
-        }
+        backend_.gemm(xb.view(), step.weights().weight.view(), zb.view(), 1.0f, 0.0f);
+        step.transform_epilogue(backend_, zb.view(), r);
         if (ctx_.options.step_timing) {
             backend_.synchronize();
             t.dense += seconds_since(t0);
@@ -392,13 +317,9 @@ void RowBlockDriver::exchange_finish(LayerTiming& t)
 void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matrix& z,
                                      const Matrix& out, bool exchanging, LayerTiming& t)
 {
-    const auto& layer = model_.layers[l];
-    const auto& w = weights_[l];
     const auto& p = plans_[l];
     const auto& a = *p.op;
-    const auto in_w = layer.in_dim;
-    const auto out_w = layer.out_dim;
-    const auto hid = layer.hidden_dim;
+    const auto out_w = model_.layers[l].out_dim;
     const auto wz = p.wz;
     Matrix z_all;  // all of z, when resident
     if (!p.compact) {
@@ -475,130 +396,25 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
                 std::memcpy(staged.data() + c * wz, z.data() + std::int64_t{cols[c]} * wz,
                             static_cast<std::size_t>(wz) * sizeof(float));
             }
-            src = up(staged.data(), block.num_cols, wz, t);
+            src = upload_timed(backend_, staged.data(), block.num_cols, wz, t);
         } else {
             block.num_cols = n_total_;
             src = z_all;
         }
-        const RowRange rows{0, r};
-        SpmmPlanHints hints;
-        hints.ranges = {rows};
         auto o = backend_.allocate(r, out_w);
-        auto t0 = std::chrono::steady_clock::now();
-        auto spmm_done = [&] {
-            if (ctx_.options.step_timing) {
-                backend_.synchronize();
-                t.spmm += seconds_since(t0);
-            }
-            t0 = std::chrono::steady_clock::now();
-        };
-        auto dense_done = [&] {
-            if (ctx_.options.step_timing) {
-                backend_.synchronize();
-                t.dense += seconds_since(t0);
-            }
-            t0 = std::chrono::steady_clock::now();
-        };
-        switch (layer.type) {
-            case LayerType::gcn: {
-                hints.op = kernel_operator_gcn.data();
-                auto plan = backend_.make_spmm_plan(block, hints);
-                t0 = std::chrono::steady_clock::now();
-                if (p.agg_first) {
-                    auto agg = backend_.allocate(r, in_w);
-                    plan->run(src.view(), agg.view(), rows);
-                    spmm_done();
-                    backend_.gemm(agg.view(), w.weight.view(), o.view(), 1.0f, 0.0f);
-                } else {
-                    plan->run(src.view(), o.view(), rows);
-                    spmm_done();
-                }
-                backend_.bias_activation(o.view(), w.bias.data(), layer.activation, rows);
-                dense_done();
-                break;
-            }
-            case LayerType::sage: {
-                hints.op = kernel_operator_adjacency.data();
-                auto plan = backend_.make_spmm_plan(block, hints);
-                auto xb = up(x.data() + blk.rows.begin * in_w, r, in_w, t);
-                auto agg = backend_.allocate(r, wz);
-                t0 = std::chrono::steady_clock::now();
-                plan->run(src.view(), agg.view(), rows);
-                spmm_done();
-                backend_.gemm(xb.view(), w.root_weight.view(), o.view(), 1.0f, 0.0f);
-                if (p.agg_first) {
-                    backend_.gemm(agg.view(), w.weight.view(), o.view(), 1.0f, 1.0f);
-                } else {
-                    backend_.axpby(1.0f, agg.view(), 1.0f, o.view());
-                }
-                backend_.bias_activation(o.view(), w.bias.data(), layer.activation, rows);
-                dense_done();
-                break;
-            }
-            case LayerType::gin: {
-                hints.op = kernel_operator_adjacency.data();
-                auto plan = backend_.make_spmm_plan(block, hints);
-                const float self = 1.0f + layer.eps;
-                auto own = p.agg_first ? up(x.data() + blk.rows.begin * in_w, r, in_w, t)
-                                       : up(z.data() + blk.rows.begin * wz, r, wz, t);
-                auto agg = backend_.allocate(r, wz);
-                t0 = std::chrono::steady_clock::now();
-                plan->run(src.view(), agg.view(), rows);
-                spmm_done();
-                backend_.axpby(self, own.view(), 1.0f, agg.view());
-                Matrix hidden;
-                if (p.agg_first) {
-                    hidden = backend_.allocate(r, hid);
-                    backend_.gemm(agg.view(), w.weight.view(), hidden.view(), 1.0f, 0.0f);
-                } else {
-                    hidden = agg;
-                }
-                backend_.bias_activation(hidden.view(), w.bias.data(), Activation::relu, rows);
-                backend_.gemm(hidden.view(), w.weight2.view(), o.view(), 1.0f, 0.0f);
-                backend_.bias_activation(o.view(), w.bias2.data(), layer.activation, rows);
-                dense_done();
-                break;
-            }
-            case LayerType::maxk: {
-                hints.op = kernel_operator_gcn.data();
-                auto plan = backend_.make_maxk_plan(block, out_w, layer.k, hints);
-                t0 = std::chrono::steady_clock::now();
-                plan->topk(src.view());  // topk is row-local: the halo rows' records as sent
-                plan->aggregate(o.view(), rows);
-                spmm_done();
-                backend_.bias_activation(o.view(), nullptr, layer.activation, rows);
-                dense_done();
-                break;
-            }
-            case LayerType::gat: {
-                hints.op = kernel_operator_gcn.data();
-                auto plan = backend_.make_attention_plan(block, model_.max_dim(),
-                                                         ctx_.options.attention, hints);
-                const auto heads = layer.heads;
-                const auto d = layer.head_dim();
-                auto zb = up(z.data() + blk.rows.begin * wz, r, wz, t);
-                auto el = backend_.allocate(r, heads);
-                auto er = backend_.allocate(block.num_cols, heads);
-                t0 = std::chrono::steady_clock::now();
-                backend_.gemm(zb.view(), w.att_dst.view(), el.view(), 1.0f, 0.0f);
-                backend_.gemm(src.view(), w.att_src.view(), er.view(), 1.0f, 0.0f);
-                dense_done();
-                const auto zs = view_of(src);
-                const auto ov = o.view();
-                for (std::int64_t h = 0; h < heads; ++h) {
-                    plan->run_additive(
-                        columns(DenseView<const float>(el.view()), h, 1),
-                        columns(DenseView<const float>(er.view()), h, 1), layer.negative_slope,
-                        columns(DenseView<const float>(zs), h * d, d), columns(ov, h * d, d), rows);
-                }
-                spmm_done();
-                backend_.bias_activation(o.view(), w.bias.data(), layer.activation, rows);
-                dense_done();
-                break;
-            }
-            default:
-                HALO_THROW(LogicError, "layer type ", to_string(layer.type), " in row blocks");
-        }
+        BlockRun run{backend_,
+                     block,
+                     src,
+                     {0, r},
+                     blk.rows.begin,
+                     x.data(),
+                     z.data(),
+                     o,
+                     ctx_.options.attention,
+                     model_.max_dim(),
+                     ctx_.options.step_timing,
+                     t};
+        steps_[l]->aggregate(run);
         down(o, out.data() + blk.rows.begin * out_w, t);
         if (p.compact) {
             for (const auto c : cols) {
@@ -627,7 +443,7 @@ std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
         const auto t0 = std::chrono::steady_clock::now();
         const auto stats_before = exchanger_.stats();
         auto out = host_matrix(n_total_, layer.out_dim, 1 - in_slot);
-        if (layer.type == LayerType::linear) {
+        if (p.op == nullptr) {  // linear: the transform is the layer
             run_pre(l, h, out, t);
         } else {
             const auto z = p.agg_first ? h : host_matrix(n_total_, p.wz, kTransformSlot);

@@ -88,9 +88,6 @@ private:
         std::vector<Block> pre_blocks;
         std::vector<Block> agg_blocks;
     };
-    struct Weights {
-        Matrix weight, bias, root_weight, weight2, bias2, att_src, att_dst;
-    };
 
     std::vector<Block> split(const Csr* a, const Cost& cost, bool compact);
     void plan_layer(std::size_t l);
@@ -100,7 +97,6 @@ private:
     void exchange_finish(LayerTiming& t);
     void run_aggregation(std::size_t l, const Matrix& x, const Matrix& z, const Matrix& out,
                          bool exchanging, LayerTiming& t);
-    Matrix up(const float* host, std::int64_t rows, std::int64_t cols, LayerTiming& t);
     Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
 
@@ -114,7 +110,7 @@ private:
     std::int64_t n_total_ = 0;
     std::int64_t resident_ = 0;  // weights
     std::int64_t minimum_ = 0;
-    std::vector<Weights> weights_;
+    std::vector<std::unique_ptr<BlockStep>> steps_;  // each layer's, from its LayerKind
     std::vector<LayerPlan> plans_;
     // Host matrices by slot: 0 and 1 a layer's input and output in turn, then z, then the
     // gathered rows of a block.

@@ -17,6 +17,19 @@ Matrix upload(Backend& backend, const std::vector<float>& host, std::int64_t row
     return m;
 }
 
+Matrix upload_timed(Backend& backend, const float* host, std::int64_t rows, std::int64_t cols,
+                    LayerTiming& t)
+{
+    auto m = backend.allocate(rows, cols);
+    if (rows > 0 && cols > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        backend.copy_from_host(host, m.view());
+        t.transfer += seconds_since(t0);
+        t.transferred_bytes += static_cast<std::int64_t>(sizeof(float)) * rows * cols;
+    }
+    return m;
+}
+
 Matrix block_diagonal(Backend& backend, const std::vector<float>& att, std::int64_t heads)
 {
     const auto width = static_cast<std::int64_t>(att.size());
@@ -272,16 +285,21 @@ void StepContext::add_memory(MemoryReport& r) const
                          matrix_bytes(q_zero_);
 }
 
-WeightedStep::WeightedStep(const Layer& layer, StepContext& ctx) : layer_(layer)
+LayerWeights::LayerWeights(const Layer& layer, Backend& backend)
 {
     const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
-    weight_ = ctx.upload(layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
-    bias_ = ctx.upload(layer.bias, 1, layer.bias.empty() ? 0 : mid);
+    weight = upload(backend, layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
+    bias = upload(backend, layer.bias, 1, layer.bias.empty() ? 0 : mid);
     if (layer.type == LayerType::sage) {  // the transformer's is part of its projection
-        root_weight_ = ctx.upload(layer.root_weight, layer.in_dim, layer.out_dim);
+        root_weight = upload(backend, layer.root_weight, layer.in_dim, layer.out_dim);
     }
-    weight2_ = ctx.upload(layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
-    bias2_ = ctx.upload(layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
+    weight2 = upload(backend, layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
+    bias2 = upload(backend, layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
+}
+
+WeightedStep::WeightedStep(const Layer& layer, StepContext& ctx)
+    : layer_(layer), w_(layer, ctx.backend)
+{
 }
 
 SpmmStep::SpmmStep(const Layer& layer, StepContext& ctx)
@@ -292,6 +310,40 @@ SpmmStep::SpmmStep(const Layer& layer, StepContext& ctx)
 AttentionStep::AttentionStep(const Layer& layer, StepContext& ctx)
     : WeightedStep(layer, ctx), attention_(ctx.attention(layer_kind(layer.type).attention))
 {
+}
+
+SpmmPlanHints BlockRun::hints(std::string_view op) const
+{
+    SpmmPlanHints h;
+    h.op = std::string(op);
+    h.ranges = {rows};
+    return h;
+}
+
+Matrix BlockRun::up_rows(const float* host, std::int64_t cols)
+{
+    return upload_timed(backend, host + first * cols, rows.size(), cols, t);
+}
+
+void BlockRun::done(double& into)
+{
+    if (step_timing) {
+        backend.synchronize();
+        into += seconds_since(t0);
+    }
+    mark();
+}
+
+std::int64_t BlockStep::resident_bytes() const
+{
+    MemoryReport r;
+    w_.add_to(r);
+    return r.weights;
+}
+
+void BlockStep::aggregate(BlockRun&) const
+{
+    HALO_THROW(LogicError, "layer type ", to_string(layer_.type), " aggregates nothing");
 }
 
 }  // namespace halo::detail

@@ -19,8 +19,8 @@ public:
         if (!layer_.weight.empty()) {
             zb = buf.b;
             ctx.timed(t, [&] {
-                ctx.gemm(ctx.owned(buf.in, layer_.in_dim), weight_.view(), ctx.owned(buf.b, d));
-                ctx.backend.bias_activation(ctx.owned(buf.b, d), bias_.data(), Activation::none,
+                ctx.gemm(ctx.owned(buf.in, layer_.in_dim), w_.weight.view(), ctx.owned(buf.b, d));
+                ctx.backend.bias_activation(ctx.owned(buf.b, d), w_.bias.data(), Activation::none,
                                             {0, n_owned});
             });
         }

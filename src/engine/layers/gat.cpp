@@ -29,7 +29,7 @@ public:
         const auto el = el_.view();
         const auto er = er_.view();
         ctx.timed(t, [&] {
-            ctx.gemm(ctx.owned(buf.in, layer_.in_dim), weight_.view(), z_owned);
+            ctx.gemm(ctx.owned(buf.in, layer_.in_dim), w_.weight.view(), z_owned);
             ctx.gemm(z_owned, att_dst_.view(), el);
             ctx.gemm(z_owned, att_src_.view(), er_.rows_view(0, n_owned));
         });
@@ -51,7 +51,7 @@ public:
                 }
             },
             t);
-        ctx.activate(t, out, bias_, layer_.activation);
+        ctx.activate(t, out, w_.bias, layer_.activation);
         return buf.a;
     }
 
@@ -67,9 +67,56 @@ private:
     Matrix el_, er_;  // scores of destinations (owned rows) and sources (all rows)
 };
 
+class GatBlocks final : public BlockStep {
+public:
+    GatBlocks(const Layer& layer, Backend& backend)
+        : BlockStep(layer, backend),
+          att_src_(block_diagonal(backend, layer.att_src, layer.heads)),
+          att_dst_(block_diagonal(backend, layer.att_dst, layer.heads))
+    {
+    }
+    std::int64_t resident_bytes() const override
+    {
+        return BlockStep::resident_bytes() + matrix_bytes(att_src_) + matrix_bytes(att_dst_);
+    }
+    // z rows, destination scores; a source score per gathered column.
+    std::int64_t row_floats() const override { return layer_.out_dim + layer_.heads; }
+    std::int64_t col_bytes() const override { return 4 * layer_.heads; }
+
+    void aggregate(BlockRun& run) const override
+    {
+        auto& backend = run.backend;
+        auto plan = backend.make_attention_plan(run.block, run.max_dim, run.attention,
+                                                run.hints(kernel_operator_gcn));
+        const auto heads = layer_.heads;
+        const auto d = layer_.head_dim();
+        auto zb = run.up_rows(run.z, z_width());
+        auto el = backend.allocate(run.rows.size(), heads);
+        auto er = backend.allocate(run.block.num_cols, heads);
+        run.mark();
+        backend.gemm(zb.view(), att_dst_.view(), el.view(), 1.0f, 0.0f);
+        backend.gemm(run.src.view(), att_src_.view(), er.view(), 1.0f, 0.0f);
+        run.dense_done();
+        const DenseView<const float> zs = run.src.view();
+        const auto out = run.out.view();
+        for (std::int64_t h = 0; h < heads; ++h) {
+            plan->run_additive(columns(DenseView<const float>(el.view()), h, 1),
+                               columns(DenseView<const float>(er.view()), h, 1),
+                               layer_.negative_slope, columns(zs, h * d, d), columns(out, h * d, d),
+                               run.rows);
+        }
+        run.spmm_done();
+        backend.bias_activation(run.out.view(), w_.bias.data(), layer_.activation, run.rows);
+        run.dense_done();
+    }
+
+private:
+    Matrix att_src_, att_dst_;
+};
+
 }  // namespace
 
-const LayerKind gat_kind{LayerType::gat, std::nullopt, AttentionPattern::self_loops, false,
-                         make_step<GatStep>};
+const LayerKind gat_kind{LayerType::gat, std::nullopt,       AttentionPattern::self_loops,
+                         false,          make_step<GatStep>, make_block_step<GatBlocks>};
 
 }  // namespace halo::detail

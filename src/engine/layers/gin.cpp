@@ -21,26 +21,68 @@ public:
             ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w), t);
             ctx.timed(t, [&] {
                 ctx.backend.axpby(self, x, 1.0f, ctx.owned(buf.b, in_w));
-                ctx.gemm(ctx.owned(buf.b, in_w), weight_.view(), hidden);
+                ctx.gemm(ctx.owned(buf.b, in_w), w_.weight.view(), hidden);
             });
         } else {
-            ctx.timed(t, [&] { ctx.gemm(x, weight_.view(), ctx.owned(buf.b, hid)); });
+            ctx.timed(t, [&] { ctx.gemm(x, w_.weight.view(), ctx.owned(buf.b, hid)); });
             ctx.aggregate(op_, ctx.all(buf.b, hid), ctx.all(buf.c, hid), t);
             ctx.timed(t, [&] { ctx.backend.axpby(self, ctx.owned(buf.b, hid), 1.0f, hidden); });
         }
         ctx.timed(t, [&] {
             const auto out = ctx.owned(buf.a, layer_.out_dim);
-            ctx.backend.bias_activation(hidden, bias_.data(), Activation::relu, {0, ctx.n_owned});
-            ctx.gemm(hidden, weight2_.view(), out);
-            ctx.backend.bias_activation(out, bias2_.data(), layer_.activation, {0, ctx.n_owned});
+            ctx.backend.bias_activation(hidden, w_.bias.data(), Activation::relu, {0, ctx.n_owned});
+            ctx.gemm(hidden, w_.weight2.view(), out);
+            ctx.backend.bias_activation(out, w_.bias2.data(), layer_.activation, {0, ctx.n_owned});
         });
         return buf.a;
     }
 };
 
+class GinBlocks final : public BlockStep {
+public:
+    using BlockStep::BlockStep;
+    bool aggregate_first() const override { return layer_.aggregate_first(); }
+    std::int64_t z_width() const override
+    {
+        return aggregate_first() ? layer_.in_dim : layer_.hidden_dim;
+    }
+    // The own rows, the sum and the hidden rows (the sum is the hidden rows when z is).
+    std::int64_t row_floats() const override
+    {
+        return aggregate_first() ? 2 * layer_.in_dim + layer_.hidden_dim : 2 * layer_.hidden_dim;
+    }
+    bool z_may_stay() const override { return true; }
+
+    void aggregate(BlockRun& run) const override
+    {
+        auto& backend = run.backend;
+        const auto r = run.rows.size();
+        auto plan = backend.make_spmm_plan(run.block, run.hints(kernel_operator_adjacency));
+        const float self = 1.0f + layer_.eps;
+        auto own =
+            aggregate_first() ? run.up_rows(run.x, layer_.in_dim) : run.up_rows(run.z, z_width());
+        auto agg = backend.allocate(r, z_width());
+        run.mark();
+        plan->run(run.src.view(), agg.view(), run.rows);
+        run.spmm_done();
+        backend.axpby(self, own.view(), 1.0f, agg.view());
+        Matrix hidden;
+        if (aggregate_first()) {
+            hidden = backend.allocate(r, layer_.hidden_dim);
+            backend.gemm(agg.view(), w_.weight.view(), hidden.view(), 1.0f, 0.0f);
+        } else {
+            hidden = agg;
+        }
+        backend.bias_activation(hidden.view(), w_.bias.data(), Activation::relu, run.rows);
+        backend.gemm(hidden.view(), w_.weight2.view(), run.out.view(), 1.0f, 0.0f);
+        backend.bias_activation(run.out.view(), w_.bias2.data(), layer_.activation, run.rows);
+        run.dense_done();
+    }
+};
+
 }  // namespace
 
-const LayerKind gin_kind{LayerType::gin, Aggregation::sum, AttentionPattern::none, false,
-                         make_step<GinStep>};
+const LayerKind gin_kind{LayerType::gin, Aggregation::sum,   AttentionPattern::none,
+                         false,          make_step<GinStep>, make_block_step<GinBlocks>};
 
 }  // namespace halo::detail

@@ -11,15 +11,26 @@ public:
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {
         const auto out = ctx.owned(buf.a, layer_.out_dim);
-        ctx.timed(t, [&] { ctx.gemm(ctx.owned(buf.in, layer_.in_dim), weight_.view(), out); });
-        ctx.activate(t, out, bias_, layer_.activation);
+        ctx.timed(t, [&] { ctx.gemm(ctx.owned(buf.in, layer_.in_dim), w_.weight.view(), out); });
+        ctx.activate(t, out, w_.bias, layer_.activation);
         return buf.a;
+    }
+};
+
+// Out of core the transform phase is the whole layer.
+class LinearBlocks final : public BlockStep {
+public:
+    using BlockStep::BlockStep;
+    void transform_epilogue(Backend& backend, DenseView<float> z, std::int64_t rows) const override
+    {
+        backend.bias_activation(z, w_.bias.data(), layer_.activation, {0, rows});
     }
 };
 
 }  // namespace
 
-const LayerKind linear_kind{LayerType::linear, std::nullopt, AttentionPattern::none, false,
-                            make_step<LinearStep>};
+const LayerKind linear_kind{LayerType::linear,      std::nullopt,
+                            AttentionPattern::none, false,
+                            make_step<LinearStep>,  make_block_step<LinearBlocks>};
 
 }  // namespace halo::detail

@@ -32,8 +32,8 @@ public:
         auto& plan = *plan_;
         ctx.timed(t, [&] {
             const auto z = ctx.owned(buf.b, out_w);
-            ctx.gemm(ctx.owned(buf.in, layer_.in_dim), weight_.view(), z);
-            ctx.backend.bias_activation(z, bias_.data(), Activation::none, {0, n_owned});
+            ctx.gemm(ctx.owned(buf.in, layer_.in_dim), w_.weight.view(), z);
+            ctx.backend.bias_activation(z, w_.bias.data(), Activation::none, {0, n_owned});
             plan.topk(z);
         });
         const auto out = ctx.owned(buf.a, out_w);
@@ -83,9 +83,34 @@ private:
     std::unique_ptr<MaxkPlan> plan_;
 };
 
+class MaxkBlocks final : public BlockStep {
+public:
+    using BlockStep::BlockStep;
+    // The CBSR row: k values, k int16 indices.
+    std::int64_t col_bytes() const override { return 6 * layer_.k; }
+    std::int64_t col_metadata_bytes() const override { return 6 * layer_.k; }
+    void transform_epilogue(Backend& backend, DenseView<float> z, std::int64_t rows) const override
+    {
+        backend.bias_activation(z, w_.bias.data(), Activation::none, {0, rows});
+    }
+
+    // The top-k is row-local: the halo rows' records as sent.
+    void aggregate(BlockRun& run) const override
+    {
+        auto plan = run.backend.make_maxk_plan(run.block, layer_.out_dim, layer_.k,
+                                               run.hints(kernel_operator_gcn));
+        run.mark();
+        plan->topk(run.src.view());
+        plan->aggregate(run.out.view(), run.rows);
+        run.spmm_done();
+        run.backend.bias_activation(run.out.view(), nullptr, layer_.activation, run.rows);
+        run.dense_done();
+    }
+};
+
 }  // namespace
 
-const LayerKind maxk_kind{LayerType::maxk, Aggregation::gcn, AttentionPattern::none, false,
-                          make_step<MaxkStep>};
+const LayerKind maxk_kind{LayerType::maxk, Aggregation::gcn,    AttentionPattern::none,
+                          false,           make_step<MaxkStep>, make_block_step<MaxkBlocks>};
 
 }  // namespace halo::detail

@@ -75,7 +75,7 @@ public:
             ctx.timed(
                 t, [&] { ctx.backend.axpby(1.0f, columns(owned, 3 * out_w, out_w), 1.0f, out); });
         }
-        ctx.activate(t, out, bias_, layer_.activation);
+        ctx.activate(t, out, w_.bias, layer_.activation);
         return buf.a;
     }
 
