@@ -353,13 +353,13 @@ std::unique_ptr<BlockStep> make_block_step(const Layer& layer, Backend& backend)
 
 /// What the engine knows of a layer type before it makes its step.
 struct LayerKind {
-    LayerType type;
+    LayerType type = LayerType::gcn;
     /// The SpMM operator the layer aggregates with (maxk: the gcn one, through its own plan).
-    std::optional<Aggregation> aggregation;
+    std::optional<Aggregation> aggregation = std::nullopt;
     AttentionPattern attention = AttentionPattern::none;
     /// True when the layer runs in two work buffers (its input's and one more).
     bool two_buffers = false;
-    std::unique_ptr<LayerStep> (*make)(const Layer& layer, StepContext& ctx);
+    std::unique_ptr<LayerStep> (*make)(const Layer& layer, StepContext& ctx) = nullptr;
     /// Its step out of core; null where row blocks do not run the type.
     std::unique_ptr<BlockStep> (*make_blocks)(const Layer& layer, Backend& backend) = nullptr;
 };

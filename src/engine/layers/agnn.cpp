@@ -45,7 +45,8 @@ public:
 
 }  // namespace
 
-const LayerKind agnn_kind{LayerType::agnn, std::nullopt, AttentionPattern::self_loops, false,
-                          make_step<AgnnStep>};
+const LayerKind agnn_kind{.type = LayerType::agnn,
+                          .attention = AttentionPattern::self_loops,
+                          .make = make_step<AgnnStep>};
 
 }  // namespace halo::detail

@@ -116,7 +116,9 @@ private:
 
 }  // namespace
 
-const LayerKind gat_kind{LayerType::gat, std::nullopt,       AttentionPattern::self_loops,
-                         false,          make_step<GatStep>, make_block_step<GatBlocks>};
+const LayerKind gat_kind{.type = LayerType::gat,
+                         .attention = AttentionPattern::self_loops,
+                         .make = make_step<GatStep>,
+                         .make_blocks = make_block_step<GatBlocks>};
 
 }  // namespace halo::detail

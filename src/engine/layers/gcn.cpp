@@ -63,7 +63,10 @@ public:
 
 }  // namespace
 
-const LayerKind gcn_kind{LayerType::gcn, Aggregation::gcn,   AttentionPattern::none,
-                         true,           make_step<GcnStep>, make_block_step<GcnBlocks>};
+const LayerKind gcn_kind{.type = LayerType::gcn,
+                         .aggregation = Aggregation::gcn,
+                         .two_buffers = true,
+                         .make = make_step<GcnStep>,
+                         .make_blocks = make_block_step<GcnBlocks>};
 
 }  // namespace halo::detail

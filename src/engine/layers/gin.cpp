@@ -82,7 +82,9 @@ public:
 
 }  // namespace
 
-const LayerKind gin_kind{LayerType::gin, Aggregation::sum,   AttentionPattern::none,
-                         false,          make_step<GinStep>, make_block_step<GinBlocks>};
+const LayerKind gin_kind{.type = LayerType::gin,
+                         .aggregation = Aggregation::sum,
+                         .make = make_step<GinStep>,
+                         .make_blocks = make_block_step<GinBlocks>};
 
 }  // namespace halo::detail

@@ -29,8 +29,8 @@ public:
 
 }  // namespace
 
-const LayerKind linear_kind{LayerType::linear,      std::nullopt,
-                            AttentionPattern::none, false,
-                            make_step<LinearStep>,  make_block_step<LinearBlocks>};
+const LayerKind linear_kind{.type = LayerType::linear,
+                            .make = make_step<LinearStep>,
+                            .make_blocks = make_block_step<LinearBlocks>};
 
 }  // namespace halo::detail

@@ -110,7 +110,9 @@ public:
 
 }  // namespace
 
-const LayerKind maxk_kind{LayerType::maxk, Aggregation::gcn,    AttentionPattern::none,
-                          false,           make_step<MaxkStep>, make_block_step<MaxkBlocks>};
+const LayerKind maxk_kind{.type = LayerType::maxk,
+                          .aggregation = Aggregation::gcn,
+                          .make = make_step<MaxkStep>,
+                          .make_blocks = make_block_step<MaxkBlocks>};
 
 }  // namespace halo::detail

@@ -69,7 +69,9 @@ public:
 
 }  // namespace
 
-const LayerKind sage_kind{LayerType::sage, Aggregation::mean,   AttentionPattern::none,
-                          false,           make_step<SageStep>, make_block_step<SageBlocks>};
+const LayerKind sage_kind{.type = LayerType::sage,
+                          .aggregation = Aggregation::mean,
+                          .make = make_step<SageStep>,
+                          .make_blocks = make_block_step<SageBlocks>};
 
 }  // namespace halo::detail

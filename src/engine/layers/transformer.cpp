@@ -91,7 +91,8 @@ private:
 
 }  // namespace
 
-const LayerKind transformer_kind{LayerType::transformer, std::nullopt, AttentionPattern::adjacency,
-                                 false, make_step<TransformerStep>};
+const LayerKind transformer_kind{.type = LayerType::transformer,
+                                 .attention = AttentionPattern::adjacency,
+                                 .make = make_step<TransformerStep>};
 
 }  // namespace halo::detail
