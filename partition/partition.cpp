@@ -160,12 +160,11 @@ std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptio
 namespace {
 
 // In the order the error message lists them.
-constexpr std::array<EnumName<Partitioner>, 4> partitioner_names{{
-    {Partitioner::metis, "metis"},
-    {Partitioner::ptscotch, "ptscotch"},
-    {Partitioner::block, "block"},
-    {Partitioner::random, "random"},
-}};
+constexpr std::array<EnumName<Partitioner>, 4> partitioner_names{
+    {{Partitioner::metis, "metis"},
+     {Partitioner::ptscotch, "ptscotch"},
+     {Partitioner::block, "block"},
+     {Partitioner::random, "random"}}};
 
 }  // namespace
 

@@ -8,10 +8,8 @@
 namespace halo {
 namespace {
 
-constexpr std::array<EnumName<Activation>, 2> activation_names{{
-    {Activation::none, "none"},
-    {Activation::relu, "relu"},
-}};
+constexpr std::array<EnumName<Activation>, 2> activation_names{
+    {{Activation::none, "none"}, {Activation::relu, "relu"}}};
 
 }  // namespace
 

@@ -13,16 +13,15 @@ namespace halo {
 
 namespace {
 
-constexpr std::array<EnumName<LayerType>, 8> layer_type_names{{
-    {LayerType::gcn, "gcn"},
-    {LayerType::sage, "sage"},
-    {LayerType::gin, "gin"},
-    {LayerType::linear, "linear"},
-    {LayerType::maxk, "maxk"},
-    {LayerType::agnn, "agnn"},
-    {LayerType::transformer, "transformer"},
-    {LayerType::gat, "gat"},
-}};
+constexpr std::array<EnumName<LayerType>, 8> layer_type_names{
+    {{LayerType::gcn, "gcn"},
+     {LayerType::sage, "sage"},
+     {LayerType::gin, "gin"},
+     {LayerType::linear, "linear"},
+     {LayerType::maxk, "maxk"},
+     {LayerType::agnn, "agnn"},
+     {LayerType::transformer, "transformer"},
+     {LayerType::gat, "gat"}}};
 
 }  // namespace
 

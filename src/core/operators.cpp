@@ -13,11 +13,8 @@ namespace halo {
 
 namespace {
 
-constexpr std::array<EnumName<Aggregation>, 3> aggregation_names{{
-    {Aggregation::gcn, "gcn"},
-    {Aggregation::mean, "mean"},
-    {Aggregation::sum, "sum"},
-}};
+constexpr std::array<EnumName<Aggregation>, 3> aggregation_names{
+    {{Aggregation::gcn, "gcn"}, {Aggregation::mean, "mean"}, {Aggregation::sum, "sum"}}};
 
 }  // namespace
 

@@ -310,16 +310,10 @@ void normalize(Csr& csr, Normalization kind)
 
 namespace {
 
-constexpr std::array<EnumName<SelfLoops>, 3> self_loop_names{{
-    {SelfLoops::keep, "keep"},
-    {SelfLoops::drop, "drop"},
-    {SelfLoops::add, "add"},
-}};
-constexpr std::array<EnumName<Normalization>, 3> normalization_names{{
-    {Normalization::none, "none"},
-    {Normalization::gcn, "gcn"},
-    {Normalization::mean, "mean"},
-}};
+constexpr std::array<EnumName<SelfLoops>, 3> self_loop_names{
+    {{SelfLoops::keep, "keep"}, {SelfLoops::drop, "drop"}, {SelfLoops::add, "add"}}};
+constexpr std::array<EnumName<Normalization>, 3> normalization_names{
+    {{Normalization::none, "none"}, {Normalization::gcn, "gcn"}, {Normalization::mean, "mean"}}};
 
 }  // namespace
 

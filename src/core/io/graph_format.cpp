@@ -17,11 +17,10 @@ constexpr std::size_t sniff_bytes = 4096;
 
 std::string to_string(GraphFormat format)
 {
-    static constexpr std::array<EnumName<GraphFormat>, 3> names{{
-        {GraphFormat::edge_list, "edge_list"},
-        {GraphFormat::matrix_market, "matrix_market"},
-        {GraphFormat::binary_csr, "binary_csr"},
-    }};
+    static constexpr std::array<EnumName<GraphFormat>, 3> names{
+        {{GraphFormat::edge_list, "edge_list"},
+         {GraphFormat::matrix_market, "matrix_market"},
+         {GraphFormat::binary_csr, "binary_csr"}}};
     return std::string(enum_name(names, format));
 }
 

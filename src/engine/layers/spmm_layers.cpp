@@ -1,0 +1,225 @@
+// The layer types that aggregate with an SpMM operator (SpmmStep): gcn, sage and gin, each with
+// its step in memory and its step over row blocks (BlockStep).
+#include "layer_step.hpp"
+
+namespace halo::detail {
+namespace {
+
+// gcn (PyG GCNConv): h = act(A_gcn x W + b), aggregating first when the input is the narrower.
+class GcnStep final : public SpmmStep {
+public:
+    using SpmmStep::SpmmStep;
+
+    // In place: x is dead once aggregated or transformed, so the output takes its buffer and the
+    // intermediate the first free one: a gcn model runs in two buffers of n_total x max_dim.
+    int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
+    {
+        const auto in_w = layer_.in_dim;
+        const auto out_w = layer_.out_dim;
+        if (layer_.aggregate_first()) {
+            ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.a, in_w), t);
+            ctx.timed(t, [&] {
+                ctx.gemm(ctx.owned(buf.a, in_w), w_.weight.view(), ctx.owned(buf.in, out_w));
+            });
+        } else {
+            ctx.timed(t, [&] {
+                ctx.gemm(ctx.owned(buf.in, in_w), w_.weight.view(), ctx.owned(buf.a, out_w));
+            });
+            ctx.aggregate(op_, ctx.all(buf.a, out_w), ctx.all(buf.in, out_w), t);
+        }
+        ctx.activate(t, ctx.owned(buf.in, out_w), w_.bias, layer_.activation);
+        return buf.in;
+    }
+};
+
+class GcnBlocks final : public BlockStep {
+public:
+    using BlockStep::BlockStep;
+    bool aggregate_first() const override { return layer_.aggregate_first(); }
+    std::int64_t z_width() const override
+    {
+        return aggregate_first() ? layer_.in_dim : layer_.out_dim;
+    }
+    // The aggregated rows before the GEMM.
+    std::int64_t row_floats() const override { return aggregate_first() ? layer_.in_dim : 0; }
+    bool z_may_stay() const override { return true; }
+
+    void aggregate(BlockRun& run) const override
+    {
+        auto& backend = run.backend;
+        auto plan = backend.make_spmm_plan(run.block, run.hints(kernel_operator_gcn));
+        run.mark();
+        if (aggregate_first()) {
+            auto agg = backend.allocate(run.rows.size(), layer_.in_dim);
+            plan->run(run.src.view(), agg.view(), run.rows);
+            run.spmm_done();
+            backend.gemm(agg.view(), w_.weight.view(), run.out.view(), 1.0f, 0.0f);
+        } else {
+            plan->run(run.src.view(), run.out.view(), run.rows);
+            run.spmm_done();
+        }
+        backend.bias_activation(run.out.view(), w_.bias.data(), layer_.activation, run.rows);
+        run.dense_done();
+    }
+};
+
+// sage (PyG SAGEConv, mean aggregation): h = act(x W_root + mean_N(x) W + b).
+class SageStep final : public SpmmStep {
+public:
+    using SpmmStep::SpmmStep;
+
+    // The aggregate in buffer b (the transformed rows first, then their aggregate in c), the
+    // output in a.
+    int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
+    {
+        const auto in_w = layer_.in_dim;
+        const auto out_w = layer_.out_dim;
+        const auto x = ctx.owned(buf.in, in_w);
+        const auto out = ctx.owned(buf.a, out_w);
+        if (layer_.aggregate_first()) {
+            ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w), t);
+            ctx.timed(t, [&] {
+                ctx.gemm(x, w_.root_weight.view(), out);
+                ctx.gemm(ctx.owned(buf.b, in_w), w_.weight.view(), out, 1.0f);
+            });
+        } else {
+            ctx.timed(t, [&] {
+                ctx.gemm(x, w_.weight.view(), ctx.owned(buf.b, out_w));
+                ctx.gemm(x, w_.root_weight.view(), out);
+            });
+            ctx.aggregate(op_, ctx.all(buf.b, out_w), ctx.all(buf.c, out_w), t);
+            ctx.timed(t, [&] { ctx.backend.axpby(1.0f, ctx.owned(buf.c, out_w), 1.0f, out); });
+        }
+        ctx.activate(t, out, w_.bias, layer_.activation);
+        return buf.a;
+    }
+};
+
+class SageBlocks final : public BlockStep {
+public:
+    using BlockStep::BlockStep;
+    bool aggregate_first() const override { return layer_.aggregate_first(); }
+    std::int64_t z_width() const override
+    {
+        return aggregate_first() ? layer_.in_dim : layer_.out_dim;
+    }
+    // x rows (the root term), aggregated rows.
+    std::int64_t row_floats() const override { return layer_.in_dim + z_width(); }
+    bool z_may_stay() const override { return true; }
+
+    void aggregate(BlockRun& run) const override
+    {
+        auto& backend = run.backend;
+        auto plan = backend.make_spmm_plan(run.block, run.hints(kernel_operator_adjacency));
+        auto xb = run.up_rows(run.x, layer_.in_dim);
+        auto agg = backend.allocate(run.rows.size(), z_width());
+        run.mark();
+        plan->run(run.src.view(), agg.view(), run.rows);
+        run.spmm_done();
+        backend.gemm(xb.view(), w_.root_weight.view(), run.out.view(), 1.0f, 0.0f);
+        if (aggregate_first()) {
+            backend.gemm(agg.view(), w_.weight.view(), run.out.view(), 1.0f, 1.0f);
+        } else {
+            backend.axpby(1.0f, agg.view(), 1.0f, run.out.view());
+        }
+        backend.bias_activation(run.out.view(), w_.bias.data(), layer_.activation, run.rows);
+        run.dense_done();
+    }
+};
+
+// gin (PyG GINConv with a 2-layer MLP): h = act(MLP((1 + eps) x + sum_N(x))),
+// MLP(z) = relu(z W + b) W2 + b2; the first GEMM comes before the sum when it narrows the rows.
+class GinStep final : public SpmmStep {
+public:
+    using SpmmStep::SpmmStep;
+
+    // The MLP's input in buffer b, its hidden rows in c, the output in a.
+    int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
+    {
+        const auto in_w = layer_.in_dim;
+        const auto hid = layer_.hidden_dim;
+        const float self = 1.0f + layer_.eps;
+        const auto x = ctx.owned(buf.in, in_w);
+        const auto hidden = ctx.owned(buf.c, hid);
+        if (layer_.aggregate_first()) {
+            ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w), t);
+            ctx.timed(t, [&] {
+                ctx.backend.axpby(self, x, 1.0f, ctx.owned(buf.b, in_w));
+                ctx.gemm(ctx.owned(buf.b, in_w), w_.weight.view(), hidden);
+            });
+        } else {
+            ctx.timed(t, [&] { ctx.gemm(x, w_.weight.view(), ctx.owned(buf.b, hid)); });
+            ctx.aggregate(op_, ctx.all(buf.b, hid), ctx.all(buf.c, hid), t);
+            ctx.timed(t, [&] { ctx.backend.axpby(self, ctx.owned(buf.b, hid), 1.0f, hidden); });
+        }
+        ctx.timed(t, [&] {
+            const auto out = ctx.owned(buf.a, layer_.out_dim);
+            ctx.backend.bias_activation(hidden, w_.bias.data(), Activation::relu, {0, ctx.n_owned});
+            ctx.gemm(hidden, w_.weight2.view(), out);
+            ctx.backend.bias_activation(out, w_.bias2.data(), layer_.activation, {0, ctx.n_owned});
+        });
+        return buf.a;
+    }
+};
+
+class GinBlocks final : public BlockStep {
+public:
+    using BlockStep::BlockStep;
+    bool aggregate_first() const override { return layer_.aggregate_first(); }
+    std::int64_t z_width() const override
+    {
+        return aggregate_first() ? layer_.in_dim : layer_.hidden_dim;
+    }
+    // The own rows, the sum and the hidden rows (the sum is the hidden rows when z is).
+    std::int64_t row_floats() const override
+    {
+        return aggregate_first() ? 2 * layer_.in_dim + layer_.hidden_dim : 2 * layer_.hidden_dim;
+    }
+    bool z_may_stay() const override { return true; }
+
+    void aggregate(BlockRun& run) const override
+    {
+        auto& backend = run.backend;
+        const auto r = run.rows.size();
+        auto plan = backend.make_spmm_plan(run.block, run.hints(kernel_operator_adjacency));
+        const float self = 1.0f + layer_.eps;
+        auto own =
+            aggregate_first() ? run.up_rows(run.x, layer_.in_dim) : run.up_rows(run.z, z_width());
+        auto agg = backend.allocate(r, z_width());
+        run.mark();
+        plan->run(run.src.view(), agg.view(), run.rows);
+        run.spmm_done();
+        backend.axpby(self, own.view(), 1.0f, agg.view());
+        Matrix hidden;
+        if (aggregate_first()) {
+            hidden = backend.allocate(r, layer_.hidden_dim);
+            backend.gemm(agg.view(), w_.weight.view(), hidden.view(), 1.0f, 0.0f);
+        } else {
+            hidden = agg;
+        }
+        backend.bias_activation(hidden.view(), w_.bias.data(), Activation::relu, run.rows);
+        backend.gemm(hidden.view(), w_.weight2.view(), run.out.view(), 1.0f, 0.0f);
+        backend.bias_activation(run.out.view(), w_.bias2.data(), layer_.activation, run.rows);
+        run.dense_done();
+    }
+};
+
+}  // namespace
+
+const LayerKind gcn_kind{.type = LayerType::gcn,
+                         .aggregation = Aggregation::gcn,
+                         .two_buffers = true,
+                         .make = make_step<GcnStep>,
+                         .make_blocks = make_block_step<GcnBlocks>};
+
+const LayerKind sage_kind{.type = LayerType::sage,
+                          .aggregation = Aggregation::mean,
+                          .make = make_step<SageStep>,
+                          .make_blocks = make_block_step<SageBlocks>};
+
+const LayerKind gin_kind{.type = LayerType::gin,
+                         .aggregation = Aggregation::sum,
+                         .make = make_step<GinStep>,
+                         .make_blocks = make_block_step<GinBlocks>};
+
+}  // namespace halo::detail
