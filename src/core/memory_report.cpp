@@ -12,10 +12,14 @@ namespace halo {
 
 std::vector<std::pair<std::string, std::int64_t>> MemoryReport::components() const
 {
-    return {{"row_pointers", row_pointers},       {"indices", indices},
-            {"values", values},                   {"kernel_metadata", kernel_metadata},
-            {"feature_buffers", feature_buffers}, {"weights", weights},
-            {"workspace", workspace},             {"tuning_scratch", tuning_scratch}};
+    return {{"row_pointers", row_pointers},
+            {"indices", indices},
+            {"values", values},
+            {"kernel_metadata", kernel_metadata},
+            {"feature_buffers", feature_buffers},
+            {"weights", weights},
+            {"workspace", workspace},
+            {"tuning_scratch", tuning_scratch}};
 }
 
 MemoryReport& operator+=(MemoryReport& a, const MemoryReport& b)
@@ -56,13 +60,12 @@ std::string format_memory_report(const MemoryReport& report, const std::string& 
     const auto total = report.total();
     char buf[160];
     for (const auto& [name, bytes] : report.components()) {
-        std::snprintf(buf, sizeof buf, "%s%-16s %12s  %5.1f%%  %7.2f B/nnz\n", indent.c_str(),
-                      name.c_str(), format_bytes(bytes).c_str(),
-                      total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total)
-                                : 0.0,
-                      report.nonzeros > 0
-                          ? static_cast<double>(bytes) / static_cast<double>(report.nonzeros)
-                          : 0.0);
+        std::snprintf(
+            buf, sizeof buf, "%s%-16s %12s  %5.1f%%  %7.2f B/nnz\n", indent.c_str(), name.c_str(),
+            format_bytes(bytes).c_str(),
+            total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(total) : 0.0,
+            report.nonzeros > 0 ? static_cast<double>(bytes) / static_cast<double>(report.nonzeros)
+                                : 0.0);
         out += buf;
     }
     std::snprintf(buf, sizeof buf, "%s%-16s %12s  %lld nonzeros, %.2f bytes per nonzero\n",
@@ -87,8 +90,9 @@ std::string memory_report_json(const MemoryReport& report)
     char bpn[64];
     std::snprintf(bpn, sizeof bpn, "%.4f", report.bytes_per_nonzero());
     out += "\"total\": " + std::to_string(report.total()) +
-           ", \"nonzeros\": " + std::to_string(report.nonzeros) + ", \"bytes_per_nonzero\": " +
-           bpn + ", \"out_of_core\": " + (report.out_of_core ? "true" : "false") +
+           ", \"nonzeros\": " + std::to_string(report.nonzeros) +
+           ", \"bytes_per_nonzero\": " + bpn +
+           ", \"out_of_core\": " + (report.out_of_core ? "true" : "false") +
            ", \"limit\": " + std::to_string(report.limit) +
            ", \"row_blocks\": " + std::to_string(report.row_blocks) + "}";
     return out;
@@ -102,8 +106,8 @@ std::int64_t parse_byte_size(std::string_view text)
                    "KiB, MiB, GiB, TiB, K, M, G, T; e.g. 24GiB)");
     };
     std::size_t pos = 0;
-    while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) != 0 ||
-                                 text[pos] == '.')) {
+    while (pos < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[pos])) != 0 || text[pos] == '.')) {
         ++pos;
     }
     if (pos == 0) {
@@ -127,12 +131,20 @@ std::int64_t parse_byte_size(std::string_view text)
         unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     double scale = 0.0;
-    const std::pair<const char*, double> units[] = {
-        {"", 1.0},           {"b", 1.0},          {"kb", 1e3},
-        {"mb", 1e6},         {"gb", 1e9},         {"tb", 1e12},
-        {"kib", 1024.0},     {"mib", 1048576.0},  {"gib", 1073741824.0},
-        {"tib", 1099511627776.0}, {"k", 1024.0},  {"m", 1048576.0},
-        {"g", 1073741824.0}, {"t", 1099511627776.0}};
+    const std::pair<const char*, double> units[] = {{"", 1.0},
+                                                    {"b", 1.0},
+                                                    {"kb", 1e3},
+                                                    {"mb", 1e6},
+                                                    {"gb", 1e9},
+                                                    {"tb", 1e12},
+                                                    {"kib", 1024.0},
+                                                    {"mib", 1048576.0},
+                                                    {"gib", 1073741824.0},
+                                                    {"tib", 1099511627776.0},
+                                                    {"k", 1024.0},
+                                                    {"m", 1048576.0},
+                                                    {"g", 1073741824.0},
+                                                    {"t", 1099511627776.0}};
     for (const auto& [name, s] : units) {
         if (unit == name) {
             scale = s;

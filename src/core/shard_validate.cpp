@@ -2,10 +2,9 @@
 // a plan whose counts disagree across ranks hangs the first NCCL exchange instead of failing, so
 // it must be caught here, with the dataset and value named.
 
-#include <parallel/algorithm>
-
 #include <algorithm>
 #include <cstdint>
+#include <parallel/algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,10 +126,10 @@ void check_csr(const Shard& s, const std::string& where)
             if (c < 0 || c >= a.num_cols) {
                 HALO_SHARD_FAIL("csr/indices[", k, "] = ", c, " outside [0, ", a.num_cols, ")");
             }
-            const bool ascends = k == a.indptr[i] ||
-                                 (local_order_is_global
-                                      ? c > a.indices[k - 1]
-                                      : global_of(c) > global_of(a.indices[k - 1]));
+            const bool ascends =
+                k == a.indptr[i] ||
+                (local_order_is_global ? c > a.indices[k - 1]
+                                       : global_of(c) > global_of(a.indices[k - 1]));
             if (!ascends) {
                 HALO_SHARD_FAIL("csr/indices[", k, "] = ", c, " (node ", global_of(c),
                                 ") not above csr/indices[", k - 1, "] = ", a.indices[k - 1],
