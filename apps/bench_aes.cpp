@@ -33,7 +33,7 @@
 #include "halo/backend.hpp"
 #include "halo/cuda/aes.hpp"
 #include "halo/cuda/backend.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"

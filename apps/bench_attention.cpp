@@ -26,7 +26,7 @@
 #include "app_common.hpp"
 #include "bench_common.hpp"
 #include "halo/attention.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/fused3s.hpp"
 #include "halo/cuda_error.hpp"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "halo/csr.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
 

@@ -38,7 +38,7 @@
 #include "app_common.hpp"
 #include "bench_common.hpp"
 #include "halo/cuda/aes.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/dense.hpp"

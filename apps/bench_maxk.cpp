@@ -27,7 +27,7 @@
 #include "bench_common.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/backend.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/maxk.hpp"
 #include "halo/cuda_error.hpp"

@@ -31,7 +31,7 @@
 #include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/autotune.hpp"
 #include "halo/cuda/backend.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
 #include "halo/cuda/lowp_spmm.hpp"

@@ -1,6 +1,6 @@
 // Accel-GCN preprocessing (paper 001, section III-C), host only: degree sorting of the rows of a
 // range by counting sort and the block-level partition of Algorithms 1 and 2, whose per-block
-// metadata is one int4 (four int32) that the CUDA kernel (kernels/cuda/accel_gcn.cu) reads.
+// metadata is one int4 (four int32) that the CUDA kernel (kernels/cuda/spmm/accel_gcn.cu) reads.
 //
 // A partition may cover several consecutive row ranges ("segments"), each sorted on its own: the
 // plan prepares, say, the interior and the boundary rows of a shard this way, and the whole range

@@ -1,0 +1,206 @@
+// Accel-GCN SpMM plan (paper 001): the host partition (accel_gcn_partition.cpp) uploaded once per
+// prepared set of ranges, and the launches of the kernels of accel_gcn.cu on the compute stream.
+//
+// Ranges: the bounds of AccelGcnOptions::ranges cut the rows into segments, each degree-sorted
+// and partitioned on its own into one shared upload; a range made of consecutive segments is one
+// contiguous slice of the block metadata, hence one launch. Any other range is partitioned and
+// uploaded on its first run() and cached (once per range), so later runs do no host work.
+// A stored partition (AccelGcnOptions::partition) replaces the one built here once it passed
+// check_stored_accel_gcn_partition(); ranges that are not unions of its segments still get their
+// own partition on first use.
+#include "halo/cuda/accel_gcn.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/spmm/accel_gcn_kernels.hpp"
+#include "halo/accel_gcn_partition.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "cuda/primitives/spmm_checks.hpp"
+
+namespace halo::cuda {
+namespace {
+
+static_assert(sizeof(AccelGcnBlock) == 4 * sizeof(std::int32_t), "AccelGcnBlock mirrors int4");
+
+template <typename T>
+DeviceBuffer<T> upload(Context& ctx, const T* host, std::size_t count)
+{
+    DeviceBuffer<T> buffer(ctx, count);
+    if (count > 0) {
+        // Pageable source: the copy is staged before cudaMemcpyAsync returns, so the host
+        // vector may go away afterwards.
+        HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), host, buffer.bytes(), cudaMemcpyHostToDevice,
+                                      ctx.compute_stream()));
+    }
+    return buffer;
+}
+
+// One uploaded partition; the host keeps only the segment bounds.
+struct Prepared {
+    std::vector<std::int64_t> segment_rows;
+    std::vector<std::int64_t> segment_blocks;
+    std::vector<std::int64_t> segment_split_rows;
+    bool valued = false;
+    DeviceBuffer<AccelGcnBlock> blocks;
+    DeviceBuffer<std::int32_t> sorted_rows;
+    DeviceBuffer<std::int32_t> indices;
+    DeviceBuffer<float> values;
+    DeviceBuffer<std::int32_t> split_rows;
+
+    Prepared(Context& ctx, const AccelGcnPartition& p)
+        : segment_rows(p.segment_rows),
+          segment_blocks(p.segment_blocks),
+          segment_split_rows(p.segment_split_rows),
+          valued(!p.values.empty()),
+          blocks(upload(ctx, p.blocks.data(), p.blocks.size())),
+          sorted_rows(upload(ctx, p.sorted_rows.data(), p.sorted_rows.size())),
+          indices(upload(ctx, p.indices.data(), p.indices.size())),
+          values(upload(ctx, p.values.data(), p.values.size())),
+          split_rows(upload(ctx, p.split_rows.data(), p.split_rows.size()))
+    {
+    }
+};
+
+class AccelGcnPlan final : public FeatureSpmmPlan {
+public:
+    AccelGcnPlan(Context& ctx, const Csr& a, std::int64_t max_dim, const AccelGcnOptions& options)
+        : ctx_(ctx),
+          a_(a),
+          max_dim_(max_dim),
+          options_{options.warps_per_block, options.deg_bound, options.degree_sort}
+    {
+        HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+        validate(a_, "the operator of an Accel-GCN SpMM plan");
+        validate(options_);
+        if (options.partition != nullptr) {
+            const AccelGcnPartition& stored = *options.partition;
+            check_stored_accel_gcn_partition(a_.view(), stored, options_, options.ranges);
+            if (stored.indices.size() == static_cast<std::size_t>(a_.nnz())) {
+                main_ = std::make_unique<Prepared>(ctx_, stored);
+            } else {
+                // Stored without its nonzeros (derived data): gather them from the matrix.
+                AccelGcnPartition full = stored;
+                accel_gcn_gather_nonzeros(a_.view(), full);
+                main_ = std::make_unique<Prepared>(ctx_, full);
+            }
+        } else {
+            const std::vector<RowRange> segments = accel_gcn_segments(a_.num_rows, options.ranges);
+            main_ = std::make_unique<Prepared>(
+                ctx_, build_accel_gcn_partition(a_.view(), segments, options_));
+        }
+        launch_ = {options_.warps_per_block, options_.deg_bound, options_.warp_nonzeros(),
+                   detail::accel_gcn_tile_cap(options_.warps_per_block), options.combined_warps};
+        // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
+        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
+    }
+
+    AccelGcnPlan(const AccelGcnPlan&) = delete;
+    AccelGcnPlan& operator=(const AccelGcnPlan&) = delete;
+
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
+    }
+
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        // The shape checks of every plan (x's element type does not enter them).
+        detail::check_spmm_operands({static_cast<const float*>(nullptr), x.rows, x.cols, x.ld}, y,
+                                    rows, a_.num_rows, a_.num_cols, max_dim_);
+        const std::int64_t d = x.cols;
+        if (rows.empty() || d == 0) {
+            return;
+        }
+        const Prepared* prep = main_.get();
+        auto first = std::find(prep->segment_rows.begin(), prep->segment_rows.end(), rows.begin);
+        auto last = std::find(prep->segment_rows.begin(), prep->segment_rows.end(), rows.end);
+        if (first == prep->segment_rows.end() || last == prep->segment_rows.end()) {
+            prep = prepared_range(rows);
+            first = prep->segment_rows.begin();
+            last = first + 1;
+        }
+        const std::size_t s0 = static_cast<std::size_t>(first - prep->segment_rows.begin());
+        const std::size_t s1 = static_cast<std::size_t>(last - prep->segment_rows.begin());
+        const cudaStream_t stream = ctx_.compute_stream();
+
+        const std::int64_t split_begin = prep->segment_split_rows[s0];
+        detail::zero_rows(stream, prep->split_rows.data() + split_begin,
+                          prep->segment_split_rows[s1] - split_begin, d, y.data, y.ld);
+        const std::int64_t block_begin = prep->segment_blocks[s0];
+        detail::accel_gcn_spmm(stream, launch_, prep->blocks.data() + block_begin,
+                               prep->segment_blocks[s1] - block_begin, prep->sorted_rows.data(),
+                               prep->indices.data(), prep->valued ? prep->values.data() : nullptr,
+                               x.data, x.type, x.ld, y.data, y.ld, d);
+    }
+
+    std::string algorithm() const override
+    {
+        return "accel-gcn-w" + std::to_string(options_.warps_per_block) + "-b" +
+               std::to_string(options_.deg_bound) + (options_.degree_sort ? "" : "-nosort") +
+               (launch_.combined_warps ? "" : "-nocombine");
+    }
+
+    // Accel-GCN holds no CSR offsets: its block metadata (blocks, sorted rows, split rows) stands
+    // in for them and is counted as kernel metadata; indices and values are in partition order.
+    MemoryReport memory() const override
+    {
+        MemoryReport r;
+        auto add = [&r](const Prepared& p) {
+            r.kernel_metadata += static_cast<std::int64_t>(p.blocks.bytes() + p.sorted_rows.bytes() +
+                                                           p.split_rows.bytes());
+            r.indices += static_cast<std::int64_t>(p.indices.bytes());
+            r.values += static_cast<std::int64_t>(p.values.bytes());
+        };
+        if (main_) {
+            add(*main_);
+            r.nonzeros = static_cast<std::int64_t>(main_->indices.size());
+        }
+        for (const auto& [key, p] : extra_) {
+            add(*p);
+        }
+        return r;
+    }
+
+private:
+    // The partition of a range that is not a union of the prepared segments: built and uploaded on
+    // its first run (host work, once per range), then reused.
+    const Prepared* prepared_range(RowRange rows)
+    {
+        const auto key = std::make_pair(rows.begin, rows.end);
+        auto found = extra_.find(key);
+        if (found == extra_.end()) {
+            const RowRange segment[] = {rows};
+            found = extra_
+                        .emplace(key,
+                                 std::make_unique<Prepared>(
+                                     ctx_, build_accel_gcn_partition(a_.view(), segment, options_)))
+                        .first;
+        }
+        return found->second.get();
+    }
+
+    Context& ctx_;
+    Csr a_;  // host copy: partitions of ranges asked for later are built from it
+    std::int64_t max_dim_ = 0;
+    AccelGcnPartitionOptions options_;
+    detail::AccelGcnLaunch launch_;
+    std::unique_ptr<Prepared> main_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Prepared>> extra_;
+};
+
+}  // namespace
+
+std::unique_ptr<SpmmPlan> make_accel_gcn_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                   const AccelGcnOptions& options)
+{
+    return std::make_unique<AccelGcnPlan>(ctx, a, max_dim, options);
+}
+
+}  // namespace halo::cuda
