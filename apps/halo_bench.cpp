@@ -27,16 +27,13 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
-#include "halo/backend.hpp"
-#include "halo/cuda/accel_gcn.hpp"
-#include "halo/cuda/autotune.hpp"
-#include "halo/cuda/backend.hpp"
 #include "bench_util.hpp"
+#include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
-#include "halo/cuda/rowsplit.hpp"
 #include "halo/engine.hpp"
 #include "halo/feature_type.hpp"
 #include "halo/generators.hpp"
@@ -45,6 +42,7 @@
 #include "halo/model.hpp"
 #include "halo/shard.hpp"
 #include "halo/spmm.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace {
 
@@ -57,8 +55,9 @@ using halo::bench_app::summarize;
 using halo::bench_app::utc_now_iso;
 
 // ---------------------------------------------------------------------------------------------
-// Kernels by name. A kernel joins the benchmark with one line here: its command-line name, what it
-// is, and the factory that builds its plan (preprocessing included) for widths up to max_dim.
+// Kernels by name: the SpMM kernel registry's halo-bench kernels (halo/spmm_registry.hpp), each
+// with the factory that builds its plan (preprocessing included) for widths up to max_dim, and the
+// merge-path cost sweep's.
 
 using PlanFactory =
     std::function<std::unique_ptr<halo::SpmmPlan>(Context&, const halo::Csr&, std::int64_t)>;
@@ -71,44 +70,17 @@ struct KernelEntry {
 
 const std::vector<KernelEntry>& kernel_registry()
 {
-    static const std::vector<KernelEntry> registry = {
-        {"cusparse", "cuSPARSE SpMM over CSR (the baseline)",
-         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-             return halo::cuda::make_cusparse_spmm_plan(ctx, a, max_dim);
-         }},
-        {"accel_gcn", "Accel-GCN: degree sort, block partition (int4 metadata), combined warps",
-         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-             return halo::cuda::make_accel_gcn_spmm_plan(ctx, a, max_dim);
-         }},
-        // BEGIN Accel-GCN ablation (issue 6 item 6)
-        {"accel_gcn_nosort",
-         "Accel-GCN ablation: no degree sort (blocks take runs of equal degree)",
-         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-             halo::cuda::AccelGcnOptions o;
-             o.degree_sort = false;
-             return halo::cuda::make_accel_gcn_spmm_plan(ctx, a, max_dim, o);
-         }},
-        {"accel_gcn_nocombine",
-         "Accel-GCN ablation: no combined warps (each warp loops over its column slices)",
-         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-             halo::cuda::AccelGcnOptions o;
-             o.combined_warps = false;
-             return halo::cuda::make_accel_gcn_spmm_plan(ctx, a, max_dim, o);
-         }},
-        // END Accel-GCN ablation
-        {"mergepath", "MergePath-SpMM: merge-path segments, plain stores, atomics for split rows",
-         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-             return halo::cuda::make_mergepath_spmm_plan(ctx, a, max_dim);
-         }},
-        {"rowsplit", "row-split SpMM: a warp (or part of one) per row, lanes across columns",
-         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-             return halo::cuda::make_rowsplit_spmm_plan(ctx, a, max_dim);
-         }},
-        {"autotune", "the fastest exact kernel per (range, width), timed on its first run",
-         [](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-             return halo::cuda::make_autotuned_spmm_plan(ctx, a, max_dim);
-         }},
-    };
+    static const std::vector<KernelEntry> registry = [] {
+        std::vector<KernelEntry> out;
+        for (const auto* k : halo::spmm_kernels(halo::spmm_use_bench)) {
+            out.push_back({k->name, k->description,
+                           [k](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+                               static const halo::SpmmPlanHints none;
+                               return k->make(ctx, a, halo::SpmmPlanRequest{max_dim, none});
+                           }});
+        }
+        return out;
+    }();
     return registry;
 }
 

@@ -41,6 +41,7 @@
 #include "halo/mpi_exchanger.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/result.hpp"
+#include "halo/spmm_registry.hpp"
 #include "halo/store.hpp"
 #ifdef HALO_HAVE_CUDA
 #include "halo/cuda/backend.hpp"
@@ -84,34 +85,6 @@ struct Options {
     // Set by main() before run(): the dataset file as this rank found it before reading it.
     std::pair<dev_t, ino_t> dataset_identity{};
 };
-
-// "aes:W" or "aes:W:scaling" -> AES options; anything else (an exact kernel's name) -> none.
-std::optional<halo::AesOptions> parse_aes_spmm(const std::string& text)
-{
-    if (text.rfind("aes:", 0) != 0) {
-        return std::nullopt;
-    }
-    const auto rest = text.substr(4);
-    const auto colon = rest.find(':');
-    const auto width_text = rest.substr(0, colon);
-    halo::AesOptions options;
-    std::size_t used = 0;
-    try {
-        options.sample_width = std::stoll(width_text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (width_text.empty() || used != width_text.size()) {
-        HALO_THROW(halo::InputError, "--spmm ", text, ": '", width_text,
-                   "' is not a sample width (expected aes:W[:sample_sum|rescaled], W in ",
-                   halo::kAesMinWidth, "..", halo::kAesMaxWidth, ")");
-    }
-    if (colon != std::string::npos) {
-        options.scaling = halo::parse_aes_scaling(rest.substr(colon + 1));
-    }
-    halo::validate(options);
-    return options;
-}
 
 // HALO_FAULT_INJECT="rank=R,layer=L": rank R throws before layer L (tests of the abort path).
 // "rank=R,layer=L,sleep=S": rank R sleeps S seconds there instead, its peers waiting in the
@@ -230,7 +203,7 @@ void check_options(const Options& o)
                    "--save-tuning needs --spmm autotune (only the autotuner "
                    "makes choices worth storing)");
     }
-    const auto aes = parse_aes_spmm(o.spmm);
+    const auto aes = halo::parse_spmm_choice(o.spmm.empty() ? "auto" : o.spmm).aes;
     if (!cuda && !o.spmm.empty() && o.spmm != "auto" && !aes) {
         HALO_THROW(halo::InputError, "--spmm ", o.spmm,
                    " needs --backend cuda (the cpu backend runs the reference SpMM, or "
@@ -430,7 +403,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     const std::string& transport = choice.transport;
     const bool int8_rows = choice.int8_rows;
     std::string exchange = !transport.empty() ? transport : cuda ? "nccl" : "mpi";
-    const auto aes = parse_aes_spmm(o.spmm);
+    const auto aes = halo::parse_spmm_choice(o.spmm.empty() ? "auto" : o.spmm).aes;
 
     // Model: from a file, or random from the seed (the same on every rank).
     step.restart();
@@ -530,21 +503,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
         step.restart();
         // No --spmm: the autotuner's stored choices where the dataset has them for this device,
         // cuSPARSE elsewhere (never timed here).
-        auto spmm = o.spmm.empty() || o.spmm == "auto"
-                        ? halo::cuda::SpmmAlgorithm::stored_or_cusparse
-                        : halo::cuda::SpmmAlgorithm::cusparse;
-        if (o.spmm == "rowsplit") {
-            spmm = halo::cuda::SpmmAlgorithm::rowsplit;
-        } else if (o.spmm == "mergepath") {
-            spmm = halo::cuda::SpmmAlgorithm::mergepath;
-        } else if (o.spmm == "accel_gcn") {
-            spmm = halo::cuda::SpmmAlgorithm::accel_gcn;
-        } else if (o.spmm == "autotune") {
-            spmm = halo::cuda::SpmmAlgorithm::autotune;
-        } else if (aes) {
-            spmm = halo::cuda::SpmmAlgorithm::aes;
-        }
-        backend = halo::cuda::make_cuda_backend(*ctx, spmm, aes.value_or(halo::AesOptions{}));
+        backend = halo::cuda::make_cuda_backend(*ctx, o.spmm.empty() ? "auto" : o.spmm);
         // NCCL needs a GPU per rank. Decided collectively: every rank must pick the same exchanger.
         int shares = (o.device >= 0 && world.local_size() > 1) ||
                      world.local_size() > halo::cuda::device_count();
@@ -979,25 +938,14 @@ int main(int argc, char** argv)
                    "point per row (approximate, ~1/4 of the bytes)")
         ->check(CLI::IsMember({"nccl", "mpi", "int8", "nccl-int8", "mpi-int8"}));
     app.add_option("--spmm", o.spmm,
-                   "SpMM kernel of --backend cuda: auto (default: the autotuner's choices stored in "
-                   "the dataset for this device, cuSPARSE where there are none) | cusparse | "
-                   "rowsplit (a warp per row) "
-                   "| mergepath | accel_gcn | autotune (the fastest exact kernel per row range "
-                   "and width, timed on the first run, or taken from the dataset's stored "
-                   "choices) | aes:W[:sample_sum|rescaled] (AES-SpMM, approximate: at most W "
-                   "sampled nonzeros per row, W in 16..1024; also with --backend cpu)")
+                   "SpMM kernel of --backend cuda: " + halo::spmm_kernel_help(halo::spmm_use_infer))
         ->check([](const std::string& v) {
-            static const std::vector<std::string> names{"auto",      "cusparse", "rowsplit",
-                                                        "mergepath", "accel_gcn", "autotune"};
-            if (std::find(names.begin(), names.end(), v) != names.end()) {
-                return std::string();
-            }
             try {
-                static_cast<void>(parse_aes_spmm(v));
+                static_cast<void>(halo::parse_spmm_choice(v));
             } catch (const halo::InputError& e) {
                 return e.message();
             }
-            return v.rfind("aes:", 0) == 0 ? std::string() : "unknown SpMM kernel '" + v + "'";
+            return std::string();
         });
     app.add_flag("--save-tuning", o.save_tuning,
                  "with --spmm autotune: store the choices in the dataset (kernels/autotune of "

@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "cuda/aes/aes_kernels.hpp"
+#include "cuda/primitives/spmm_checks.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
-#include "cuda/primitives/spmm_checks.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -272,6 +273,12 @@ std::unique_ptr<SpmmPlan> make_aes_spmm_plan(Context& ctx, const Csr& a, std::in
 {
     validate(options);
     return std::make_unique<AesSpmmPlan>(ctx, a, max_dim, options);
+}
+
+std::unique_ptr<SpmmPlan> aes_spmm_factory(Context& ctx, const Csr& a,
+                                           const SpmmPlanRequest& request)
+{
+    return make_aes_spmm_plan(ctx, a, request.max_dim, request.aes);
 }
 
 std::unique_ptr<Int8SpmmPlan> make_aes_int8_spmm_plan(Context& ctx, const Csr& a,

@@ -1,6 +1,6 @@
 // The CUDA execution backend: matrices in the Context's memory pool, cuBLAS GEMM in fp32, the
-// element-wise kernels of cuda_backend.cu and cuSPARSE, row-split or autotuned SpMM plans, all on
-// the compute stream.
+// element-wise kernels of cuda_backend.cu and the SpMM plans of the registry's kernel chosen at
+// construction (halo/spmm_registry.hpp), all on the compute stream.
 #include <algorithm>
 #include <climits>
 #include <cstddef>
@@ -11,16 +11,10 @@
 #include "cuda/backend/cuda_kernels.hpp"
 #include "cuda/backend/engine_plans.hpp"
 #include "halo/cuda/aes.hpp"
-#include "halo/accel_gcn_metadata.hpp"
-#include "halo/autotune_metadata.hpp"
-#include "halo/cuda/accel_gcn.hpp"
-#include "halo/cuda/autotune.hpp"
-#include "halo/cuda/device.hpp"
 #include "halo/cuda/backend.hpp"
-#include "halo/cuda/mergepath.hpp"
-#include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -53,56 +47,15 @@ int checked_int(std::int64_t value, const char* what)
     return static_cast<int>(value);
 }
 
-// A plan with lines for report() about stored metadata it could not use.
-class NotedPlan final : public SpmmPlan {
-public:
-    NotedPlan(std::unique_ptr<SpmmPlan> plan, std::vector<std::string> notes)
-        : plan_(std::move(plan)), notes_(std::move(notes))
-    {
-    }
-    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
-    {
-        plan_->run(x, y, rows);
-    }
-    std::string algorithm() const override { return plan_->algorithm(); }
-    std::string report() const override
-    {
-        auto out = plan_->report();
-        for (const auto& n : notes_) {
-            out += "note: " + n + "\n";
-        }
-        return out;
-    }
-    MemoryReport memory() const override { return plan_->memory(); }
-
-private:
-    std::unique_ptr<SpmmPlan> plan_;
-    std::vector<std::string> notes_;
-};
-
-const KernelMetadata* find_metadata(const SpmmPlanHints& hints, const char* kernel)
-{
-    for (const auto& md : hints.stored) {
-        if (md.kernel == kernel && md.op == hints.op) {
-            return &md;
-        }
-    }
-    return nullptr;
-}
-
-// Whether stored metadata was built for operator `a` (shape and pattern fingerprint).
-bool built_for(const KernelMetadata& md, const Csr& a)
-{
-    return md.rows == a.num_rows && md.cols == a.num_cols && md.nnz == a.nnz() &&
-           md.fingerprint == pattern_fingerprint(a.view());
-}
-
 class CudaBackend final : public Backend {
 public:
-    CudaBackend(Context& ctx, SpmmAlgorithm spmm, const AesOptions& aes)
-        : ctx_(ctx), spmm_(spmm), aes_(aes)
+    CudaBackend(Context& ctx, SpmmChoice spmm) : ctx_(ctx), spmm_(std::move(spmm))
     {
-        validate(aes_);
+        HALO_EXPECTS(spmm_.kernel != nullptr && spmm_.kernel->make != nullptr,
+                     "the CUDA backend needs a registered SpMM kernel");
+        if (spmm_.aes) {
+            validate(*spmm_.aes);
+        }
     }
 
     ~CudaBackend() override
@@ -238,32 +191,8 @@ public:
 
     std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a, const SpmmPlanHints& hints) override
     {
-        switch (spmm_) {
-            case SpmmAlgorithm::rowsplit:
-                return make_rowsplit_spmm_plan(ctx_, a, kMaxSpmmWidth);
-            case SpmmAlgorithm::mergepath:
-                return make_mergepath_spmm_plan(ctx_, a, kMaxSpmmWidth);
-            case SpmmAlgorithm::accel_gcn: {
-                AccelGcnOptions options;
-                options.ranges = hints.ranges;
-                std::vector<std::string> notes;
-                options.partition = stored_accel_gcn(a, hints, notes);
-                return std::make_unique<NotedPlan>(
-                    make_accel_gcn_spmm_plan(ctx_, a, kMaxSpmmWidth, options), std::move(notes));
-            }
-            case SpmmAlgorithm::autotune:
-                return make_tuned_plan(a, hints);
-            case SpmmAlgorithm::stored_or_cusparse:
-                if (has_usable_choices(a, hints)) {
-                    return make_tuned_plan(a, hints);
-                }
-                break;
-            case SpmmAlgorithm::aes:
-                return make_aes_spmm_plan(ctx_, a, kMaxSpmmWidth, aes_);
-            case SpmmAlgorithm::cusparse:
-                break;
-        }
-        return make_cusparse_spmm_plan(ctx_, a, kMaxSpmmWidth);
+        return spmm_.kernel->make(
+            ctx_, a, SpmmPlanRequest{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})});
     }
 
     // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B as its first operand.
@@ -343,8 +272,7 @@ public:
     std::unique_ptr<QuantizedSpmmPlan> make_quantized_spmm_plan(const Csr& a,
                                                                 std::int64_t max_dim) override
     {
-        return make_cuda_quantized_spmm_plan(ctx_, a, max_dim,
-                                             spmm_ == SpmmAlgorithm::aes ? &aes_ : nullptr);
+        return make_cuda_quantized_spmm_plan(ctx_, a, max_dim, spmm_.aes ? &*spmm_.aes : nullptr);
     }
 
     void dequantize(const QuantizedView& x, DenseView<float> y) override
@@ -476,74 +404,7 @@ private:
     }
 
     Context& ctx_;
-    // The stored Accel-GCN partition of this operator, when the hints carry one built for it;
-    // one built for another operator (a stale dataset) is skipped with a note, a damaged one is
-    // an error.
-    static std::shared_ptr<const AccelGcnPartition> stored_accel_gcn(
-        const Csr& a, const SpmmPlanHints& hints, std::vector<std::string>& notes)
-    {
-        const auto* md = find_metadata(hints, accel_gcn_metadata_kernel);
-        if (md == nullptr) {
-            return nullptr;
-        }
-        const auto view = a.view();
-        if (!built_for(*md, a)) {
-            notes.push_back(md->origin + ": built for another operator; partitioning again");
-            return nullptr;
-        }
-        auto p = std::make_shared<AccelGcnPartition>(accel_gcn_from_metadata(*md, view));
-        try {
-            check_stored_accel_gcn_partition(view, *p, AccelGcnPartitionOptions{}, hints.ranges);
-        } catch (const InputError& e) {
-            notes.push_back(md->origin + ": " + e.message() + "; partitioning again");
-            return nullptr;
-        }
-        notes.push_back("accel_gcn: block partition loaded from " + md->origin);
-        return p;
-    }
-
-    // Whether the hints carry autotune choices this plan would load (none of the notes that
-    // make the autotuner time again).
-    bool has_usable_choices(const Csr& a, const SpmmPlanHints& hints) const
-    {
-        const auto* md = find_metadata(hints, autotune_metadata_kernel);
-        if (md == nullptr || !built_for(*md, a)) {
-            return false;
-        }
-        const auto stored = autotune_from_metadata(*md, a.view(), device_info(ctx_.device()).name,
-                                                   autotune_candidate_names());
-        return stored.note.empty() && !stored.entries.empty();
-    }
-
-    std::unique_ptr<SpmmPlan> make_tuned_plan(const Csr& a, const SpmmPlanHints& hints)
-    {
-        AutotunePlanOptions options;
-        options.ranges = hints.ranges;
-        options.accel_gcn_partition = stored_accel_gcn(a, hints, options.notes);
-        const auto device = device_info(ctx_.device()).name;
-        const auto* md = find_metadata(hints, autotune_metadata_kernel);
-        if (md != nullptr && !built_for(*md, a)) {
-            options.notes.push_back(md->origin + ": built for another operator; timing again");
-        } else if (md != nullptr) {
-            auto stored = autotune_from_metadata(*md, a.view(), device, autotune_candidate_names());
-            if (!stored.note.empty()) {
-                options.notes.push_back(md->origin + ": " + stored.note);
-            } else {
-                options.notes.push_back("autotune: " + std::to_string(stored.entries.size()) +
-                                        " choice(s) loaded from " + md->origin);
-            }
-            options.stored_choices = std::move(stored.entries);
-        }
-        auto plan = make_autotuned_spmm_plan(ctx_, a, kMaxSpmmWidth, options);
-        if (!hints.op.empty()) {
-            plan->set_identity(
-                metadata_for_operator(autotune_metadata_kernel, hints.op, a.view()), device);
-        }
-        return plan;
-    }
-
-    SpmmAlgorithm spmm_;
-    AesOptions aes_;
+    SpmmChoice spmm_;
     cudaGraph_t graph_ = nullptr;  // the recording of begin_capture() .. end_capture()
     cudaGraphExec_t graph_exec_ = nullptr;
     PinnedBuffer<char> staging_[2];
@@ -552,10 +413,14 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(Context& ctx, SpmmAlgorithm spmm,
-                                           const AesOptions& aes)
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx, const SpmmChoice& spmm)
 {
-    return std::make_unique<CudaBackend>(ctx, spmm, aes);
+    return std::make_unique<CudaBackend>(ctx, spmm);
+}
+
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx, std::string_view spmm)
+{
+    return make_cuda_backend(ctx, parse_spmm_choice(spmm, spmm_use_infer));
 }
 
 }  // namespace halo::cuda

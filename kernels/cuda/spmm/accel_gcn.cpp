@@ -17,12 +17,15 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/spmm/accel_gcn_kernels.hpp"
+#include "cuda/spmm/stored_metadata.hpp"
+#include "halo/accel_gcn_metadata.hpp"
 #include "halo/accel_gcn_partition.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
-#include "cuda/primitives/spmm_checks.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -195,12 +198,100 @@ private:
     std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Prepared>> extra_;
 };
 
+// A plan with lines for report() about the stored metadata it was given.
+class NotedPlan final : public SpmmPlan {
+public:
+    NotedPlan(std::unique_ptr<SpmmPlan> plan, std::vector<std::string> notes)
+        : plan_(std::move(plan)), notes_(std::move(notes))
+    {
+    }
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        plan_->run(x, y, rows);
+    }
+    std::string algorithm() const override { return plan_->algorithm(); }
+    std::string report() const override
+    {
+        auto out = plan_->report();
+        for (const auto& n : notes_) {
+            out += "note: " + n + "\n";
+        }
+        return out;
+    }
+    MemoryReport memory() const override { return plan_->memory(); }
+
+private:
+    std::unique_ptr<SpmmPlan> plan_;
+    std::vector<std::string> notes_;
+};
+
 }  // namespace
 
 std::unique_ptr<SpmmPlan> make_accel_gcn_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                    const AccelGcnOptions& options)
 {
     return std::make_unique<AccelGcnPlan>(ctx, a, max_dim, options);
+}
+
+std::shared_ptr<const AccelGcnPartition> detail::stored_accel_gcn_partition(
+    const Csr& a, const SpmmPlanHints& hints, std::vector<std::string>& notes)
+{
+    const auto* md = find_stored(hints, accel_gcn_metadata_kernel);
+    if (md == nullptr) {
+        return nullptr;
+    }
+    const auto view = a.view();
+    if (!built_for(*md, a)) {
+        notes.push_back(md->origin + ": built for another operator; partitioning again");
+        return nullptr;
+    }
+    auto p = std::make_shared<AccelGcnPartition>(accel_gcn_from_metadata(*md, view));
+    try {
+        check_stored_accel_gcn_partition(view, *p, AccelGcnPartitionOptions{}, hints.ranges);
+    } catch (const InputError& e) {
+        notes.push_back(md->origin + ": " + e.message() + "; partitioning again");
+        return nullptr;
+    }
+    notes.push_back("accel_gcn: block partition loaded from " + md->origin);
+    return p;
+}
+
+// The registry's factories (halo/spmm_registry.hpp).
+
+std::unique_ptr<SpmmPlan> accel_gcn_spmm_factory(Context& ctx, const Csr& a,
+                                                 const SpmmPlanRequest& request)
+{
+    AccelGcnOptions options;
+    options.ranges = request.hints.ranges;
+    options.partition = request.accel_gcn_partition;
+    if (options.partition != nullptr) {
+        return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
+    }
+    std::vector<std::string> notes;
+    options.partition = detail::stored_accel_gcn_partition(a, request.hints, notes);
+    auto plan = make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
+    if (notes.empty()) {
+        return plan;
+    }
+    return std::make_unique<NotedPlan>(std::move(plan), std::move(notes));
+}
+
+std::unique_ptr<SpmmPlan> accel_gcn_nosort_spmm_factory(Context& ctx, const Csr& a,
+                                                        const SpmmPlanRequest& request)
+{
+    AccelGcnOptions options;
+    options.ranges = request.hints.ranges;
+    options.degree_sort = false;
+    return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
+}
+
+std::unique_ptr<SpmmPlan> accel_gcn_nocombine_spmm_factory(Context& ctx, const Csr& a,
+                                                           const SpmmPlanRequest& request)
+{
+    AccelGcnOptions options;
+    options.ranges = request.hints.ranges;
+    options.combined_warps = false;
+    return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
 }
 
 }  // namespace halo::cuda

@@ -11,14 +11,14 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/spmm/stored_metadata.hpp"
 #include "halo/autotune_metadata.hpp"
-#include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/autotune.hpp"
 #include "halo/cuda/backend.hpp"
-#include "halo/cuda/mergepath.hpp"
-#include "halo/cuda/rowsplit.hpp"
+#include "halo/cuda/device.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 
@@ -197,13 +197,13 @@ std::string AutotunedSpmmPlan::report() const
 
 const std::vector<std::string>& autotune_candidate_names()
 {
-    // MergePath-SpMM three times: with the paper's per-width cost, and with the larger costs
-    // (fewer, longer segments) that the cost sweep of docs/PERFORMANCE.md found faster on large
-    // power-law graphs (R-MAT scale 22: cost 200 beats the default by 1.3-1.6x at every width)
-    // and slower on small ones: the cost is tuned per shape like the kernel.
-    static const std::vector<std::string> names{"cusparse",       "accel_gcn",
-                                                 "mergepath",      "mergepath_c200",
-                                                 "mergepath_c400", "rowsplit"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const auto* k : spmm_kernels(spmm_use_autotune)) {
+            out.push_back(k->name);
+        }
+        return out;
+    }();
     return names;
 }
 
@@ -213,28 +213,17 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
 {
     validate(a, "the operator of an autotuned SpMM plan");
     HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-    // By value (but the operator): a deferred candidate builds after this call returns.
-    auto make = [&ctx, a = &a, max_dim, ranges = options.ranges,
+    // By value (but the operator): a deferred candidate builds after this call returns. The
+    // candidates see the ranges but no stored metadata: what they use of it comes in `options`.
+    SpmmPlanHints hints;
+    hints.ranges = options.ranges;
+    auto make = [&ctx, a = &a, max_dim, hints = std::move(hints),
                  partition = options.accel_gcn_partition](
                     const std::string& name) -> std::unique_ptr<SpmmPlan> {
-        if (name == "cusparse") {
-            return make_cusparse_spmm_plan(ctx, *a, max_dim);
-        }
-        if (name == "accel_gcn") {
-            AccelGcnOptions accel;
-            accel.ranges = ranges;
-            accel.partition = partition;
-            return make_accel_gcn_spmm_plan(ctx, *a, max_dim, accel);
-        }
-        if (name == "mergepath") {
-            return make_mergepath_spmm_plan(ctx, *a, max_dim);
-        }
-        if (name == "mergepath_c200" || name == "mergepath_c400") {
-            MergePathOptions merge;
-            merge.cost = name == "mergepath_c200" ? 200 : 400;
-            return make_mergepath_spmm_plan(ctx, *a, max_dim, merge);
-        }
-        return make_rowsplit_spmm_plan(ctx, *a, max_dim);
+        const auto* kernel = find_spmm_kernel(name, spmm_use_autotune);
+        HALO_EXPECTS(kernel != nullptr && kernel->make != nullptr, "autotune candidate ", name,
+                     " is not a registered kernel");
+        return kernel->make(ctx, *a, SpmmPlanRequest{max_dim, hints, {}, partition});
     };
     std::vector<AutotunedSpmmPlan::Candidate> candidates;
     std::vector<std::string> unavailable;
@@ -295,6 +284,56 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
         plan->preload(options.stored_choices, notes);
     }
     return plan;
+}
+
+// The registry's factories (halo/spmm_registry.hpp).
+
+// --spmm autotune: stored choices for this operator and device are preloaded (and the kernels
+// they chose built); the stored Accel-GCN partition is loaded once for its candidate. The plan
+// offers its new choices as metadata of the hints' operator.
+std::unique_ptr<SpmmPlan> autotune_spmm_factory(Context& ctx, const Csr& a,
+                                                const SpmmPlanRequest& request)
+{
+    const auto& hints = request.hints;
+    AutotunePlanOptions options;
+    options.ranges = hints.ranges;
+    options.accel_gcn_partition = detail::stored_accel_gcn_partition(a, hints, options.notes);
+    const auto device = device_info(ctx.device()).name;
+    const auto* md = detail::find_stored(hints, autotune_metadata_kernel);
+    if (md != nullptr && !detail::built_for(*md, a)) {
+        options.notes.push_back(md->origin + ": built for another operator; timing again");
+    } else if (md != nullptr) {
+        auto stored = autotune_from_metadata(*md, a.view(), device, autotune_candidate_names());
+        if (!stored.note.empty()) {
+            options.notes.push_back(md->origin + ": " + stored.note);
+        } else {
+            options.notes.push_back("autotune: " + std::to_string(stored.entries.size()) +
+                                    " choice(s) loaded from " + md->origin);
+        }
+        options.stored_choices = std::move(stored.entries);
+    }
+    auto plan = make_autotuned_spmm_plan(ctx, a, request.max_dim, options);
+    if (!hints.op.empty()) {
+        plan->set_identity(metadata_for_operator(autotune_metadata_kernel, hints.op, a.view()),
+                           device);
+    }
+    return plan;
+}
+
+// --spmm auto: the autotuner when the hints carry choices it would load (none of the notes that
+// make it time again), cuSPARSE otherwise: nothing is timed.
+std::unique_ptr<SpmmPlan> stored_or_cusparse_spmm_factory(Context& ctx, const Csr& a,
+                                                          const SpmmPlanRequest& request)
+{
+    const auto* md = detail::find_stored(request.hints, autotune_metadata_kernel);
+    if (md != nullptr && detail::built_for(*md, a)) {
+        const auto stored = autotune_from_metadata(*md, a.view(), device_info(ctx.device()).name,
+                                                   autotune_candidate_names());
+        if (stored.note.empty() && !stored.entries.empty()) {
+            return autotune_spmm_factory(ctx, a, request);
+        }
+    }
+    return make_cusparse_spmm_plan(ctx, a, request.max_dim);
 }
 
 }  // namespace halo::cuda

@@ -23,10 +23,11 @@
 #include <vector>
 
 #include "cuda/backend/cuda_kernels.hpp"
+#include "cuda/primitives/spmm_checks.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
-#include "cuda/primitives/spmm_checks.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -258,6 +259,12 @@ std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, st
                                                   IndexWidth indices)
 {
     return std::make_unique<CusparseSpmmPlan>(ctx, a, max_dim, indices);
+}
+
+std::unique_ptr<SpmmPlan> cusparse_spmm_factory(Context& ctx, const Csr& a,
+                                                const SpmmPlanRequest& request)
+{
+    return make_cusparse_spmm_plan(ctx, a, request.max_dim);
 }
 
 }  // namespace halo::cuda

@@ -32,12 +32,13 @@
 
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
+#include "cuda/primitives/spmm_checks.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
+#include "halo/spmm_registry.hpp"
 #include "preprocess/mergepath_schedule.hpp"
-#include "cuda/primitives/spmm_checks.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -391,6 +392,30 @@ std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, s
                                                    const MergePathOptions& options)
 {
     return std::make_unique<MergePathSpmmPlan>(ctx, a, max_dim, options);
+}
+
+// The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger
+// fixed costs the autotuner also tries.
+std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
+                                                 const SpmmPlanRequest& request)
+{
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim);
+}
+
+std::unique_ptr<SpmmPlan> mergepath_c200_spmm_factory(Context& ctx, const Csr& a,
+                                                      const SpmmPlanRequest& request)
+{
+    MergePathOptions options;
+    options.cost = 200;
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, options);
+}
+
+std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a,
+                                                      const SpmmPlanRequest& request)
+{
+    MergePathOptions options;
+    options.cost = 400;
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, options);
 }
 
 }  // namespace halo::cuda

@@ -26,12 +26,13 @@
 
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
+#include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/spmm/rowsplit_layout.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
-#include "cuda/spmm/rowsplit_layout.hpp"
-#include "cuda/primitives/spmm_checks.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -284,6 +285,12 @@ std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, st
                                                   IndexWidth offsets)
 {
     return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets);
+}
+
+std::unique_ptr<SpmmPlan> rowsplit_spmm_factory(Context& ctx, const Csr& a,
+                                                const SpmmPlanRequest& request)
+{
+    return make_rowsplit_spmm_plan(ctx, a, request.max_dim);
 }
 
 }  // namespace halo::cuda

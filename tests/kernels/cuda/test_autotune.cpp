@@ -320,7 +320,7 @@ TEST(AutotunedSpmm, CudaBackendRunsItWhenAsked)
 {
     HALO_REQUIRE_GPUS(1);
     halo::cuda::Context ctx;
-    const auto backend = halo::cuda::make_cuda_backend(ctx, halo::cuda::SpmmAlgorithm::autotune);
+    const auto backend = halo::cuda::make_cuda_backend(ctx, "autotune");
     const auto a = graph_csr("rmat", 9, 7, true);
     const auto plan = backend->make_spmm_plan(a);
     EXPECT_EQ(plan->algorithm(), "autotune");
@@ -343,7 +343,7 @@ TEST(AutotunedSpmm, StoredChoicesAndPartitionThroughTheBackend)
 {
     HALO_REQUIRE_GPUS(1);
     halo::cuda::Context ctx;
-    const auto backend = halo::cuda::make_cuda_backend(ctx, halo::cuda::SpmmAlgorithm::autotune);
+    const auto backend = halo::cuda::make_cuda_backend(ctx, "autotune");
     const auto a = graph_csr("rmat", 11, 21, true);
     const auto n = a.num_rows;
     const std::vector<halo::RowRange> ranges{{0, n / 3}, {n / 3, n}};
@@ -395,7 +395,7 @@ TEST(AutotunedSpmm, AccelGcnBackendUsesTheStoredPartition)
 {
     HALO_REQUIRE_GPUS(1);
     halo::cuda::Context ctx;
-    const auto backend = halo::cuda::make_cuda_backend(ctx, halo::cuda::SpmmAlgorithm::accel_gcn);
+    const auto backend = halo::cuda::make_cuda_backend(ctx, "accel_gcn");
     const auto a = graph_csr("er", 12, 23, true);
     const auto n = a.num_rows;
     const std::vector<halo::RowRange> ranges{{0, n / 2}, {n / 2, n}};

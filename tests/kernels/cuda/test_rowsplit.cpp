@@ -321,7 +321,7 @@ TEST(RowsplitSpmm, CudaBackendRunsItWhenAsked)
 {
     HALO_REQUIRE_GPUS(1);
     halo::cuda::Context ctx;
-    const auto backend = halo::cuda::make_cuda_backend(ctx, halo::cuda::SpmmAlgorithm::rowsplit);
+    const auto backend = halo::cuda::make_cuda_backend(ctx, "rowsplit");
     const auto a = graph_csr("rmat", 9, 7, true);
     const auto plan = backend->make_spmm_plan(a);
     EXPECT_EQ(plan->algorithm(), "rowsplit");
