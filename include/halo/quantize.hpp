@@ -24,14 +24,7 @@
 #include <vector>
 
 #include "halo/dense.hpp"
-
-#ifndef HALO_HOST_DEVICE
-#ifdef __CUDACC__
-#define HALO_HOST_DEVICE __host__ __device__
-#else
-#define HALO_HOST_DEVICE
-#endif
-#endif
+#include "halo/detail/host_device.hpp"
 
 namespace halo {
 

@@ -17,6 +17,7 @@
 
 #include "cuda/aes/aes_kernels.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/primitives/upload.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/spmm_registry.hpp"
@@ -24,16 +25,7 @@
 namespace halo::cuda {
 namespace {
 
-template <typename T>
-DeviceBuffer<T> upload(Context& ctx, const T* host, std::size_t count)
-{
-    DeviceBuffer<T> buffer(ctx, count);
-    if (count > 0) {
-        HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), host, buffer.bytes(), cudaMemcpyHostToDevice,
-                                      ctx.compute_stream()));
-    }
-    return buffer;
-}
+using detail::upload;
 
 // The rows of one layout whose slots exceed a group's staging (aes_kernels.hpp): sorted row ids,
 // the prefix of their piece counts (host copies for slicing a row range, device copies for the
@@ -73,10 +65,10 @@ public:
                 long_counts_.push_back(count);
             }
         }
-        indptr_ = upload(ctx, a.indptr.data(), a.indptr.size());
-        indices_ = upload(ctx, a.indices.data(), a.indices.size());
+        indptr_ = upload(ctx, a.indptr);
+        indices_ = upload(ctx, a.indices);
         if (a.has_values()) {
-            values_ = upload(ctx, a.values.data(), a.values.size());
+            values_ = upload(ctx, a.values);
         }
         // Once, at setup: a failed upload surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
@@ -163,8 +155,8 @@ private:
         if (!s.rows.empty()) {
             const std::int64_t width =
                 layout.group == 32 ? max_dim_ : std::min<std::int64_t>(max_dim_, layout.group * 4);
-            s.d_rows = upload(ctx_, s.rows.data(), s.rows.size());
-            s.d_first = upload(ctx_, s.first.data(), s.first.size());
+            s.d_rows = upload(ctx_, s.rows);
+            s.d_first = upload(ctx_, s.first);
             s.partials =
                 DeviceBuffer<float>(ctx_, static_cast<std::size_t>(s.first.back() * width));
             HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
@@ -301,9 +293,9 @@ DeviceQuantizedMatrix upload_quantized(Context& ctx, const QuantizedMatrix& q, c
     DeviceQuantizedMatrix d;
     d.rows = q.rows;
     d.cols = q.cols;
-    d.data = upload(ctx, q.data.data(), q.data.size());
-    d.scale = upload(ctx, q.scale.data(), q.scale.size());
-    d.zero_point = upload(ctx, q.zero_point.data(), q.zero_point.size());
+    d.data = upload(ctx, q.data);
+    d.scale = upload(ctx, q.scale);
+    d.zero_point = upload(ctx, q.zero_point);
     HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
     return d;
 }

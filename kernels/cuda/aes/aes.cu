@@ -30,6 +30,8 @@
 #include <cstdint>
 
 #include "cuda/aes/aes_kernels.hpp"
+#include "cuda/primitives/grid_stride.cuh"
+#include "cuda/primitives/warp_reduce.cuh"
 #include "halo/aes.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -381,9 +383,7 @@ __global__ void frobenius_kernel(const float* approx, std::int64_t lda, const fl
     double diff = 0.0;
     double ref = 0.0;
     const std::int64_t total = rows * cols;
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         t < total; t += stride) {
+    for (std::int64_t t = first_index(); t < total; t += stride()) {
         const std::int64_t i = t / cols;
         const std::int64_t j = t - i * cols;
         const double e = exact[i * lde + j];
@@ -391,10 +391,8 @@ __global__ void frobenius_kernel(const float* approx, std::int64_t lda, const fl
         diff += d * d;
         ref += e * e;
     }
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-        diff += __shfl_down_sync(0xffffffffu, diff, offset);
-        ref += __shfl_down_sync(0xffffffffu, ref, offset);
-    }
+    diff = warp_sum(diff);
+    ref = warp_sum(ref);
     if (threadIdx.x % kWarp == 0) {
         atomicAdd(out, diff);
         atomicAdd(out + 1, ref);

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "cuda/attention/fused3s_kernels.hpp"
+#include "cuda/primitives/warp_reduce.cuh"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
@@ -73,10 +74,7 @@ __global__ void __launch_bounds__(kBlock)
                     }
                 }
             }
-#pragma unroll
-            for (int offset = G / 2; offset > 0; offset /= 2) {
-                partial += __shfl_xor_sync(0xffffffffu, partial, offset);
-            }
+            partial = warp_sum<G>(partial);
             if (active && member == 0) {
                 a.scores[nz] = scale * partial;
             }
@@ -108,18 +106,14 @@ __global__ void __launch_bounds__(kBlock) csr_row_softmax_kernel(SddmmArgs a)
         for (std::int64_t nz = begin + lane; nz < end; nz += kWarp) {
             max = fmaxf(max, a.scores[nz]);
         }
-        for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-            max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, offset));
-        }
+        max = warp_max(max);
         float sum = 0.0f;
         for (std::int64_t nz = begin + lane; nz < end; nz += kWarp) {
             const float e = expf(a.scores[nz] - max);
             a.scores[nz] = e;
             sum += e;
         }
-        for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-            sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-        }
+        sum = warp_sum(sum);
         const float inv = 1.0f / sum;
         for (std::int64_t nz = begin + lane; nz < end; nz += kWarp) {
             a.scores[nz] *= inv;

@@ -16,22 +16,14 @@
 #include <vector>
 
 #include "cuda/attention/fused3s_kernels.hpp"
+#include "cuda/primitives/upload.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
 namespace halo::cuda {
 namespace {
 
-template <typename T>
-DeviceBuffer<T> upload(Context& ctx, const std::vector<T>& host)
-{
-    DeviceBuffer<T> buffer(ctx, host.size());
-    if (!host.empty()) {
-        HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), host.data(), buffer.bytes(),
-                                      cudaMemcpyHostToDevice, ctx.compute_stream()));
-    }
-    return buffer;
-}
+using detail::upload;
 
 bool aligned16(const void* p)
 {

@@ -31,6 +31,7 @@
 
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/attention/fused3s_layout.hpp"
+#include "cuda/primitives/grid_stride.cuh"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
@@ -411,9 +412,7 @@ __global__ void convert_kernel(const float* src, std::int64_t lds, __half* dst, 
                                std::int64_t rows, std::int64_t cols)
 {
     const std::int64_t count = rows * cols;
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         k < count; k += stride) {
+    for (std::int64_t k = first_index(); k < count; k += stride()) {
         const std::int64_t i = k / cols;
         const std::int64_t j = k - i * cols;
         dst[i * ldd + j] = __float2half_rn(src[i * lds + j]);
@@ -426,9 +425,7 @@ __global__ void convert4_kernel(const float* src, std::int64_t lds, __half* dst,
 {
     const std::int64_t quads = cols / 4;
     const std::int64_t count = rows * quads;
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         k < count; k += stride) {
+    for (std::int64_t k = first_index(); k < count; k += stride()) {
         const std::int64_t i = k / quads;
         const std::int64_t j = 4 * (k - i * quads);
         const float4 x = __ldg(reinterpret_cast<const float4*>(src + i * lds + j));

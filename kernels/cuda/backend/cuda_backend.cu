@@ -1,8 +1,9 @@
-// Element-wise device kernels of the CUDA backend and the index conversions of the cuSPARSE plan:
-// grid-stride loops over int64 element counts, so any size runs with a bounded grid.
+// Element-wise device kernels of the CUDA backend: grid-stride loops over int64 element counts,
+// so any size runs with a bounded grid.
 #include <algorithm>
 
 #include "cuda/backend/cuda_kernels.hpp"
+#include "cuda/primitives/grid_stride.cuh"
 #include "halo/cuda_error.hpp"
 #include "halo/detail/counter_random.hpp"
 
@@ -15,17 +16,7 @@ constexpr std::int64_t kMaxBlocks = 8192;
 
 unsigned grid_for(std::int64_t count)
 {
-    return static_cast<unsigned>(std::min<std::int64_t>((count + kBlock - 1) / kBlock, kMaxBlocks));
-}
-
-__device__ std::int64_t first_index()
-{
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ std::int64_t stride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    return grid_blocks(count, kBlock, kMaxBlocks);
 }
 
 __global__ void axpby_kernel(std::int64_t rows, std::int64_t cols, float alpha, const float* x,
@@ -54,32 +45,6 @@ __global__ void bias_activation_kernel(float* y, std::int64_t rows, std::int64_t
         }
         y[i * ld + j] = v;
     }
-}
-
-template <typename In, typename Out>
-__global__ void shift_kernel(const In* in, Out* out, std::int64_t count, std::int64_t base)
-{
-    for (std::int64_t k = first_index(); k < count; k += stride()) {
-        out[k] = static_cast<Out>(static_cast<std::int64_t>(in[k]) - base);
-    }
-}
-
-__global__ void fill_kernel(float* data, std::int64_t count, float value)
-{
-    for (std::int64_t k = first_index(); k < count; k += stride()) {
-        data[k] = value;
-    }
-}
-
-template <typename In, typename Out>
-void launch_shift(cudaStream_t stream, const In* in, Out* out, std::int64_t count,
-                  std::int64_t base)
-{
-    if (count <= 0) {
-        return;
-    }
-    shift_kernel<<<grid_for(count), kBlock, 0, stream>>>(in, out, count, base);
-    HALO_CUDA_CHECK_LAUNCH();
 }
 
 // One element per thread: the generator is a pure function of (seed, node id, column).
@@ -130,39 +95,6 @@ void bias_activation(cudaStream_t stream, float* y, std::int64_t rows, std::int6
     }
     bias_activation_kernel<<<grid_for(rows * cols), kBlock, 0, stream>>>(y, rows, cols, ld, bias,
                                                                          relu);
-    HALO_CUDA_CHECK_LAUNCH();
-}
-
-void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int64_t* out,
-                   std::int64_t count, std::int64_t base)
-{
-    launch_shift(stream, in, out, count, base);
-}
-
-void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int32_t* out,
-                   std::int64_t count, std::int64_t base)
-{
-    launch_shift(stream, in, out, count, base);
-}
-
-void shift_offsets(cudaStream_t stream, const std::int32_t* in, std::int32_t* out,
-                   std::int64_t count, std::int64_t base)
-{
-    launch_shift(stream, in, out, count, base);
-}
-
-void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* out,
-                   std::int64_t count)
-{
-    launch_shift(stream, in, out, count, 0);
-}
-
-void fill(cudaStream_t stream, float* data, std::int64_t count, float value)
-{
-    if (count <= 0) {
-        return;
-    }
-    fill_kernel<<<grid_for(count), kBlock, 0, stream>>>(data, count, value);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

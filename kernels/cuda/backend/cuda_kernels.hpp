@@ -1,5 +1,5 @@
 // Host-callable launchers of the small device kernels of the CUDA backend (cuda_backend.cu), for
-// the host code beside them (cuda_backend.cpp, cusparse_spmm.cpp). Internal to halo_kernels. Every
+// the host code beside them (cuda_backend.cpp). Internal to halo_kernels. Every
 // launcher issues its work on `stream`, checks the launch (HALO_CUDA_CHECK_LAUNCH) and returns at
 // once; a count or shape of zero launches nothing.
 #pragma once
@@ -19,22 +19,6 @@ void axpby(cudaStream_t stream, std::int64_t rows, std::int64_t cols, float alph
 /// v to (v > 0 ? v : 0), as the CPU reference does (NaN becomes 0).
 void bias_activation(cudaStream_t stream, float* y, std::int64_t rows, std::int64_t cols,
                      std::int64_t ld, const float* bias, bool relu);
-
-/// out[i] = in[i] - base for i in [0, count): CSR row offsets of a row range rebased to start at
-/// zero, also narrowing int64 offsets to int32 (the caller guarantees that they fit).
-void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int64_t* out,
-                   std::int64_t count, std::int64_t base);
-void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int32_t* out,
-                   std::int64_t count, std::int64_t base);
-void shift_offsets(cudaStream_t stream, const std::int32_t* in, std::int32_t* out,
-                   std::int64_t count, std::int64_t base);
-
-/// out[i] = in[i], widening int32 column indices to int64.
-void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* out,
-                   std::int64_t count);
-
-/// data[i] = value for i in [0, count).
-void fill(cudaStream_t stream, float* data, std::int64_t count, float value);
 
 /// y[r * ld + j] = halo::detail::random_feature(seed, ids[r], cols, j): the host generator's
 /// values bit for bit (ids on the device).

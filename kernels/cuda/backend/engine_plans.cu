@@ -16,6 +16,8 @@
 #include <cstdint>
 
 #include "cuda/backend/engine_plans.hpp"
+#include "cuda/primitives/grid_stride.cuh"
+#include "cuda/primitives/warp_reduce.cuh"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
@@ -28,20 +30,12 @@ constexpr int kWarp = 32;
 constexpr int kBlock = 256;
 constexpr std::int64_t kMaxBlocks = 65536;
 
+using detail::first_index;
+using detail::stride;
+
 unsigned grid_for(std::int64_t threads)
 {
-    const std::int64_t blocks = (threads + kBlock - 1) / kBlock;
-    return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-__device__ std::int64_t global_thread()
-{
-    return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-
-__device__ std::int64_t thread_stride()
-{
-    return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    return detail::grid_blocks(threads, kBlock, kMaxBlocks);
 }
 
 __global__ void __launch_bounds__(kBlock)
@@ -49,17 +43,15 @@ __global__ void __launch_bounds__(kBlock)
                           std::int64_t ldy, std::int64_t rows, std::int64_t cols)
 {
     const int lane = static_cast<int>(threadIdx.x) % kWarp;
-    const std::int64_t warps = thread_stride() / kWarp;
-    for (std::int64_t i = global_thread() / kWarp; i < rows; i += warps) {
+    const std::int64_t warps = stride() / kWarp;
+    for (std::int64_t i = first_index() / kWarp; i < rows; i += warps) {
         const float* xi = x + i * ldx;
         double sq = 0.0;
         for (std::int64_t j = lane; j < cols; j += kWarp) {
             const double v = xi[j];
             sq += v * v;
         }
-        for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-            sq += __shfl_xor_sync(0xffffffffu, sq, offset);
-        }
+        sq = detail::warp_sum(sq);
         const float norm = fmaxf(static_cast<float>(sqrt(sq)), 1e-12f);
         float* yi = y + i * ldy;
         for (std::int64_t j = lane; j < cols; j += kWarp) {
@@ -74,7 +66,7 @@ __global__ void __launch_bounds__(kBlock)
                         std::int64_t k, std::int64_t words, std::int64_t row_begin,
                         std::int64_t count, std::uint32_t* __restrict__ records, std::int64_t ld)
 {
-    for (std::int64_t t = global_thread(); t < count * words; t += thread_stride()) {
+    for (std::int64_t t = first_index(); t < count * words; t += stride()) {
         const std::int64_t i = row_begin + t / words;
         const std::int64_t w = t % words;
         std::uint32_t word;
@@ -107,7 +99,7 @@ __global__ void __launch_bounds__(kBlock)
                           std::int16_t* __restrict__ indices,
                           unsigned long long* __restrict__ first_bad)
 {
-    for (std::int64_t t = global_thread(); t < count * k; t += thread_stride()) {
+    for (std::int64_t t = first_index(); t < count * k; t += stride()) {
         const std::int64_t i = row_begin + t / k;
         const std::int64_t e = t % k;
         const std::uint32_t* record = records + i * ld;

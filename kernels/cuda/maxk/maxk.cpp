@@ -17,24 +17,16 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/maxk/maxk_kernels.hpp"
+#include "cuda/primitives/upload.hpp"
+#include "cuda/primitives/zero_rows.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
-#include "cuda/maxk/maxk_kernels.hpp"
 
 namespace halo::cuda {
 namespace {
 
-template <typename T>
-DeviceBuffer<T> upload(Context& ctx, const T* host, std::size_t count)
-{
-    DeviceBuffer<T> buffer(ctx, count);
-    if (count > 0) {
-        // Pageable source: the copy is staged before cudaMemcpyAsync returns.
-        HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), host, buffer.bytes(), cudaMemcpyHostToDevice,
-                                      ctx.compute_stream()));
-    }
-    return buffer;
-}
+using detail::upload;
 
 bool uses_slots(SsdVariant v)
 {
@@ -80,10 +72,10 @@ public:
         }
         shared_rows_ = shared_rows(groups_);
         valued_ = a.has_values();
-        indices_ = upload(ctx_, a.indices.data(), a.indices.size());
-        values_ = upload(ctx_, a.values.data(), a.values.size());
-        groups_device_ = upload(ctx_, packed.data(), packed.size());
-        shared_rows_device_ = upload(ctx_, shared_rows_.data(), shared_rows_.size());
+        indices_ = upload(ctx_, a.indices);
+        values_ = upload(ctx_, a.values);
+        groups_device_ = upload(ctx_, packed);
+        shared_rows_device_ = upload(ctx_, shared_rows_);
         HALO_CUDA_TRY(cudaDeviceGetAttribute(
             &shared_optin_, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx_.device()));
         // Once, at setup: a failed upload surfaces here rather than in a later run.

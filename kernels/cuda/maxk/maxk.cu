@@ -23,10 +23,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
 #include "cuda/maxk/maxk_kernels.hpp"
 #include "cuda/maxk/maxk_select.hpp"
+#include "cuda/primitives/warp_reduce.cuh"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
 
 namespace halo::cuda::detail {
 namespace {
@@ -35,30 +36,6 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr int kTopkWarps = 8;
 // Nonzeros whose loads are issued together before their accumulation steps.
 constexpr int kBatch = 4;
-
-__device__ __forceinline__ unsigned warp_sum(unsigned v)
-{
-#if __CUDA_ARCH__ >= 800
-    return __reduce_add_sync(kFullMask, v);
-#else
-    for (int offset = 16; offset > 0; offset /= 2) {
-        v += __shfl_xor_sync(kFullMask, v, offset);
-    }
-    return v;
-#endif
-}
-
-__device__ __forceinline__ unsigned warp_max(unsigned v)
-{
-#if __CUDA_ARCH__ >= 800
-    return __reduce_max_sync(kFullMask, v);
-#else
-    for (int offset = 16; offset > 0; offset /= 2) {
-        v = max(v, __shfl_xor_sync(kFullMask, v, offset));
-    }
-    return v;
-#endif
-}
 
 template <int kSlots>
 __global__ void __launch_bounds__(kTopkWarps * 32)
@@ -368,16 +345,6 @@ __global__ void __maxnreg__(40) ssd_decoupled_kernel(SsdArgs args, int slots)
     }
 }
 
-__global__ void zero_rows_kernel(const int* __restrict__ rows, long long count, int dim, float* out,
-                                 long long ldo)
-{
-    const long long total = count * dim;
-    for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
-         i += static_cast<long long>(gridDim.x) * blockDim.x) {
-        out[static_cast<long long>(rows[i / dim]) * ldo + i % dim] = 0.0f;
-    }
-}
-
 // Kernels whose block needs more than the default 48 KiB of dynamic shared memory must say so.
 template <typename Kernel>
 void allow_shared(Kernel kernel, std::size_t bytes)
@@ -528,20 +495,6 @@ void ssd_decoupled(cudaStream_t stream, const SsdArgs& args_in, int warps, int s
     } else {
         launch_decoupled_entries<false, false>(stream, args, warps, slots);
     }
-}
-
-void zero_rows(cudaStream_t stream, const std::int32_t* rows, std::int64_t count, int dim,
-               float* out, std::int64_t ldo)
-{
-    if (count == 0 || dim == 0) {
-        return;
-    }
-    constexpr int threads = 256;
-    const std::int64_t blocks =
-        std::min<std::int64_t>((count * dim + threads - 1) / threads, 65536);
-    zero_rows_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(rows, count, dim, out,
-                                                                            ldo);
-    HALO_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace halo::cuda::detail

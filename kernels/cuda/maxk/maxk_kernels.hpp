@@ -50,8 +50,4 @@ void ssd_decoupled(cudaStream_t stream, const SsdArgs& args, int warps, int slot
 std::size_t ssd_maxk_shared_bytes(int warps, int dim);
 std::size_t ssd_decoupled_shared_bytes(int warps, int slots, int dim);
 
-/// out[rows[i], 0:dim] = 0 for i in [0, count).
-void zero_rows(cudaStream_t stream, const std::int32_t* rows, std::int64_t count, int dim,
-               float* out, std::int64_t ldo);
-
 }  // namespace halo::cuda::detail

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/primitives/grid_stride.cuh"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -35,9 +36,7 @@ __global__ void __launch_bounds__(kThreads)
                    std::int64_t cols, T* __restrict__ dst, std::int64_t ld_dst)
 {
     const std::int64_t total = rows * cols;
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         t < total; t += stride) {
+    for (std::int64_t t = detail::first_index(); t < total; t += detail::stride()) {
         const std::int64_t i = t / cols;
         const std::int64_t j = t - i * cols;
         dst[i * ld_dst + j] = narrow<T>(src[i * ld_src + j]);

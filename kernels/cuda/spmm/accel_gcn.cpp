@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/primitives/upload.hpp"
+#include "cuda/primitives/zero_rows.hpp"
 #include "cuda/spmm/accel_gcn_kernels.hpp"
 #include "cuda/spmm/stored_metadata.hpp"
 #include "halo/accel_gcn_metadata.hpp"
@@ -32,18 +34,7 @@ namespace {
 
 static_assert(sizeof(AccelGcnBlock) == 4 * sizeof(std::int32_t), "AccelGcnBlock mirrors int4");
 
-template <typename T>
-DeviceBuffer<T> upload(Context& ctx, const T* host, std::size_t count)
-{
-    DeviceBuffer<T> buffer(ctx, count);
-    if (count > 0) {
-        // Pageable source: the copy is staged before cudaMemcpyAsync returns, so the host
-        // vector may go away afterwards.
-        HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), host, buffer.bytes(), cudaMemcpyHostToDevice,
-                                      ctx.compute_stream()));
-    }
-    return buffer;
-}
+using detail::upload;
 
 // One uploaded partition; the host keeps only the segment bounds.
 struct Prepared {
@@ -62,11 +53,11 @@ struct Prepared {
           segment_blocks(p.segment_blocks),
           segment_split_rows(p.segment_split_rows),
           valued(!p.values.empty()),
-          blocks(upload(ctx, p.blocks.data(), p.blocks.size())),
-          sorted_rows(upload(ctx, p.sorted_rows.data(), p.sorted_rows.size())),
-          indices(upload(ctx, p.indices.data(), p.indices.size())),
-          values(upload(ctx, p.values.data(), p.values.size())),
-          split_rows(upload(ctx, p.split_rows.data(), p.split_rows.size()))
+          blocks(upload(ctx, p.blocks)),
+          sorted_rows(upload(ctx, p.sorted_rows)),
+          indices(upload(ctx, p.indices)),
+          values(upload(ctx, p.values)),
+          split_rows(upload(ctx, p.split_rows))
     {
     }
 };
@@ -107,20 +98,12 @@ public:
     AccelGcnPlan(const AccelGcnPlan&) = delete;
     AccelGcnPlan& operator=(const AccelGcnPlan&) = delete;
 
-    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
-    {
-        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
-    }
-
     void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
     {
-        // The shape checks of every plan (x's element type does not enter them).
-        detail::check_spmm_operands({static_cast<const float*>(nullptr), x.rows, x.cols, x.ld}, y,
-                                    rows, a_.num_rows, a_.num_cols, max_dim_);
-        const std::int64_t d = x.cols;
-        if (rows.empty() || d == 0) {
+        if (!detail::check_feature_operands(x, y, rows, a_.num_rows, a_.num_cols, max_dim_)) {
             return;
         }
+        const std::int64_t d = x.cols;
         const Prepared* prep = main_.get();
         auto first = std::find(prep->segment_rows.begin(), prep->segment_rows.end(), rows.begin);
         auto last = std::find(prep->segment_rows.begin(), prep->segment_rows.end(), rows.end);
@@ -197,6 +180,14 @@ private:
     std::unique_ptr<Prepared> main_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Prepared>> extra_;
 };
+
+AccelGcnOptions ablation(bool degree_sort, bool combined_warps)
+{
+    AccelGcnOptions options;
+    options.degree_sort = degree_sort;
+    options.combined_warps = combined_warps;
+    return options;
+}
 
 // A plan with lines for report() about the stored metadata it was given.
 class NotedPlan final : public SpmmPlan {
@@ -276,22 +267,17 @@ std::unique_ptr<SpmmPlan> accel_gcn_spmm_factory(Context& ctx, const Csr& a,
     return std::make_unique<NotedPlan>(std::move(plan), std::move(notes));
 }
 
+// The ablations of halo-bench (paper 001, Fig. 8).
 std::unique_ptr<SpmmPlan> accel_gcn_nosort_spmm_factory(Context& ctx, const Csr& a,
                                                         const SpmmPlanRequest& request)
 {
-    AccelGcnOptions options;
-    options.ranges = request.hints.ranges;
-    options.degree_sort = false;
-    return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
+    return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, ablation(false, true));
 }
 
 std::unique_ptr<SpmmPlan> accel_gcn_nocombine_spmm_factory(Context& ctx, const Csr& a,
                                                            const SpmmPlanRequest& request)
 {
-    AccelGcnOptions options;
-    options.ranges = request.hints.ranges;
-    options.combined_warps = false;
-    return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
+    return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, ablation(true, false));
 }
 
 }  // namespace halo::cuda

@@ -131,17 +131,6 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
     }
 }
 
-// y[rows[i], 0:d] = 0 for i in [0, count): the split rows, before their chunks add into them.
-__global__ void zero_rows_kernel(const int* __restrict__ rows, long long count, int d, float* y,
-                                 long long ldy)
-{
-    const long long total = count * d;
-    for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
-         i += static_cast<long long>(gridDim.x) * blockDim.x) {
-        y[static_cast<long long>(rows[i / d]) * ldy + i % d] = 0.0f;
-    }
-}
-
 }  // namespace
 
 int accel_gcn_tile_cap(int warps_per_block)
@@ -239,20 +228,6 @@ void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const voi
         default:
             HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x_type));
     }
-    HALO_CUDA_CHECK_LAUNCH();
-}
-
-void zero_rows(cudaStream_t stream, const std::int32_t* rows, std::int64_t count, std::int64_t d,
-               float* y, std::int64_t ldy)
-{
-    if (count == 0 || d == 0) {
-        return;
-    }
-    constexpr int kThreads = 256;
-    const long long total = count * d;
-    const long long grid = std::min<long long>((total + kThreads - 1) / kThreads, 65535);
-    zero_rows_kernel<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(
-        rows, count, static_cast<int>(d), y, ldy);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

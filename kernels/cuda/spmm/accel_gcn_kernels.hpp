@@ -33,8 +33,4 @@ void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const voi
                     FeatureType x_type, std::int64_t ldx, float* y, std::int64_t ldy,
                     std::int64_t d);
 
-/// y[rows[i], 0:d] = 0 for i in [0, count).
-void zero_rows(cudaStream_t stream, const std::int32_t* rows, std::int64_t count, std::int64_t d,
-               float* y, std::int64_t ldy);
-
 }  // namespace halo::cuda::detail

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/spmm/stored_metadata.hpp"
 #include "halo/autotune_metadata.hpp"
 #include "halo/cuda/autotune.hpp"
@@ -120,15 +121,9 @@ double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x
 
 void AutotunedSpmmPlan::run(DenseView<const float> x, DenseView<float> y, RowRange rows)
 {
-    // The shared preconditions, so that misuse is a LogicError here rather than every candidate
-    // "failing" alike.
-    HALO_EXPECTS(x.cols == y.cols, "x has ", x.cols, " columns, y has ", y.cols);
-    HALO_EXPECTS(x.rows >= num_cols_, "x has ", x.rows, " rows, A has ", num_cols_, " columns");
-    HALO_EXPECTS(y.rows >= num_rows_, "y has ", y.rows, " rows, A has ", num_rows_);
-    HALO_EXPECTS(x.ld >= x.cols && y.ld >= y.cols, "leading dimensions ", x.ld, " and ", y.ld,
-                 " below the width ", x.cols);
-    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= num_rows_, "row range [",
-                 rows.begin, ", ", rows.end, ") outside [0, ", num_rows_, ")");
+    // The shared preconditions (but the width bound, each candidate's own), so that misuse is a
+    // LogicError here rather than every candidate "failing" alike.
+    detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_);
     if (rows.empty() || x.cols == 0) {
         for (std::size_t i = 0; i < candidates_.size(); ++i) {
             if (SpmmPlan* plan = built(i)) {

@@ -33,6 +33,8 @@
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/primitives/upload.hpp"
+#include "cuda/primitives/zero_rows.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
 #include "halo/cuda_error.hpp"
@@ -148,19 +150,6 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
     }
 }
 
-__global__ void __launch_bounds__(kBlockThreads)
-    zero_rows_kernel(const std::int64_t* rows, std::int64_t count, std::int64_t width, float* y,
-                     std::int64_t ldy)
-{
-    const std::int64_t total = count * width;
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         t < total; t += stride) {
-        const std::int64_t i = t / width;
-        y[rows[i] * ldy + (t - i * width)] = 0.0f;
-    }
-}
-
 unsigned int grid_for(std::int64_t threads)
 {
     const std::int64_t blocks = (threads + kBlockThreads - 1) / kBlockThreads;
@@ -221,18 +210,10 @@ public:
         }
         validate(a, "the operator of a MergePath-SpMM plan");
         const cudaStream_t stream = ctx_.compute_stream();
-        indptr_d_ = DeviceBuffer<std::int64_t>(ctx_, indptr_.size());
-        HALO_CUDA_TRY(cudaMemcpyAsync(indptr_d_.data(), indptr_.data(), indptr_d_.bytes(),
-                                      cudaMemcpyHostToDevice, stream));
-        indices_d_ = DeviceBuffer<std::int32_t>(ctx_, a.indices.size());
-        if (!a.indices.empty()) {
-            HALO_CUDA_TRY(cudaMemcpyAsync(indices_d_.data(), a.indices.data(), indices_d_.bytes(),
-                                          cudaMemcpyHostToDevice, stream));
-        }
+        indptr_d_ = detail::upload(ctx_, indptr_);
+        indices_d_ = detail::upload(ctx_, a.indices);
         if (a.has_values()) {
-            values_d_ = DeviceBuffer<float>(ctx_, a.values.size());
-            HALO_CUDA_TRY(cudaMemcpyAsync(values_d_.data(), a.values.data(), values_d_.bytes(),
-                                          cudaMemcpyHostToDevice, stream));
+            values_d_ = detail::upload(ctx_, a.values);
         }
         std::set<std::int64_t> costs;
         for (std::int64_t w = 1; w <= std::min(max_dim, kLastCostClass); ++w) {
@@ -248,27 +229,17 @@ public:
     MergePathSpmmPlan(const MergePathSpmmPlan&) = delete;
     MergePathSpmmPlan& operator=(const MergePathSpmmPlan&) = delete;
 
-    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
-    {
-        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
-    }
-
     void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
     {
-        // The shape checks of every plan (x's element type does not enter them).
-        detail::check_spmm_operands({static_cast<const float*>(nullptr), x.rows, x.cols, x.ld}, y,
-                                    rows, num_rows_, num_cols_, max_dim_);
-        const std::int64_t width = x.cols;
-        if (rows.empty() || width == 0) {
+        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
             return;
         }
+        const std::int64_t width = x.cols;
         const Prepared& p = schedule(rows, cost_for(width));
         const cudaStream_t stream = ctx_.compute_stream();
         const auto num_split = static_cast<std::int64_t>(p.host.split_rows.size());
         if (num_split > 0) {
-            zero_rows_kernel<<<grid_for(num_split * width), kBlockThreads, 0, stream>>>(
-                p.split_rows.data(), num_split, width, y.data, y.ld);
-            HALO_CUDA_CHECK_LAUNCH();
+            detail::zero_rows(stream, p.split_rows.data(), num_split, width, y.data, y.ld);
         }
         // 16-byte lanes (4 fp32 or 8 fp16/bf16 columns) when every access of a lane is aligned.
         const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
@@ -343,15 +314,8 @@ private:
         auto p = std::make_unique<Prepared>();
         p->host = mergepath::make_schedule(
             pattern, rows, mergepath::effective_cost(items, cost, options_.min_segments));
-        const cudaStream_t stream = ctx_.compute_stream();
-        p->segment_rows = DeviceBuffer<std::int64_t>(ctx_, p->host.segment_rows.size());
-        HALO_CUDA_TRY(cudaMemcpyAsync(p->segment_rows.data(), p->host.segment_rows.data(),
-                                      p->segment_rows.bytes(), cudaMemcpyHostToDevice, stream));
-        p->split_rows = DeviceBuffer<std::int64_t>(ctx_, p->host.split_rows.size());
-        if (!p->host.split_rows.empty()) {
-            HALO_CUDA_TRY(cudaMemcpyAsync(p->split_rows.data(), p->host.split_rows.data(),
-                                          p->split_rows.bytes(), cudaMemcpyHostToDevice, stream));
-        }
+        p->segment_rows = detail::upload(ctx_, p->host.segment_rows);
+        p->split_rows = detail::upload(ctx_, p->host.split_rows);
         const Prepared& ref = *p;
         prepared_.emplace(key, std::move(p));
         return ref;
@@ -405,17 +369,13 @@ std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
 std::unique_ptr<SpmmPlan> mergepath_c200_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
-    MergePathOptions options;
-    options.cost = 200;
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim, options);
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 200});
 }
 
 std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
-    MergePathOptions options;
-    options.cost = 400;
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim, options);
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 400});
 }
 
 }  // namespace halo::cuda

@@ -27,6 +27,7 @@
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/primitives/upload.hpp"
 #include "cuda/spmm/rowsplit_layout.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/rowsplit.hpp"
@@ -177,27 +178,15 @@ public:
         wide_ = offsets == IndexWidth::bits64 || nnz > std::int64_t{INT_MAX} - 2 * kWarp;
         const cudaStream_t stream = ctx_.compute_stream();
 
-        // Host staging of the narrowed offsets must live until the copy ends: synchronized below.
-        std::vector<std::int32_t> narrow;
         if (wide_) {
-            offsets64_ = DeviceBuffer<std::int64_t>(ctx_, a.indptr.size());
-            HALO_CUDA_TRY(cudaMemcpyAsync(offsets64_.data(), a.indptr.data(), offsets64_.bytes(),
-                                          cudaMemcpyHostToDevice, stream));
+            offsets64_ = detail::upload(ctx_, a.indptr);
         } else {
-            narrow.assign(a.indptr.begin(), a.indptr.end());
-            offsets32_ = DeviceBuffer<std::int32_t>(ctx_, narrow.size());
-            HALO_CUDA_TRY(cudaMemcpyAsync(offsets32_.data(), narrow.data(), offsets32_.bytes(),
-                                          cudaMemcpyHostToDevice, stream));
+            const std::vector<std::int32_t> narrow(a.indptr.begin(), a.indptr.end());
+            offsets32_ = detail::upload(ctx_, narrow);
         }
-        if (nnz > 0) {
-            columns_ = DeviceBuffer<std::int32_t>(ctx_, a.indices.size());
-            HALO_CUDA_TRY(cudaMemcpyAsync(columns_.data(), a.indices.data(), columns_.bytes(),
-                                          cudaMemcpyHostToDevice, stream));
-            if (a.has_values()) {
-                values_ = DeviceBuffer<float>(ctx_, a.values.size());
-                HALO_CUDA_TRY(cudaMemcpyAsync(values_.data(), a.values.data(), values_.bytes(),
-                                              cudaMemcpyHostToDevice, stream));
-            }
+        columns_ = detail::upload(ctx_, a.indices);
+        if (a.has_values()) {
+            values_ = detail::upload(ctx_, a.values);
         }
         // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -206,20 +195,12 @@ public:
     RowsplitSpmmPlan(const RowsplitSpmmPlan&) = delete;
     RowsplitSpmmPlan& operator=(const RowsplitSpmmPlan&) = delete;
 
-    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
-    {
-        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
-    }
-
     void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
     {
-        // The shape checks of every plan (x's element type does not enter them).
-        detail::check_spmm_operands({static_cast<const float*>(nullptr), x.rows, x.cols, x.ld}, y,
-                                    rows, num_rows_, num_cols_, max_dim_);
-        const std::int64_t width = x.cols;
-        if (rows.empty() || width == 0) {
+        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
             return;
         }
+        const std::int64_t width = x.cols;
         HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || num_cols_ == 0),
                      "null device operands");
         const auto layout = rowsplit::make_layout(

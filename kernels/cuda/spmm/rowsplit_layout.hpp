@@ -12,11 +12,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define HALO_HOST_DEVICE __host__ __device__
-#else
-#define HALO_HOST_DEVICE
-#endif
+#include "halo/detail/host_device.hpp"
 
 namespace halo::cuda::rowsplit {
 
