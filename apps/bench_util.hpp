@@ -79,7 +79,7 @@ struct CopyBandwidth {
 CopyBandwidth measure_copy_bandwidth(cudaStream_t stream, std::size_t max_bytes, int warmup,
                                      int runs);
 
-/// Host <-> device copy bandwidth (issue 15): one direction's bytes over the median time of
+/// Host <-> device copy bandwidth: one direction's bytes over the median time of
 /// `runs` cudaMemcpyAsync calls of `bytes` each, from and to page-locked (cudaMallocHost) and
 /// pageable (std::vector) host memory. The bus's speed is the pinned figure; halo-infer's
 /// uploads, downloads and streamed row blocks are compared with it.
