@@ -40,8 +40,8 @@ using halo::testing::random_matrix;
 using halo::testing::upload;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-// fp16 inputs (relative rounding 2^-11) and fp16 weights: errors around 1e-3; the bound of the
-// issue is 1e-2.
+// fp16 inputs (relative rounding 2^-11) and fp16 weights: errors around 1e-3; the bound held to
+// is 1e-2.
 constexpr double kFusedTolerance = 1e-2;
 
 struct Inputs {

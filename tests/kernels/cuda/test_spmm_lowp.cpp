@@ -1,4 +1,4 @@
-// fp16/bf16 features with fp32 accumulation (issue 6 item 3) for Accel-GCN (combined warps and
+// fp16/bf16 features with fp32 accumulation for Accel-GCN (combined warps and
 // not), MergePath and row-split on the GPU: the features are rounded on the device
 // (halo::cuda::convert_features, checked bit for bit against the host rounding), the kernels read
 // them through FeatureSpmmPlan::run_features, and the result is compared with a double reference

@@ -1,4 +1,4 @@
-// Adversarial shapes for every exact SpMM kernel (issue 6 item 5): cuSPARSE, Accel-GCN,
+// Adversarial shapes for every exact SpMM kernel: cuSPARSE, Accel-GCN,
 // MergePath and row-split on every shared graph of ../shared/data/MANIFEST.tsv (GCN-normalized
 // and pattern matrices, alternately) and on synthetic shapes (rows left empty, a row of 10^6
 // nonzeros, a one-row matrix, a matrix without nonzeros), at widths 1, 3, 31, 33, 100, 256 and
