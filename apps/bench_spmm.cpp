@@ -55,7 +55,7 @@ struct KernelEntry {
     PlanFactory make;
 };
 
-const std::vector<KernelEntry>& kernel_registry()
+const std::vector<KernelEntry>& bench_kernels()
 {
     static const std::vector<KernelEntry> registry = [] {
         std::vector<KernelEntry> out;
@@ -468,7 +468,7 @@ std::vector<const KernelEntry*> resolve_kernels(const std::vector<std::string>& 
 {
     std::vector<const KernelEntry*> chosen;
     auto find = [](const std::string& name) -> const KernelEntry* {
-        for (const auto& entry : kernel_registry()) {
+        for (const auto& entry : bench_kernels()) {
             if (entry.name == name) {
                 return &entry;
             }
@@ -482,12 +482,8 @@ std::vector<const KernelEntry*> resolve_kernels(const std::vector<std::string>& 
     for (const auto& name : names) {
         const auto* entry = find(name);
         if (entry == nullptr) {
-            std::string known;
-            for (const auto& e : kernel_registry()) {
-                known += (known.empty() ? "" : ", ") + e.name;
-            }
-            HALO_THROW(halo::InputError, "--kernels: unknown kernel '", name, "' (known: ", known,
-                       ")");
+            HALO_THROW(halo::InputError, "--kernels: unknown kernel '", name,
+                       "' (known: ", halo::spmm_kernel_names(halo::spmm_use_bench), ")");
         }
         if (entry == baseline) {
             baseline_asked = true;
@@ -775,12 +771,9 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
     app.add_option("--dims", o->dims, "dense widths d, comma-separated")
         ->delimiter(',')
         ->capture_default_str();
-    std::string known;
-    for (const auto& e : kernel_registry()) {
-        known += (known.empty() ? "" : ", ") + e.name;
-    }
     app.add_option("--kernels", o->kernels,
-                   "kernels to time, comma-separated (known: " + known + "); " + kBaseline +
+                   "kernels to time, comma-separated (known: " +
+                       halo::spmm_kernel_names(halo::spmm_use_bench) + "); " + kBaseline +
                        " always runs as the baseline")
         ->delimiter(',')
         ->capture_default_str();
