@@ -33,7 +33,7 @@
 #include "halo/backend.hpp"
 #include "halo/cuda/aes.hpp"
 #include "halo/cuda/backend.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -563,7 +563,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
             if (r.status == "ERROR") {
                 j["message"] = r.message;
             } else {
-                j["time_ms"] = {{"median", r.ms.median}, {"min", r.ms.min}, {"max", r.ms.max}};
+                j["time_ms"] = stats_json(r.ms);
                 j["buffer_sets"] = r.sets;
                 j["speedup_vs_cusparse"] = r.speedup;
                 j["rel_frobenius_error_vs_exact_fp32"] = r.rel_frobenius;
@@ -579,8 +579,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
             list.push_back(std::move(j));
         }
         doc["results"] = std::move(list);
-        write_file_atomic(o.run.json, doc.dump(2) + "\n");
-        fmt::print("wrote {}\n", o.run.json);
+        write_json(o.run.json, doc);
     }
     return failures ? 3 : 0;
 }
@@ -590,11 +589,12 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
 void add_aes_command(CLI::App& app, const std::string& command, int& exit_code)
 {
     auto o = std::make_shared<AesBenchOptions>();
-    auto* cmd = app.add_subcommand(
-        "aes",
+    auto* cmd = add_mode(
+        app, "aes",
         "AES-SpMM (docs/AES.md): sampled SpMM per W with fp32 and int8 features, and the exact "
         "int8 SpMM, against cuSPARSE in the same run; each checked against the CPU sampling "
-        "reference; speed-up and relative Frobenius error per W");
+        "reference; speed-up and relative Frobenius error per W",
+        o, &run_aes, command, exit_code);
     add_graph_options(*cmd, o->graph);
     cmd->add_option("--dims", o->dims, "dense widths d, comma-separated")
         ->delimiter(',')
@@ -611,10 +611,6 @@ void add_aes_command(CLI::App& app, const std::string& command, int& exit_code)
         ->check(CLI::IsMember({"sample_sum", "rescaled"}))
         ->capture_default_str();
     add_kernel_run_options(*cmd, o->run, "seed of X and of the checked-row sample");
-    cmd->callback([o, &command, &exit_code] {
-        exit_code =
-            app::run_guarded("halo-bench aes", [&] { return run_aes(*o, command); });
-    });
 }
 
 }  // namespace halo::bench_app

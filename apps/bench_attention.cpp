@@ -26,7 +26,7 @@
 #include "app_common.hpp"
 #include "bench_common.hpp"
 #include "halo/attention.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/fused3s.hpp"
 #include "halo/cuda_error.hpp"
@@ -207,11 +207,6 @@ struct Sets {
         return {x.data, x.rows, x.cols, x.ld};
     }
 };
-
-Json time_json(const Timing& t)
-{
-    return {{"median", t.ms.median}, {"min", t.ms.min}, {"max", t.ms.max}};
-}
 
 struct Record {
     std::string kernel;  // fused3s | fused3s+convert | unfused
@@ -474,7 +469,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
             if (r.status == "ERROR") {
                 j["message"] = r.message;
             } else {
-                j["time_ms"] = time_json(r.time);
+                j["time_ms"] = stats_json(r.time.ms);
                 j["buffer_sets"] = r.time.sets;
                 j["compulsory_bytes"] = r.compulsory_bytes;
                 j["roofline_fraction"] = r.roofline_fraction;
@@ -485,8 +480,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
         }
         doc["results"] = std::move(list);
         doc["summary"] = std::move(summary);
-        write_file_atomic(o.run.json, doc.dump(2) + "\n");
-        fmt::print("wrote {}\n", o.run.json);
+        write_json(o.run.json, doc);
     }
     return failures ? 3 : 0;
 }
@@ -496,10 +490,11 @@ int run_attention(const AttentionOptions& o, const std::string& command)
 void add_attention_command(CLI::App& app, const std::string& command, int& exit_code)
 {
     auto o = std::make_shared<AttentionOptions>();
-    auto* cmd = app.add_subcommand(
-        "attention",
+    auto* cmd = add_mode(
+        app, "attention",
         "sparse attention (docs/FUSED3S.md): the fused Fused3S kernel (fp16, tensor cores) "
-        "against the unfused fp32 baseline (SDDMM, row softmax, cuSPARSE SpMM), each checked");
+        "against the unfused fp32 baseline (SDDMM, row softmax, cuSPARSE SpMM), each checked",
+        o, &run_attention, command, exit_code);
     add_graph_options(*cmd, o->graph);
     cmd->add_option("--dims", o->dims, "widths d of Q, K and V (32, 64, 128, 256), comma-separated")
         ->delimiter(',')
@@ -509,10 +504,6 @@ void add_attention_command(CLI::App& app, const std::string& command, int& exit_
                   "also time the fused kernel without row-window reordering and/or register "
                   "remapping");
     add_kernel_run_options(*cmd, o->run, "seed of Q, K, V and of the checked-row sample");
-    cmd->callback([o, &command, &exit_code] {
-        exit_code = app::run_guarded("halo-bench attention",
-                                     [&] { return run_attention(*o, command); });
-    });
 }
 
 }  // namespace halo::bench_app

@@ -27,7 +27,7 @@ namespace {
 constexpr std::size_t kCopyBytes = std::size_t{2} << 30;
 constexpr int kCopyWarmup = 3;
 constexpr int kCopyRuns = 20;
-constexpr std::size_t kHostCopyBytes = std::size_t{1} << 30;  // issue 15: pinned vs pageable
+constexpr std::size_t kHostCopyBytes = std::size_t{1} << 30;  // pinned vs pageable
 constexpr int kHostCopyRuns = 5;
 
 bool is_generator_spec(const std::string& input)
@@ -89,6 +89,17 @@ void add_kernel_run_options(CLI::App& cmd, KernelRunOptions& o, const std::strin
     cmd.add_option("--seed", o.seed, seed_help)->capture_default_str();
     cmd.add_option("--device", o.device, "CUDA device index")->capture_default_str();
     cmd.add_option("--json", o.json, "also write the results as JSON to this file");
+}
+
+Json stats_json(const Stats& s)
+{
+    return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
+}
+
+void write_json(const std::string& path, const Json& doc)
+{
+    write_file_atomic(path, doc.dump(2) + "\n");
+    fmt::print("wrote {}\n", path);
 }
 
 std::string utc_now_iso()

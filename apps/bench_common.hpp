@@ -1,5 +1,6 @@
-// Pieces that every halo-bench mode shares (apps/halo_bench.cpp is the SpMM mode; other kernel
-// families add a subcommand in a file of their own, apps/bench_<mode>.cpp): the graph options and
+// Pieces that every halo-bench mode shares (the SpMM mode takes the top-level options,
+// apps/bench_spmm.cpp; other kernel families add a subcommand in a file of their own,
+// apps/bench_<mode>.cpp): the graph options and
 // loader, median/min/max statistics, the device banner and the measured copy bandwidth that every
 // roofline figure divides by, and the provenance (date, commit, device) that every JSON result
 // records (bench/README.md).
@@ -7,13 +8,16 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "app_common.hpp"
+#include "bench_util.hpp"
 #include "halo/csr.hpp"
-#include "halo/cuda/bench.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
 
@@ -34,7 +38,7 @@ Stats summarize(std::vector<double> values);
 /// Geometric mean; 0 for an empty list.
 double geomean(const std::vector<double>& values);
 
-/// The timing, checking and output options of the kernel modes (attention, maxk, aes).
+/// The timing, checking and output options of the kernel modes (spmm, attention, maxk, aes).
 struct KernelRunOptions {
     int warmup = 10;
     int runs = 100;
@@ -78,6 +82,28 @@ Timing time_launch_sets(const KernelRunOptions& o, cudaStream_t stream, std::int
                         Launch&& launch)
 {
     return {time_launches(o, stream, sets, std::forward<Launch>(launch)), sets};
+}
+
+/// {"median", "min", "max"} of a timing, in that order.
+Json stats_json(const Stats& s);
+
+/// Writes `doc` (indented, one trailing newline) to `path` atomically and says so.
+void write_json(const std::string& path, const Json& doc);
+
+/// A subcommand `name` whose callback runs `run(*options, command)` under app::run_guarded and
+/// leaves its exit code in `exit_code`; the mode adds its options to the returned subcommand,
+/// bound to *options.
+template <typename Options>
+CLI::App* add_mode(CLI::App& app, const std::string& name, const std::string& description,
+                   const std::shared_ptr<Options>& options,
+                   int (*run)(const Options&, const std::string&), const std::string& command,
+                   int& exit_code)
+{
+    auto* cmd = app.add_subcommand(name, description);
+    cmd->callback([options, run, tool = "halo-bench " + name, &command, &exit_code] {
+        exit_code = app::run_guarded(tool.c_str(), [&] { return run(*options, command); });
+    });
+    return cmd;
 }
 
 /// "2026-11-21T10:00:00Z".
@@ -141,7 +167,7 @@ struct BenchDevice {
     cuda::Context ctx;
     cuda::DeviceInfo info;
     cuda::bench::CopyBandwidth copy;
-    cuda::bench::HostCopyBandwidth host_copy;  // issue 15: pinned and pageable, each way
+    cuda::bench::HostCopyBandwidth host_copy;  // pinned and pageable, each way
 
     double copy_gb_per_s() const noexcept { return copy.median_gb_per_s(); }
     /// {"index", "name", "compute_capability", "multiprocessors", "memory_bytes",
@@ -156,12 +182,31 @@ struct BenchDevice {
 /// The provenance every JSON result starts with: tool, date, git_commit, command.
 Json provenance_json(const std::string& tool, const std::string& date, const std::string& command);
 
+/// The SpMM mode (apps/bench_spmm.cpp): its options at halo-bench's top level, and in `run` what
+/// runs it when no subcommand is named (returning the exit code: 2 without --graph).
+void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int()>& run);
+
+/// The random model of halo-bench --e2e.
+struct E2eOptions {
+    std::string model_dims = "128,128,64";
+    std::string layer = "gcn";  // gcn | sage | gin
+};
+
+/// halo-bench --e2e (apps/bench_e2e.cpp): the random model run by the engine on the CUDA backend
+/// over `a` as one part (`normalize`: the graph's normalization), `o.runs` times after
+/// `o.warmup`; prints and writes to o.json (when set) the median per layer of wall, SpMM, dense,
+/// exchange and waiting time. Returns the exit code.
+int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
+            const std::string& normalize, cuda::Context& ctx, const Csr& a,
+            const std::string& source, const std::string& date, const std::string& command,
+            double copy_gb_per_s);
+
 /// The subcommands (apps/bench_<mode>.cpp). `command` is halo-bench's whole command line, which
 /// each records in its JSON; the callback sets `exit_code` (0 ok, 1 error, 3 a failed check).
 void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code);
 void add_attention_command(CLI::App& app, const std::string& command, int& exit_code);
 void add_aes_command(CLI::App& app, const std::string& command, int& exit_code);
-// issue 7: feature load time, file to device, fp32 vs int8 (apps/bench_load.cpp)
+// Feature load time, file to device, fp32 vs int8 (apps/bench_load.cpp).
 void add_load_command(CLI::App& app, const std::string& command, int& exit_code);
 
 }  // namespace halo::bench_app

@@ -27,7 +27,7 @@
 #include "bench_common.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/backend.hpp"
-#include "halo/cuda/bench.hpp"
+#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/maxk.hpp"
 #include "halo/cuda_error.hpp"
@@ -541,24 +541,19 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                            {"check_sampled", cs.sampled}};
         doc["cusparse"] = {
             {"dim", dim},
-            {"time_ms",
-             {{"median", cusparse_time.ms.median},
-              {"min", cusparse_time.ms.min},
-              {"max", cusparse_time.ms.max}}},
+            {"time_ms", stats_json(cusparse_time.ms)},
             {"buffer_sets", cusparse_time.sets},
             {"compulsory_bytes", dense_bytes},
             {"check",
              {{"elements", cusparse_check.elements}, {"bad_elements", cusparse_check.bad}}}};
         Json topk = Json::array();
         for (const auto& t : topk_records) {
-            topk.push_back(
-                {{"k", t.k},
-                 {"time_ms",
-                  {{"median", t.time.ms.median}, {"min", t.time.ms.min}, {"max", t.time.ms.max}}},
-                 {"buffer_sets", t.time.sets},
-                 {"roofline_fraction", t.roofline_fraction},
-                 {"checked_rows", t.checked_rows},
-                 {"mismatched_rows", t.mismatched_rows}});
+            topk.push_back({{"k", t.k},
+                            {"time_ms", stats_json(t.time.ms)},
+                            {"buffer_sets", t.time.sets},
+                            {"roofline_fraction", t.roofline_fraction},
+                            {"checked_rows", t.checked_rows},
+                            {"mismatched_rows", t.mismatched_rows}});
         }
         doc["topk"] = std::move(topk);
         Json list = Json::array();
@@ -572,8 +567,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
             if (r.status == "ERROR") {
                 j["message"] = r.message;
             } else {
-                j["time_ms"] = {
-                    {"median", r.time.ms.median}, {"min", r.time.ms.min}, {"max", r.time.ms.max}};
+                j["time_ms"] = stats_json(r.time.ms);
                 j["buffer_sets"] = r.time.sets;
                 j["compulsory_bytes"] = r.compulsory_bytes;
                 j["roofline_fraction"] = r.roofline_fraction;
@@ -588,8 +582,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
         }
         doc["ssd"] = std::move(list);
         doc["summary"] = std::move(summary);
-        write_file_atomic(o.run.json, doc.dump(2) + "\n");
-        fmt::print("wrote {}\n", o.run.json);
+        write_json(o.run.json, doc);
     }
     return failures ? 3 : 0;
 }
@@ -599,10 +592,11 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
 void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code)
 {
     auto o = std::make_shared<MaxkOptions>();
-    auto* cmd = app.add_subcommand(
-        "maxk",
-        "MaxK-GNN kernels (docs/MAXK.md): top-k into CBSR, then the SSD aggregation (MaxK "
-        "baseline, decoupled, ablations) against cuSPARSE SpMM at d = D, each checked");
+    auto* cmd =
+        add_mode(app, "maxk",
+                 "MaxK-GNN kernels (docs/MAXK.md): top-k into CBSR, then the SSD aggregation (MaxK "
+                 "baseline, decoupled, ablations) against cuSPARSE SpMM at d = D, each checked",
+                 o, &run_maxk, command, exit_code);
     add_graph_options(*cmd, o->graph);
     cmd->add_option("--dim", o->dim, "unpruned embedding width D")->capture_default_str();
     cmd->add_option("--ks", o->ks, "k values (kept entries per row), comma-separated")
@@ -623,10 +617,6 @@ void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code)
     cmd->add_option("--warps-per-block", o->warps_per_block, "warps of a thread block")
         ->capture_default_str();
     add_kernel_run_options(*cmd, o->run, "seed of X and of the checked-row sample");
-    cmd->callback([o, &command, &exit_code] {
-        exit_code =
-            app::run_guarded("halo-bench maxk", [&] { return run_maxk(*o, command); });
-    });
 }
 
 }  // namespace halo::bench_app

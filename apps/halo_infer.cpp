@@ -41,6 +41,7 @@
 #include "halo/mpi_exchanger.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/result.hpp"
+#include "halo/spmm_registry.hpp"
 #include "halo/store.hpp"
 #include "phase_table.hpp"
 #ifdef HALO_HAVE_CUDA
@@ -964,27 +965,15 @@ int main(int argc, char** argv)
                    "for the default transport, to send rows as int8 with a scale and zero "
                    "point per row (approximate, ~1/4 of the bytes)")
         ->check(CLI::IsMember({"nccl", "mpi", "int8", "nccl-int8", "mpi-int8"}));
-    app.add_option(
-           "--spmm", o.spmm,
-           "SpMM kernel of --backend cuda: auto (default: the autotuner's choices stored in "
-           "the dataset for this device, cuSPARSE where there are none) | cusparse | "
-           "rowsplit (a warp per row) "
-           "| mergepath | accel_gcn | autotune (the fastest exact kernel per row range "
-           "and width, timed on the first run, or taken from the dataset's stored "
-           "choices) | aes:W[:sample_sum|rescaled] (AES-SpMM, approximate: at most W "
-           "sampled nonzeros per row, W in 16..1024; also with --backend cpu)")
+    app.add_option("--spmm", o.spmm,
+                   "SpMM kernel of --backend cuda: " + halo::spmm_kernel_help(halo::spmm_use_infer))
         ->check([](const std::string& v) {
-            static const std::vector<std::string> names{"auto",      "cusparse",  "rowsplit",
-                                                        "mergepath", "accel_gcn", "autotune"};
-            if (std::find(names.begin(), names.end(), v) != names.end()) {
-                return std::string();
-            }
             try {
-                static_cast<void>(halo::parse_aes_spmm(v));
+                static_cast<void>(halo::parse_spmm_choice(v));
             } catch (const halo::InputError& e) {
                 return e.message();
             }
-            return v.rfind("aes:", 0) == 0 ? std::string() : "unknown SpMM kernel '" + v + "'";
+            return std::string();
         });
     app.add_flag("--save-tuning", o.save_tuning,
                  "with --spmm autotune: store the choices in the dataset (kernels/autotune of "

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "halo/error.hpp"
+#include "metadata_checks.hpp"
 
 namespace halo {
 namespace {
@@ -55,10 +56,7 @@ KernelMetadata accel_gcn_to_metadata(const AccelGcnPartition& p, const CsrView& 
 
 AccelGcnPartition accel_gcn_from_metadata(const KernelMetadata& md, const CsrView& a)
 {
-    if (md.kernel != accel_gcn_metadata_kernel) {
-        HALO_THROW(InputError, md.origin, ": holds '", md.kernel, "' metadata, not accel_gcn");
-    }
-    md.expect_operator(a);
+    detail::expect_metadata(md, accel_gcn_metadata_kernel, a);
     AccelGcnPartition p;
     p.options.warps_per_block = narrow_option(md, "warps_per_block");
     p.options.deg_bound = narrow_option(md, "deg_bound");
@@ -102,12 +100,10 @@ AccelGcnPartition accel_gcn_from_metadata(const KernelMetadata& md, const CsrVie
                    p.segment_rows.size(), ", ", p.segment_blocks.size(), " and ",
                    p.segment_split_rows.size());
     }
-    try {
+    detail::check_stored(md, [&] {
         accel_gcn_gather_nonzeros(a, p);
         validate_accel_gcn_partition(a, p);
-    } catch (const InputError& e) {
-        HALO_THROW(InputError, md.origin, ": ", e.message());
-    }
+    });
     return p;
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "halo/error.hpp"
+#include "metadata_checks.hpp"
 
 namespace halo {
 namespace {
@@ -56,10 +57,7 @@ StoredAutotune autotune_from_metadata(const KernelMetadata& md, const CsrView& a
                                       const std::string& device,
                                       const std::vector<std::string>& candidates)
 {
-    if (md.kernel != autotune_metadata_kernel) {
-        HALO_THROW(InputError, md.origin, ": holds '", md.kernel, "' metadata, not autotune");
-    }
-    md.expect_operator(a);
+    detail::expect_metadata(md, autotune_metadata_kernel, a);
     StoredAutotune out;
     const auto& stored_device = md.string_value("device");
     const auto& stored_names = md.string_value("candidates");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "halo/error.hpp"
+#include "metadata_checks.hpp"
 
 namespace halo {
 namespace {
@@ -30,15 +31,7 @@ std::vector<std::uint64_t> to_unsigned(const std::vector<std::int64_t>& words)
     return out;
 }
 
-template <typename T>
-void expect_length(const KernelMetadata& md, const std::vector<T>& values, const char* name,
-                   std::int64_t expected, const char* why)
-{
-    if (static_cast<std::int64_t>(values.size()) != expected) {
-        HALO_THROW(InputError, md.origin, "/", name, ": ", values.size(), " values, expected ",
-                   expected, " (", why, ")");
-    }
-}
+using detail::expect_length;
 
 void expect_tile(const KernelMetadata& md, const char* name, std::int64_t expected)
 {
@@ -70,10 +63,7 @@ KernelMetadata bsb_to_metadata(const Bsb& bsb, const Csr& a, const std::string& 
 
 Bsb bsb_from_metadata(const KernelMetadata& md, const Csr& a)
 {
-    if (md.kernel != fused3s_metadata_kernel) {
-        HALO_THROW(InputError, md.origin, ": holds '", md.kernel, "' metadata, not fused3s");
-    }
-    md.expect_operator(a.view());
+    detail::expect_metadata(md, fused3s_metadata_kernel, a.view());
     expect_tile(md, "window_rows", kBsbWindowRows);
     expect_tile(md, "block_cols", kBsbBlockCols);
     const auto windows = (md.rows + kBsbWindowRows - 1) / kBsbWindowRows;
@@ -105,11 +95,7 @@ Bsb bsb_from_metadata(const KernelMetadata& md, const Csr& a)
         HALO_THROW(InputError, md.origin, "/window_blocks: ends at ", bsb.window_blocks.back(),
                    ", expected num_blocks = ", blocks);
     }
-    try {
-        validate(bsb, a, "BSB");
-    } catch (const InputError& e) {
-        HALO_THROW(InputError, md.origin, ": ", e.message());
-    }
+    detail::check_stored(md, [&] { validate(bsb, a, "BSB"); });
     return bsb;
 }
 

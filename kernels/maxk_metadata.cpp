@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "halo/error.hpp"
+#include "metadata_checks.hpp"
 
 namespace halo {
 namespace {
@@ -12,13 +13,10 @@ namespace {
 // Every per-group array must hold exactly num_groups values; checked here so that the message
 // names the array, while validate() below checks what the values mean.
 template <typename T>
-void expect_length(const KernelMetadata& md, const std::vector<T>& values, const char* name,
+void expect_groups(const KernelMetadata& md, const std::vector<T>& values, const char* name,
                    std::int64_t groups)
 {
-    if (static_cast<std::int64_t>(values.size()) != groups) {
-        HALO_THROW(InputError, md.origin, "/", name, ": ", values.size(), " values, expected ",
-                   groups, " (num_groups)");
-    }
+    detail::expect_length(md, values, name, groups, "num_groups");
 }
 
 }  // namespace
@@ -41,10 +39,7 @@ KernelMetadata edge_groups_to_metadata(const EdgeGroups& groups, const CsrView& 
 
 EdgeGroups edge_groups_from_metadata(const KernelMetadata& md, const CsrView& a)
 {
-    if (md.kernel != maxk_metadata_kernel) {
-        HALO_THROW(InputError, md.origin, ": holds '", md.kernel, "' metadata, not maxk");
-    }
-    md.expect_operator(a);
+    detail::expect_metadata(md, maxk_metadata_kernel, a);
     EdgeGroups g;
     const auto size = md.int_value("group_size");
     if (size < 1 || size > std::numeric_limits<std::int32_t>::max()) {
@@ -65,15 +60,11 @@ EdgeGroups edge_groups_from_metadata(const KernelMetadata& md, const CsrView& a)
     g.count = md.int32_array("count");
     g.first = md.int64_array("first");
     g.update_mode = md.int32_array("update_mode");
-    expect_length(md, g.row, "row", groups);
-    expect_length(md, g.count, "count", groups);
-    expect_length(md, g.first, "first", groups);
-    expect_length(md, g.update_mode, "update_mode", groups);
-    try {
-        validate(g, a, "edge groups");
-    } catch (const InputError& e) {
-        HALO_THROW(InputError, md.origin, ": ", e.message());
-    }
+    expect_groups(md, g.row, "row", groups);
+    expect_groups(md, g.count, "count", groups);
+    expect_groups(md, g.first, "first", groups);
+    expect_groups(md, g.update_mode, "update_mode", groups);
+    detail::check_stored(md, [&] { validate(g, a, "edge groups"); });
     return g;
 }
 

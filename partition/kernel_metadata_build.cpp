@@ -9,13 +9,24 @@
 #include "halo/fused3s_metadata.hpp"
 #include "halo/maxk_metadata.hpp"
 #include "halo/operators.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo {
 
 const std::vector<std::string>& offline_metadata_kernels()
 {
-    static const std::vector<std::string> names{accel_gcn_metadata_kernel, maxk_metadata_kernel,
-                                                fused3s_metadata_kernel};
+    // The SpMM kernels' offline metadata (the registry's), then the other families'.
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const auto& k : spmm_kernels()) {
+            if (k.metadata == SpmmMetadataKind::offline) {
+                out.push_back(k.metadata_group);
+            }
+        }
+        out.push_back(maxk_metadata_kernel);
+        out.push_back(fused3s_metadata_kernel);
+        return out;
+    }();
     return names;
 }
 

@@ -1,6 +1,6 @@
 // Accel-GCN preprocessing (paper 001, section III-C), host only: degree sorting of the rows of a
 // range by counting sort and the block-level partition of Algorithms 1 and 2, whose per-block
-// metadata is one int4 (four int32) that the CUDA kernel (kernels/cuda/accel_gcn.cu) reads.
+// metadata is one int4 (four int32) that the CUDA kernel (kernels/cuda/spmm/accel_gcn.cu) reads.
 //
 // A partition may cover several consecutive row ranges ("segments"), each sorted on its own: the
 // plan prepares, say, the interior and the boundary rows of a shard this way, and the whole range
@@ -40,7 +40,7 @@ struct AccelGcnPartitionOptions {
     /// Nonzeros one block takes (max_block_warps * max_warp_nzs); a multiple of warps_per_block
     /// with deg_bound / warps_per_block <= 65535. Longer rows are split over several blocks.
     std::int32_t deg_bound = 96;
-    /// Section III-C's degree sorting (on by default). Off, for the ablation of issue 6: rows keep
+    /// Section III-C's degree sorting (on by default). Off, for halo-bench's ablation: rows keep
     /// their original order and Algorithm 2 runs over maximal runs of consecutive rows of one
     /// degree instead of over degree classes. A block still holds rows of a single degree (its
     /// int4 has one degree field), so a change of degree from one row to the next closes the block

@@ -132,7 +132,7 @@ enum class AttentionKernel {
 /// gather: y[rows] = A[rows] * dequantize(x), other rows untouched. The engine's first layer runs
 /// it on a dataset's int8 features (halo-infer --int8-features), so they stay int8 in memory and
 /// in the halo exchange. Exact, or AES-sampled when the backend samples (CpuBackendOptions::aes,
-/// cuda::SpmmAlgorithm::aes).
+/// the CUDA backend's "aes:W" SpMM kernel).
 class QuantizedSpmmPlan {
 public:
     virtual ~QuantizedSpmmPlan() = default;

@@ -1,4 +1,4 @@
-// Element types of dense feature matrices that the exact SpMM kernels read (issue 6 item 3):
+// Element types of dense feature matrices that the exact SpMM kernels read:
 // fp32, or fp16 / bf16 features with fp32 accumulation and fp32 output. Host only (no CUDA), so
 // that the rounding the device applies can be reproduced on the CPU: a reference computed on
 // round_features(x) differs from a low-precision kernel only in the order of the fp32 sums.

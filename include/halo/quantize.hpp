@@ -11,7 +11,7 @@
 //   scale = (x_max - x_min) / 255 and zero_point = round(-128 - x_min / scale).
 //
 // The parameter and value functions are host/device inline so that the CUDA kernels (the int8
-// gather of kernels/cuda/aes.cu, the row packing of comm/quantized_pack.cu) round exactly as the
+// gather of kernels/cuda/aes/aes.cu, the row packing of comm/quantized_pack.cu) round exactly as the
 // CPU code here does.
 #pragma once
 
@@ -24,14 +24,7 @@
 #include <vector>
 
 #include "halo/dense.hpp"
-
-#ifndef HALO_HOST_DEVICE
-#ifdef __CUDACC__
-#define HALO_HOST_DEVICE __host__ __device__
-#else
-#define HALO_HOST_DEVICE
-#endif
-#endif
+#include "halo/detail/host_device.hpp"
 
 namespace halo {
 

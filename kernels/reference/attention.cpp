@@ -45,6 +45,28 @@ void softmax_aggregate(const local_id* cols, std::vector<double>& e, DenseView<c
     }
 }
 
+// out[i, :] for rows i: the row's scores e_k = score(i, j_k) over its nonzeros, then
+// softmax_aggregate.
+template <typename Score>
+void attend(const CsrView& a, RowRange rows, DenseView<const float> v, DenseView<double> out,
+            const Score& score)
+{
+#pragma omp parallel
+    {
+        std::vector<double> e;
+#pragma omp for schedule(dynamic, 64)
+        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
+            const auto begin = a.indptr[i];
+            const auto end = a.indptr[i + 1];
+            e.assign(static_cast<std::size_t>(end - begin), 0.0);
+            for (auto nz = begin; nz < end; ++nz) {
+                e[nz - begin] = score(i, a.indices[nz]);
+            }
+            softmax_aggregate(a.indices + begin, e, v, out.row(i));
+        }
+    }
+}
+
 }  // namespace
 
 void sparse_attention(const CsrView& a, DenseView<const float> q, DenseView<const float> k,
@@ -55,24 +77,13 @@ void sparse_attention(const CsrView& a, DenseView<const float> q, DenseView<cons
     HALO_EXPECTS(k.rows >= a.num_cols, "K has ", k.rows, " rows, A has ", a.num_cols, " columns");
     check_values(a, v, out);
     check_rows(a, rows);
-#pragma omp parallel
-    {
-        std::vector<double> e;
-#pragma omp for schedule(dynamic, 64)
-        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
-            const auto begin = a.indptr[i];
-            const auto end = a.indptr[i + 1];
-            e.assign(static_cast<std::size_t>(end - begin), 0.0);
-            for (auto nz = begin; nz < end; ++nz) {
-                double dot = 0.0;
-                for (std::int64_t d = 0; d < q.cols; ++d) {
-                    dot += static_cast<double>(q(i, d)) * static_cast<double>(k(a.indices[nz], d));
-                }
-                e[nz - begin] = scale * dot;
-            }
-            softmax_aggregate(a.indices + begin, e, v, out.row(i));
+    attend(a, rows, v, out, [&](std::int64_t i, local_id j) {
+        double dot = 0.0;
+        for (std::int64_t d = 0; d < q.cols; ++d) {
+            dot += static_cast<double>(q(i, d)) * static_cast<double>(k(j, d));
         }
-    }
+        return scale * dot;
+    });
 }
 
 void sparse_attention(const CsrView& a, DenseView<const float> q, DenseView<const float> k,
@@ -89,22 +100,10 @@ void additive_attention(const CsrView& a, DenseView<const float> el, DenseView<c
     check_rows(a, rows);
     HALO_EXPECTS(el.rows >= a.num_rows && er.rows >= a.num_cols, "el has ", el.rows,
                  " rows and er ", er.rows, " for A of ", a.num_rows, " x ", a.num_cols);
-#pragma omp parallel
-    {
-        std::vector<double> e;
-#pragma omp for schedule(dynamic, 64)
-        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
-            const auto begin = a.indptr[i];
-            const auto end = a.indptr[i + 1];
-            e.assign(static_cast<std::size_t>(end - begin), 0.0);
-            for (auto nz = begin; nz < end; ++nz) {
-                const double x =
-                    static_cast<double>(el(i, 0)) + static_cast<double>(er(a.indices[nz], 0));
-                e[nz - begin] = x > 0.0 ? x : negative_slope * x;
-            }
-            softmax_aggregate(a.indices + begin, e, v, out.row(i));
-        }
-    }
+    attend(a, rows, v, out, [&](std::int64_t i, local_id j) {
+        const double x = static_cast<double>(el(i, 0)) + static_cast<double>(er(j, 0));
+        return x > 0.0 ? x : negative_slope * x;
+    });
 }
 
 void additive_attention(const CsrView& a, const float* el, const float* er, double negative_slope,

@@ -1,9 +1,7 @@
 // The CPU execution backend: host memory, OpenMP, and the reference kernels.
 #include <algorithm>
-#include <cstring>
-#include <new>
-
 #include <cmath>
+#include <cstring>
 
 #include "cpu_plans.hpp"
 #include "halo/aes.hpp"
@@ -77,20 +75,15 @@ public:
 
     Matrix allocate(std::int64_t rows, std::int64_t cols) override
     {
-        HALO_EXPECTS(rows >= 0 && cols >= 0, "cannot allocate ", rows, " x ", cols);
-        const auto count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
-        std::shared_ptr<float> storage(new (std::nothrow) float[count > 0 ? count : 1],
-                                       std::default_delete<float[]>());
-        if (!storage) {
-            HALO_THROW(Error, "out of host memory allocating a ", rows, " x ", cols,
-                       " float matrix (", count * sizeof(float) / (1 << 20),
-                       " MiB); use more ranks");
-        }
-        return Matrix(std::move(storage), rows, cols);
+        return reference::host_matrix(rows, cols, "; use more ranks");
     }
 
+    // An empty copy touches neither pointer (either may be null), as on the CUDA backend.
     void copy_from_host(const float* host, DenseView<float> dst) override
     {
+        if (dst.rows == 0 || dst.cols == 0) {
+            return;
+        }
         for (std::int64_t i = 0; i < dst.rows; ++i) {
             std::memcpy(dst.row(i), host + i * dst.cols, dst.cols * sizeof(float));
         }
@@ -98,6 +91,9 @@ public:
 
     void copy_to_host(DenseView<const float> src, float* host) override
     {
+        if (src.rows == 0 || src.cols == 0) {
+            return;
+        }
         for (std::int64_t i = 0; i < src.rows; ++i) {
             std::memcpy(host + i * src.cols, src.row(i), src.cols * sizeof(float));
         }

@@ -66,18 +66,24 @@ std::unique_ptr<QuantizedSpmmPlan> Backend::make_quantized_spmm_plan(const Csr& 
 
 Matrix Backend::allocate_host(std::int64_t rows, std::int64_t cols)
 {
+    return reference::host_matrix(rows, cols, "");
+}
+
+namespace reference {
+
+Matrix host_matrix(std::int64_t rows, std::int64_t cols, const char* advice)
+{
     HALO_EXPECTS(rows >= 0 && cols >= 0, "cannot allocate ", rows, " x ", cols);
     const auto count = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols);
     std::shared_ptr<float> storage(new (std::nothrow) float[count > 0 ? count : 1],
                                    std::default_delete<float[]>());
     if (!storage) {
-        HALO_THROW(Error, "out of host memory allocating a ", rows, " x ", cols,
-                   " float matrix (", count * sizeof(float) / (1 << 20), " MiB)");
+        HALO_THROW(Error, "out of host memory allocating a ", rows, " x ", cols, " float matrix (",
+                   count * sizeof(float) / (1 << 20), " MiB)", advice);
     }
     return Matrix(std::move(storage), rows, cols);
 }
 
-namespace reference {
 namespace {
 
 class CpuQuantizedSpmmPlan final : public QuantizedSpmmPlan {

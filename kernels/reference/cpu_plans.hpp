@@ -1,4 +1,5 @@
-// The CPU backend's MaxK and attention plans (reference kernels on the host).
+// The CPU backend's host matrices, and its MaxK and attention plans (reference kernels on the
+// host).
 #pragma once
 
 #include <memory>
@@ -7,6 +8,11 @@
 #include "halo/backend.hpp"
 
 namespace halo::reference {
+
+/// A rows x cols matrix in plain host memory (at least one element: never a null pointer).
+/// Throws halo::LogicError for a negative shape and halo::Error, ending with `advice`, when the
+/// host is out of memory.
+Matrix host_matrix(std::int64_t rows, std::int64_t cols, const char* advice);
 
 /// Top-k, CBSR records and reference::ssd over a copy of `a` (num_cols CBSR rows).
 std::unique_ptr<MaxkPlan> make_cpu_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k);

@@ -69,7 +69,7 @@ struct DeviceQuantizedMatrix {
 /// the copy is complete.
 DeviceQuantizedMatrix upload_quantized(Context& ctx, const QuantizedMatrix& q, const char* what);
 
-/// out = dequantize(q) element by element (kernels/cuda/engine_plans.cu): device views, out.rows
+/// out = dequantize(q) element by element (kernels/cuda/backend/engine_plans.cu): device views, out.rows
 /// == q.rows, out.cols == q.cols, any ld; asynchronous on `stream`; bit-identical to
 /// halo::dequantize on the host.
 void dequantize(cudaStream_t stream, const QuantizedView& q, DenseView<float> out);

@@ -106,15 +106,16 @@ struct AutotunePlanOptions {
     std::vector<std::string> notes;
 };
 
-/// The candidates' names, in the order make_autotuned_spmm_plan tries them.
+/// The candidates' names, in the order make_autotuned_spmm_plan tries them: the SpMM kernel
+/// registry's autotune candidates in its order (halo/spmm_registry.hpp).
 const std::vector<std::string>& autotune_candidate_names();
 
-/// Builds the exact plans over `a` for widths up to `max_dim` (autotune_candidate_names():
-/// cusparse, accel_gcn, mergepath with its default cost and with costs 200 and 400, rowsplit;
-/// ties go to the earlier, so to cuSPARSE). A kernel whose plan rejects `a` (e.g.
-/// Accel-GCN beyond 2^31 - 1 nonzeros) is left out and named in report(). Stored choices are
-/// preloaded when every kernel was built (otherwise they are ignored, with a note). Throws
-/// halo::InputError when `a` is not a valid CSR matrix or no plan could be built.
+/// Builds the exact plans over `a` for widths up to `max_dim` with the registry's factories
+/// (autotune_candidate_names(): cusparse, accel_gcn, mergepath with its default cost and with
+/// costs 200 and 400, rowsplit; ties go to the earlier, so to cuSPARSE). A kernel whose plan
+/// rejects `a` (e.g. Accel-GCN beyond 2^31 - 1 nonzeros) is left out and named in report(). Stored
+/// choices are preloaded when every kernel was built (otherwise they are ignored, with a note).
+/// Throws halo::InputError when `a` is not a valid CSR matrix or no plan could be built.
 std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(
     Context& ctx, const Csr& a, std::int64_t max_dim, const AutotunePlanOptions& options = {});
 

@@ -5,36 +5,26 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
-#include "halo/aes.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/context.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 
-/// Which kernel the backend's SpMM plans run: cuSPARSE (the baseline), the row-split kernel
-/// (include/halo/cuda/rowsplit.hpp), both exact and deterministic from run to run, or the fastest
-/// exact kernel per (row range, width), timed on the first run of each
-/// (include/halo/cuda/autotune.hpp): exact, but when it picks a kernel with atomics (Accel-GCN,
-/// MergePath) results may differ in the last bits from run to run.
-enum class SpmmAlgorithm {
-    cusparse,
-    rowsplit,
-    mergepath,  // include/halo/cuda/mergepath.hpp
-    accel_gcn,  // include/halo/cuda/accel_gcn.hpp; uses a stored partition when the hints carry one
-    autotune,
-    aes,  // AES-SpMM (include/halo/cuda/aes.hpp): approximate, sampling by the backend's options
-    /// halo-infer's default: the autotuner's choices where the operator's hints carry usable
-    /// stored ones (this device, this operator, these candidates), so nothing is timed again;
-    /// cuSPARSE otherwise.
-    stored_or_cusparse,
-};
+/// A Backend whose matrices live on ctx's device; its SpMM plans run the registry's kernel
+/// `spmm` (halo/spmm_registry.hpp), AES-SpMM with the choice's sampling. The Context must outlive
+/// it. Throws halo::LogicError for a kernel without a factory.
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx, const SpmmChoice& spmm);
 
-/// A Backend whose matrices live on ctx's device. The Context must outlive it.
-/// `aes` configures SpmmAlgorithm::aes (ignored otherwise).
-std::unique_ptr<Backend> make_cuda_backend(Context& ctx,
-                                           SpmmAlgorithm spmm = SpmmAlgorithm::cusparse,
-                                           const AesOptions& aes = {});
+/// The same for a kernel as halo-infer --spmm writes it ("cusparse", "auto", "aes:64", ...;
+/// parse_spmm_choice). "cusparse" is the baseline; "auto" takes the autotuner's choices stored for
+/// the operator and this device, cuSPARSE where there are none (nothing timed); "autotune" times
+/// the exact kernels per (row range, width) on first use, which gives results that may differ
+/// in the last bits from run to run when it picks a kernel with atomics (Accel-GCN, MergePath).
+/// Throws halo::InputError for an unknown kernel or bad arguments.
+std::unique_ptr<Backend> make_cuda_backend(Context& ctx, std::string_view spmm = "cusparse");
 
 /// Index width of the device CSR that cuSPARSE reads. `automatic` is 32-bit while nnz, rows and
 /// columns fit in int32 and 64-bit beyond; `bits64` forces 64-bit (to test that path on small

@@ -1,4 +1,4 @@
-// Exact SpMM over low-precision features (issue 6 item 3): x stored as fp16 or bf16 halves the
+// Exact SpMM over low-precision features: x stored as fp16 or bf16 halves the
 // bytes the memory-bound kernels read, while products and sums stay fp32 and y stays fp32. So a
 // result equals the fp32 SpMM of the rounded features (halo::round_features) up to the order of
 // the fp32 sums. The Accel-GCN, MergePath and row-split plans implement FeatureSpmmPlan; the
@@ -27,11 +27,15 @@ struct FeatureView {
 
 /// An SpmmPlan that also reads fp16 / bf16 features. run_features() has run()'s contract (rows of
 /// y outside `rows` untouched, asynchronous on the plan's compute stream, widths up to max_dim)
-/// for x of any FeatureType; with fp32 it is run(). Kernels use 16-byte loads (8 halves) where x,
-/// y, the width and both leading dimensions allow them, scalar loads otherwise.
+/// for x of any FeatureType; run() is run_features() with fp32. Kernels use 16-byte loads (8
+/// halves) where x, y, the width and both leading dimensions allow them, scalar loads otherwise.
 class FeatureSpmmPlan : public SpmmPlan {
 public:
     virtual void run_features(FeatureView x, DenseView<float> y, RowRange rows) = 0;
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) final
+    {
+        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
+    }
 };
 
 /// The plan's low-precision entry point, or null when it has none.

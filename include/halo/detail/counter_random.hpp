@@ -6,11 +6,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define HALO_HOST_DEVICE __host__ __device__
-#else
-#define HALO_HOST_DEVICE
-#endif
+#include "halo/detail/host_device.hpp"
 
 namespace halo::detail {
 

@@ -1,0 +1,123 @@
+// The SpMM kernel registry: every SpMM kernel of the CUDA backend under the name users give it
+// (halo-infer --spmm, halo-bench --kernels, the autotuner's candidates and its stored choices),
+// with what each tool needs to know about it: what it is, whether it is exact, which dataset
+// kernel metadata it reads, where it may be chosen, and the factory that builds its plan. The
+// table itself is host code (built with or without CUDA: the names, help texts and metadata kinds
+// are known everywhere); the factories exist only in CUDA builds. docs/KERNELS.md, "Adding a
+// kernel", shows how a kernel joins it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halo/aes.hpp"
+#include "halo/backend.hpp"
+#include "halo/csr.hpp"
+
+namespace halo {
+
+struct AccelGcnPartition;
+namespace cuda {
+class Context;
+}
+
+/// What the dataset may hold for a kernel, under /parts/<p>/kernels/<group>/ (docs/FORMAT.md,
+/// "Kernel metadata").
+enum class SpmmMetadataKind {
+    none,
+    /// The kernel's preprocessing, built by halo-partition --kernel-metadata <group>.
+    offline,
+    /// Choices that runs time and store (the autotuner's).
+    tuning,
+};
+
+/// Where a kernel may be chosen (bits of SpmmKernel::uses).
+enum SpmmKernelUse : unsigned {
+    spmm_use_infer = 1u,     // halo-infer --spmm, make_cuda_backend
+    spmm_use_bench = 2u,     // halo-bench --kernels
+    spmm_use_autotune = 4u,  // a candidate the autotuner times (exact kernels only)
+};
+
+/// What a factory gets besides the context and the operator.
+struct SpmmPlanRequest {
+    /// The widest dense operand run() must accept.
+    std::int64_t max_dim = 1;
+    /// What the engine knows about the operator: its pattern name, the row ranges run() will be
+    /// asked for, the dataset's stored kernel metadata (a plan takes what it uses).
+    const SpmmPlanHints& hints;
+    /// The parameters of a kernel that takes some (aes:W[:scaling]); ignored by the others.
+    AesOptions aes{};
+    /// Accel-GCN's partition of this operator, already loaded from hints.stored (the autotuner
+    /// loads it once for all its candidates and reports it); null: accel_gcn loads it itself.
+    std::shared_ptr<const AccelGcnPartition> accel_gcn_partition{};
+};
+
+/// A kernel's factory: its plan over `a` for widths up to request.max_dim, preprocessing
+/// included. Throws halo::InputError when the kernel rejects `a` (the autotuner then leaves it
+/// out and says why).
+using SpmmPlanFactory = std::unique_ptr<SpmmPlan>(cuda::Context& ctx, const Csr& a,
+                                                  const SpmmPlanRequest& request);
+
+struct SpmmChoice;
+
+struct SpmmKernel {
+    /// [a-z0-9_]+: the name on command lines, in autotune choices and reports.
+    std::string name{};
+    /// One line: what it is (halo-bench prints it beside the plan).
+    std::string description{};
+    /// halo-infer --spmm's note on it, in parentheses after its name; may be empty.
+    std::string help{};
+    /// Exact kernels compute the product up to rounding; approximate ones are never chosen
+    /// silently (DESIGN.md: the user asks for them).
+    bool exact = true;
+    /// The kernel metadata it reads from the dataset, and the group it is stored under.
+    SpmmMetadataKind metadata = SpmmMetadataKind::none;
+    std::string metadata_group{};
+    /// SpmmKernelUse bits.
+    unsigned uses = 0;
+    /// Null where it takes no arguments; else parses what follows "name:" into `choice`
+    /// (throwing halo::InputError naming `text`, the whole choice, on a bad argument), and
+    /// `syntax` says how it is written.
+    void (*parse_arguments)(std::string_view arguments, std::string_view text,
+                            SpmmChoice& choice) = nullptr;
+    std::string syntax{};
+    /// Null in builds without CUDA.
+    SpmmPlanFactory* make = nullptr;
+
+    /// How it is written on a command line: `syntax`, or the name.
+    const std::string& written() const noexcept { return syntax.empty() ? name : syntax; }
+};
+
+/// Every registered kernel, in one fixed order: the autotuner's candidates in their tie order
+/// (ties go to the earlier kernel), halo-bench's and halo-infer's lists in that order too.
+const std::vector<SpmmKernel>& spmm_kernels();
+
+/// The kernels with `use` among their uses, in registry order.
+std::vector<const SpmmKernel*> spmm_kernels(SpmmKernelUse use);
+
+/// The kernel called `name` with `use` among its uses, or null.
+const SpmmKernel* find_spmm_kernel(std::string_view name, SpmmKernelUse use);
+
+/// "a, b, c": the names of the kernels with `use`.
+std::string spmm_kernel_names(SpmmKernelUse use);
+
+/// "auto (note) | cusparse | ... | aes:W[...] (note)": every kernel with `use` as it is written,
+/// with its help note, for an option's help text.
+std::string spmm_kernel_help(SpmmKernelUse use);
+
+/// A kernel chosen by what a user wrote: "name" or "name:arguments".
+struct SpmmChoice {
+    const SpmmKernel* kernel = nullptr;
+    /// Set for a kernel that took arguments (AES-SpMM's sampling).
+    std::optional<AesOptions> aes;
+};
+
+/// Resolves `text` among the kernels with `use`. Throws halo::InputError: "unknown SpMM kernel
+/// 'text'", or the kernel's own message for bad arguments.
+SpmmChoice parse_spmm_choice(std::string_view text, SpmmKernelUse use = spmm_use_infer);
+
+}  // namespace halo

@@ -1,0 +1,76 @@
+// The index conversions of the cuSPARSE CSR (cusparse_csr.hpp): rebasing and narrowing row
+// offsets, widening columns, filling values.
+#include "cuda/primitives/cusparse_csr.hpp"
+#include "cuda/primitives/grid_stride.cuh"
+#include "halo/cuda_error.hpp"
+
+namespace halo::cuda::detail {
+namespace {
+
+constexpr int kBlock = 256;
+// Enough blocks to fill any current GPU several times over; larger counts loop in the kernel.
+constexpr std::int64_t kMaxBlocks = 8192;
+
+template <typename In, typename Out>
+__global__ void shift_kernel(const In* in, Out* out, std::int64_t count, std::int64_t base)
+{
+    for (std::int64_t k = first_index(); k < count; k += stride()) {
+        out[k] = static_cast<Out>(static_cast<std::int64_t>(in[k]) - base);
+    }
+}
+
+__global__ void fill_kernel(float* data, std::int64_t count, float value)
+{
+    for (std::int64_t k = first_index(); k < count; k += stride()) {
+        data[k] = value;
+    }
+}
+
+template <typename In, typename Out>
+void launch_shift(cudaStream_t stream, const In* in, Out* out, std::int64_t count,
+                  std::int64_t base)
+{
+    if (count <= 0) {
+        return;
+    }
+    shift_kernel<<<grid_blocks(count, kBlock, kMaxBlocks), kBlock, 0, stream>>>(in, out, count,
+                                                                                base);
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int64_t* out,
+                   std::int64_t count, std::int64_t base)
+{
+    launch_shift(stream, in, out, count, base);
+}
+
+void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int32_t* out,
+                   std::int64_t count, std::int64_t base)
+{
+    launch_shift(stream, in, out, count, base);
+}
+
+void shift_offsets(cudaStream_t stream, const std::int32_t* in, std::int32_t* out,
+                   std::int64_t count, std::int64_t base)
+{
+    launch_shift(stream, in, out, count, base);
+}
+
+void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* out,
+                   std::int64_t count)
+{
+    launch_shift(stream, in, out, count, 0);
+}
+
+void fill(cudaStream_t stream, float* data, std::int64_t count, float value)
+{
+    if (count <= 0) {
+        return;
+    }
+    fill_kernel<<<grid_blocks(count, kBlock, kMaxBlocks), kBlock, 0, stream>>>(data, count, value);
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace halo::cuda::detail

@@ -1,0 +1,105 @@
+// A CSR operator on the device as cuSPARSE's generic API reads it, and cuSPARSE SpMM over row
+// ranges of it: the vendor baseline (spmm/cusparse_spmm.cpp) and the unfused attention's
+// aggregation (attention/attention_unfused.cpp), whose values are the scores it computes. Internal
+// to halo_kernels.
+//
+// Choices:
+// - Index types: cuSPARSE's generic API is given the same type for row offsets and columns:
+//   32-bit when nnz, rows and columns all fit in int32 (offsets narrowed on the device), else
+//   64-bit for both (columns widened on the device). Mixing 64-bit offsets with 32-bit columns is
+//   not a combination that cusparseSpMM documents, so it is not relied upon.
+// - Row ranges: cuSPARSE has no row-range argument, so a range [b, e) is its own CSR descriptor:
+//   rows e - b, offsets indptr[b..e] - indptr[b] (the full offsets themselves when b == 0),
+//   columns and values starting at indptr[b], and C pointing at row b of y. The descriptor is made
+//   on the range's first run and kept; rows outside the range are never touched, and a range
+//   without nonzeros only zeroes its rows.
+// - CUSPARSE_SPMM_CSR_ALG2 with row-major dense operands (CUSPARSE_ORDER_ROW): the CSR algorithm
+//   meant for row-major B and C, deterministic from run to run (no atomics), so repeated runs and
+//   the interior/boundary split give identical rows. The workspace of a (range, width, strides)
+//   is sized on first use and only grows.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "halo/csr.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/dense.hpp"
+#include "halo/memory_report.hpp"
+
+namespace halo::cuda::detail {
+
+class CusparseCsr {
+public:
+    /// Uploads the pattern of `a` (valid: the caller checked it) on the compute stream, without
+    /// synchronizing, and allocates nnz values for the owner to fill before the first spmm().
+    /// `keep_host_types`: also keep int64 offsets and int32 columns (the host types, which the
+    /// owner's own kernels read) where cuSPARSE reads the other width.
+    CusparseCsr(Context& ctx, const Csr& a, IndexWidth width, bool keep_host_types);
+    ~CusparseCsr();
+    CusparseCsr(const CusparseCsr&) = delete;
+    CusparseCsr& operator=(const CusparseCsr&) = delete;
+
+    bool wide() const noexcept { return wide_; }
+    std::int64_t nnz() const noexcept { return static_cast<std::int64_t>(values_.size()); }
+    /// The host copy of the row offsets.
+    const std::vector<offset_t>& indptr() const noexcept { return indptr_; }
+    /// The nnz values every spmm() reads.
+    float* values() const noexcept { return values_.data(); }
+    /// The host-typed arrays: kept with keep_host_types, or where cuSPARSE reads them anyway
+    /// (int64 offsets when wide, int32 columns when not); null otherwise.
+    const std::int64_t* offsets64() const noexcept { return offsets64_.data(); }
+    const std::int32_t* columns32() const noexcept { return columns32_.data(); }
+
+    /// y[rows] = A[rows] x with the current values, asynchronous on the compute stream; x and y
+    /// are device views with x.rows >= the operator's columns and y.cols == x.cols (the caller
+    /// checks the operands). Width 0 or an empty range does nothing.
+    void spmm(DenseView<const float> x, DenseView<float> y, RowRange rows);
+
+    /// The offsets (with every range's rebased copy), columns, values and workspace held now.
+    MemoryReport memory() const;
+
+private:
+    struct Range;
+    cusparseSpMatDescr_t range_descriptor(RowRange rows);
+
+    Context& ctx_;
+    std::int64_t num_rows_ = 0;
+    std::int64_t num_cols_ = 0;
+    bool wide_ = false;
+    std::vector<offset_t> indptr_;  // each range's first nonzero and nonzero count
+    DeviceBuffer<std::int64_t> offsets64_;
+    DeviceBuffer<std::int32_t> offsets32_;
+    DeviceBuffer<std::int32_t> columns32_;
+    DeviceBuffer<std::int64_t> columns64_;
+    DeviceBuffer<float> values_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Range>> ranges_;
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+             std::size_t>
+        workspace_sizes_;
+    DeviceBuffer<char> workspace_;
+};
+
+/// out[i] = in[i] - base for i in [0, count): CSR row offsets of a row range rebased to start at
+/// zero, also narrowing int64 offsets to int32 (the caller guarantees that they fit). Launchers
+/// (cusparse_csr.cu): asynchronous on `stream`, the launch checked, nothing for count 0.
+void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int64_t* out,
+                   std::int64_t count, std::int64_t base);
+void shift_offsets(cudaStream_t stream, const std::int64_t* in, std::int32_t* out,
+                   std::int64_t count, std::int64_t base);
+void shift_offsets(cudaStream_t stream, const std::int32_t* in, std::int32_t* out,
+                   std::int64_t count, std::int64_t base);
+/// out[i] = in[i], widening int32 column indices to int64.
+void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* out,
+                   std::int64_t count);
+/// data[i] = value for i in [0, count).
+void fill(cudaStream_t stream, float* data, std::int64_t count, float value);
+
+}  // namespace halo::cuda::detail

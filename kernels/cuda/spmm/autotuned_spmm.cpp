@@ -1,0 +1,334 @@
+// The autotuned SpMM plan (include/halo/cuda/autotune.hpp): host code over the candidates' plans.
+// Times are CUDA events around one run() on the compute stream, so queued work before the start
+// event does not count; the host work of a candidate's run (descriptor setup, launch) does, as it
+// does in real runs. A candidate's first run of a new range may do one-time host work (a range
+// partition, a workspace): the warm-up run absorbs it.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/spmm/stored_metadata.hpp"
+#include "halo/autotune_metadata.hpp"
+#include "halo/cuda/autotune.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/device.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/spmm_registry.hpp"
+
+namespace halo::cuda {
+
+AutotunedSpmmPlan::AutotunedSpmmPlan(Context& ctx, std::int64_t num_rows, std::int64_t num_cols,
+                                     std::vector<Candidate> candidates,
+                                     std::vector<std::string> unavailable, int trials, int warmup)
+    : ctx_(ctx),
+      num_rows_(num_rows),
+      num_cols_(num_cols),
+      candidates_(std::move(candidates)),
+      unavailable_(std::move(unavailable)),
+      table_(trials, warmup)
+{
+    HALO_EXPECTS(num_rows >= 0 && num_cols >= 0, "autotuned plan of a ", num_rows, " x ", num_cols,
+                 " operator");
+    HALO_EXPECTS(!candidates_.empty(), "autotuned plan without candidates");
+    for (const auto& c : candidates_) {
+        HALO_EXPECTS(c.plan != nullptr || c.make, "autotune candidate ", c.name,
+                     " has neither a plan nor a way to build one");
+        names_.push_back(c.name);
+    }
+    HALO_CUDA_TRY(cudaEventCreate(&start_));
+    try {
+        HALO_CUDA_TRY(cudaEventCreate(&stop_));
+    } catch (...) {
+        (void)cudaEventDestroy(start_);
+        throw;
+    }
+}
+
+AutotunedSpmmPlan::~AutotunedSpmmPlan()
+{
+    // Never throws: a failed destroy leaks an event at worst.
+    (void)cudaEventDestroy(stop_);
+    (void)cudaEventDestroy(start_);
+}
+
+MemoryReport AutotunedSpmmPlan::memory() const
+{
+    MemoryReport total;
+    for (const auto& c : candidates_) {
+        if (c.plan) {
+            total += c.plan->memory();  // every built candidate reports its memory
+        }
+    }
+    // The operator's nonzeros once, not once per copy: bytes per nonzero then show the copies.
+    std::int64_t nnz = 0;
+    for (const auto& c : candidates_) {
+        if (c.plan) {
+            nnz = std::max(nnz, c.plan->memory().nonzeros);
+        }
+    }
+    total.nonzeros = nnz;
+    return total;
+}
+
+SpmmPlan* AutotunedSpmmPlan::built(std::size_t i)
+{
+    auto& c = candidates_[i];
+    if (!c.plan && c.make) {
+        // Only a rejection of this operator is tolerated; device failures propagate.
+        try {
+            c.plan = c.make();
+        } catch (const InputError& e) {
+            unavailable_.push_back(c.name + ": " + e.what());
+        } catch (const LogicError& e) {
+            unavailable_.push_back(c.name + ": " + e.what());
+        }
+        c.make = nullptr;
+    }
+    return c.plan.get();
+}
+
+double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x,
+                                         DenseView<float> y, RowRange rows)
+{
+    SpmmPlan* plan = built(i);
+    if (plan == nullptr) {
+        HALO_THROW(InputError, "autotune candidate ", candidates_[i].name, " is unavailable");
+    }
+    const cudaStream_t stream = ctx_.compute_stream();
+    const auto wall = std::chrono::steady_clock::now();
+    struct AddWall {
+        double& total;
+        std::chrono::steady_clock::time_point t0;
+        ~AddWall()
+        {
+            total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+    } add_wall{tuning_seconds_, wall};
+    HALO_CUDA_TRY(cudaEventRecord(start_, stream));
+    plan->run(x, y, rows);
+    HALO_CUDA_TRY(cudaEventRecord(stop_, stream));
+    HALO_CUDA_TRY(cudaEventSynchronize(stop_));
+    float ms = 0.0f;
+    HALO_CUDA_TRY(cudaEventElapsedTime(&ms, start_, stop_));
+    return static_cast<double>(ms);
+}
+
+void AutotunedSpmmPlan::run(DenseView<const float> x, DenseView<float> y, RowRange rows)
+{
+    // The shared preconditions (but the width bound, each candidate's own), so that misuse is a
+    // LogicError here rather than every candidate "failing" alike.
+    detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_);
+    if (rows.empty() || x.cols == 0) {
+        for (std::size_t i = 0; i < candidates_.size(); ++i) {
+            if (SpmmPlan* plan = built(i)) {
+                plan->run(x, y, rows);
+                return;
+            }
+        }
+        HALO_THROW(InputError, "autotuned SpMM plan: no candidate could be built");
+    }
+    const AutotuneKey key{rows.begin, rows.end, x.cols};
+    const auto& choice =
+        table_.choose(key, names_, [&](std::size_t i) { return time_candidate(i, x, y, rows); });
+    SpmmPlan* plan = built(choice.index);
+    if (plan == nullptr) {
+        HALO_THROW(InputError, "autotune: the chosen kernel ", names_[choice.index],
+                   " cannot be built for this operator (", unavailable_.back(), ")");
+    }
+    plan->run(x, y, rows);
+    last_ = names_[choice.index];
+}
+
+std::string AutotunedSpmmPlan::algorithm() const
+{
+    return last_.empty() ? "autotune" : "autotune(" + last_ + ")";
+}
+
+void AutotunedSpmmPlan::preload(const std::vector<std::pair<AutotuneKey, AutotuneChoice>>& choices,
+                                const std::vector<std::string>& notes)
+{
+    for (const auto& [key, choice] : choices) {
+        HALO_EXPECTS(choice.names == names_, "autotune: stored choices over other candidates");
+        table_.preload(key, choice);
+    }
+    notes_.insert(notes_.end(), notes.begin(), notes.end());
+}
+
+void AutotunedSpmmPlan::set_identity(KernelMetadata identity, std::string device)
+{
+    identity_ = std::move(identity);
+    device_ = std::move(device);
+}
+
+std::vector<KernelMetadata> AutotunedSpmmPlan::tuning_metadata() const
+{
+    bool measured = false;
+    for (const auto& [key, choice] : table_.entries()) {
+        measured = measured || !choice.stored;
+    }
+    if (!measured || identity_.kernel.empty()) {
+        return {};
+    }
+    return {autotune_to_metadata(table_, identity_, device_)};
+}
+
+std::string AutotunedSpmmPlan::report() const
+{
+    auto out = table_.report();
+    for (const auto& n : notes_) {
+        out += "note: " + n + "\n";
+    }
+    for (const auto& u : unavailable_) {
+        out += "unavailable: " + u + "\n";
+    }
+    return out;
+}
+
+const std::vector<std::string>& autotune_candidate_names()
+{
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const auto* k : spmm_kernels(spmm_use_autotune)) {
+            out.push_back(k->name);
+        }
+        return out;
+    }();
+    return names;
+}
+
+std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const Csr& a,
+                                                            std::int64_t max_dim,
+                                                            const AutotunePlanOptions& options)
+{
+    validate(a, "the operator of an autotuned SpMM plan");
+    HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+    // By value (but the operator): a deferred candidate builds after this call returns. The
+    // candidates see the ranges but no stored metadata: what they use of it comes in `options`.
+    SpmmPlanHints hints;
+    hints.ranges = options.ranges;
+    auto make = [&ctx, a = &a, max_dim, hints = std::move(hints),
+                 partition = options.accel_gcn_partition](
+                    const std::string& name) -> std::unique_ptr<SpmmPlan> {
+        const auto* kernel = find_spmm_kernel(name, spmm_use_autotune);
+        HALO_EXPECTS(kernel != nullptr && kernel->make != nullptr, "autotune candidate ", name,
+                     " is not a registered kernel");
+        return kernel->make(ctx, *a, SpmmPlanRequest{max_dim, hints, {}, partition});
+    };
+    std::vector<AutotunedSpmmPlan::Candidate> candidates;
+    std::vector<std::string> unavailable;
+    if (!options.stored_choices.empty()) {
+        // Stored choices: only the kernels they chose are built now (one operator copy each,
+        // instead of one per candidate); the others only if a shape must be timed.
+        const auto& names = autotune_candidate_names();
+        std::vector<bool> chosen(names.size(), false);
+        for (const auto& [key, choice] : options.stored_choices) {
+            if (choice.names == names && choice.index < names.size()) {
+                chosen[choice.index] = true;
+            }
+        }
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            AutotunedSpmmPlan::Candidate c{names[i], nullptr,
+                                           [make, name = names[i]] { return make(name); }};
+            if (chosen[i]) {
+                try {
+                    c.plan = c.make();
+                    c.make = nullptr;
+                } catch (const InputError&) {  // unavailable: said when it is first needed
+                } catch (const LogicError&) {
+                }
+            }
+            candidates.push_back(std::move(c));
+        }
+        auto plan = std::make_unique<AutotunedSpmmPlan>(ctx, a.num_rows, a.num_cols,
+                                                        std::move(candidates));
+        plan->preload(options.stored_choices, options.notes);
+        return plan;
+    }
+    for (const auto& name : autotune_candidate_names()) {
+        // Only a rejection of this operator is tolerated; device failures propagate.
+        try {
+            candidates.push_back({name, make(name), nullptr});
+        } catch (const InputError& e) {
+            unavailable.push_back(name + ": " + e.what());
+        } catch (const LogicError& e) {
+            unavailable.push_back(name + ": " + e.what());
+        }
+    }
+    if (candidates.empty()) {
+        std::string why;
+        for (const auto& u : unavailable) {
+            why += "; " + u;
+        }
+        HALO_THROW(InputError, "autotuned SpMM plan: no kernel accepts the ", a.num_rows, " x ",
+                   a.num_cols, " operator with ", a.nnz(), " nonzeros", why);
+    }
+    auto plan = std::make_unique<AutotunedSpmmPlan>(ctx, a.num_rows, a.num_cols,
+                                                    std::move(candidates), std::move(unavailable));
+    auto notes = options.notes;
+    if (!options.stored_choices.empty() &&
+        plan->candidate_names() != autotune_candidate_names()) {
+        notes.push_back("stored autotune choices ignored: not every candidate could be built");
+        plan->preload({}, notes);
+    } else {
+        plan->preload(options.stored_choices, notes);
+    }
+    return plan;
+}
+
+// The registry's factories (halo/spmm_registry.hpp).
+
+// --spmm autotune: stored choices for this operator and device are preloaded (and the kernels
+// they chose built); the stored Accel-GCN partition is loaded once for its candidate. The plan
+// offers its new choices as metadata of the hints' operator.
+std::unique_ptr<SpmmPlan> autotune_spmm_factory(Context& ctx, const Csr& a,
+                                                const SpmmPlanRequest& request)
+{
+    const auto& hints = request.hints;
+    AutotunePlanOptions options;
+    options.ranges = hints.ranges;
+    options.accel_gcn_partition = detail::stored_accel_gcn_partition(a, hints, options.notes);
+    const auto device = device_info(ctx.device()).name;
+    const auto* md = detail::find_stored(hints, autotune_metadata_kernel);
+    if (md != nullptr && !detail::built_for(*md, a)) {
+        options.notes.push_back(md->origin + ": built for another operator; timing again");
+    } else if (md != nullptr) {
+        auto stored = autotune_from_metadata(*md, a.view(), device, autotune_candidate_names());
+        if (!stored.note.empty()) {
+            options.notes.push_back(md->origin + ": " + stored.note);
+        } else {
+            options.notes.push_back("autotune: " + std::to_string(stored.entries.size()) +
+                                    " choice(s) loaded from " + md->origin);
+        }
+        options.stored_choices = std::move(stored.entries);
+    }
+    auto plan = make_autotuned_spmm_plan(ctx, a, request.max_dim, options);
+    if (!hints.op.empty()) {
+        plan->set_identity(metadata_for_operator(autotune_metadata_kernel, hints.op, a.view()),
+                           device);
+    }
+    return plan;
+}
+
+// --spmm auto: the autotuner when the hints carry choices it would load (none of the notes that
+// make it time again), cuSPARSE otherwise: nothing is timed.
+std::unique_ptr<SpmmPlan> stored_or_cusparse_spmm_factory(Context& ctx, const Csr& a,
+                                                          const SpmmPlanRequest& request)
+{
+    const auto* md = detail::find_stored(request.hints, autotune_metadata_kernel);
+    if (md != nullptr && detail::built_for(*md, a)) {
+        const auto stored = autotune_from_metadata(*md, a.view(), device_info(ctx.device()).name,
+                                                   autotune_candidate_names());
+        if (stored.note.empty() && !stored.entries.empty()) {
+            return autotune_spmm_factory(ctx, a, request);
+        }
+    }
+    return make_cusparse_spmm_plan(ctx, a, request.max_dim);
+}
+
+}  // namespace halo::cuda

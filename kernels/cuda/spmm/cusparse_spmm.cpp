@@ -1,0 +1,86 @@
+// cuSPARSE SpMM plan (the vendor baseline of DESIGN.md's kernel table): the operator on the
+// device as cuSPARSE reads it, one CSR descriptor per row range asked for, and a workspace reused
+// across runs (kernels/cuda/primitives/cusparse_csr.hpp says how). Pattern matrices get an
+// explicit array of ones: cuSPARSE has no implicit-value CSR.
+#include <memory>
+#include <string>
+
+#include "cuda/primitives/cusparse_csr.hpp"
+#include "cuda/primitives/spmm_checks.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/spmm_registry.hpp"
+
+namespace halo::cuda {
+namespace {
+
+class CusparseSpmmPlan final : public SpmmPlan {
+public:
+    CusparseSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth indices)
+        : ctx_(ctx),
+          num_rows_(a.num_rows),
+          num_cols_(a.num_cols),
+          max_dim_(max_dim),
+          csr_(ctx, checked(a, max_dim), indices, false)
+    {
+        const cudaStream_t stream = ctx_.compute_stream();
+        if (a.has_values()) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(csr_.values(), a.values.data(),
+                                          a.values.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                          stream));
+        } else {
+            detail::fill(stream, csr_.values(), csr_.nnz(), 1.0f);
+        }
+        // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
+        HALO_CUDA_TRY(cudaStreamSynchronize(stream));
+    }
+
+    CusparseSpmmPlan(const CusparseSpmmPlan&) = delete;
+    CusparseSpmmPlan& operator=(const CusparseSpmmPlan&) = delete;
+
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
+        csr_.spmm(x, y, rows);
+    }
+
+    std::string algorithm() const override
+    {
+        return csr_.wide() ? "cusparse-csr-alg2-i64" : "cusparse-csr-alg2";
+    }
+
+    // cuSPARSE reads values, so a pattern operator still gets an array of ones here.
+    MemoryReport memory() const override { return csr_.memory(); }
+
+private:
+    // `a`, once checked: before anything is uploaded.
+    static const Csr& checked(const Csr& a, std::int64_t max_dim)
+    {
+        HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+        validate(a, "the operator of a cuSPARSE SpMM plan");
+        return a;
+    }
+
+    Context& ctx_;
+    std::int64_t num_rows_ = 0;
+    std::int64_t num_cols_ = 0;
+    std::int64_t max_dim_ = 0;
+    detail::CusparseCsr csr_;
+};
+
+}  // namespace
+
+std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                  IndexWidth indices)
+{
+    return std::make_unique<CusparseSpmmPlan>(ctx, a, max_dim, indices);
+}
+
+std::unique_ptr<SpmmPlan> cusparse_spmm_factory(Context& ctx, const Csr& a,
+                                                const SpmmPlanRequest& request)
+{
+    return make_cusparse_spmm_plan(ctx, a, request.max_dim);
+}
+
+}  // namespace halo::cuda

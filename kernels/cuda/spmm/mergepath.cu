@@ -1,0 +1,381 @@
+// MergePath-SpMM (paper 003, Algorithm 2 with section III-C's thread mapping) and its plan.
+//
+// Choices:
+// - Schedule: the merge-path partition comes from the host (mergepath_schedule.cpp): only each
+//   segment's start row is stored; its start nonzero follows from the diagonal. A row range and a
+//   cost make one schedule, prepared once and cached (the full range at plan creation).
+// - Split rows: a row whose nonzeros lie in several segments is zeroed by a small kernel over the
+//   split rows only, then each segment adds its part with one atomicAdd per element (the paper's
+//   T[0, :] / T[1, :] accumulate in registers first). Every other row gets one plain store from
+//   the segment holding its start and end, so no other row of y is read or zeroed.
+// - Mapping by width d: a lane owns the columns of one 16-byte load (4 fp32 or 8 fp16/bf16; one or
+//   two float4 stores of y) when d, both leading dimensions and both base pointers allow it, else
+//   1 column (feature_vec.hpp); fp16/bf16 features are widened at the load, sums stay fp32; with c
+//   columns of lanes, a segment gets L lanes, L = the next power of two >= c when c <= 32
+//   (32 / L segments share a warp: independent thread scheduling lets them diverge), else c
+//   rounded up to 32 (ceil(c / 32) warps per segment, each warp one slice); every x row read by a
+//   group is a contiguous slice of it. The lanes of a segment read the same
+//   indptr/indices/values: broadcast loads that L1 serves.
+// - The walk: rows are consumed in merge order as in Merrill & Garland's SpMV, which gives the
+//   same writes as Algorithm 2's case analysis (partial start row, complete rows, partial end row)
+//   without its early return.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cuda/primitives/feature_load.cuh"
+#include "cuda/primitives/feature_vec.hpp"
+#include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/primitives/upload.hpp"
+#include "cuda/primitives/zero_rows.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
+#include "halo/cuda/mergepath.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/spmm_registry.hpp"
+#include "preprocess/mergepath_schedule.hpp"
+
+namespace halo::cuda {
+namespace {
+
+using detail::atomic_add_results;
+using detail::load_features;
+using detail::store_results;
+using detail::vector_columns;
+
+constexpr int kBlockThreads = 256;
+// Grid-stride loops beyond this many blocks (any larger grid only adds block scheduling).
+constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 22;
+// Widths above this all share default_cost()'s last class, so scanning 1..kLastCostClass finds
+// every default cost that a plan can use.
+constexpr std::int64_t kLastCostClass = 65;
+
+template <typename T>
+struct KernelArgs {
+    const std::int64_t* indptr;
+    const std::int32_t* indices;
+    const float* values;  // null: pattern matrix
+    const std::int64_t* segment_rows;
+    std::int64_t num_segments;
+    std::int64_t cost;
+    std::int64_t items;
+    std::int64_t range_begin;
+    std::int64_t first_nonzero;
+    std::int64_t lanes;  // per segment
+    std::int64_t width;
+    const T* x;
+    std::int64_t ldx;
+    float* y;
+    std::int64_t ldy;
+};
+
+// A lane's kVec columns: kVec == 1, or one 16-byte load of x (4 fp32 or 8 fp16/bf16 columns)
+// when feature_vec.hpp's lane_columns() allows it; fp32 accumulators and fp32 y either way.
+template <bool kValued, int kVec, typename T>
+__device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t from, std::int64_t to,
+                                        std::int64_t col, float (&acc)[kVec])
+{
+    // Unrolled so that several independent index -> x gathers are in flight per lane; x, the
+    // matrix and the schedule are read-only for the whole kernel (read-only cache loads).
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+        acc[i] = 0.0f;
+    }
+#pragma unroll 4
+    for (std::int64_t j = from; j < to; ++j) {
+        float xv[kVec];
+        load_features<T, kVec>(
+            k.x + static_cast<std::int64_t>(__ldg(k.indices + j)) * k.ldx + col, xv);
+        if constexpr (kValued) {
+            const float a = __ldg(k.values + j);
+#pragma unroll
+            for (int i = 0; i < kVec; ++i) {
+                acc[i] = fmaf(a, xv[i], acc[i]);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < kVec; ++i) {
+                acc[i] += xv[i];
+            }
+        }
+    }
+}
+
+template <bool kValued, int kVec, typename T>
+__global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const KernelArgs<T> k)
+{
+    const std::int64_t total = k.num_segments * k.lanes;
+    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         t < total; t += stride) {
+        const std::int64_t s = t / k.lanes;
+        const std::int64_t col = (t - s * k.lanes) * kVec;
+        if (col >= k.width) {
+            continue;
+        }
+        const std::int64_t d0 = s * k.cost < k.items ? s * k.cost : k.items;
+        const std::int64_t d1 = (s + 1) * k.cost < k.items ? (s + 1) * k.cost : k.items;
+        const std::int64_t row_begin = __ldg(k.segment_rows + s);
+        const std::int64_t row_end = __ldg(k.segment_rows + s + 1);
+        std::int64_t j = k.first_nonzero + d0 - (row_begin - k.range_begin);
+        const std::int64_t nz_end = k.first_nonzero + d1 - (row_end - k.range_begin);
+        float acc[kVec];
+        for (std::int64_t r = row_begin; r < row_end; ++r) {
+            const std::int64_t next = __ldg(k.indptr + r + 1);
+            float* out = k.y + r * k.ldy + col;
+            if (r == row_begin && j > __ldg(k.indptr + r)) {
+                // Partial start row (Algorithm 2, lines 2-10): zeroed by the pre-pass.
+                if (j < next) {
+                    row_sum<kValued, kVec>(k, j, next, col, acc);
+                    atomic_add_results<kVec>(out, acc);
+                }
+            } else {
+                row_sum<kValued, kVec>(k, j, next, col, acc);
+                store_results<kVec>(out, acc);
+            }
+            j = next;
+        }
+        if (j < nz_end) {
+            // Partial end row (lines 11-13), continued by the next segment(s).
+            row_sum<kValued, kVec>(k, j, nz_end, col, acc);
+            atomic_add_results<kVec>(k.y + row_end * k.ldy + col, acc);
+        }
+    }
+}
+
+unsigned int grid_for(std::int64_t threads)
+{
+    const std::int64_t blocks = (threads + kBlockThreads - 1) / kBlockThreads;
+    return static_cast<unsigned int>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
+}
+
+std::int64_t lanes_per_segment(std::int64_t width)
+{
+    if (width > 32) {
+        return (width + 31) / 32 * 32;
+    }
+    std::int64_t lanes = 1;
+    while (lanes < width) {
+        lanes *= 2;
+    }
+    return lanes;
+}
+
+template <typename T>
+void launch_kernel(cudaStream_t stream, unsigned int grid, bool valued, int vec,
+                   const KernelArgs<T>& args)
+{
+    constexpr int kWide = vector_columns(std::is_same_v<T, float> ? FeatureType::fp32
+                                                                   : FeatureType::fp16);
+    if (valued && vec > 1) {
+        mergepath_spmm_kernel<true, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    } else if (valued) {
+        mergepath_spmm_kernel<true, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    } else if (vec > 1) {
+        mergepath_spmm_kernel<false, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    } else {
+        mergepath_spmm_kernel<false, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    }
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+class MergePathSpmmPlan final : public FeatureSpmmPlan {
+public:
+    MergePathSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                      const MergePathOptions& options)
+        : ctx_(ctx),
+          num_rows_(a.num_rows),
+          num_cols_(a.num_cols),
+          max_dim_(max_dim),
+          options_(options),
+          indptr_(a.indptr)
+    {
+        if (max_dim < 1) {
+            HALO_THROW(InputError, "mergepath plan: max_dim ", max_dim, " must be at least 1");
+        }
+        if (options.cost < 0) {
+            HALO_THROW(InputError, "mergepath plan: cost ", options.cost,
+                       " must be positive (or 0 for the per-width default)");
+        }
+        if (options.min_segments < 0) {
+            HALO_THROW(InputError, "mergepath plan: min_segments ", options.min_segments,
+                       " must not be negative");
+        }
+        validate(a, "the operator of a MergePath-SpMM plan");
+        const cudaStream_t stream = ctx_.compute_stream();
+        indptr_d_ = detail::upload(ctx_, indptr_);
+        indices_d_ = detail::upload(ctx_, a.indices);
+        if (a.has_values()) {
+            values_d_ = detail::upload(ctx_, a.values);
+        }
+        std::set<std::int64_t> costs;
+        for (std::int64_t w = 1; w <= std::min(max_dim, kLastCostClass); ++w) {
+            costs.insert(cost_for(w));
+        }
+        for (const std::int64_t cost : costs) {
+            (void)schedule(a.view().all_rows(), cost);
+        }
+        // Once, at setup: a failed upload surfaces here rather than in a later run.
+        HALO_CUDA_TRY(cudaStreamSynchronize(stream));
+    }
+
+    MergePathSpmmPlan(const MergePathSpmmPlan&) = delete;
+    MergePathSpmmPlan& operator=(const MergePathSpmmPlan&) = delete;
+
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
+            return;
+        }
+        const std::int64_t width = x.cols;
+        const Prepared& p = schedule(rows, cost_for(width));
+        const cudaStream_t stream = ctx_.compute_stream();
+        const auto num_split = static_cast<std::int64_t>(p.host.split_rows.size());
+        if (num_split > 0) {
+            detail::zero_rows(stream, p.split_rows.data(), num_split, width, y.data, y.ld);
+        }
+        // 16-byte lanes (4 fp32 or 8 fp16/bf16 columns) when every access of a lane is aligned.
+        const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
+        const std::int64_t lanes = lanes_per_segment(width / vec);
+        const unsigned int grid = grid_for(p.host.num_segments() * lanes);
+        const bool valued = values_d_.data() != nullptr;
+        switch (x.type) {
+            case FeatureType::fp32:
+                return launch_kernel(stream, grid, valued, vec,
+                                     kernel_args<float>(p, lanes, x, y));
+            case FeatureType::fp16:
+                return launch_kernel(stream, grid, valued, vec,
+                                     kernel_args<__half>(p, lanes, x, y));
+            case FeatureType::bf16:
+                return launch_kernel(stream, grid, valued, vec,
+                                     kernel_args<__nv_bfloat16>(p, lanes, x, y));
+        }
+        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+    }
+
+    std::string algorithm() const override
+    {
+        return options_.cost > 0 ? "mergepath-cost" + std::to_string(options_.cost) : "mergepath";
+    }
+
+private:
+    // A row range's schedule on the host (kept: the kernel's scalars, and the source of the
+    // asynchronous upload) and on the device.
+    struct Prepared {
+        mergepath::Schedule host;
+        DeviceBuffer<std::int64_t> segment_rows;
+        DeviceBuffer<std::int64_t> split_rows;
+    };
+
+    template <typename T>
+    KernelArgs<T> kernel_args(const Prepared& p, std::int64_t lanes, FeatureView x,
+                       DenseView<float> y) const
+    {
+        return {indptr_d_.data(),
+                indices_d_.data(),
+                values_d_.data(),
+                p.segment_rows.data(),
+                p.host.num_segments(),
+                p.host.cost,
+                p.host.items,
+                p.host.range.begin,
+                p.host.first_nonzero,
+                lanes,
+                x.cols,
+                static_cast<const T*>(x.data),
+                x.ld,
+                y.data,
+                y.ld};
+    }
+
+    std::int64_t cost_for(std::int64_t width) const
+    {
+        return options_.cost > 0 ? options_.cost : mergepath::default_cost(width);
+    }
+
+    // The schedule of (rows, cost), made and uploaded on first use. Keyed by the requested cost:
+    // effective_cost() depends only on the range, so the key determines the schedule.
+    const Prepared& schedule(RowRange rows, std::int64_t cost)
+    {
+        const auto key = std::make_tuple(rows.begin, rows.end, cost);
+        const auto found = prepared_.find(key);
+        if (found != prepared_.end()) {
+            return *found->second;
+        }
+        const CsrView pattern{num_rows_, num_cols_, indptr_.data(), nullptr, nullptr};
+        const std::int64_t items = rows.size() + indptr_[rows.end] - indptr_[rows.begin];
+        auto p = std::make_unique<Prepared>();
+        p->host = mergepath::make_schedule(
+            pattern, rows, mergepath::effective_cost(items, cost, options_.min_segments));
+        p->segment_rows = detail::upload(ctx_, p->host.segment_rows);
+        p->split_rows = detail::upload(ctx_, p->host.split_rows);
+        const Prepared& ref = *p;
+        prepared_.emplace(key, std::move(p));
+        return ref;
+    }
+
+public:
+    MemoryReport memory() const override
+    {
+        MemoryReport r;
+        r.row_pointers = static_cast<std::int64_t>(indptr_d_.bytes());
+        r.indices = static_cast<std::int64_t>(indices_d_.bytes());
+        r.values = static_cast<std::int64_t>(values_d_.bytes());  // 0: a pattern operator
+        r.nonzeros = static_cast<std::int64_t>(indices_d_.size());
+        for (const auto& [key, p] : prepared_) {  // the merge-path schedules
+            r.kernel_metadata +=
+                static_cast<std::int64_t>(p->segment_rows.bytes() + p->split_rows.bytes());
+        }
+        return r;
+    }
+
+private:
+    Context& ctx_;
+    std::int64_t num_rows_ = 0;
+    std::int64_t num_cols_ = 0;
+    std::int64_t max_dim_ = 0;
+    MergePathOptions options_;
+    std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
+    DeviceBuffer<std::int64_t> indptr_d_;
+    DeviceBuffer<std::int32_t> indices_d_;
+    DeviceBuffer<float> values_d_;  // empty for a pattern matrix
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Prepared>>
+        prepared_;
+};
+
+}  // namespace
+
+std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                   const MergePathOptions& options)
+{
+    return std::make_unique<MergePathSpmmPlan>(ctx, a, max_dim, options);
+}
+
+// The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger
+// fixed costs the autotuner also tries.
+std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
+                                                 const SpmmPlanRequest& request)
+{
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim);
+}
+
+std::unique_ptr<SpmmPlan> mergepath_c200_spmm_factory(Context& ctx, const Csr& a,
+                                                      const SpmmPlanRequest& request)
+{
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 200});
+}
+
+std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a,
+                                                      const SpmmPlanRequest& request)
+{
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 400});
+}
+
+}  // namespace halo::cuda

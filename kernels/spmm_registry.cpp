@@ -1,0 +1,198 @@
+// The SpMM kernel registry (include/halo/spmm_registry.hpp): one entry per kernel. A kernel joins
+// with its factory's declaration and one entry below (docs/KERNELS.md, "Adding a kernel").
+#include "halo/spmm_registry.hpp"
+
+#include <string>
+#include <string_view>
+
+#include "halo/error.hpp"
+
+#ifdef HALO_HAVE_CUDA
+namespace halo::cuda {
+// The factories (SpmmPlanFactory), each defined beside its kernel in kernels/cuda/.
+SpmmPlanFactory stored_or_cusparse_spmm_factory;   // spmm/autotuned_spmm.cpp
+SpmmPlanFactory cusparse_spmm_factory;             // spmm/cusparse_spmm.cpp
+SpmmPlanFactory accel_gcn_spmm_factory;            // spmm/accel_gcn.cpp
+SpmmPlanFactory accel_gcn_nosort_spmm_factory;     // spmm/accel_gcn.cpp
+SpmmPlanFactory accel_gcn_nocombine_spmm_factory;  // spmm/accel_gcn.cpp
+SpmmPlanFactory mergepath_spmm_factory;            // spmm/mergepath.cu
+SpmmPlanFactory mergepath_c200_spmm_factory;       // spmm/mergepath.cu
+SpmmPlanFactory mergepath_c400_spmm_factory;       // spmm/mergepath.cu
+SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
+SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
+SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
+}  // namespace halo::cuda
+#define HALO_SPMM_FACTORY(name) (&halo::cuda::name)
+#else
+#define HALO_SPMM_FACTORY(name) nullptr
+#endif
+
+namespace halo {
+namespace {
+
+// "W" or "W:scaling" after "aes:".
+void parse_aes_arguments(std::string_view arguments, std::string_view text, SpmmChoice& choice)
+{
+    const auto colon = arguments.find(':');
+    const std::string width_text(arguments.substr(0, colon));
+    AesOptions options;
+    std::size_t used = 0;
+    try {
+        options.sample_width = std::stoll(width_text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (width_text.empty() || used != width_text.size()) {
+        HALO_THROW(InputError, text, ": '", width_text,
+                   "' is not a sample width (expected aes:W[:sample_sum|rescaled], W in ",
+                   kAesMinWidth, "..", kAesMaxWidth, ")");
+    }
+    if (colon != std::string_view::npos) {
+        options.scaling = parse_aes_scaling(arguments.substr(colon + 1));
+    }
+    validate(options);
+    choice.aes = options;
+}
+
+constexpr unsigned infer = spmm_use_infer;
+constexpr unsigned bench = spmm_use_bench;
+constexpr unsigned autotune = spmm_use_autotune;
+
+}  // namespace
+
+const std::vector<SpmmKernel>& spmm_kernels()
+{
+    // The order is the autotuner's tie order: do not reorder its candidates (stored choices name
+    // the candidate list, and a different list is timed again).
+    static const std::vector<SpmmKernel> kernels{
+        {.name = "auto",
+         .description = "the autotuner's choices stored in the dataset for this device, cuSPARSE "
+                        "elsewhere",
+         .help = "default: the autotuner's choices stored in the dataset for this device, "
+                 "cuSPARSE where there are none",
+         .metadata = SpmmMetadataKind::tuning,
+         .metadata_group = "autotune",
+         .uses = infer,
+         .make = HALO_SPMM_FACTORY(stored_or_cusparse_spmm_factory)},
+        {.name = "cusparse",
+         .description = "cuSPARSE SpMM over CSR (the baseline)",
+         .uses = infer | bench | autotune,
+         .make = HALO_SPMM_FACTORY(cusparse_spmm_factory)},
+        {.name = "accel_gcn",
+         .description = "Accel-GCN: degree sort, block partition (int4 metadata), combined warps",
+         .metadata = SpmmMetadataKind::offline,
+         .metadata_group = "accel_gcn",
+         .uses = infer | bench | autotune,
+         .make = HALO_SPMM_FACTORY(accel_gcn_spmm_factory)},
+        {.name = "accel_gcn_nosort",
+         .description = "Accel-GCN ablation: no degree sort (blocks take runs of equal degree)",
+         .uses = bench,
+         .make = HALO_SPMM_FACTORY(accel_gcn_nosort_spmm_factory)},
+        {.name = "accel_gcn_nocombine",
+         .description =
+             "Accel-GCN ablation: no combined warps (each warp loops over its column slices)",
+         .uses = bench,
+         .make = HALO_SPMM_FACTORY(accel_gcn_nocombine_spmm_factory)},
+        {.name = "mergepath",
+         .description = "MergePath-SpMM: merge-path segments, plain stores, atomics for split rows",
+         .uses = infer | bench | autotune,
+         .make = HALO_SPMM_FACTORY(mergepath_spmm_factory)},
+        // Larger costs (fewer, longer segments) win on large power-law graphs and lose on small
+        // ones (docs/PERFORMANCE.md's cost sweep): the autotuner tunes the cost like the kernel.
+        {.name = "mergepath_c200",
+         .description = "MergePath-SpMM, 200 merge items per segment at every width",
+         .uses = autotune,
+         .make = HALO_SPMM_FACTORY(mergepath_c200_spmm_factory)},
+        {.name = "mergepath_c400",
+         .description = "MergePath-SpMM, 400 merge items per segment at every width",
+         .uses = autotune,
+         .make = HALO_SPMM_FACTORY(mergepath_c400_spmm_factory)},
+        {.name = "rowsplit",
+         .description = "row-split SpMM: a warp (or part of one) per row, lanes across columns",
+         .help = "a warp per row",
+         .uses = infer | bench | autotune,
+         .make = HALO_SPMM_FACTORY(rowsplit_spmm_factory)},
+        {.name = "autotune",
+         .description = "the fastest exact kernel per (range, width), timed on its first run",
+         .help = "the fastest exact kernel per row range and width, timed on the first run, or "
+                 "taken from the dataset's stored choices",
+         .metadata = SpmmMetadataKind::tuning,
+         .metadata_group = "autotune",
+         .uses = infer | bench,
+         .make = HALO_SPMM_FACTORY(autotune_spmm_factory)},
+        {.name = "aes",
+         .description = "AES-SpMM: adaptive edge sampling, at most W sampled nonzeros per row",
+         .help = "AES-SpMM, approximate: at most W sampled nonzeros per row, W in " +
+                 std::to_string(kAesMinWidth) + ".." + std::to_string(kAesMaxWidth) +
+                 "; also with --backend cpu",
+         .exact = false,
+         .uses = infer,
+         .parse_arguments = &parse_aes_arguments,
+         .syntax = "aes:W[:sample_sum|rescaled]",
+         .make = HALO_SPMM_FACTORY(aes_spmm_factory)},
+    };
+    return kernels;
+}
+
+std::vector<const SpmmKernel*> spmm_kernels(SpmmKernelUse use)
+{
+    std::vector<const SpmmKernel*> out;
+    for (const auto& k : spmm_kernels()) {
+        if ((k.uses & use) != 0) {
+            out.push_back(&k);
+        }
+    }
+    return out;
+}
+
+const SpmmKernel* find_spmm_kernel(std::string_view name, SpmmKernelUse use)
+{
+    for (const auto* k : spmm_kernels(use)) {
+        if (k->name == name) {
+            return k;
+        }
+    }
+    return nullptr;
+}
+
+std::string spmm_kernel_names(SpmmKernelUse use)
+{
+    std::string out;
+    for (const auto* k : spmm_kernels(use)) {
+        out += (out.empty() ? "" : ", ") + k->name;
+    }
+    return out;
+}
+
+std::string spmm_kernel_help(SpmmKernelUse use)
+{
+    std::string out;
+    for (const auto* k : spmm_kernels(use)) {
+        out += (out.empty() ? "" : " | ") + k->written();
+        if (!k->help.empty()) {
+            out += " (" + k->help + ")";
+        }
+    }
+    return out;
+}
+
+SpmmChoice parse_spmm_choice(std::string_view text, SpmmKernelUse use)
+{
+    const auto colon = text.find(':');
+    const auto* kernel = find_spmm_kernel(text.substr(0, colon), use);
+    if (kernel == nullptr || (colon != std::string_view::npos && !kernel->parse_arguments)) {
+        HALO_THROW(InputError, "unknown SpMM kernel '", text, "'");
+    }
+    SpmmChoice choice;
+    choice.kernel = kernel;
+    if (kernel->parse_arguments) {
+        if (colon == std::string_view::npos) {
+            HALO_THROW(InputError, "SpMM kernel '", text,
+                       "' needs its arguments: ", kernel->written());
+        }
+        kernel->parse_arguments(text.substr(colon + 1), text, choice);
+    }
+    return choice;
+}
+
+}  // namespace halo

@@ -1,0 +1,419 @@
+// The CUDA context and what of the CUDA backend is its own (the pool, staged copies, the cuSPARSE
+// plan's index widths and limits, whole layers against the CPU backend); what every backend must
+// do is the conformance suite's (test_backend_conformance_cuda). Every GPU operation runs on fresh
+// seeded inputs and is compared with the reference on the same input (STYLE.md point 3); device
+// buffers are poisoned with NaN first, so an element written when it must not be shows up.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/context.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/dense_ops.hpp"
+#include "halo/engine.hpp"
+#include "halo/error.hpp"
+#include "halo/generators.hpp"
+#include "halo/graph.hpp"
+#include "halo/model.hpp"
+#include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
+#include "halo/spmm.hpp"
+#include "halo_test.hpp"
+#include "spmm_device_fixtures.hpp"
+
+namespace {
+
+using halo::testing::check_spmm;
+using halo::testing::DeviceMatrix;
+using halo::testing::download;
+using halo::testing::Gpu;
+using halo::testing::graph_csr;
+using halo::testing::HostMatrix;
+using halo::testing::kNaN;
+using halo::testing::random_matrix;
+using halo::testing::row_max_abs;
+using halo::testing::tolerance;
+using halo::testing::upload;
+
+// ---------------------------------------------------------------------------------------------
+// Context
+
+TEST(CudaContext, OwnsDeviceStreamsHandlesAndCountsMemory)
+{
+    HALO_REQUIRE_GPUS(1);
+    const int count = halo::testing::gpu_count();
+    halo::cuda::Context ctx;
+    EXPECT_EQ(ctx.device(), 0);
+    int current = -1;
+    HALO_CUDA_TRY(cudaGetDevice(&current));
+    EXPECT_EQ(current, ctx.device());
+
+    ASSERT_NE(ctx.compute_stream(), nullptr);
+    ASSERT_NE(ctx.comm_stream(), nullptr);
+    EXPECT_NE(ctx.compute_stream(), ctx.comm_stream());
+    for (const auto stream : {ctx.compute_stream(), ctx.comm_stream()}) {
+        unsigned flags = 0;
+        HALO_CUDA_TRY(cudaStreamGetFlags(stream, &flags));
+        EXPECT_EQ(flags & cudaStreamNonBlocking, cudaStreamNonBlocking);
+    }
+    cudaStream_t bound = nullptr;
+    HALO_CUSPARSE_TRY(cusparseGetStream(ctx.cusparse(), &bound));
+    EXPECT_EQ(bound, ctx.compute_stream());
+    HALO_CUBLAS_TRY(cublasGetStream(ctx.cublas(), &bound));
+    EXPECT_EQ(bound, ctx.compute_stream());
+    cublasMath_t mode{};
+    HALO_CUBLAS_TRY(cublasGetMathMode(ctx.cublas(), &mode));
+    EXPECT_EQ(mode & CUBLAS_TF32_TENSOR_OP_MATH, 0) << "TF32 must stay off";
+
+    cudaMemPool_t pool = nullptr;
+    HALO_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, ctx.device()));
+    std::uint64_t threshold = 0;
+    HALO_CUDA_TRY(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    EXPECT_EQ(threshold, std::numeric_limits<std::uint64_t>::max());
+
+    EXPECT_EQ(ctx.allocate(0), nullptr);
+    EXPECT_EQ(ctx.bytes_in_use(), 0u);
+    const std::size_t mib = std::size_t{1} << 20;
+    void* a = ctx.allocate(3 * mib);
+    void* b = ctx.allocate(mib);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(ctx.bytes_in_use(), 4 * mib);
+    EXPECT_EQ(ctx.peak_bytes(), 4 * mib);
+    ctx.deallocate(a);
+    EXPECT_EQ(ctx.bytes_in_use(), mib);
+    EXPECT_EQ(ctx.peak_bytes(), 4 * mib);
+    ctx.deallocate(b);
+    ctx.deallocate(nullptr);
+    EXPECT_EQ(ctx.bytes_in_use(), 0u);
+    ctx.synchronize();
+
+    const auto report = ctx.memory_report();
+    std::printf("%s\n", report.c_str());
+    EXPECT_EQ(report.rfind("device 0 (", 0), 0u) << report;
+    EXPECT_NE(report.find("0.0 MiB in use, peak 4.0 MiB"), std::string::npos) << report;
+    EXPECT_NE(report.find(" free of "), std::string::npos) << report;
+
+    // A device buffer round trip through the pool, and the counters following it.
+    {
+        halo::cuda::DeviceBuffer<std::int64_t> buffer(ctx, 1000);
+        EXPECT_EQ(ctx.bytes_in_use(), 8000u);
+        std::vector<std::int64_t> in(1000);
+        std::iota(in.begin(), in.end(), -500);
+        std::vector<std::int64_t> out(1000, 0);
+        HALO_CUDA_TRY(cudaMemcpyAsync(buffer.data(), in.data(), buffer.bytes(),
+                                      cudaMemcpyHostToDevice, ctx.compute_stream()));
+        HALO_CUDA_TRY(cudaMemcpyAsync(out.data(), buffer.data(), buffer.bytes(),
+                                      cudaMemcpyDeviceToHost, ctx.compute_stream()));
+        ctx.synchronize();
+        EXPECT_EQ(in, out);
+        halo::cuda::DeviceBuffer<std::int64_t> moved(std::move(buffer));
+        EXPECT_EQ(buffer.data(), nullptr);
+        EXPECT_EQ(moved.size(), 1000u);
+    }
+    EXPECT_EQ(ctx.bytes_in_use(), 0u);
+
+    // Device choice: explicit index, else local rank modulo the device count.
+    halo::cuda::ContextOptions last;
+    last.device = count - 1;
+    EXPECT_EQ(halo::cuda::Context(last).device(), count - 1);
+    halo::cuda::ContextOptions wrapped;
+    wrapped.local_rank = count + 1;
+    EXPECT_EQ(halo::cuda::Context(wrapped).device(), 1 % count);
+    halo::cuda::ContextOptions invalid;
+    invalid.device = count + 3;
+    try {
+        halo::cuda::Context bad(invalid);
+        FAIL() << "expected halo::CudaError for device " << invalid.device;
+    } catch (const halo::CudaError& e) {
+        EXPECT_NE(e.message().find("device " + std::to_string(count + 3) + " requested"),
+                  std::string::npos)
+            << e.message();
+    }
+    HALO_CUDA_TRY(cudaSetDevice(ctx.device()));
+}
+
+TEST(CudaContext, PinnedBuffersHoldDataAndMove)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    halo::cuda::PinnedBuffer<float> pinned(4096);
+    ASSERT_NE(pinned.data(), nullptr);
+    EXPECT_EQ(pinned.size(), 4096u);
+    cudaPointerAttributes attributes{};
+    HALO_CUDA_TRY(cudaPointerGetAttributes(&attributes, pinned.data()));
+    EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
+    for (std::size_t k = 0; k < pinned.size(); ++k) {
+        pinned.data()[k] = static_cast<float>(k);
+    }
+    halo::cuda::PinnedBuffer<float> moved(std::move(pinned));
+    EXPECT_EQ(pinned.data(), nullptr);
+    EXPECT_EQ(moved.data()[4095], 4095.0f);
+    halo::cuda::PinnedBuffer<char> empty(0);
+    EXPECT_EQ(empty.data(), nullptr);
+    halo::cuda::PinnedBuffer<std::int32_t> i32(3);
+    halo::cuda::PinnedBuffer<std::int64_t> i64(3);
+    EXPECT_NE(i32.data(), nullptr);
+    EXPECT_NE(i64.data(), nullptr);
+}
+
+TEST(CudaContext, HugeAllocationFailsWithAdvice)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    HALO_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    void* small = ctx.allocate(1 << 20);
+    const std::size_t huge = 2 * total_bytes;
+    try {
+        ctx.allocate(huge);
+        FAIL() << "allocating " << huge << " bytes should fail";
+    } catch (const halo::CudaError& e) {
+        const auto& m = e.message();
+        std::printf("%s\n", m.c_str());
+        EXPECT_NE(m.find("out of memory on device 0"), std::string::npos) << m;
+        EXPECT_NE(m.find("requested"), std::string::npos) << m;
+        EXPECT_NE(m.find(std::to_string(huge) + " bytes"), std::string::npos) << m;
+        EXPECT_NE(m.find(" free of "), std::string::npos) << m;
+        EXPECT_NE(m.find("1.0 MiB in use by this rank"), std::string::npos) << m;
+        EXPECT_NE(m.find("try more ranks (a smaller shard per GPU)"), std::string::npos) << m;
+    }
+    // The failure leaves no error behind, and the pool still serves.
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+    EXPECT_EQ(ctx.bytes_in_use(), std::size_t{1} << 20);
+    void* again = ctx.allocate(1 << 20);
+    EXPECT_NE(again, nullptr);
+    ctx.deallocate(again);
+    ctx.deallocate(small);
+    ctx.synchronize();
+    EXPECT_EQ(ctx.bytes_in_use(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backend: memory and large copies
+
+// The backend's matrices come from the Context's pool and go back to it (the copies, GEMM and
+// element-wise operations themselves are the conformance suite's: test_backend_conformance_cuda).
+TEST(CudaBackend, MatricesComeFromTheContextPool)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    EXPECT_EQ(gpu.backend->name(), "cuda");
+    const std::size_t before = gpu.ctx.bytes_in_use();
+    {
+        auto device = upload(*gpu.backend, HostMatrix(37, 5, 8));
+        EXPECT_GE(gpu.ctx.bytes_in_use(), before + 37 * 8 * sizeof(float));
+    }
+    gpu.ctx.synchronize();
+    EXPECT_EQ(gpu.ctx.bytes_in_use(), before) << "a matrix's storage went back to the pool";
+}
+
+// Contiguous copies of 64 MiB and more go through the pinned double buffer in 32 MiB chunks;
+// 100 MB with a partial last chunk, modified on the device in between so that the download
+// cannot pass by reading back what was uploaded through a stale staging buffer.
+TEST(CudaBackend, LargeCopiesThroughPinnedStagingRoundTrip)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const std::int64_t rows = 5'000'003;
+    const std::int64_t cols = 5;
+    std::vector<float> host(static_cast<std::size_t>(rows * cols));
+    for (std::size_t k = 0; k < host.size(); ++k) {
+        host[k] = static_cast<float>(k % 1000003);  // exact in float, distinct across chunks
+    }
+    auto m = gpu.backend->allocate(rows, cols);
+    gpu.backend->copy_from_host(host.data(), m.view());
+    gpu.backend->axpby(2.0f, m.view(), 0.0f, m.view());
+    std::vector<float> back(host.size(), std::nanf(""));
+    gpu.backend->copy_to_host(m.view(), back.data());
+    for (std::size_t k = 0; k < host.size(); ++k) {
+        ASSERT_EQ(back[k], 2.0f * host[k]) << "element " << k;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// cuSPARSE SpMM
+
+TEST(CusparseSpmm, SixtyFourBitIndicesGiveTheSameResults)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 2000;
+    for (const bool valued : {false, true}) {
+        const auto a = graph_csr("rmat", 10, ++seed, valued);
+        const auto plan =
+            halo::cuda::make_cusparse_spmm_plan(gpu.ctx, a, 256, halo::cuda::IndexWidth::bits64);
+        EXPECT_EQ(plan->algorithm(), "cusparse-csr-alg2-i64");
+        EXPECT_EQ(gpu.backend->make_spmm_plan(a)->algorithm(), "cusparse-csr-alg2");
+        const auto n = a.num_rows;
+        for (const std::int64_t width : {1, 33, 256}) {
+            check_spmm(*gpu.backend, *plan, a, width, {{0, n}}, ++seed);
+            check_spmm(*gpu.backend, *plan, a, width, {{0, n / 3}, {n / 3, n}}, ++seed);
+            check_spmm(*gpu.backend, *plan, a, width, {{n / 4, n / 2}, {n - 1, n}}, ++seed);
+        }
+    }
+}
+
+// cusparseSpMM with CSR_ALG2 is not bitwise reproducible from run to run: on an H200 with CUDA 13
+// repeated runs differed in the last bits (2026-11-21). The runs must still agree to rounding.
+TEST(CusparseSpmm, RepeatedRunsAgreeToRounding)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 11, 77, true);
+    const auto plan = gpu.backend->make_spmm_plan(a);
+    const auto x = random_matrix(a.num_cols, 64, 64, 78);
+    auto dx = upload(*gpu.backend, x);
+    auto dy = upload(*gpu.backend, HostMatrix(a.num_rows, 64));
+    plan->run(dx.view, dy.view, {0, a.num_rows});
+    const auto first = download(*gpu.backend, dy);
+    // x is in [-1, 1) and each output sums at most max-row-nnz products of magnitude <= max|a|.
+    double max_a = 0.0;
+    for (const auto v : a.values) {
+        max_a = std::max(max_a, static_cast<double>(std::abs(v)));
+    }
+    const auto tol =
+        tolerance<float>(2.0 * halo::max_row_nnz(a.view()), max_a * halo::max_row_nnz(a.view()));
+    for (int r = 0; r < 3; ++r) {
+        plan->run(dx.view, dy.view, {0, a.num_rows});
+        const auto again = download(*gpu.backend, dy);
+        for (std::size_t k = 0; k < first.data.size(); ++k) {
+            ASSERT_NEAR(again.data[k], first.data[k], tol) << "run " << r << " element " << k;
+        }
+    }
+}
+
+TEST(CusparseSpmm, OneDenseRowOfOneHundredThousandNonzeros)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const std::int64_t cols = 100000;
+    halo::Csr a;
+    a.num_rows = 4;
+    a.num_cols = cols;
+    a.indices = {3, 99999};  // row 0
+    a.indptr.push_back(2);
+    for (halo::local_id c = 0; c < cols; ++c) {  // row 1: every column
+        a.indices.push_back(c);
+    }
+    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
+    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));  // row 2: empty
+    a.indices.push_back(50000);                                         // row 3
+    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
+    for (const bool valued : {false, true}) {
+        if (valued) {
+            a.values = halo::testing::random_floats(a.indices.size(), 31);
+        }
+        const auto plan = gpu.backend->make_spmm_plan(a);
+        for (const std::int64_t width : {1, 33, 100}) {
+            check_spmm(*gpu.backend, *plan, a, width, {{0, 4}}, 40 + width);
+            check_spmm(*gpu.backend, *plan, a, width, {{1, 2}, {3, 4}, {0, 1}, {2, 3}}, 50 + width);
+        }
+    }
+}
+
+TEST(CusparseSpmm, RejectsBadOperatorsAndOperands)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    halo::Csr bad;
+    bad.num_rows = 2;
+    bad.num_cols = 2;
+    bad.indptr = {0, 1, 2};
+    bad.indices = {0, 5};  // column outside the matrix
+    EXPECT_THROW(gpu.backend->make_spmm_plan(bad), halo::InputError);
+
+    const auto a = graph_csr("rmat", 6, 5, false);
+    const auto plan = halo::cuda::make_cusparse_spmm_plan(gpu.ctx, a, 8);
+    auto x = gpu.backend->allocate(a.num_cols, 9);
+    auto y = gpu.backend->allocate(a.num_rows, 9);
+    EXPECT_THROW(plan->run(x.view(), y.view(), {0, a.num_rows}), halo::LogicError);  // > max_dim
+    auto y8 = gpu.backend->allocate(a.num_rows, 8);
+    EXPECT_THROW(plan->run(x.view(), y8.view(), {0, a.num_rows}), halo::LogicError);  // widths
+    auto x8 = gpu.backend->allocate(a.num_cols, 8);
+    EXPECT_THROW(plan->run(x8.view(), y8.view(), {0, a.num_rows + 1}), halo::LogicError);
+    EXPECT_THROW(plan->run(x8.rows_view(1, a.num_cols), y8.view(), {0, a.num_rows}),
+                 halo::LogicError);  // x too short
+    EXPECT_NO_THROW(plan->run(x8.view(), y8.view(), {0, a.num_rows}));
+    gpu.ctx.synchronize();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine on the CUDA backend
+
+std::vector<float> run_engine(halo::Backend& backend, const halo::Shard& shard,
+                              const halo::Model& model, const std::vector<float>& features)
+{
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::Engine engine(backend, *exchanger, shard, model, {});
+    return engine.run(features);
+}
+
+void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int64_t>& dims)
+{
+    SCOPED_TRACE(halo::to_string(type));
+    const auto graph = graph_csr("rmat", 10, 3, false);
+    const std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    const auto model = halo::random_model(type, dims, 11);
+    const auto features = halo::random_node_features(shard.global_ids, dims.front(), 5);
+
+    auto cpu = halo::make_cpu_backend();
+    const auto want = run_engine(*cpu, shard, model, features);
+
+    Gpu gpu;
+    const std::size_t before = gpu.ctx.bytes_in_use();
+    const auto got = run_engine(*gpu.backend, shard, model, features);
+    gpu.ctx.synchronize();
+    EXPECT_EQ(gpu.ctx.bytes_in_use(), before) << "the engine returned all its device memory";
+    ASSERT_EQ(got.size(), want.size());
+
+    double scale = 1.0;
+    for (const auto v : want) {
+        scale = std::max(scale, static_cast<double>(std::abs(v)));
+    }
+    // As in the engine's dense test: each layer sums at most (max degree + widest layer) products
+    // per output, in a different order on the GPU; rounding grows with that count and the depth.
+    const auto terms = static_cast<double>(halo::max_row_nnz(graph.view()) + model.max_dim());
+    const auto tol = tolerance<float>(4.0 * terms * model.layers.size(), scale);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        ASSERT_TRUE(std::isfinite(got[k])) << k;
+        ASSERT_NEAR(got[k], want[k], tol) << "element " << k;
+    }
+    // The same input again agrees to rounding (cuSPARSE's SpMM is not bitwise reproducible).
+    const auto again = run_engine(*gpu.backend, shard, model, features);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        ASSERT_NEAR(again[k], got[k], tol) << "second run, element " << k;
+    }
+}
+
+TEST(CudaEngine, GcnMatchesTheCpuBackend)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_engine_matches_cpu(halo::LayerType::gcn, {16, 32, 7});
+    expect_engine_matches_cpu(halo::LayerType::gcn, {48, 8, 4});
+}
+
+TEST(CudaEngine, SageMatchesTheCpuBackend)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_engine_matches_cpu(halo::LayerType::sage, {16, 32, 6});
+}
+
+TEST(CudaEngine, GinMatchesTheCpuBackend)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_engine_matches_cpu(halo::LayerType::gin, {16, 24, 5});
+}
+
+}  // namespace
