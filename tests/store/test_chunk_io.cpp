@@ -94,15 +94,21 @@ private:
 TEST(ChunkIo, Fletcher32IsHdf5s)
 {
     // HDF5 stores its checksum after the chunk (little-endian); read the raw chunks back and
-    // compare, on random bytes, all-ones bytes (the sums' largest values) and odd lengths.
+    // compare, on random bytes, all-ones bytes (the sums' largest values), zeros (the sums' only
+    // zero), one nonzero byte in zeros, and lengths around HDF5's 360-word folds and the blocks of
+    // both vector versions (4096 and 8192 bytes).
     halo::testing::ScratchDir dir{"chunk_io"};
     std::mt19937 gen(5);
-    for (const hsize_t n : {1, 2, 3, 359, 360, 361, 719, 720, 721, 4099, 100000}) {
-        for (const int fill : {-1, 0xff, 0}) {
+    for (const hsize_t n : {1, 2, 3, 359, 360, 361, 719, 720, 721, 4095, 4096, 4097, 4099, 8191,
+                            8192, 8193, 100000, 1048576, 1048579}) {
+        for (const int fill : {-1, 0xff, 0, -2}) {
             SCOPED_TRACE("bytes " + std::to_string(n) + " fill " + std::to_string(fill));
             std::vector<unsigned char> bytes(n);
             for (auto& b : bytes) {
-                b = static_cast<unsigned char>(fill >= 0 ? fill : gen() & 0xff);
+                b = static_cast<unsigned char>(fill >= 0 ? fill : fill == -1 ? gen() & 0xff : 0);
+            }
+            if (fill == -2) {
+                bytes[n / 2] = 1;
             }
             const auto path = dir.file("bytes.h5");
             {
@@ -113,8 +119,8 @@ TEST(ChunkIo, Fletcher32IsHdf5s)
                 const Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
                 ASSERT_GE(H5Pset_chunk(dcpl.get(), 1, dims), 0);
                 ASSERT_GE(H5Pset_fletcher32(dcpl.get()), 0);
-                const Handle ds(H5Dcreate2(file.get(), "b", H5T_STD_U8LE, space.get(),
-                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                const Handle ds(H5Dcreate2(file.get(), "b", H5T_STD_U8LE, space.get(), H5P_DEFAULT,
+                                           dcpl.get(), H5P_DEFAULT),
                                 H5Dclose);
                 ASSERT_GE(H5Dwrite(ds.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                    bytes.data()),
@@ -127,9 +133,10 @@ TEST(ChunkIo, Fletcher32IsHdf5s)
             std::uint32_t mask = 0;
             ASSERT_GE(H5Dread_chunk(ds.get(), H5P_DEFAULT, offset, &mask, raw.data()), 0);
             ASSERT_TRUE(std::equal(bytes.begin(), bytes.end(), raw.begin()));
-            const std::uint32_t stored = raw[n] | (raw[n + 1] << 8) | (raw[n + 2] << 16) |
-                                         (std::uint32_t{raw[n + 3]} << 24);
+            const std::uint32_t stored =
+                raw[n] | (raw[n + 1] << 8) | (raw[n + 2] << 16) | (std::uint32_t{raw[n + 3]} << 24);
             EXPECT_EQ(halo::store::fletcher32(bytes.data(), bytes.size()), stored);
+            EXPECT_EQ(halo::store::detail::fletcher32_portable(bytes.data(), bytes.size()), stored);
         }
     }
 }
