@@ -413,13 +413,10 @@ void populate_pages(void* data, std::size_t bytes)
     if (bytes < parallel_min_bytes || !parallel_io_enabled() || end <= begin) {
         return;
     }
-#ifdef MADV_HUGEPAGE
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#endif
     // The value of MADV_POPULATE_WRITE in Linux's uapi; older C libraries do not define it.
     constexpr int populate_write = 23;
     static std::atomic<bool> unsupported{false};
-    // Pieces of whole huge pages (2 MiB), several per thread so that a slow one evens out.
+    // Pieces of 32 MiB, several per thread so that a slow one evens out.
     constexpr std::uintptr_t piece = std::uintptr_t{32} << 20;
     const auto pieces = static_cast<std::int64_t>((end - begin + piece - 1) / piece);
 #pragma omp parallel for schedule(dynamic, 1)
