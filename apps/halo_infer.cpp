@@ -81,6 +81,7 @@ struct Options {
     bool no_save_tuning = false;
     std::string device_memory_limit;  // empty = the backend's default
     bool out_of_core = false;         // row blocks even when the shard fits
+    bool no_sync = false;             // result pieces renamed without an fsync
     // Set by main() before run(): the dataset file as this rank found it before reading it.
     std::pair<dev_t, ino_t> dataset_identity{};
 };
@@ -719,14 +720,15 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     }
     phases.add("predictions", step.seconds(), -1.0, "argmax of every output row");
     step.restart();
-    halo::write_result_piece(o.out, piece, output);
+    halo::write_result_piece(o.out, piece, output, halo::ResultWriteOptions{.sync = !o.no_sync});
     double written = static_cast<double>(output.size()) * 4.0 +
                      static_cast<double>(piece.global_ids.size()) * 8.0 +
                      static_cast<double>(piece.prediction.size()) * 4.0;
     for (const auto& layer : piece.layers) {
         written += static_cast<double>(layer.size()) * 4.0;
     }
-    phases.add("result write", step.seconds(), written, "own rows, synced to disk");
+    phases.add("result write", step.seconds(), written,
+               o.no_sync ? "own rows, not synced (--no-sync)" : "own rows, synced to disk");
     step.restart();
 
     // Accuracy over the evaluation nodes this rank owns, summed over ranks.
@@ -885,6 +887,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
         manifest["run_seconds_median"] = median_seconds;
         manifest["forward_seconds_median"] = forward_median_seconds;
         manifest["repeat"] = o.repeat;
+        manifest["synced"] = !o.no_sync;
         manifest["layers"] = layers_json;
         manifest["phases"] = phase_rows;
         // Rank 0's device memory by component, the maximum total over ranks
@@ -1048,6 +1051,10 @@ int main(int argc, char** argv)
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();
+    app.add_flag("--no-sync", o.no_sync,
+                 "rename the result pieces into place without flushing them to disk first: the "
+                 "write takes the page cache's time, not the disk's, but a power loss soon after "
+                 "may lose pieces that the manifest names (docs/FORMAT.md, \"Results\")");
     app.add_flag("-q,--quiet", o.quiet, "print nothing but errors");
     // Options are parsed and checked before MPI starts; what failed is reported once, by rank 0,
     // after MPI_Init, and every rank then finalizes cleanly and exits 1 (no MPI_Abort).

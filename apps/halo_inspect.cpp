@@ -244,7 +244,7 @@ int inspect_dataset(const Options& o)
 
 int inspect_results(const Options& o)
 {
-    const auto result = halo::read_results(o.path);
+    auto result = halo::read_results(o.path);
     fmt::print("{}: {} rows from {} pieces, output width {}\n", o.path, result.global_ids.size(),
                result.num_parts, result.output_dim);
     if (!o.export_logits.empty()) {
@@ -252,8 +252,9 @@ int inspect_results(const Options& o)
         halo::DenseMatrix m;
         m.rows = static_cast<std::int64_t>(result.global_ids.size());
         m.cols = result.output_dim;
-        m.values = result.output;
+        m.values = std::move(result.output);  // lent for the write, not copied
         halo::write_npy(o.export_logits, m);
+        result.output = std::move(m.values);
         fmt::print("wrote {} ({} x {} float32, row i = node i)\n", o.export_logits, m.rows, m.cols);
     }
     if (!o.export_path.empty()) {
@@ -264,8 +265,9 @@ int inspect_results(const Options& o)
             halo::DenseMatrix m;
             m.rows = rows;
             m.cols = result.output_dim;
-            m.values = result.output;
+            m.values = std::move(result.output);
             halo::write_npy(o.export_path, m);
+            result.output = std::move(m.values);
         } else {
             halo::write_result_export(o.export_path, result);
         }

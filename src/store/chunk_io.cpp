@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,6 @@ namespace halo::store {
 namespace {
 
 constexpr std::size_t checksum_bytes = 4;
-/// Bytes of finished chunks the writer prepares before handing them to HDF5.
-constexpr std::uint64_t write_batch_bytes = std::uint64_t{64} << 20;
 
 std::uint32_t little_endian_u32(const unsigned char* p)
 {
@@ -420,6 +420,19 @@ bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type,
 void write_chunks_parallel(hid_t dataset, const Where& where, const void* data, std::uint64_t rows,
                            std::uint64_t row_bytes, std::uint64_t chunk_rows)
 {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    write_chunks_parallel(
+        dataset, where,
+        [bytes, row_bytes](std::uint64_t first_row, std::uint64_t) {
+            return static_cast<const void*>(bytes + first_row * row_bytes);
+        },
+        rows, row_bytes, chunk_rows);
+}
+
+void write_chunks_parallel(hid_t dataset, const Where& where, const RowSource& source,
+                           std::uint64_t rows, std::uint64_t row_bytes, std::uint64_t chunk_rows,
+                           const ChunkRowVisitor& visit, std::uint64_t batch_bytes)
+{
     HALO_EXPECTS(chunk_rows > 0 && row_bytes > 0, where.str(), ": chunk of ", chunk_rows,
                  " rows of ", row_bytes, " bytes");
     const Handle space(HALO_HDF5_TRY(H5Dget_space(dataset), where.str()), H5Sclose);
@@ -428,37 +441,96 @@ void write_chunks_parallel(hid_t dataset, const Where& where, const void* data, 
     const std::uint64_t stored_bytes = chunk_bytes + checksum_bytes;
     const std::uint64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
     const auto threads = static_cast<std::uint64_t>(omp_get_max_threads());
-    const std::uint64_t batch =
-        std::clamp<std::uint64_t>(std::max(write_batch_bytes / stored_bytes, 2 * threads), 1,
-                                  std::max<std::uint64_t>(chunks, 1));
-    std::vector<unsigned char> buffer(batch * stored_bytes);
-    const auto* src = static_cast<const unsigned char*>(data);
+    const std::uint64_t batch = std::clamp<std::uint64_t>(
+        std::max(batch_bytes / stored_bytes, 2 * threads), 1, std::max<std::uint64_t>(chunks, 1));
+    const std::uint64_t batches = (chunks + batch - 1) / batch;
+    // Two batches of finished chunks: the workers fill one while the calling thread hands the
+    // other to HDF5. Not zero-filled: every byte is written before it is read.
+    const std::unique_ptr<unsigned char[]> slots(new unsigned char[2 * batch * stored_bytes]);
+    auto first_row_of = [&](std::uint64_t b) { return std::min(rows, b * batch * chunk_rows); };
+    auto rows_of = [&](std::uint64_t b) { return first_row_of(b + 1) - first_row_of(b); };
+
+    // Copies chunk c of batch b from the batch's source rows into its slot, pads an edge chunk
+    // with the zero fill value as HDF5's pipeline does before its filters (the checksum covers
+    // the whole chunk) and appends the checksum.
+    auto prepare = [&](std::uint64_t b, std::uint64_t c, const unsigned char* batch_rows) {
+        unsigned char* out = slots.get() + ((b % 2) * batch + (c - b * batch)) * stored_bytes;
+        const auto first_row = c * chunk_rows;
+        const auto here = std::min(chunk_rows, rows - first_row);
+        const auto bytes = here * row_bytes;
+        std::memcpy(out, batch_rows + (first_row - first_row_of(b)) * row_bytes, bytes);
+        std::memset(out + bytes, 0, chunk_bytes - bytes);
+        if (visit) {
+            visit(first_row, here, out);
+        }
+        const auto sum = fletcher32(out, chunk_bytes);
+        for (std::size_t k = 0; k < checksum_bytes; ++k) {
+            out[chunk_bytes + k] = static_cast<unsigned char>(sum >> (8 * k));
+        }
+    };
     std::vector<hsize_t> offset(static_cast<std::size_t>(rank), 0);
-    for (std::uint64_t first = 0; first < chunks; first += batch) {
-        const auto last = std::min(chunks, first + batch);
-#pragma omp parallel for schedule(dynamic, 1)
-        for (std::int64_t ci = static_cast<std::int64_t>(first);
-             ci < static_cast<std::int64_t>(last); ++ci) {
-            const auto c = static_cast<std::uint64_t>(ci);
-            unsigned char* out = buffer.data() + (c - first) * stored_bytes;
-            const auto first_row = c * chunk_rows;
-            const auto bytes = std::min(chunk_rows, rows - first_row) * row_bytes;
-            std::memcpy(out, src + first_row * row_bytes, bytes);
-            // HDF5 fills the part of an edge chunk outside the dataset with the fill value (0)
-            // before its filters run; the checksum covers the whole chunk.
-            std::memset(out + bytes, 0, chunk_bytes - bytes);
-            const auto sum = fletcher32(out, chunk_bytes);
-            for (std::size_t b = 0; b < checksum_bytes; ++b) {
-                out[chunk_bytes + b] = static_cast<unsigned char>(sum >> (8 * b));
-            }
-        }
-        for (auto c = first; c < last; ++c) {
+    auto write = [&](std::uint64_t b) {
+        const auto last = std::min(chunks, (b + 1) * batch);
+        for (auto c = b * batch; c < last; ++c) {
             offset[0] = c * chunk_rows;
-            HALO_HDF5_TRY(H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset.data(),
-                                         static_cast<std::size_t>(stored_bytes),
-                                         buffer.data() + (c - first) * stored_bytes),
-                          where.str(), " (chunk ", c, ")");
+            HALO_HDF5_TRY(
+                H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset.data(),
+                               static_cast<std::size_t>(stored_bytes),
+                               slots.get() + ((b % 2) * batch + (c - b * batch)) * stored_bytes),
+                where.str(), " (chunk ", c, ")");
         }
+    };
+
+    // Step s: thread 0 writes batch s - 1 through HDF5 (the only thread that calls it) while
+    // the others fetch batch s + 1's rows from the source and prepare batch s; a barrier ends the
+    // step. A team of one does the three in turn.
+    std::vector<const unsigned char*> batch_rows(batches + 1, nullptr);
+    batch_rows[0] = static_cast<const unsigned char*>(source(0, rows_of(0)));
+    std::exception_ptr failure;
+    std::atomic<bool> failed{false};
+    auto guarded = [&](auto&& step) {
+        if (failed.load()) {
+            return;
+        }
+        try {
+            step();
+        } catch (...) {
+#pragma omp critical(halo_store_write_failure)
+            if (!failure) {
+                failure = std::current_exception();
+            }
+            failed.store(true);
+        }
+    };
+#pragma omp parallel
+    {
+        const auto team = static_cast<std::uint64_t>(omp_get_num_threads());
+        const auto t = static_cast<std::uint64_t>(omp_get_thread_num());
+        const auto workers = team > 1 ? team - 1 : 1;
+        const auto worker = team > 1 ? t - 1 : 0;
+        for (std::uint64_t step = 0; step <= batches; ++step) {
+            if (t == 0 && step > 0) {
+                guarded([&] { write(step - 1); });
+            }
+            if ((t > 0 || team == 1) && step < batches) {
+                if (worker == 0 && step + 1 < batches) {
+                    guarded([&] {
+                        batch_rows[step + 1] = static_cast<const unsigned char*>(
+                            source(first_row_of(step + 1), rows_of(step + 1)));
+                    });
+                }
+                guarded([&] {
+                    for (auto c = step * batch + worker; c < std::min(chunks, (step + 1) * batch);
+                         c += workers) {
+                        prepare(step, c, batch_rows[step]);
+                    }
+                });
+            }
+#pragma omp barrier
+        }
+    }
+    if (failure) {
+        std::rethrow_exception(failure);
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "hdf5_util.hpp"
 
@@ -50,8 +51,23 @@ bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type,
 /// chunked with `chunk_rows` rows a chunk and Fletcher32 as its only filter: the checksums are
 /// computed in parallel and the finished chunks written with H5Dwrite_chunk (direct chunk write;
 /// the stored bytes are those HDF5's own filter would store, edge chunk padded with the zero fill
-/// value).
+/// value). Pipelined: the calling thread hands one batch of finished chunks (64 MiB) to HDF5
+/// while the other threads prepare the next.
 void write_chunks_parallel(hid_t dataset, const Where& where, const void* data, std::uint64_t rows,
                            std::uint64_t row_bytes, std::uint64_t chunk_rows);
+
+/// Sees every chunk's rows (count rows of row_bytes at `data`) once, right after they were copied
+/// (in cache), on a worker thread; chunks of one batch concurrently. Must not throw.
+using ChunkRowVisitor =
+    std::function<void(std::uint64_t first_row, std::uint64_t count, const unsigned char* data)>;
+
+/// Bytes of finished chunks in one batch of the write pipeline (at least two chunks a thread).
+inline constexpr std::uint64_t write_batch_bytes = std::uint64_t{64} << 20;
+
+/// write_chunks_parallel with the rows from `source`, each chunk shown to `visit` if given.
+void write_chunks_parallel(hid_t dataset, const Where& where, const RowSource& source,
+                           std::uint64_t rows, std::uint64_t row_bytes, std::uint64_t chunk_rows,
+                           const ChunkRowVisitor& visit = {},
+                           std::uint64_t batch_bytes = write_batch_bytes);
 
 }  // namespace halo::store

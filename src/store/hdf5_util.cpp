@@ -7,9 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include "chunk_io.hpp"
 #include "halo/memory_limits.hpp"
@@ -182,8 +186,58 @@ bool sync_path(const std::filesystem::path& path, bool directory)
 
 }  // namespace
 
-AtomicH5File::AtomicH5File(const std::filesystem::path& target)
-    : target_(target), name_(target.string())
+// Asks the kernel every 50 ms to start writing the file's dirty pages back (without waiting for
+// them), until stopped. Its own read-only descriptor: sync_file_range acts on the file's pages,
+// whoever wrote them. Best effort: a file system without it leaves everything to the fsync.
+class AtomicH5File::Writeback {
+public:
+    explicit Writeback(const std::filesystem::path& file)
+        : fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC))
+    {
+        if (fd_ >= 0) {
+            thread_ = std::thread([this] { run(); });
+        }
+    }
+    ~Writeback()
+    {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_one();
+        if (thread_.joinable()) {
+            thread_.join();
+        }
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    Writeback(const Writeback&) = delete;
+    Writeback& operator=(const Writeback&) = delete;
+
+private:
+    void run()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; })) {
+            lock.unlock();
+            const bool ok = ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE) == 0;
+            lock.lock();
+            if (!ok) {
+                return;
+            }
+        }
+    }
+
+    int fd_ = -1;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+AtomicH5File::AtomicH5File(const std::filesystem::path& target, Durability durability)
+    : target_(target), name_(target.string()), durability_(durability)
 {
     const auto parent =
         target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
@@ -194,10 +248,14 @@ AtomicH5File::AtomicH5File(const std::filesystem::path& target)
     temp_ = target;
     temp_ += ".tmp-" + std::to_string(::getpid());
     handle_ = create_file(temp_.string(), name_);
+    if (durability_ == Durability::synced) {
+        writeback_ = std::make_unique<Writeback>(temp_);
+    }
 }
 
 AtomicH5File::~AtomicH5File()
 {
+    writeback_.reset();
     if (committed_) {
         return;
     }
@@ -214,7 +272,9 @@ void AtomicH5File::commit()
         detail::throw_hdf5_error("H5Fclose", name_ + " (temporary file " + temp_.string() + ")",
                                  __FILE__, __LINE__);
     }
-    if (!sync_path(temp_, false)) {
+    writeback_.reset();
+    const bool synced = durability_ == Durability::synced;
+    if (synced && !sync_path(temp_, false)) {
         HALO_THROW(IoError, name_, ": cannot flush ", temp_.string(), ": ", std::strerror(errno));
     }
     std::error_code ec;
@@ -226,7 +286,10 @@ void AtomicH5File::commit()
     committed_ = true;
     // Makes the rename itself durable; some file systems refuse to sync a directory, and the data
     // is already safe, so a failure here is not an error.
-    sync_path(target_.has_parent_path() ? target_.parent_path() : std::filesystem::path("."), true);
+    if (synced) {
+        sync_path(target_.has_parent_path() ? target_.parent_path() : std::filesystem::path("."),
+                  true);
+    }
 }
 
 bool has_link(hid_t loc, const Where& loc_where, const char* name)
@@ -297,6 +360,18 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
                    hid_t memory_type, std::size_t element_size, const void* data,
                    std::span<const hsize_t> dims)
 {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    const auto row_bytes = element_size * (dims.size() == 2 ? dims[1] : 1);
+    write_dataset_rows(loc, loc_where, name, file_type, memory_type, element_size, dims,
+                       [bytes, row_bytes](std::uint64_t first_row, std::uint64_t) {
+                           return static_cast<const void*>(bytes + first_row * row_bytes);
+                       });
+}
+
+void write_dataset_rows(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
+                        hid_t memory_type, std::size_t element_size, std::span<const hsize_t> dims,
+                        const RowSource& source)
+{
     const auto where = loc_where.child(name).str();
     const int rank = static_cast<int>(dims.size());
     HALO_EXPECTS(rank == 1 || rank == 2, where, ": rank ", rank);
@@ -323,13 +398,37 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
                                        where),
                          H5Dclose);
     // Chunks in the file's exact format are finished (checksummed) on every core and written
-    // whole; anything HDF5 must convert goes through its pipeline.
+    // whole; anything HDF5 must convert goes through its pipeline, batch by batch.
     if (chunked && count * element_size >= parallel_min_bytes && parallel_io_enabled() &&
         HALO_HDF5_TRY(H5Tequal(file_type, memory_type), where) > 0) {
         write_chunks_parallel(dataset.get(), Where{loc_where.file, loc_where.child(name).path},
-                              data, dims[0], row_bytes, chunk_rows);
-    } else if (count > 0) {
-        HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                              source, dims[0], row_bytes, chunk_rows);
+        return;
+    }
+    if (count == 0) {
+        return;
+    }
+    // Whole chunks a batch, so that HDF5 filters each chunk once.
+    const hsize_t unit = chunked ? chunk_rows : 1;
+    const hsize_t batch_rows = std::max<hsize_t>(write_batch_bytes / (row_bytes * unit), 1) * unit;
+    for (hsize_t first = 0; first < dims[0]; first += batch_rows) {
+        const hsize_t rows = std::min(batch_rows, dims[0] - first);
+        const void* data = source(first, rows);
+        if (rows == dims[0]) {
+            HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                          where);
+            continue;
+        }
+        hsize_t start[2] = {first, 0};
+        hsize_t extent[2] = {rows, rank == 2 ? dims[1] : 1};
+        const Handle file_space(HALO_HDF5_TRY(H5Dget_space(dataset.get()), where), H5Sclose);
+        HALO_HDF5_TRY(
+            H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr),
+            where);
+        const Handle memory_space(HALO_HDF5_TRY(H5Screate_simple(rank, extent, nullptr), where),
+                                  H5Sclose);
+        HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, memory_space.get(), file_space.get(),
+                               H5P_DEFAULT, data),
                       where);
     }
 }

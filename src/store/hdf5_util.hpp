@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -168,12 +170,25 @@ Handle open_file_read_only(const std::string& file);
 /// Creates (truncating) a file for writing.
 Handle create_file(const std::string& file, const std::string& name_in_errors);
 
+/// Whether AtomicH5File::commit flushes the file to stable storage before publishing it.
+enum class Durability {
+    /// fsync, rename, fsync the directory: the file survives a power loss once commit returns.
+    synced,
+    /// rename only: the file is complete for every process at once, but a power loss or kernel
+    /// crash may lose or damage data not yet written back (docs/FORMAT.md, "Results").
+    unsynced,
+};
+
 /// An HDF5 file written under a temporary name ("<target>.tmp-<pid>") and renamed into place by
 /// commit() after a flush to stable storage; destroyed uncommitted, it removes the temporary file.
-/// So a crash never leaves a file at the target path that looks complete.
+/// So a crash never leaves a file at the target path that looks complete. A synced file starts
+/// the write-back of what is written while it is written (a helper thread asks for it every 50
+/// ms, sync_file_range), so that the disk works during the writes and commit's fsync waits only
+/// for the rest: the disk's time instead of the writes' time plus the disk's.
 class AtomicH5File {
 public:
-    explicit AtomicH5File(const std::filesystem::path& target);
+    explicit AtomicH5File(const std::filesystem::path& target,
+                          Durability durability = Durability::synced);
     ~AtomicH5File();
     AtomicH5File(const AtomicH5File&) = delete;
     AtomicH5File& operator=(const AtomicH5File&) = delete;
@@ -188,10 +203,14 @@ public:
     void commit();
 
 private:
+    class Writeback;
+
     std::filesystem::path target_;
     std::filesystem::path temp_;
     std::string name_;
+    Durability durability_;
     Handle handle_;
+    std::unique_ptr<Writeback> writeback_;
     bool committed_ = false;
 };
 
@@ -216,6 +235,18 @@ bool same_object(hid_t loc, const Where& loc_where, const char* a, const char* b
 void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
                    hid_t memory_type, std::size_t element_size, const void* data,
                    std::span<const hsize_t> dims);
+
+/// Rows of a dataset produced while it is written (a download from a device, say):
+/// source(first_row, count) returns rows [first_row, first_row + count), row-major in the memory
+/// type, which must stay readable until the call after next (the writer prepares one batch
+/// while it fetches the next). Called on one thread at a time, in row order, batch by batch,
+/// while the batch before is written. It may throw; the write then fails with its exception.
+using RowSource = std::function<const void*(std::uint64_t first_row, std::uint64_t count)>;
+
+/// write_dataset with the rows from `source`, in batches of about 64 MiB.
+void write_dataset_rows(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
+                        hid_t memory_type, std::size_t element_size, std::span<const hsize_t> dims,
+                        const RowSource& source);
 
 template <typename T>
 void write_array(hid_t loc, const Where& loc_where, const char* name, std::span<const T> data)
@@ -271,7 +302,7 @@ void populate_pages(void* data, std::size_t bytes);
 /// A vector of `count` zero elements whose pages were made resident by populate_pages first, so
 /// that its zero-filling and the reads into it run at memory speed.
 template <typename T>
-std::vector<T> vector_for_read(std::size_t count)
+std::vector<T> resident_vector(std::size_t count)
 {
     std::vector<T> out;
     out.reserve(count);
@@ -302,7 +333,7 @@ std::vector<T> read_array(hid_t loc, const Where& loc_where, const char* name, L
         HALO_THROW(InputError, where.str(), ": ", n, " elements, expected ",
                    length.exact ? "" : "at most ", length.count, " (", length.why, ")");
     }
-    auto out = vector_for_read<T>(static_cast<std::size_t>(n));
+    auto out = resident_vector<T>(static_cast<std::size_t>(n));
     read_into(ds, where, H5Type<T>::memory(), out.data());
     return out;
 }
@@ -321,7 +352,7 @@ std::vector<T> read_matrix(hid_t loc, const Where& loc_where, const char* name, 
         HALO_THROW(InputError, where.str(), ": shape [", ds.dims[0], ", ", ds.dims[1],
                    "], expected [", rows, ", ", cols, "] (", expected_what, ")");
     }
-    auto out = vector_for_read<T>(static_cast<std::size_t>(rows * cols));
+    auto out = resident_vector<T>(static_cast<std::size_t>(rows * cols));
     read_into(ds, where, H5Type<T>::memory(), out.data());
     return out;
 }

@@ -3,6 +3,8 @@
 // chunks found and named.
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -192,6 +194,131 @@ TEST(ChunkIo, Hdf5ReadsWhatTheStoreWrote)
         EXPECT_EQ(H5Pget_filter2(dcpl.get(), 0, &flags, &n, nullptr, 0, nullptr, nullptr),
                   H5Z_FILTER_FLETCHER32);
     }
+}
+
+TEST(ChunkIo, RowSourceIsFetchedBatchByBatchAndEveryChunkVisitedOnce)
+{
+    // Rows that arrive batch by batch (as from a device), each batch in a buffer of its own that
+    // the source overwrites two calls later: HDF5 must read back exactly the rows, on any team
+    // size, and the visitor see every row once with its values.
+    halo::testing::ScratchDir dir{"chunk_io"};
+    const auto path = dir.file("source.h5");
+    // 64 floats a row, 1024 rows a 256 KiB chunk: 70001 rows are 69 chunks, the last partial, in
+    // batches of 1 MiB (4 chunks, or 2 a thread): 18 batches or fewer, the last partial.
+    const std::int64_t rows = 70001;
+    const std::int64_t cols = 64;
+    const auto values = random_values(rows * cols, 6);
+    for (const int threads : {1, 2, 5}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        const ThreadCount tc(threads);
+        std::vector<std::vector<float>> staging(2);
+        std::uint64_t calls = 0;
+        std::uint64_t next_row = 0;
+        std::vector<std::uint8_t> seen(rows, 0);
+        std::atomic<bool> visit_mismatch{false};
+        {
+            const halo::store::QuietErrors quiet;
+            const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                              H5Fclose);
+            const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+            const Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
+            const Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+            const hsize_t chunk[2] = {1024, static_cast<hsize_t>(cols)};
+            ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
+            ASSERT_GE(H5Pset_fletcher32(dcpl.get()), 0);
+            const Handle ds(H5Dcreate2(file.get(), "x", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+                                       dcpl.get(), H5P_DEFAULT),
+                            H5Dclose);
+            halo::store::write_chunks_parallel(
+                ds.get(), Where{path.string(), "/x"},
+                [&](std::uint64_t first, std::uint64_t count) -> const void* {
+                    EXPECT_EQ(first, next_row) << "rows must be asked for in order";
+                    next_row = first + count;
+                    auto& buffer = staging[calls++ % staging.size()];
+                    buffer.assign(values.begin() + first * cols,
+                                  values.begin() + (first + count) * cols);
+                    return buffer.data();
+                },
+                rows, cols * 4, 1024,
+                [&](std::uint64_t first, std::uint64_t count, const unsigned char* data) {
+                    for (std::uint64_t r = first; r < first + count; ++r) {
+                        ++seen[r];
+                    }
+                    if (std::memcmp(data, values.data() + first * cols, count * cols * 4) != 0) {
+                        visit_mismatch = true;
+                    }
+                },
+                std::uint64_t{1} << 20);
+        }
+        EXPECT_EQ(next_row, static_cast<std::uint64_t>(rows));
+        EXPECT_GE(calls, 6u) << "the rows came in one batch: nothing was pipelined";
+        EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](auto n) { return n == 1; }));
+        EXPECT_FALSE(visit_mismatch.load());
+        EXPECT_EQ(read_with_hdf5(path, values.size()), values);
+    }
+}
+
+TEST(ChunkIo, ARowSourceThatFailsFailsTheWrite)
+{
+    halo::testing::ScratchDir dir{"chunk_io"};
+    const auto path = dir.file("failing.h5");
+    const std::int64_t rows = 100000;
+    const std::int64_t cols = 64;
+    const auto values = random_values(rows * cols, 7);
+    for (const int threads : {1, 3}) {
+        const ThreadCount tc(threads);
+        const halo::store::QuietErrors quiet;
+        const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                          H5Fclose);
+        const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+        const Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
+        const Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+        const hsize_t chunk[2] = {1024, static_cast<hsize_t>(cols)};
+        ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
+        ASSERT_GE(H5Pset_fletcher32(dcpl.get()), 0);
+        const Handle ds(H5Dcreate2(file.get(), "x", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+                                   dcpl.get(), H5P_DEFAULT),
+                        H5Dclose);
+        expect_error<halo::IoError>(
+            [&] {
+                halo::store::write_chunks_parallel(
+                    ds.get(), Where{path.string(), "/x"},
+                    [&](std::uint64_t first, std::uint64_t) -> const void* {
+                        if (first > 0) {
+                            HALO_THROW(halo::IoError, "download of row ", first, " failed");
+                        }
+                        return values.data();
+                    },
+                    rows, cols * 4, 1024, {}, std::uint64_t{1} << 20);
+            },
+            {"download of row", "failed"});
+    }
+}
+
+TEST(ChunkIo, ConvertedRowsAreWrittenBatchByBatchThroughHdf5)
+{
+    // Big-endian floats: HDF5 converts them, so write_dataset_rows writes through H5Dwrite,
+    // batch by batch (64 MiB of whole chunks each): 70 MB of rows are two batches.
+    halo::testing::ScratchDir dir{"chunk_io"};
+    const auto path = dir.file("converted.h5");
+    const std::int64_t rows = 1100000;
+    const std::int64_t cols = 16;
+    const auto values = random_values(rows * cols, 8);
+    std::vector<std::uint64_t> firsts;
+    {
+        const halo::store::QuietErrors quiet;
+        const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                          H5Fclose);
+        const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+        halo::store::write_dataset_rows(file.get(), Where{path.string(), "/"}, "x", H5T_IEEE_F32BE,
+                                        H5T_NATIVE_FLOAT, 4, dims,
+                                        [&](std::uint64_t first, std::uint64_t) -> const void* {
+                                            firsts.push_back(first);
+                                            return values.data() + first * cols;
+                                        });
+    }
+    EXPECT_EQ(firsts.size(), 2u);
+    EXPECT_EQ(read_with_hdf5(path, values.size()), values);
 }
 
 TEST(ChunkIo, DamagedChunkIsNamed)
