@@ -197,6 +197,18 @@ int compare_logits(const Options& o, const halo::ResultSet& result)
     return failures.empty() ? 0 : 3;
 }
 
+// Bytes of a part as the dataset stores them (what its read moved from the file).
+double stored_bytes(const halo::Shard& s)
+{
+    const auto b = [](const auto& v) { return static_cast<double>(v.size() * sizeof(v[0])); };
+    return b(s.global_ids) + b(s.halo_global_ids) + b(s.csr.indptr) + b(s.csr.indices) +
+           b(s.csr.values) + b(s.plan.recv_ranks) + b(s.plan.recv_offsets) + b(s.plan.send_ranks) +
+           b(s.plan.send_offsets) + b(s.plan.send_rows) + b(s.labels) +
+           (s.features_int8.empty()
+                ? b(s.features)
+                : b(s.features_int8) + b(s.feature_scale) + b(s.feature_zero_point));
+}
+
 int inspect_dataset(const Options& o)
 {
     const auto info = halo::read_dataset_info(o.path);
@@ -215,13 +227,20 @@ int inspect_dataset(const Options& o)
                "nonzeros", "interior", "halo rows", "neighbours", "send rows", "max row");
     const int first = o.part >= 0 ? o.part : 0;
     const int last = o.part >= 0 ? o.part + 1 : info.num_parts;
+    double read_seconds = 0.0;
+    double read_bytes = 0.0;
     for (int p = first; p < last; ++p) {
+        const halo::app::Stopwatch read_watch;
         const auto shard = halo::read_shard(o.path, p);
+        read_seconds += read_watch.seconds();
+        read_bytes += stored_bytes(shard);
         fmt::print("{:>5} {:>12} {:>14} {:>12} {:>12} {:>10} {:>12} {:>12}\n", p, shard.num_owned,
                    shard.csr.nnz(), shard.num_interior, shard.num_halo,
                    shard.plan.recv_ranks.size(), shard.plan.num_send(),
                    halo::max_row_nnz(shard.csr.view()));
     }
+    fmt::print("read {} part(s): {:.3f} GB in {:.3f} s ({:.2f} GB/s, checks included)\n",
+               last - first, read_bytes / 1e9, read_seconds, read_bytes / 1e9 / read_seconds);
     // Kernel metadata stored with the parts (halo-partition --kernel-metadata, halo-infer
     // --save-tuning), as kernel/operator groups; --check validates them.
     for (int p = first; p < last; ++p) {

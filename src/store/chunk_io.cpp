@@ -22,6 +22,8 @@ namespace halo::store {
 namespace {
 
 constexpr std::size_t checksum_bytes = 4;
+/// Bytes of chunks read before a reader that asked to be told (RowsRead) hears of them.
+constexpr std::uint64_t read_group_bytes = std::uint64_t{64} << 20;
 
 std::uint32_t little_endian_u32(const unsigned char* p)
 {
@@ -285,7 +287,8 @@ std::uint32_t fletcher32(const unsigned char* data, std::size_t size)
     return detail::fletcher32_portable(data, size);
 }
 
-bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out)
+bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
+                   const RowsRead& on_rows)
 {
     const auto d = ds.dataset.get();
     std::uint64_t count = 1;
@@ -305,7 +308,13 @@ bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type,
     const Handle dcpl(HALO_HDF5_TRY(H5Dget_create_plist(d), where.str()), H5Pclose);
     const auto layout = H5Pget_layout(dcpl.get());
     if (layout == H5D_CONTIGUOUS) {
-        return read_contiguous(ds, where, total_bytes, out);
+        if (!read_contiguous(ds, where, total_bytes, out)) {
+            return false;
+        }
+        if (on_rows) {
+            on_rows(0, ds.dims[0], out);
+        }
+        return true;
     }
     if (layout != H5D_CHUNKED) {
         return false;
@@ -372,11 +381,15 @@ bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type,
 
     auto* dst = static_cast<unsigned char*>(out);
     FirstError error;
-#pragma omp parallel
-    {
-        std::vector<unsigned char> edge;  // the last chunk, stored whole but only partly used
-#pragma omp for schedule(dynamic, 1)
-        for (std::int64_t ci = 0; ci < static_cast<std::int64_t>(chunks); ++ci) {
+    // With a reader to tell, whole rows are read in groups of about 64 MiB, each told when done.
+    const std::uint64_t group =
+        on_rows ? std::max<std::uint64_t>(read_group_bytes / chunk_bytes, 1) : chunks;
+    std::vector<unsigned char> edge;  // the last chunk, stored whole but only partly used
+    for (std::uint64_t first_chunk = 0; first_chunk < chunks; first_chunk += group) {
+        const auto last_chunk = std::min(chunks, first_chunk + group);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (std::int64_t ci = static_cast<std::int64_t>(first_chunk);
+             ci < static_cast<std::int64_t>(last_chunk); ++ci) {
             const auto c = static_cast<std::uint64_t>(ci);
             if (error.failed()) {
                 continue;
@@ -386,7 +399,7 @@ bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type,
             const auto position = file.base + where_is[c].address;
             unsigned char* target = dst + first_row * row_bytes;
             if (chunk_rows_here < chunk_rows) {
-                edge.resize(chunk_bytes);
+                edge.resize(chunk_bytes);  // one edge chunk: one thread
                 target = edge.data();
             }
             auto message = pread_exact(fd.fd, target, chunk_bytes, position);
@@ -410,9 +423,14 @@ bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type,
                 std::memcpy(dst + first_row * row_bytes, target, chunk_rows_here * row_bytes);
             }
         }
-    }
-    if (error.failed()) {
-        throw_read_error(where, error.message());
+        if (error.failed()) {
+            throw_read_error(where, error.message());
+        }
+        if (on_rows) {
+            const auto first_row = first_chunk * chunk_rows;
+            on_rows(first_row, std::min(rows, last_chunk * chunk_rows) - first_row,
+                    dst + first_row * row_bytes);
+        }
     }
     return true;
 }

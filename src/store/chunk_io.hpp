@@ -45,7 +45,10 @@ std::uint32_t fletcher32_portable(const unsigned char* data, std::size_t size);
 /// conversion); or contiguous and large. Returns false, having read nothing, for anything else
 /// (then H5Dread reads it). A chunk failing its checksum, or a short or failed read, is a
 /// halo::Hdf5Error naming the dataset, the chunk and its rows.
-bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out);
+/// With `on_rows`, tells it of each group of finished rows (about 64 MiB, in row order, on the
+/// calling thread) as soon as they are read and verified.
+bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
+                   const RowsRead& on_rows = {});
 
 /// Writes all of `data` (row-major, dims[0] rows of `row_bytes`) into `dataset`, freshly created
 /// chunked with `chunk_rows` rows a chunk and Fletcher32 as its only filter: the checksums are

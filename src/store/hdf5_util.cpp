@@ -532,7 +532,8 @@ void populate_pages(void* data, std::size_t bytes)
     }
 }
 
-void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out)
+void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
+               const RowsRead& on_rows)
 {
     hsize_t count = 1;
     for (const auto d : ds.dims) {
@@ -541,11 +542,14 @@ void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, voi
     if (count == 0) {
         return;  // HDF5 rejects a null buffer even for an empty selection
     }
-    if (read_parallel(ds, where, memory_type, out)) {
+    if (read_parallel(ds, where, memory_type, out, on_rows)) {
         return;
     }
     HALO_HDF5_TRY(H5Dread(ds.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
                   where.str());
+    if (on_rows) {
+        on_rows(0, ds.dims[0], out);
+    }
 }
 
 // ---- attributes ----------------------------------------------------------------------------

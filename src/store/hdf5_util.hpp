@@ -286,8 +286,15 @@ OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, El
 void check_dataset_size(const OpenDataset& ds, const std::string& where, std::size_t stored_size,
                         std::size_t memory_size);
 
-/// Reads the whole of an opened dataset into `out` (which has its element count).
-void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out);
+/// Told, in row order, of rows [first_row, first_row + count) of a dataset being read once they
+/// are in place (at `rows`) and verified.
+using RowsRead =
+    std::function<void(std::uint64_t first_row, std::uint64_t count, const void* rows)>;
+
+/// Reads the whole of an opened dataset into `out` (which has its element count); tells
+/// `on_rows`, if given, of the rows as they arrive (all at once where HDF5 reads them).
+void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
+               const RowsRead& on_rows = {});
 
 /// Makes the pages of [data, data + bytes), memory just allocated and not yet written, resident
 /// on every core (madvise MADV_POPULATE_WRITE per thread). Fresh memory otherwise takes a page
@@ -338,10 +345,12 @@ std::vector<T> read_array(hid_t loc, const Where& loc_where, const char* name, L
     return out;
 }
 
-/// Reads a 2-D dataset of exactly rows x cols into a row-major vector.
+/// Reads a 2-D dataset of exactly rows x cols into a row-major vector (telling `on_rows` of the
+/// rows as they arrive, as read_into does).
 template <typename T>
 std::vector<T> read_matrix(hid_t loc, const Where& loc_where, const char* name, std::int64_t rows,
-                           std::int64_t cols, const char* expected_what)
+                           std::int64_t cols, const char* expected_what,
+                           const RowsRead& on_rows = {})
 {
     constexpr auto cls =
         std::is_floating_point_v<T> ? ElementClass::floating : ElementClass::integer;
@@ -353,7 +362,7 @@ std::vector<T> read_matrix(hid_t loc, const Where& loc_where, const char* name, 
                    "], expected [", rows, ", ", cols, "] (", expected_what, ")");
     }
     auto out = resident_vector<T>(static_cast<std::size_t>(rows * cols));
-    read_into(ds, where, H5Type<T>::memory(), out.data());
+    read_into(ds, where, H5Type<T>::memory(), out.data(), on_rows);
     return out;
 }
 
