@@ -114,6 +114,7 @@ for stage in "$@"; do
     ;;
   report)
     log report
+    [ -f "$out/commit.txt" ] || git rev-parse --short HEAD >"$out/commit.txt" 2>/dev/null
     python3 - "$out" "$cores" <<'PY'
 import csv, glob, json, os, re, sys
 out, cores = sys.argv[1], sys.argv[2]

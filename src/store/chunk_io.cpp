@@ -24,6 +24,8 @@ namespace {
 constexpr std::size_t checksum_bytes = 4;
 /// Bytes of chunks read before a reader that asked to be told (RowsRead) hears of them.
 constexpr std::uint64_t read_group_bytes = std::uint64_t{64} << 20;
+/// Bytes a thread reads or prepares and checksums at a time (even: Fletcher32 pieces must be).
+constexpr std::uint64_t piece_bytes = std::uint64_t{1} << 20;
 
 std::uint32_t little_endian_u32(const unsigned char* p)
 {
@@ -203,14 +205,12 @@ typedef std::uint16_t Words16 __attribute__((vector_size(32)));
 typedef std::uint32_t Sums16 __attribute__((vector_size(64)));
 
 template <typename Words, typename Sums>
-[[gnu::always_inline]] inline std::uint32_t fletcher32_lanes(const unsigned char* data,
-                                                             std::size_t size)
+[[gnu::always_inline]] inline FletcherSums fletcher_lanes(const unsigned char* data,
+                                                          std::size_t size)
 {
     constexpr int L = sizeof(Words) / sizeof(std::uint16_t);
     const std::size_t words = size / 2;
-    std::uint64_t sum_a = 0;  // A mod 65535
-    std::uint64_t sum_b = 0;  // B mod 65535 (over the words so far)
-    bool nonzero = false;
+    FletcherSums out;
     std::size_t k = 0;
     while (words - k >= static_cast<std::size_t>(L)) {
         const std::size_t steps = std::min(block_steps, (words - k) / L);
@@ -226,26 +226,27 @@ template <typename Words, typename Sums>
             a += __builtin_convertvector(w, Sums);
             b += a;
         }
-        std::uint64_t s = 0;
+        FletcherSums block;
         std::uint64_t sum_lane_b = 0;
         std::uint64_t weighted_a = 0;
         for (int j = 0; j < L; ++j) {
-            s += a[j];
+            block.a += a[j];
             sum_lane_b += b[j];
             weighted_a += static_cast<std::uint64_t>(j) * a[j];
-            nonzero = nonzero || any[j] != 0;
+            block.nonzero = block.nonzero || any[j] != 0;
         }
         // Exact (the true value is non-negative and below 2^64): sum of (n - k) w_k.
-        const std::uint64_t t = std::uint64_t{L} * sum_lane_b - weighted_a;
-        const std::uint64_t n = steps * L;
-        sum_b = (sum_b + n % fletcher_modulus * sum_a + t % fletcher_modulus) % fletcher_modulus;
-        sum_a = (sum_a + s) % fletcher_modulus;
-        k += n;
+        block.b = (std::uint64_t{L} * sum_lane_b - weighted_a) % fletcher_modulus;
+        block.a %= fletcher_modulus;
+        block.words = steps * L;
+        out = combine(out, block);
+        k += block.words;
     }
-    auto add = [&](std::uint32_t w) {
-        nonzero = nonzero || w != 0;
-        sum_a = (sum_a + w) % fletcher_modulus;
-        sum_b = (sum_b + sum_a) % fletcher_modulus;
+    auto add = [&out](std::uint32_t w) {
+        out.nonzero = out.nonzero || w != 0;
+        out.a = (out.a + w) % fletcher_modulus;
+        out.b = (out.b + out.a) % fletcher_modulus;
+        ++out.words;
     };
     for (; k < words; ++k) {
         add((std::uint32_t{data[2 * k]} << 8) | data[2 * k + 1]);
@@ -253,13 +254,13 @@ template <typename Words, typename Sums>
     if (size % 2 != 0) {
         add(std::uint32_t{data[size - 1]} << 8);  // an odd last byte is a word's high byte
     }
-    return (canonical_sum(sum_b, nonzero) << 16) | canonical_sum(sum_a, nonzero);
+    return out;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-[[gnu::target("avx2")]] std::uint32_t fletcher32_avx2(const unsigned char* data, std::size_t size)
+[[gnu::target("avx2")]] FletcherSums fletcher_sums_avx2(const unsigned char* data, std::size_t size)
 {
-    return fletcher32_lanes<Words8, Sums8>(data, size);
+    return fletcher_lanes<Words8, Sums8>(data, size);
 }
 #endif
 
@@ -269,22 +270,40 @@ namespace detail {
 
 // 16 lanes suit SSE2 (and other targets' 128-bit vectors); with AVX2, 8 lanes of 256-bit sums
 // run about 3x faster than 16 lanes, which GCC splits badly.
-std::uint32_t fletcher32_portable(const unsigned char* data, std::size_t size)
+FletcherSums fletcher_sums_portable(const unsigned char* data, std::size_t size)
 {
-    return fletcher32_lanes<Words16, Sums16>(data, size);
+    return fletcher_lanes<Words16, Sums16>(data, size);
 }
 
 }  // namespace detail
 
-std::uint32_t fletcher32(const unsigned char* data, std::size_t size)
+FletcherSums fletcher_sums(const unsigned char* data, std::size_t size)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     static const bool avx2 = __builtin_cpu_supports("avx2");
     if (avx2) {
-        return fletcher32_avx2(data, size);
+        return fletcher_sums_avx2(data, size);
     }
 #endif
-    return detail::fletcher32_portable(data, size);
+    return detail::fletcher_sums_portable(data, size);
+}
+
+FletcherSums combine(const FletcherSums& first, const FletcherSums& then)
+{
+    // Each word of `first` is followed by then.words more: its weight grows by that much.
+    return {(first.a + then.a) % fletcher_modulus,
+            (first.b + then.words % fletcher_modulus * first.a + then.b) % fletcher_modulus,
+            first.words + then.words, first.nonzero || then.nonzero};
+}
+
+std::uint32_t fletcher32_of(const FletcherSums& sums)
+{
+    return (canonical_sum(sums.b, sums.nonzero) << 16) | canonical_sum(sums.a, sums.nonzero);
+}
+
+std::uint32_t fletcher32(const unsigned char* data, std::size_t size)
+{
+    return fletcher32_of(fletcher_sums(data, size));
 }
 
 bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
@@ -379,52 +398,75 @@ bool read_parallel(const OpenDataset& ds, const Where& where, hid_t memory_type,
         return false;
     }
 
+    // Work items are pieces of chunks (1 MiB), so that a chunk of any size is read on every core
+    // and each piece is checksummed right after its read, in cache; a chunk's pieces' sums
+    // combine into its checksum. With a reader to tell, chunks are read in groups of about 64
+    // MiB, each told when done.
     auto* dst = static_cast<unsigned char*>(out);
-    FirstError error;
-    // With a reader to tell, whole rows are read in groups of about 64 MiB, each told when done.
+    const std::uint64_t pieces_per_chunk = (chunk_bytes + piece_bytes - 1) / piece_bytes;
     const std::uint64_t group =
         on_rows ? std::max<std::uint64_t>(read_group_bytes / chunk_bytes, 1) : chunks;
-    std::vector<unsigned char> edge;  // the last chunk, stored whole but only partly used
+    std::vector<FletcherSums> sums(checksummed ? std::min(group, chunks) * pieces_per_chunk : 0);
+    std::vector<std::uint32_t> stored(checksummed ? std::min(group, chunks) : 0);
+    // The last chunk, stored whole but only partly used, is read here and its rows copied out.
+    std::vector<unsigned char> edge(rows % chunk_rows != 0 ? chunk_bytes : 0);
+    FirstError error;
     for (std::uint64_t first_chunk = 0; first_chunk < chunks; first_chunk += group) {
         const auto last_chunk = std::min(chunks, first_chunk + group);
+        const auto items = static_cast<std::int64_t>((last_chunk - first_chunk) * pieces_per_chunk);
 #pragma omp parallel for schedule(dynamic, 1)
-        for (std::int64_t ci = static_cast<std::int64_t>(first_chunk);
-             ci < static_cast<std::int64_t>(last_chunk); ++ci) {
-            const auto c = static_cast<std::uint64_t>(ci);
+        for (std::int64_t item = 0; item < items; ++item) {
+            const auto c = first_chunk + static_cast<std::uint64_t>(item) / pieces_per_chunk;
+            const auto piece = static_cast<std::uint64_t>(item) % pieces_per_chunk;
             if (error.failed()) {
                 continue;
             }
             const auto first_row = c * chunk_rows;
-            const auto chunk_rows_here = std::min(chunk_rows, rows - first_row);
             const auto position = file.base + where_is[c].address;
-            unsigned char* target = dst + first_row * row_bytes;
-            if (chunk_rows_here < chunk_rows) {
-                edge.resize(chunk_bytes);  // one edge chunk: one thread
-                target = edge.data();
-            }
-            auto message = pread_exact(fd.fd, target, chunk_bytes, position);
-            unsigned char stored[checksum_bytes] = {0, 0, 0, 0};
-            if (message.empty() && where_is[c].has_checksum) {
-                message = pread_exact(fd.fd, stored, checksum_bytes, position + chunk_bytes);
-            }
-            if (message.empty() && where_is[c].has_checksum) {
-                const auto computed = fletcher32(target, chunk_bytes);
-                const auto expected = little_endian_u32(stored);
-                if (expected != computed && expected != swapped_halves(computed)) {
-                    message = "can't read data (data error detected by Fletcher32 checksum in " +
-                              chunk_name(c, first_row, chunk_rows_here) + ")";
+            unsigned char* target =
+                c == chunks - 1 && !edge.empty() ? edge.data() : dst + first_row * row_bytes;
+            const auto begin = piece * piece_bytes;
+            const auto size = std::min(piece_bytes, chunk_bytes - begin);
+            auto message = pread_exact(fd.fd, target + begin, size, position + begin);
+            if (message.empty() && checksummed) {
+                sums[static_cast<std::uint64_t>(item)] = fletcher_sums(target + begin, size);
+                if (piece == pieces_per_chunk - 1 && where_is[c].has_checksum) {
+                    unsigned char bytes[checksum_bytes] = {0, 0, 0, 0};
+                    message = pread_exact(fd.fd, bytes, checksum_bytes, position + chunk_bytes);
+                    stored[c - first_chunk] = little_endian_u32(bytes);
                 }
             }
             if (!message.empty()) {
-                error.set(c, chunk_name(c, first_row, chunk_rows_here) + ": " + message);
+                const auto here = std::min(chunk_rows, rows - first_row);
+                error.set(c, chunk_name(c, first_row, here) + ": " + message);
+            }
+        }
+        for (auto c = first_chunk; c < last_chunk && checksummed && !error.failed(); ++c) {
+            if (!where_is[c].has_checksum) {
                 continue;
             }
-            if (target != dst + first_row * row_bytes) {
-                std::memcpy(dst + first_row * row_bytes, target, chunk_rows_here * row_bytes);
+            FletcherSums chunk_sums;
+            for (std::uint64_t piece = 0; piece < pieces_per_chunk; ++piece) {
+                chunk_sums =
+                    combine(chunk_sums, sums[(c - first_chunk) * pieces_per_chunk + piece]);
+            }
+            const auto computed = fletcher32_of(chunk_sums);
+            const auto expected = stored[c - first_chunk];
+            if (expected != computed && expected != swapped_halves(computed)) {
+                const auto first_row = c * chunk_rows;
+                const auto name = chunk_name(c, first_row, std::min(chunk_rows, rows - first_row));
+                error.set(c, name +
+                                 ": can't read data (data error detected by Fletcher32 checksum "
+                                 "in " +
+                                 name + ")");
             }
         }
         if (error.failed()) {
             throw_read_error(where, error.message());
+        }
+        if (last_chunk == chunks && !edge.empty()) {
+            const auto first_row = (chunks - 1) * chunk_rows;
+            std::memcpy(dst + first_row * row_bytes, edge.data(), (rows - first_row) * row_bytes);
         }
         if (on_rows) {
             const auto first_row = first_chunk * chunk_rows;
@@ -449,7 +491,7 @@ void write_chunks_parallel(hid_t dataset, const Where& where, const void* data, 
 
 void write_chunks_parallel(hid_t dataset, const Where& where, const RowSource& source,
                            std::uint64_t rows, std::uint64_t row_bytes, std::uint64_t chunk_rows,
-                           const ChunkRowVisitor& visit, std::uint64_t batch_bytes)
+                           std::uint64_t batch_bytes)
 {
     HALO_EXPECTS(chunk_rows > 0 && row_bytes > 0, where.str(), ": chunk of ", chunk_rows,
                  " rows of ", row_bytes, " bytes");
@@ -458,50 +500,61 @@ void write_chunks_parallel(hid_t dataset, const Where& where, const RowSource& s
     const std::uint64_t chunk_bytes = chunk_rows * row_bytes;
     const std::uint64_t stored_bytes = chunk_bytes + checksum_bytes;
     const std::uint64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
-    const auto threads = static_cast<std::uint64_t>(omp_get_max_threads());
-    const std::uint64_t batch = std::clamp<std::uint64_t>(
-        std::max(batch_bytes / stored_bytes, 2 * threads), 1, std::max<std::uint64_t>(chunks, 1));
+    const std::uint64_t batch =
+        std::clamp<std::uint64_t>(batch_bytes / chunk_bytes, 1, std::max<std::uint64_t>(chunks, 1));
     const std::uint64_t batches = (chunks + batch - 1) / batch;
+    const std::uint64_t pieces_per_chunk = (chunk_bytes + piece_bytes - 1) / piece_bytes;
     // Two batches of finished chunks: the workers fill one while the calling thread hands the
     // other to HDF5. Not zero-filled: every byte is written before it is read.
     const std::unique_ptr<unsigned char[]> slots(new unsigned char[2 * batch * stored_bytes]);
+    std::vector<FletcherSums> sums(2 * batch * pieces_per_chunk);
     auto first_row_of = [&](std::uint64_t b) { return std::min(rows, b * batch * chunk_rows); };
     auto rows_of = [&](std::uint64_t b) { return first_row_of(b + 1) - first_row_of(b); };
+    auto slot = [&](std::uint64_t c) {
+        return slots.get() + ((c / batch) % 2 * batch + c % batch) * stored_bytes;
+    };
+    auto sums_of = [&](std::uint64_t c) {
+        return sums.data() + ((c / batch) % 2 * batch + c % batch) * pieces_per_chunk;
+    };
 
-    // Copies chunk c of batch b from the batch's source rows into its slot, pads an edge chunk
-    // with the zero fill value as HDF5's pipeline does before its filters (the checksum covers
-    // the whole chunk) and appends the checksum.
-    auto prepare = [&](std::uint64_t b, std::uint64_t c, const unsigned char* batch_rows) {
-        unsigned char* out = slots.get() + ((b % 2) * batch + (c - b * batch)) * stored_bytes;
+    // Piece `piece` of chunk c, from the rows of its batch: copied into the chunk's slot, the
+    // part past the dataset's end (an edge chunk) filled with the zero fill value as HDF5's
+    // pipeline fills it before its filters run, and summed for the checksum (in cache).
+    auto prepare = [&](std::uint64_t c, std::uint64_t piece, const unsigned char* batch_rows) {
+        const auto begin = piece * piece_bytes;
+        const auto size = std::min(piece_bytes, chunk_bytes - begin);
         const auto first_row = c * chunk_rows;
-        const auto here = std::min(chunk_rows, rows - first_row);
-        const auto bytes = here * row_bytes;
-        std::memcpy(out, batch_rows + (first_row - first_row_of(b)) * row_bytes, bytes);
-        std::memset(out + bytes, 0, chunk_bytes - bytes);
-        if (visit) {
-            visit(first_row, here, out);
-        }
-        const auto sum = fletcher32(out, chunk_bytes);
-        for (std::size_t k = 0; k < checksum_bytes; ++k) {
-            out[chunk_bytes + k] = static_cast<unsigned char>(sum >> (8 * k));
-        }
+        const auto data_bytes = std::min(chunk_rows, rows - first_row) * row_bytes;
+        const auto copied = std::min(size, data_bytes > begin ? data_bytes - begin : 0);
+        unsigned char* out = slot(c) + begin;
+        std::memcpy(out, batch_rows + (first_row - first_row_of(c / batch)) * row_bytes + begin,
+                    copied);
+        std::memset(out + copied, 0, size - copied);
+        sums_of(c)[piece] = fletcher_sums(out, size);
     };
     std::vector<hsize_t> offset(static_cast<std::size_t>(rank), 0);
     auto write = [&](std::uint64_t b) {
         const auto last = std::min(chunks, (b + 1) * batch);
         for (auto c = b * batch; c < last; ++c) {
+            FletcherSums chunk_sums;
+            for (std::uint64_t piece = 0; piece < pieces_per_chunk; ++piece) {
+                chunk_sums = combine(chunk_sums, sums_of(c)[piece]);
+            }
+            const auto sum = fletcher32_of(chunk_sums);
+            for (std::size_t k = 0; k < checksum_bytes; ++k) {
+                slot(c)[chunk_bytes + k] = static_cast<unsigned char>(sum >> (8 * k));
+            }
             offset[0] = c * chunk_rows;
-            HALO_HDF5_TRY(
-                H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset.data(),
-                               static_cast<std::size_t>(stored_bytes),
-                               slots.get() + ((b % 2) * batch + (c - b * batch)) * stored_bytes),
-                where.str(), " (chunk ", c, ")");
+            HALO_HDF5_TRY(H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset.data(),
+                                         static_cast<std::size_t>(stored_bytes), slot(c)),
+                          where.str(), " (chunk ", c, ")");
         }
     };
 
-    // Step s: thread 0 writes batch s - 1 through HDF5 (the only thread that calls it) while
-    // the others fetch batch s + 1's rows from the source and prepare batch s; a barrier ends the
-    // step. A team of one does the three in turn.
+    // Step s: thread 0 finishes batch s - 1 (the checksums from its pieces' sums) and writes it
+    // through HDF5 (the only thread that calls it) while the others fetch batch s + 1's rows from
+    // the source and prepare batch s, piece by piece; a barrier ends the step. A team of one does
+    // the three in turn.
     std::vector<const unsigned char*> batch_rows(batches + 1, nullptr);
     batch_rows[0] = static_cast<const unsigned char*>(source(0, rows_of(0)));
     std::exception_ptr failure;
@@ -538,9 +591,11 @@ void write_chunks_parallel(hid_t dataset, const Where& where, const RowSource& s
                     });
                 }
                 guarded([&] {
-                    for (auto c = step * batch + worker; c < std::min(chunks, (step + 1) * batch);
-                         c += workers) {
-                        prepare(step, c, batch_rows[step]);
+                    const auto first = step * batch;
+                    const auto items = (std::min(chunks, first + batch) - first) * pieces_per_chunk;
+                    for (auto item = worker; item < items; item += workers) {
+                        prepare(first + item / pieces_per_chunk, item % pieces_per_chunk,
+                                batch_rows[step]);
                     }
                 });
             }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -356,6 +357,14 @@ bool same_object(hid_t loc, const Where& loc_where, const char* a, const char* b
 
 // ---- datasets ------------------------------------------------------------------------------
 
+std::uint64_t chunk_rows_for(std::uint64_t rows, std::uint64_t row_bytes)
+{
+    const auto per_chunk = (rows * row_bytes + chunks_per_dataset - 1) / chunks_per_dataset;
+    const auto target =
+        std::clamp<std::uint64_t>(std::bit_ceil(per_chunk), chunk_min_bytes, chunk_max_bytes);
+    return std::clamp<std::uint64_t>(target / row_bytes, 1, std::max<std::uint64_t>(rows, 1));
+}
+
 void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
                    hid_t memory_type, std::size_t element_size, const void* data,
                    std::span<const hsize_t> dims)
@@ -388,7 +397,7 @@ void write_dataset_rows(hid_t loc, const Where& loc_where, const char* name, hid
     if (chunked) {
         // A chunk holds whole rows, so that reading a row range touches the fewest chunks.
         std::vector<hsize_t> chunk(dims.begin(), dims.end());
-        chunk_rows = std::clamp<hsize_t>(chunk_target_bytes / row_bytes, 1, dims[0]);
+        chunk_rows = chunk_rows_for(dims[0], row_bytes);
         chunk[0] = chunk_rows;
         HALO_HDF5_TRY(H5Pset_chunk(dcpl.get(), rank, chunk.data()), where);
         HALO_HDF5_TRY(H5Pset_fletcher32(dcpl.get()), where);
