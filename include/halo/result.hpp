@@ -61,7 +61,8 @@ void write_result_piece(const std::filesystem::path& dir, const ResultPiece& pie
 void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece,
                         std::span<const float> output, const ResultWriteOptions& options = {});
 /// The same with the outputs fetched batch by batch while earlier ones are written
-/// (piece.output is ignored; piece.prediction must be complete).
+/// (piece.output is ignored). piece.prediction is written after the outputs: it must have its
+/// size from the start, and `output` may fill it as the rows pass (the argmax of each batch).
 void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece,
                         const OutputRows& output, const ResultWriteOptions& options = {});
 ResultPiece read_result_piece(const std::filesystem::path& file);

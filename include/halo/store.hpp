@@ -99,12 +99,20 @@ std::vector<std::int32_t> read_owner(const std::filesystem::path& path);
 /// once.
 Shard read_shard(const std::filesystem::path& path, int part);
 
-/// Told of a part's input features while the part is read: rows [first_row, first_row + count)
-/// of /parts/<p>/features/values as stored (float32, or int8 in an int8 dataset), at their final
-/// place in the shard that read_shard returns (Shard::features, or Shard::features_int8), which
-/// stays there as long as that vector lives (moving a vector keeps its storage).
-using FeatureRows =
-    std::function<void(std::int64_t first_row, std::int64_t count, const void* rows)>;
+/// A group of a part's input features, told while the part is read: rows [first_row,
+/// first_row + count) of /parts/<p>/features/values (total_rows x cols) as stored (float32, or
+/// int8 in an int8 dataset: `int8`), at their final place in the shard that read_shard returns
+/// (Shard::features or Shard::features_int8), which stays there as long as that vector lives
+/// (moving a vector keeps its storage).
+struct FeatureRowsRead {
+    std::int64_t first_row = 0;
+    std::int64_t count = 0;
+    std::int64_t total_rows = 0;
+    std::int64_t cols = 0;
+    bool int8 = false;
+    const void* rows = nullptr;
+};
+using FeatureRows = std::function<void(const FeatureRowsRead& group)>;
 
 struct ShardReadOptions {
     /// If set, the features are read first, in groups of about 64 MiB, and each group is handed

@@ -69,11 +69,11 @@ public:
     RowRelay(const RowRelay&) = delete;
     RowRelay& operator=(const RowRelay&) = delete;
 
-    void post(std::int64_t first, std::int64_t count, const void* rows)
+    void post(const FeatureRowsRead& group)
     {
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            queue_.push_back({first, count, rows});
+            queue_.push_back(group);
         }
         wake_.notify_one();
     }
@@ -87,12 +87,6 @@ public:
     }
 
 private:
-    struct Group {
-        std::int64_t first;
-        std::int64_t count;
-        const void* rows;
-    };
-
     void stop(bool drop)
     {
         {
@@ -121,7 +115,7 @@ private:
             }
             lock.unlock();
             try {
-                fn_(group.first, group.count, group.rows);
+                fn_(group);
             } catch (...) {
                 error_ = std::current_exception();  // read by finish() after the join
             }
@@ -132,7 +126,7 @@ private:
     FeatureRows fn_;
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::deque<Group> queue_;
+    std::deque<FeatureRowsRead> queue_;
     bool done_ = false;
     std::exception_ptr error_;
     std::thread thread_;  // last: starts once the members it uses exist
@@ -356,8 +350,10 @@ Shard DatasetReader::part(int part, const ShardReadOptions& options) const
     RowsRead on_features;
     if (options.features) {
         relay.emplace(options.features);
-        on_features = [&relay](std::uint64_t first, std::uint64_t count, const void* rows) {
-            relay->post(static_cast<std::int64_t>(first), static_cast<std::int64_t>(count), rows);
+        on_features = [&relay, &shard, this](std::uint64_t first, std::uint64_t count,
+                                             const void* rows) {
+            relay->post({static_cast<std::int64_t>(first), static_cast<std::int64_t>(count),
+                         shard.num_owned, info_.feature_dim, info_.feature_type == "int8", rows});
         };
     } else {
         read_graph();

@@ -21,9 +21,7 @@ namespace halo::testing {
 namespace {
 
 struct Told {
-    std::int64_t first = 0;
-    std::int64_t count = 0;
-    const void* rows = nullptr;
+    FeatureRowsRead group;
     std::vector<unsigned char> copy;  // the rows' bytes when told
     std::thread::id thread;
 };
@@ -33,11 +31,9 @@ Shard read_telling(const std::filesystem::path& file, int part, std::size_t row_
                    std::vector<Told>& told)
 {
     ShardReadOptions options;
-    options.features = [&told, row_bytes](std::int64_t first, std::int64_t count,
-                                          const void* rows) {
-        const auto* bytes = static_cast<const unsigned char*>(rows);
-        told.push_back({first, count, rows,
-                        std::vector<unsigned char>(bytes, bytes + count * row_bytes),
+    options.features = [&told, row_bytes](const FeatureRowsRead& group) {
+        const auto* bytes = static_cast<const unsigned char*>(group.rows);
+        told.push_back({group, std::vector<unsigned char>(bytes, bytes + group.count * row_bytes),
                         std::this_thread::get_id()});
     };
     return read_shard(file, part, options);
@@ -45,16 +41,21 @@ Shard read_telling(const std::filesystem::path& file, int part, std::size_t row_
 
 // Every row once, in order, its bytes those of `stored` (the shard's array) at their place.
 void expect_told_in_order(const std::vector<Told>& told, const void* stored, std::int64_t rows,
-                          std::size_t row_bytes)
+                          std::int64_t cols, bool int8)
 {
     ASSERT_FALSE(told.empty());
+    const auto row_bytes = static_cast<std::size_t>(cols) * (int8 ? 1 : sizeof(float));
     std::int64_t next = 0;
     for (const auto& t : told) {
-        EXPECT_EQ(t.first, next);
-        EXPECT_EQ(t.rows, static_cast<const unsigned char*>(stored) + t.first * row_bytes);
-        EXPECT_EQ(std::memcmp(t.copy.data(), t.rows, t.copy.size()), 0);
+        const auto& g = t.group;
+        EXPECT_EQ(g.first_row, next);
+        EXPECT_EQ(g.total_rows, rows);
+        EXPECT_EQ(g.cols, cols);
+        EXPECT_EQ(g.int8, int8);
+        EXPECT_EQ(g.rows, static_cast<const unsigned char*>(stored) + g.first_row * row_bytes);
+        EXPECT_EQ(std::memcmp(t.copy.data(), g.rows, t.copy.size()), 0);
         EXPECT_NE(t.thread, std::this_thread::get_id());
-        next = t.first + t.count;
+        next = g.first_row + g.count;
     }
     EXPECT_EQ(next, rows);
 }
@@ -69,7 +70,7 @@ TEST(FeatureRows, SmallPartsFloatAndInt8)
         std::vector<Told> told;
         const auto s = read_telling(plain, p, 5 * sizeof(float), told);
         expect_same_shard(s, read_shard(plain, p));
-        expect_told_in_order(told, s.features.data(), s.num_owned, 5 * sizeof(float));
+        expect_told_in_order(told, s.features.data(), s.num_owned, 5, false);
     }
     // The same features quantized over all nodes, as halo-partition --quantize int8 stores them.
     std::vector<float> global(static_cast<std::size_t>(d.info.num_nodes * 5));
@@ -95,7 +96,7 @@ TEST(FeatureRows, SmallPartsFloatAndInt8)
         std::vector<Told> told;
         const auto s = read_telling(quantized, p, 5, told);
         expect_same_shard(s, read_shard(quantized, p));
-        expect_told_in_order(told, s.features_int8.data(), s.num_owned, 5);
+        expect_told_in_order(told, s.features_int8.data(), s.num_owned, 5, true);
     }
 }
 
@@ -131,13 +132,13 @@ TEST(FeatureRows, LargePartInGroupsAndFailures)
     std::vector<Told> told;
     const auto s = read_telling(file, 0, dim * sizeof(float), told);
     EXPECT_GE(told.size(), 2u) << "one group: nothing overlapped";
-    expect_told_in_order(told, s.features.data(), n, dim * sizeof(float));
+    expect_told_in_order(told, s.features.data(), n, dim, false);
     EXPECT_EQ(s.features, shards[0].features);
 
     // A reader that fails fails the read with its exception.
     ShardReadOptions failing;
-    failing.features = [](std::int64_t first, std::int64_t, const void*) {
-        if (first > 0) {
+    failing.features = [](const FeatureRowsRead& group) {
+        if (group.first_row > 0) {
             throw std::runtime_error("upload failed");
         }
     };
