@@ -50,7 +50,8 @@ struct ResultWriteOptions {
 /// Rows of the outputs that are produced while the piece is written (a download from the
 /// device batch by batch): rows(first, count) returns rows [first, first + count) (count x
 /// output_dim floats) in host memory that stays readable until the call after next. Called on
-/// one thread at a time, in row order, while earlier rows are written; may throw.
+/// one thread at a time, in row order, while earlier rows are written; after the first call,
+/// on one of the writer's OpenMP threads (a CUDA caller selects its device there); may throw.
 using OutputRows = std::function<const float*(std::int64_t first, std::int64_t count)>;
 
 /// Writes one piece atomically (temporary name, then rename).

@@ -250,7 +250,8 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
 /// source(first_row, count) returns rows [first_row, first_row + count), row-major in the memory
 /// type, which must stay readable until the call after next (the writer prepares one batch
 /// while it fetches the next). Called on one thread at a time, in row order, batch by batch,
-/// while the batch before is written. It may throw; the write then fails with its exception.
+/// while the batch before is written: the first batch on the calling thread, the others on an
+/// OpenMP worker. It may throw; the write then fails with its exception.
 using RowSource = std::function<const void*(std::uint64_t first_row, std::uint64_t count)>;
 
 /// write_dataset with the rows from `source`, in batches of about 64 MiB.
