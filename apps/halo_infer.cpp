@@ -80,6 +80,7 @@ struct Options {
     bool no_save_tuning = false;
     std::string device_memory_limit;  // empty = the backend's default
     bool out_of_core = false;         // row blocks even when the shard fits
+    bool no_sync = false;             // result pieces renamed without an fsync
     // Set by main() before run(): the dataset file as this rank found it before reading it.
     std::pair<dev_t, ino_t> dataset_identity{};
 };
@@ -567,14 +568,16 @@ std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine,
     }
     job.phases.add("predictions", job.step.seconds(), -1.0, "argmax of every output row");
     job.step.restart();
-    halo::write_result_piece(job.o.out, piece, output);
+    halo::write_result_piece(job.o.out, piece, output,
+                             halo::ResultWriteOptions{.sync = !job.o.no_sync});
     double written = static_cast<double>(output.size()) * 4.0 +
                      static_cast<double>(piece.global_ids.size()) * 8.0 +
                      static_cast<double>(piece.prediction.size()) * 4.0;
     for (const auto& layer : piece.layers) {
         written += static_cast<double>(layer.size()) * 4.0;
     }
-    job.phases.add("result write", job.step.seconds(), written, "own rows, synced to disk");
+    job.phases.add("result write", job.step.seconds(), written,
+                   job.o.no_sync ? "own rows, not synced (--no-sync)" : "own rows, synced to disk");
     return std::move(piece.prediction);
 }
 
@@ -753,6 +756,7 @@ void write_manifest(const Job& job, const std::string& command, const halo::Data
     manifest["run_seconds_median"] = runs.median_seconds;
     manifest["forward_seconds_median"] = runs.forward_median_seconds;
     manifest["repeat"] = o.repeat;
+    manifest["synced"] = !o.no_sync;
     manifest["layers"] = reports.layers;
     manifest["phases"] = reports.phases;
     // Rank 0's device memory by component, the maximum total over ranks
@@ -1023,6 +1027,10 @@ int main(int argc, char** argv)
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();
+    app.add_flag("--no-sync", o.no_sync,
+                 "rename the result pieces into place without flushing them to disk first: the "
+                 "write takes the page cache's time, not the disk's, but a power loss soon after "
+                 "may lose pieces that the manifest names (docs/FORMAT.md, \"Results\")");
     app.add_flag("-q,--quiet", o.quiet, "print nothing but errors");
     // Options are parsed and checked before MPI starts; what failed is reported once, by rank 0,
     // after MPI_Init, and every rank then finalizes cleanly and exits 1 (no MPI_Abort).

@@ -197,6 +197,18 @@ int compare_logits(const Options& o, const halo::ResultSet& result)
     return failures.empty() ? 0 : 3;
 }
 
+// Bytes of a part as the dataset stores them (what its read moved from the file).
+double stored_bytes(const halo::Shard& s)
+{
+    const auto b = [](const auto& v) { return static_cast<double>(v.size() * sizeof(v[0])); };
+    return b(s.global_ids) + b(s.halo_global_ids) + b(s.csr.indptr) + b(s.csr.indices) +
+           b(s.csr.values) + b(s.plan.recv_ranks) + b(s.plan.recv_offsets) + b(s.plan.send_ranks) +
+           b(s.plan.send_offsets) + b(s.plan.send_rows) + b(s.labels) +
+           (s.features_int8.empty()
+                ? b(s.features)
+                : b(s.features_int8) + b(s.feature_scale) + b(s.feature_zero_point));
+}
+
 int inspect_dataset(const Options& o)
 {
     const auto info = halo::read_dataset_info(o.path);
@@ -215,13 +227,20 @@ int inspect_dataset(const Options& o)
                "nonzeros", "interior", "halo rows", "neighbours", "send rows", "max row");
     const int first = o.part >= 0 ? o.part : 0;
     const int last = o.part >= 0 ? o.part + 1 : info.num_parts;
+    double read_seconds = 0.0;
+    double read_bytes = 0.0;
     for (int p = first; p < last; ++p) {
+        const halo::app::Stopwatch read_watch;
         const auto shard = halo::read_shard(o.path, p);
+        read_seconds += read_watch.seconds();
+        read_bytes += stored_bytes(shard);
         fmt::print("{:>5} {:>12} {:>14} {:>12} {:>12} {:>10} {:>12} {:>12}\n", p, shard.num_owned,
                    shard.csr.nnz(), shard.num_interior, shard.num_halo,
                    shard.plan.recv_ranks.size(), shard.plan.num_send(),
                    halo::max_row_nnz(shard.csr.view()));
     }
+    fmt::print("read {} part(s): {:.3f} GB in {:.3f} s ({:.2f} GB/s, checks included)\n",
+               last - first, read_bytes / 1e9, read_seconds, read_bytes / 1e9 / read_seconds);
     // Kernel metadata stored with the parts (halo-partition --kernel-metadata, halo-infer
     // --save-tuning), as kernel/operator groups; --check validates them.
     for (int p = first; p < last; ++p) {
@@ -244,7 +263,7 @@ int inspect_dataset(const Options& o)
 
 int inspect_results(const Options& o)
 {
-    const auto result = halo::read_results(o.path);
+    auto result = halo::read_results(o.path);
     fmt::print("{}: {} rows from {} pieces, output width {}\n", o.path, result.global_ids.size(),
                result.num_parts, result.output_dim);
     if (!o.export_logits.empty()) {
@@ -252,8 +271,9 @@ int inspect_results(const Options& o)
         halo::DenseMatrix m;
         m.rows = static_cast<std::int64_t>(result.global_ids.size());
         m.cols = result.output_dim;
-        m.values = result.output;
+        m.values = std::move(result.output);  // lent for the write, not copied
         halo::write_npy(o.export_logits, m);
+        result.output = std::move(m.values);
         fmt::print("wrote {} ({} x {} float32, row i = node i)\n", o.export_logits, m.rows, m.cols);
     }
     if (!o.export_path.empty()) {
@@ -264,8 +284,9 @@ int inspect_results(const Options& o)
             halo::DenseMatrix m;
             m.rows = rows;
             m.cols = result.output_dim;
-            m.values = result.output;
+            m.values = std::move(result.output);
             halo::write_npy(o.export_path, m);
+            result.output = std::move(m.values);
         } else {
             halo::write_result_export(o.export_path, result);
         }

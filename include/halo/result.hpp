@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,12 +38,34 @@ std::filesystem::path result_manifest_path(const std::filesystem::path& dir);
 /// Argmax of each row (the lowest index among equal maxima).
 std::vector<std::int32_t> argmax_rows(std::span<const float> output, std::int64_t dim);
 
+/// How a result piece is written.
+struct ResultWriteOptions {
+    /// Flush the piece to stable storage before its rename (the default). Without: the piece is
+    /// complete for every process once written, and writing it costs the page cache's time, not
+    /// the disk's; a power loss or kernel crash soon after may lose or damage it (docs/FORMAT.md,
+    /// "Results": the manifest, written last, is synced either way).
+    bool sync = true;
+};
+
+/// Rows of the outputs that are produced while the piece is written (a download from the
+/// device batch by batch): rows(first, count) returns rows [first, first + count) (count x
+/// output_dim floats) in host memory that stays readable until the call after next. Called on
+/// one thread at a time, in row order, while earlier rows are written; after the first call,
+/// on one of the writer's OpenMP threads (a CUDA caller selects its device there); may throw.
+using OutputRows = std::function<const float*(std::int64_t first, std::int64_t count)>;
+
 /// Writes one piece atomically (temporary name, then rename).
-void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece);
+void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece,
+                        const ResultWriteOptions& options = {});
 /// The same with the outputs given apart (piece.output is ignored): written straight from a
 /// buffer the caller owns, such as Engine::forward's.
 void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece,
-                        std::span<const float> output);
+                        std::span<const float> output, const ResultWriteOptions& options = {});
+/// The same with the outputs fetched batch by batch while earlier ones are written
+/// (piece.output is ignored). piece.prediction is written after the outputs: it must have its
+/// size from the start, and `output` may fill it as the rows pass (the argmax of each batch).
+void write_result_piece(const std::filesystem::path& dir, const ResultPiece& piece,
+                        const OutputRows& output, const ResultWriteOptions& options = {});
 ResultPiece read_result_piece(const std::filesystem::path& file);
 
 /// A complete result, rows sorted by global id.

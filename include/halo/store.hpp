@@ -6,11 +6,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <optional>
 
 #include "halo/kernel_metadata.hpp"
 #include "halo/shard.hpp"
@@ -98,6 +98,33 @@ std::vector<std::int32_t> read_owner(const std::filesystem::path& path);
 /// sizes against the root attributes. Opens the file read-only, so all ranks may read one file at
 /// once.
 Shard read_shard(const std::filesystem::path& path, int part);
+
+/// A group of a part's input features, told while the part is read: rows [first_row,
+/// first_row + count) of /parts/<p>/features/values (total_rows x cols) as stored (float32, or
+/// int8 in an int8 dataset: `int8`), at their final place in the shard that read_shard returns
+/// (Shard::features or Shard::features_int8), which stays there as long as that vector lives
+/// (moving a vector keeps its storage).
+struct FeatureRowsRead {
+    std::int64_t first_row = 0;
+    std::int64_t count = 0;
+    std::int64_t total_rows = 0;
+    std::int64_t cols = 0;
+    bool int8 = false;
+    const void* rows = nullptr;
+};
+using FeatureRows = std::function<void(const FeatureRowsRead& group)>;
+
+struct ShardReadOptions {
+    /// If set, the features are read first, in groups of about 64 MiB, and each group is handed
+    /// to this function on a thread of its own (in row order) while the reader goes on with the
+    /// next group and then the graph: an upload to a device overlaps the rest of the read. A
+    /// CUDA caller selects its device on that thread first. read_shard returns after the last
+    /// call has returned; an exception from it fails the read with that exception.
+    FeatureRows features;
+};
+
+/// read_shard with options.
+Shard read_shard(const std::filesystem::path& path, int part, const ShardReadOptions& options);
 
 /// Kernel metadata of part `part` (docs/FORMAT.md, "Kernel metadata"): the group
 /// /parts/<part>/kernels/<kernel>/<op>, or nullopt when the dataset has none. Errors as for every

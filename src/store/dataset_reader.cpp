@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <string_view>
+#include <thread>
 
 #include "halo/error.hpp"
 #include "halo/quantize.hpp"
@@ -46,6 +52,85 @@ bool parse_part_name(const std::string& name, std::int64_t& part)
     part = std::stoll(name);
     return true;
 }
+
+// Calls a FeatureRows function on a thread of its own, in the order the groups were posted, so
+// that the caller's work on them (an upload) overlaps the reader's. finish() waits for the last
+// call and rethrows the first exception of one; after one, later groups are dropped. Destroyed
+// unfinished (the read failed), it drops what is queued and waits for the call under way.
+class RowRelay {
+public:
+    explicit RowRelay(FeatureRows fn) : fn_(std::move(fn)), thread_([this] { run(); }) {}
+    ~RowRelay()
+    {
+        if (thread_.joinable()) {
+            stop(true);
+        }
+    }
+    RowRelay(const RowRelay&) = delete;
+    RowRelay& operator=(const RowRelay&) = delete;
+
+    void post(const FeatureRowsRead& group)
+    {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            queue_.push_back(group);
+        }
+        wake_.notify_one();
+    }
+
+    void finish()
+    {
+        stop(false);
+        if (error_) {
+            std::rethrow_exception(error_);
+        }
+    }
+
+private:
+    void stop(bool drop)
+    {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+            if (drop) {
+                queue_.clear();
+            }
+        }
+        wake_.notify_one();
+        thread_.join();
+    }
+
+    void run()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [this] { return done_ || !queue_.empty(); });
+            if (queue_.empty()) {
+                return;
+            }
+            const auto group = queue_.front();
+            queue_.pop_front();
+            if (error_) {
+                continue;
+            }
+            lock.unlock();
+            try {
+                fn_(group);
+            } catch (...) {
+                error_ = std::current_exception();  // read by finish() after the join
+            }
+            lock.lock();
+        }
+    }
+
+    FeatureRows fn_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<FeatureRowsRead> queue_;
+    bool done_ = false;
+    std::exception_ptr error_;
+    std::thread thread_;  // last: starts once the members it uses exist
+};
 
 void check_ids(const std::vector<global_id>& ids, const Where& where, std::int64_t num_nodes)
 {
@@ -159,7 +244,7 @@ std::vector<std::int32_t> DatasetReader::owner() const
     return owner;
 }
 
-Shard DatasetReader::part(int part) const
+Shard DatasetReader::part(int part, const ShardReadOptions& options) const
 {
     if (part < 0 || part >= info_.num_parts) {
         HALO_THROW(InputError, file_, ": part ", part, " does not exist (the dataset has ",
@@ -189,69 +274,89 @@ Shard DatasetReader::part(int part) const
                    " exceeds num_owned = ", shard.num_owned);
     }
 
-    shard.global_ids =
-        read_array<global_id>(g, where, "global_ids", {shard.num_owned, "attribute num_owned"});
-    check_ids(shard.global_ids, where.child("global_ids"), info_.num_nodes);
+    // The graph: ids, csr and halo plan.
+    auto read_graph = [&] {
+        shard.global_ids =
+            read_array<global_id>(g, where, "global_ids", {shard.num_owned, "attribute num_owned"});
+        check_ids(shard.global_ids, where.child("global_ids"), info_.num_nodes);
 
-    {
-        const auto csr = open_group(g, where, "csr");
-        const auto cw = where.child("csr");
-        const auto c = csr.get();
-        const auto encoding = read_string_attribute(c, cw, "encoding-type");
-        if (encoding != "csr_matrix") {
-            HALO_THROW(InputError, cw.str(), ": attribute encoding-type is '", encoding,
-                       "', expected 'csr_matrix'");
-        }
-        const auto shape = read_int_array_attribute(c, cw, "shape", 2);
-        const std::array<std::int64_t, 2> expected{shard.num_owned,
-                                                   shard.num_owned + shard.num_halo};
-        if (shape[0] != expected[0] || shape[1] != expected[1]) {
-            HALO_THROW(InputError, cw.str(), ": attribute shape is [", shape[0], ", ", shape[1],
-                       "], expected [num_owned, num_owned + num_halo] = [", expected[0], ", ",
-                       expected[1], "]");
-        }
-        shard.csr.num_rows = expected[0];
-        shard.csr.num_cols = expected[1];
-        shard.csr.indptr =
-            read_array<offset_t>(c, cw, "indptr", {shard.num_owned + 1, "attribute num_owned + 1"});
-        shard.csr.indices = read_array<local_id>(c, cw, "indices", {nnz, "attribute nnz"});
-        const bool has_values = has_link(c, cw, "values");
-        if (has_values) {
-            if (!info_.has_values) {
-                HALO_THROW(InputError, cw.child("values").str(),
-                           ": present although the root attribute has_values is 0");
+        {
+            const auto csr = open_group(g, where, "csr");
+            const auto cw = where.child("csr");
+            const auto c = csr.get();
+            const auto encoding = read_string_attribute(c, cw, "encoding-type");
+            if (encoding != "csr_matrix") {
+                HALO_THROW(InputError, cw.str(), ": attribute encoding-type is '", encoding,
+                           "', expected 'csr_matrix'");
             }
-            shard.csr.values = read_array<float>(c, cw, "values", {nnz, "attribute nnz"});
-        } else if (info_.has_values && nnz > 0) {
-            HALO_THROW(InputError, cw.child("values").str(),
-                       ": missing dataset (the root attribute has_values is 1)");
+            const auto shape = read_int_array_attribute(c, cw, "shape", 2);
+            const std::array<std::int64_t, 2> expected{shard.num_owned,
+                                                       shard.num_owned + shard.num_halo};
+            if (shape[0] != expected[0] || shape[1] != expected[1]) {
+                HALO_THROW(InputError, cw.str(), ": attribute shape is [", shape[0], ", ", shape[1],
+                           "], expected [num_owned, num_owned + num_halo] = [", expected[0], ", ",
+                           expected[1], "]");
+            }
+            shard.csr.num_rows = expected[0];
+            shard.csr.num_cols = expected[1];
+            shard.csr.indptr = read_array<offset_t>(
+                c, cw, "indptr", {shard.num_owned + 1, "attribute num_owned + 1"});
+            shard.csr.indices = read_array<local_id>(c, cw, "indices", {nnz, "attribute nnz"});
+            const bool has_values = has_link(c, cw, "values");
+            if (has_values) {
+                if (!info_.has_values) {
+                    HALO_THROW(InputError, cw.child("values").str(),
+                               ": present although the root attribute has_values is 0");
+                }
+                shard.csr.values = read_array<float>(c, cw, "values", {nnz, "attribute nnz"});
+            } else if (info_.has_values && nnz > 0) {
+                HALO_THROW(InputError, cw.child("values").str(),
+                           ": missing dataset (the root attribute has_values is 1)");
+            }
+            if (has_link(c, cw, "data") && (!has_values || !same_object(c, cw, "data", "values"))) {
+                HALO_THROW(
+                    InputError, cw.child("data").str(),
+                    ": is not a hard link to csr/values (the AnnData name of the values must "
+                    "be the same dataset)");
+            }
         }
-        if (has_link(c, cw, "data") && (!has_values || !same_object(c, cw, "data", "values"))) {
-            HALO_THROW(InputError, cw.child("data").str(),
-                       ": is not a hard link to csr/values (the AnnData name of the values must "
-                       "be the same dataset)");
-        }
-    }
 
-    {
-        const auto halo = open_group(g, where, "halo");
-        const auto hw = where.child("halo");
-        const auto h = halo.get();
-        shard.halo_global_ids =
-            read_array<global_id>(h, hw, "global_ids", {shard.num_halo, "attribute num_halo"});
-        check_ids(shard.halo_global_ids, hw.child("global_ids"), info_.num_nodes);
-        auto& plan = shard.plan;
-        const Length peers{info_.num_parts - 1, "num_parts - 1 peers", false};
-        plan.recv_ranks = read_array<std::int32_t>(h, hw, "recv_ranks", peers);
-        plan.recv_offsets = read_array<std::int64_t>(
-            h, hw, "recv_offsets",
-            {static_cast<std::int64_t>(plan.recv_ranks.size()) + 1, "length of recv_ranks + 1"});
-        plan.send_ranks = read_array<std::int32_t>(h, hw, "send_ranks", peers);
-        plan.send_offsets = read_array<std::int64_t>(
-            h, hw, "send_offsets",
-            {static_cast<std::int64_t>(plan.send_ranks.size()) + 1, "length of send_ranks + 1"});
-        plan.send_rows = read_array<std::int32_t>(
-            h, hw, "send_rows", {plan.send_offsets.back(), "last entry of send_offsets"});
+        {
+            const auto halo = open_group(g, where, "halo");
+            const auto hw = where.child("halo");
+            const auto h = halo.get();
+            shard.halo_global_ids =
+                read_array<global_id>(h, hw, "global_ids", {shard.num_halo, "attribute num_halo"});
+            check_ids(shard.halo_global_ids, hw.child("global_ids"), info_.num_nodes);
+            auto& plan = shard.plan;
+            const Length peers{info_.num_parts - 1, "num_parts - 1 peers", false};
+            plan.recv_ranks = read_array<std::int32_t>(h, hw, "recv_ranks", peers);
+            plan.recv_offsets =
+                read_array<std::int64_t>(h, hw, "recv_offsets",
+                                         {static_cast<std::int64_t>(plan.recv_ranks.size()) + 1,
+                                          "length of recv_ranks + 1"});
+            plan.send_ranks = read_array<std::int32_t>(h, hw, "send_ranks", peers);
+            plan.send_offsets =
+                read_array<std::int64_t>(h, hw, "send_offsets",
+                                         {static_cast<std::int64_t>(plan.send_ranks.size()) + 1,
+                                          "length of send_ranks + 1"});
+            plan.send_rows = read_array<std::int32_t>(
+                h, hw, "send_rows", {plan.send_offsets.back(), "last entry of send_offsets"});
+        }
+    };
+    // With a features reader, the features come first, each group handed to it on the relay's
+    // thread while the graph is read.
+    std::optional<RowRelay> relay;
+    RowsRead on_features;
+    if (options.features) {
+        relay.emplace(options.features);
+        on_features = [&relay, &shard, this](std::uint64_t first, std::uint64_t count,
+                                             const void* rows) {
+            relay->post({static_cast<std::int64_t>(first), static_cast<std::int64_t>(count),
+                         shard.num_owned, info_.feature_dim, info_.feature_type == "int8", rows});
+        };
+    } else {
+        read_graph();
     }
 
     if (info_.feature_dim > 0 && info_.feature_type == "int8") {
@@ -261,9 +366,9 @@ Shard DatasetReader::part(int part) const
         QuantizedMatrix q;
         q.rows = shard.num_owned;
         q.cols = info_.feature_dim;
-        q.data = read_matrix<std::int8_t>(features.get(), fw, "values", shard.num_owned,
-                                          info_.feature_dim,
-                                          "attribute num_owned x root attribute feature_dim");
+        q.data = read_matrix<std::int8_t>(
+            features.get(), fw, "values", shard.num_owned, info_.feature_dim,
+            "attribute num_owned x root attribute feature_dim", on_features);
         q.scale = read_array<float>(features.get(), fw, "scale",
                                     {info_.feature_dim, "root attribute feature_dim"});
         q.zero_point = read_array<std::int32_t>(features.get(), fw, "zero_point",
@@ -277,12 +382,16 @@ Shard DatasetReader::part(int part) const
     } else if (info_.feature_dim > 0) {
         const auto features = open_group(g, where, "features");
         shard.feature_dim = info_.feature_dim;
-        shard.features = read_matrix<float>(features.get(), where.child("features"), "values",
-                                            shard.num_owned, info_.feature_dim,
-                                            "attribute num_owned x root attribute feature_dim");
+        shard.features = read_matrix<float>(
+            features.get(), where.child("features"), "values", shard.num_owned, info_.feature_dim,
+            "attribute num_owned x root attribute feature_dim", on_features);
     } else if (has_link(g, where, "features")) {
         HALO_THROW(InputError, where.child("features").str(),
                    ": present although the root attribute feature_dim is 0");
+    }
+
+    if (relay) {
+        read_graph();
     }
 
     if (info_.has_labels) {
@@ -293,6 +402,9 @@ Shard DatasetReader::part(int part) const
                    ": present although the root attribute has_labels is 0");
     }
 
+    if (relay) {
+        relay->finish();
+    }
     validate_shard(shard, where.str());
     return shard;
 }
@@ -315,8 +427,13 @@ std::vector<std::int32_t> read_owner(const std::filesystem::path& path)
 
 Shard read_shard(const std::filesystem::path& path, int part)
 {
+    return read_shard(path, part, {});
+}
+
+Shard read_shard(const std::filesystem::path& path, int part, const ShardReadOptions& options)
+{
     const store::QuietErrors quiet;
-    return store::DatasetReader(path).part(part);
+    return store::DatasetReader(path).part(part, options);
 }
 
 }  // namespace halo

@@ -26,7 +26,7 @@ public:
     std::vector<std::int32_t> owner() const;
 
     /// Part `part`, checked against the root attributes and through validate_shard.
-    Shard part(int part) const;
+    Shard part(int part, const ShardReadOptions& options = {}) const;
 
 private:
     std::string file_;

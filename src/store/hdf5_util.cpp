@@ -1,12 +1,20 @@
 #include "hdf5_util.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include "chunk_io.hpp"
 #include "halo/memory_limits.hpp"
@@ -179,8 +187,58 @@ bool sync_path(const std::filesystem::path& path, bool directory)
 
 }  // namespace
 
-AtomicH5File::AtomicH5File(const std::filesystem::path& target)
-    : target_(target), name_(target.string())
+// Asks the kernel every 50 ms to start writing the file's dirty pages back (without waiting for
+// them), until stopped. Its own read-only descriptor: sync_file_range acts on the file's pages,
+// whoever wrote them. Best effort: a file system without it leaves everything to the fsync.
+class AtomicH5File::Writeback {
+public:
+    explicit Writeback(const std::filesystem::path& file)
+        : fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC))
+    {
+        if (fd_ >= 0) {
+            thread_ = std::thread([this] { run(); });
+        }
+    }
+    ~Writeback()
+    {
+        {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_one();
+        if (thread_.joinable()) {
+            thread_.join();
+        }
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    Writeback(const Writeback&) = delete;
+    Writeback& operator=(const Writeback&) = delete;
+
+private:
+    void run()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (!wake_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; })) {
+            lock.unlock();
+            const bool ok = ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE) == 0;
+            lock.lock();
+            if (!ok) {
+                return;
+            }
+        }
+    }
+
+    int fd_ = -1;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+AtomicH5File::AtomicH5File(const std::filesystem::path& target, Durability durability)
+    : target_(target), name_(target.string()), durability_(durability)
 {
     const auto parent =
         target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
@@ -191,10 +249,14 @@ AtomicH5File::AtomicH5File(const std::filesystem::path& target)
     temp_ = target;
     temp_ += ".tmp-" + std::to_string(::getpid());
     handle_ = create_file(temp_.string(), name_);
+    if (durability_ == Durability::synced) {
+        writeback_ = std::make_unique<Writeback>(temp_);
+    }
 }
 
 AtomicH5File::~AtomicH5File()
 {
+    writeback_.reset();
     if (committed_) {
         return;
     }
@@ -211,7 +273,9 @@ void AtomicH5File::commit()
         detail::throw_hdf5_error("H5Fclose", name_ + " (temporary file " + temp_.string() + ")",
                                  __FILE__, __LINE__);
     }
-    if (!sync_path(temp_, false)) {
+    writeback_.reset();
+    const bool synced = durability_ == Durability::synced;
+    if (synced && !sync_path(temp_, false)) {
         HALO_THROW(IoError, name_, ": cannot flush ", temp_.string(), ": ", std::strerror(errno));
     }
     std::error_code ec;
@@ -223,7 +287,10 @@ void AtomicH5File::commit()
     committed_ = true;
     // Makes the rename itself durable; some file systems refuse to sync a directory, and the data
     // is already safe, so a failure here is not an error.
-    sync_path(target_.has_parent_path() ? target_.parent_path() : std::filesystem::path("."), true);
+    if (synced) {
+        sync_path(target_.has_parent_path() ? target_.parent_path() : std::filesystem::path("."),
+                  true);
+    }
 }
 
 bool has_link(hid_t loc, const Where& loc_where, const char* name)
@@ -290,9 +357,29 @@ bool same_object(hid_t loc, const Where& loc_where, const char* a, const char* b
 
 // ---- datasets ------------------------------------------------------------------------------
 
+std::uint64_t chunk_rows_for(std::uint64_t rows, std::uint64_t row_bytes)
+{
+    const auto per_chunk = (rows * row_bytes + chunks_per_dataset - 1) / chunks_per_dataset;
+    const auto target =
+        std::clamp<std::uint64_t>(std::bit_ceil(per_chunk), chunk_min_bytes, chunk_max_bytes);
+    return std::clamp<std::uint64_t>(target / row_bytes, 1, std::max<std::uint64_t>(rows, 1));
+}
+
 void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
                    hid_t memory_type, std::size_t element_size, const void* data,
                    std::span<const hsize_t> dims)
+{
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    const auto row_bytes = element_size * (dims.size() == 2 ? dims[1] : 1);
+    write_dataset_rows(loc, loc_where, name, file_type, memory_type, element_size, dims,
+                       [bytes, row_bytes](std::uint64_t first_row, std::uint64_t) {
+                           return static_cast<const void*>(bytes + first_row * row_bytes);
+                       });
+}
+
+void write_dataset_rows(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
+                        hid_t memory_type, std::size_t element_size, std::span<const hsize_t> dims,
+                        const RowSource& source)
 {
     const auto where = loc_where.child(name).str();
     const int rank = static_cast<int>(dims.size());
@@ -310,7 +397,7 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
     if (chunked) {
         // A chunk holds whole rows, so that reading a row range touches the fewest chunks.
         std::vector<hsize_t> chunk(dims.begin(), dims.end());
-        chunk_rows = std::clamp<hsize_t>(chunk_target_bytes / row_bytes, 1, dims[0]);
+        chunk_rows = chunk_rows_for(dims[0], row_bytes);
         chunk[0] = chunk_rows;
         HALO_HDF5_TRY(H5Pset_chunk(dcpl.get(), rank, chunk.data()), where);
         HALO_HDF5_TRY(H5Pset_fletcher32(dcpl.get()), where);
@@ -320,13 +407,37 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
                                        where),
                          H5Dclose);
     // Chunks in the file's exact format are finished (checksummed) on every core and written
-    // whole; anything HDF5 must convert goes through its pipeline.
+    // whole; anything HDF5 must convert goes through its pipeline, batch by batch.
     if (chunked && count * element_size >= parallel_min_bytes && parallel_io_enabled() &&
         HALO_HDF5_TRY(H5Tequal(file_type, memory_type), where) > 0) {
         write_chunks_parallel(dataset.get(), Where{loc_where.file, loc_where.child(name).path},
-                              data, dims[0], row_bytes, chunk_rows);
-    } else if (count > 0) {
-        HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                              source, dims[0], row_bytes, chunk_rows);
+        return;
+    }
+    if (count == 0) {
+        return;
+    }
+    // Whole chunks a batch, so that HDF5 filters each chunk once.
+    const hsize_t unit = chunked ? chunk_rows : 1;
+    const hsize_t batch_rows = std::max<hsize_t>(write_batch_bytes / (row_bytes * unit), 1) * unit;
+    for (hsize_t first = 0; first < dims[0]; first += batch_rows) {
+        const hsize_t rows = std::min(batch_rows, dims[0] - first);
+        const void* data = source(first, rows);
+        if (rows == dims[0]) {
+            HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+                          where);
+            continue;
+        }
+        hsize_t start[2] = {first, 0};
+        hsize_t extent[2] = {rows, rank == 2 ? dims[1] : 1};
+        const Handle file_space(HALO_HDF5_TRY(H5Dget_space(dataset.get()), where), H5Sclose);
+        HALO_HDF5_TRY(
+            H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr),
+            where);
+        const Handle memory_space(HALO_HDF5_TRY(H5Screate_simple(rank, extent, nullptr), where),
+                                  H5Sclose);
+        HALO_HDF5_TRY(H5Dwrite(dataset.get(), memory_type, memory_space.get(), file_space.get(),
+                               H5P_DEFAULT, data),
                       where);
     }
 }
@@ -401,7 +512,37 @@ void check_dataset_size(const OpenDataset& ds, const std::string& where, std::si
     check_allocation(where, "shape " + shape, count * static_cast<double>(memory_size));
 }
 
-void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out)
+void populate_pages(void* data, std::size_t bytes)
+{
+    // Whole pages inside the range (the allocation's first and last page may be shared).
+    constexpr std::uintptr_t page = 4096;
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(page - 1);
+    if (bytes < parallel_min_bytes || !parallel_io_enabled() || end <= begin) {
+        return;
+    }
+    // The value of MADV_POPULATE_WRITE in Linux's uapi; older C libraries do not define it.
+    constexpr int populate_write = 23;
+    static std::atomic<bool> unsupported{false};
+    // Pieces of 32 MiB, several per thread so that a slow one evens out.
+    constexpr std::uintptr_t piece = std::uintptr_t{32} << 20;
+    const auto pieces = static_cast<std::int64_t>((end - begin + piece - 1) / piece);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t k = 0; k < pieces; ++k) {
+        if (unsupported.load(std::memory_order_relaxed)) {
+            continue;
+        }
+        const auto first = begin + static_cast<std::uintptr_t>(k) * piece;
+        const auto length = std::min(piece, end - first);
+        if (::madvise(reinterpret_cast<void*>(first), length, populate_write) != 0 &&
+            errno == EINVAL) {
+            unsupported.store(true, std::memory_order_relaxed);
+        }
+    }
+}
+
+void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
+               const RowsRead& on_rows)
 {
     hsize_t count = 1;
     for (const auto d : ds.dims) {
@@ -410,11 +551,14 @@ void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, voi
     if (count == 0) {
         return;  // HDF5 rejects a null buffer even for an empty selection
     }
-    if (read_parallel(ds, where, memory_type, out)) {
+    if (read_parallel(ds, where, memory_type, out, on_rows)) {
         return;
     }
     HALO_HDF5_TRY(H5Dread(ds.dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
                   where.str());
+    if (on_rows) {
+        on_rows(0, ds.dims[0], out);
+    }
 }
 
 // ---- attributes ----------------------------------------------------------------------------

@@ -486,3 +486,67 @@ TEST(ShardValidation, ReassembleRejectsOverlappingOrMissingNodes)
     shards.pop_back();
     expect_input_error([&] { halo::reassemble(shards, 8); }, {"node 6 of 8 is owned by no part"});
 }
+
+namespace {
+
+// A one-part shard of the path over n nodes: local order is global order, so validate_shard
+// screens its columns in two streaming passes before any row-by-row check (shard_validate.cpp).
+// With n above the parallel threshold (2^16 rows) the screen runs on every core.
+halo::Shard one_part_path(int n)
+{
+    auto shards = halo::build_shards(path_graph(n), i32(n, 0), 1);
+    return std::move(shards[0]);
+}
+
+}  // namespace
+
+TEST(ShardValidation, OnePartScreenFindsEveryColumnFault)
+{
+    for (const int n : {8, 100000}) {
+        SCOPED_TRACE("nodes " + std::to_string(n));
+        const auto valid = one_part_path(n);
+        ASSERT_NO_THROW(halo::validate_shard(valid, "one.h5"));
+        // Row r (0 < r < n - 1) reads {r - 1, r + 1} at indptr[r] = 2r - 1.
+        const std::int64_t r = n / 2;
+        const auto k = valid.csr.indptr[r];
+        auto check = [&](const std::function<void(halo::Shard&)>& corrupt,
+                         const std::vector<std::string>& fragments) {
+            auto s = valid;
+            corrupt(s);
+            expect_input_error([&] { halo::validate_shard(s, "one.h5"); }, fragments);
+        };
+        const auto at = [&](std::int64_t position) {
+            return "csr/indices[" + std::to_string(position) + "]";
+        };
+        check([&](auto& s) { std::swap(s.csr.indices[k], s.csr.indices[k + 1]); },
+              {"one.h5: " + at(k + 1), "row " + std::to_string(r) + "'s columns must ascend"});
+        check([&](auto& s) { s.csr.indices[k + 1] = s.csr.indices[k]; },
+              {at(k + 1), "without duplicates"});
+        check([&](auto& s) { s.csr.indices[k + 1] = n; },
+              {at(k + 1) + " = " + std::to_string(n) + " outside [0, " + std::to_string(n) + ")"});
+        check([&](auto& s) { s.csr.indices[0] = -1; }, {at(0) + " = -1 outside"});
+        // A descent at a row start is allowed (row r + 1 starts below row r's last column); one
+        // inside the row before the last ({n - 3, n - 1}, the last row being {n - 2}) is not.
+        const auto end = valid.csr.nnz() - 2;
+        check([&](auto& s) { s.csr.indices[end] = s.csr.indices[end - 1] - 1; },
+              {at(end), "not above", "row " + std::to_string(n - 2) + "'s columns"});
+    }
+}
+
+TEST(ShardValidation, RepeatedIdsFoundWithOrWithoutAscendingHaloIds)
+{
+    // Part 1 of the path shards owns nodes {0, 4, 5} (all boundary rows) and receives {1, 3}
+    // from part 0 and {6} from part 2: halo ids [1, 3, 6], ascending. A halo id equal to an owned
+    // one is found by the merge walks while the halo ids ascend, by the sort otherwise.
+    const auto shards = path_shards();
+    ASSERT_EQ(shards[1].global_ids, (ids{0, 4, 5}));
+    ASSERT_EQ(shards[1].halo_global_ids, (ids{1, 3, 6}));
+    auto ascending = shards[1];
+    ascending.halo_global_ids[2] = 5;
+    expect_input_error([&] { halo::validate_shard(ascending, "t.h5"); },
+                       {"t.h5: halo/global_ids[2] = 5 repeats global_ids[2]"});
+    auto unordered = shards[1];
+    unordered.halo_global_ids[0] = 5;
+    expect_input_error([&] { halo::validate_shard(unordered, "t.h5"); },
+                       {"t.h5: halo/global_ids[0] = 5 repeats global_ids[2]"});
+}

@@ -3,9 +3,12 @@
 // chunks found and named.
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "chunk_io.hpp"
@@ -94,15 +97,21 @@ private:
 TEST(ChunkIo, Fletcher32IsHdf5s)
 {
     // HDF5 stores its checksum after the chunk (little-endian); read the raw chunks back and
-    // compare, on random bytes, all-ones bytes (the sums' largest values) and odd lengths.
+    // compare, on random bytes, all-ones bytes (the sums' largest values), zeros (the sums' only
+    // zero), one nonzero byte in zeros, and lengths around HDF5's 360-word folds and the blocks of
+    // both vector versions (4096 and 8192 bytes).
     halo::testing::ScratchDir dir{"chunk_io"};
     std::mt19937 gen(5);
-    for (const hsize_t n : {1, 2, 3, 359, 360, 361, 719, 720, 721, 4099, 100000}) {
-        for (const int fill : {-1, 0xff, 0}) {
+    for (const hsize_t n : {1, 2, 3, 359, 360, 361, 719, 720, 721, 4095, 4096, 4097, 4099, 8191,
+                            8192, 8193, 100000, 1048576, 1048579}) {
+        for (const int fill : {-1, 0xff, 0, -2}) {
             SCOPED_TRACE("bytes " + std::to_string(n) + " fill " + std::to_string(fill));
             std::vector<unsigned char> bytes(n);
             for (auto& b : bytes) {
-                b = static_cast<unsigned char>(fill >= 0 ? fill : gen() & 0xff);
+                b = static_cast<unsigned char>(fill >= 0 ? fill : fill == -1 ? gen() & 0xff : 0);
+            }
+            if (fill == -2) {
+                bytes[n / 2] = 1;
             }
             const auto path = dir.file("bytes.h5");
             {
@@ -113,8 +122,8 @@ TEST(ChunkIo, Fletcher32IsHdf5s)
                 const Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
                 ASSERT_GE(H5Pset_chunk(dcpl.get(), 1, dims), 0);
                 ASSERT_GE(H5Pset_fletcher32(dcpl.get()), 0);
-                const Handle ds(H5Dcreate2(file.get(), "b", H5T_STD_U8LE, space.get(),
-                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+                const Handle ds(H5Dcreate2(file.get(), "b", H5T_STD_U8LE, space.get(), H5P_DEFAULT,
+                                           dcpl.get(), H5P_DEFAULT),
                                 H5Dclose);
                 ASSERT_GE(H5Dwrite(ds.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                    bytes.data()),
@@ -127,11 +136,37 @@ TEST(ChunkIo, Fletcher32IsHdf5s)
             std::uint32_t mask = 0;
             ASSERT_GE(H5Dread_chunk(ds.get(), H5P_DEFAULT, offset, &mask, raw.data()), 0);
             ASSERT_TRUE(std::equal(bytes.begin(), bytes.end(), raw.begin()));
-            const std::uint32_t stored = raw[n] | (raw[n + 1] << 8) | (raw[n + 2] << 16) |
-                                         (std::uint32_t{raw[n + 3]} << 24);
+            const std::uint32_t stored =
+                raw[n] | (raw[n + 1] << 8) | (raw[n + 2] << 16) | (std::uint32_t{raw[n + 3]} << 24);
             EXPECT_EQ(halo::store::fletcher32(bytes.data(), bytes.size()), stored);
+            using namespace halo::store;
+            EXPECT_EQ(fletcher32_of(detail::fletcher_sums_portable(bytes.data(), bytes.size())),
+                      stored);
+            // In pieces of any even length, combined.
+            for (const std::size_t piece : {2, 720, 4096, 65536}) {
+                FletcherSums sums;
+                for (std::size_t at = 0; at < bytes.size(); at += piece) {
+                    sums = combine(
+                        sums, fletcher_sums(bytes.data() + at, std::min(piece, bytes.size() - at)));
+                }
+                EXPECT_EQ(fletcher32_of(sums), stored) << "pieces of " << piece;
+            }
         }
     }
+}
+
+TEST(ChunkIo, ChunkSizeKeepsLargeDatasetsNearAThousandChunks)
+{
+    using halo::store::chunk_rows_for;
+    constexpr std::uint64_t mib = 1 << 20;
+    EXPECT_EQ(chunk_rows_for(1000, 100), 1000u) << "small: one chunk of every row";
+    EXPECT_EQ(chunk_rows_for(10'000'000, 4), mib / 4) << "40 MB: 1 MiB chunks";
+    EXPECT_EQ(chunk_rows_for(1024 * mib / 4, 4), mib / 4) << "1 GiB: still 1 MiB";
+    EXPECT_EQ(chunk_rows_for(1024 * mib / 4 + 1, 4), 2 * mib / 4) << "past 1 GiB: 2 MiB";
+    // 2.1e9 int32 column indices (R-MAT 26 symmetrized): 8.4 GB in 8 MiB chunks, 1002 of them.
+    EXPECT_EQ(chunk_rows_for(2'100'000'000, 4), 8 * mib / 4);
+    EXPECT_EQ(chunk_rows_for(std::uint64_t{1} << 40, 4), 64 * mib / 4) << "at most 64 MiB";
+    EXPECT_EQ(chunk_rows_for(10, 100 * mib), 1u) << "a row larger than a chunk: one a chunk";
 }
 
 TEST(ChunkIo, ReadsWhatHdf5WroteOnAnyThreadCount)
@@ -187,37 +222,189 @@ TEST(ChunkIo, Hdf5ReadsWhatTheStoreWrote)
     }
 }
 
-TEST(ChunkIo, DamagedChunkIsNamed)
+TEST(ChunkIo, RowSourceIsFetchedBatchByBatchOnEveryChunkSize)
+{
+    // Rows that arrive batch by batch (as from a device), each batch in a buffer that the source
+    // overwrites two calls later, in batches of 1 MiB: HDF5 must read back exactly the rows (its
+    // pipeline verifies every checksum) on any team size, with chunks smaller than a piece (256
+    // KiB: 4 a batch), larger (3.3 MB: 4 pieces, the last partial) and of an odd length (int8
+    // rows of 63 bytes, 33333 a chunk: the last piece odd), the last chunk partial in each.
+    struct Case {
+        const char* name;
+        hid_t type;
+        std::uint64_t row_bytes;
+        hsize_t chunk_rows;
+    };
+    const std::int64_t rows = 70001;
+    for (const auto& c : {Case{"256 KiB chunks", H5T_IEEE_F32LE, 256, 1024},
+                          Case{"3.3 MB chunks", H5T_IEEE_F32LE, 256, 13000},
+                          Case{"odd chunks", H5T_STD_I8LE, 63, 33333}}) {
+        SCOPED_TRACE(c.name);
+        halo::testing::ScratchDir dir{"chunk_io"};
+        const auto path = dir.file("source.h5");
+        std::vector<unsigned char> bytes(rows * c.row_bytes);
+        std::mt19937 gen(6);
+        for (auto& b : bytes) {
+            b = static_cast<unsigned char>(gen());
+        }
+        for (const int threads : {1, 2, 5}) {
+            SCOPED_TRACE("threads " + std::to_string(threads));
+            const ThreadCount tc(threads);
+            std::vector<std::vector<unsigned char>> staging(2);
+            std::uint64_t calls = 0;
+            std::uint64_t next_row = 0;
+            {
+                const halo::store::QuietErrors quiet;
+                const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                                  H5Fclose);
+                const auto cols = static_cast<hsize_t>(c.row_bytes / H5Tget_size(c.type));
+                const hsize_t dims[2] = {static_cast<hsize_t>(rows), cols};
+                const Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
+                const Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+                const hsize_t chunk[2] = {c.chunk_rows, cols};
+                ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
+                ASSERT_GE(H5Pset_fletcher32(dcpl.get()), 0);
+                const Handle ds(H5Dcreate2(file.get(), "x", c.type, space.get(), H5P_DEFAULT,
+                                           dcpl.get(), H5P_DEFAULT),
+                                H5Dclose);
+                halo::store::write_chunks_parallel(
+                    ds.get(), Where{path.string(), "/x"},
+                    [&](std::uint64_t first, std::uint64_t count) -> const void* {
+                        EXPECT_EQ(first, next_row) << "rows must be asked for in order";
+                        next_row = first + count;
+                        auto& buffer = staging[calls++ % staging.size()];
+                        buffer.assign(bytes.begin() + first * c.row_bytes,
+                                      bytes.begin() + (first + count) * c.row_bytes);
+                        return buffer.data();
+                    },
+                    rows, c.row_bytes, c.chunk_rows, std::uint64_t{1} << 20);
+            }
+            EXPECT_EQ(next_row, static_cast<std::uint64_t>(rows));
+            EXPECT_GE(calls, 3u) << "the rows came in one batch: nothing was pipelined";
+            // Through HDF5's pipeline, then through the store's parallel reader.
+            const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+            const Handle ds(H5Dopen2(file.get(), "x", H5P_DEFAULT), H5Dclose);
+            std::vector<unsigned char> back(bytes.size(), 0xaa);
+            ASSERT_GE(H5Dread(ds.get(), c.type, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data()), 0);
+            EXPECT_EQ(back, bytes);
+            const halo::store::QuietErrors quiet;
+            const auto opened = halo::store::open_dataset(
+                file.get(), Where{path.string(), "/"}, "x",
+                c.type == H5T_STD_I8LE ? halo::store::ElementClass::integer
+                                       : halo::store::ElementClass::floating,
+                H5Tget_size(c.type), "x", 2);
+            std::fill(back.begin(), back.end(), 0xaa);
+            EXPECT_TRUE(halo::store::read_parallel(opened, Where{path.string(), "/x"}, c.type,
+                                                   back.data()));
+            EXPECT_EQ(back, bytes);
+        }
+    }
+}
+
+TEST(ChunkIo, ARowSourceThatFailsFailsTheWrite)
 {
     halo::testing::ScratchDir dir{"chunk_io"};
-    const auto path = dir.file("damaged.h5");
+    const auto path = dir.file("failing.h5");
+    const std::int64_t rows = 100000;
+    const std::int64_t cols = 64;
+    const auto values = random_values(rows * cols, 7);
+    for (const int threads : {1, 3}) {
+        const ThreadCount tc(threads);
+        const halo::store::QuietErrors quiet;
+        const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                          H5Fclose);
+        const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+        const Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
+        const Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+        const hsize_t chunk[2] = {1024, static_cast<hsize_t>(cols)};
+        ASSERT_GE(H5Pset_chunk(dcpl.get(), 2, chunk), 0);
+        ASSERT_GE(H5Pset_fletcher32(dcpl.get()), 0);
+        const Handle ds(H5Dcreate2(file.get(), "x", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
+                                   dcpl.get(), H5P_DEFAULT),
+                        H5Dclose);
+        expect_error<halo::IoError>(
+            [&] {
+                halo::store::write_chunks_parallel(
+                    ds.get(), Where{path.string(), "/x"},
+                    [&](std::uint64_t first, std::uint64_t) -> const void* {
+                        if (first > 0) {
+                            HALO_THROW(halo::IoError, "download of row ", first, " failed");
+                        }
+                        return values.data();
+                    },
+                    rows, cols * 4, 1024, std::uint64_t{1} << 20);
+            },
+            {"download of row", "failed"});
+    }
+}
+
+TEST(ChunkIo, ConvertedRowsAreWrittenBatchByBatchThroughHdf5)
+{
+    // Big-endian floats: HDF5 converts them, so write_dataset_rows writes through H5Dwrite,
+    // batch by batch (64 MiB of whole chunks each): 70 MB of rows are two batches.
+    halo::testing::ScratchDir dir{"chunk_io"};
+    const auto path = dir.file("converted.h5");
+    const std::int64_t rows = 1100000;
+    const std::int64_t cols = 16;
+    const auto values = random_values(rows * cols, 8);
+    std::vector<std::uint64_t> firsts;
+    {
+        const halo::store::QuietErrors quiet;
+        const Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                          H5Fclose);
+        const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+        halo::store::write_dataset_rows(file.get(), Where{path.string(), "/"}, "x", H5T_IEEE_F32BE,
+                                        H5T_NATIVE_FLOAT, 4, dims,
+                                        [&](std::uint64_t first, std::uint64_t) -> const void* {
+                                            firsts.push_back(first);
+                                            return values.data() + first * cols;
+                                        });
+    }
+    EXPECT_EQ(firsts.size(), 2u);
+    EXPECT_EQ(read_with_hdf5(path, values.size()), values);
+}
+
+TEST(ChunkIo, DamagedChunkIsNamed)
+{
+    // 800 bytes a row: chunks of 1000 rows (0.8 MB, one piece) and of 2500 rows (2 MB: the byte
+    // flipped lies in the chunk's second piece, whose sums combine with the first's).
     const std::int64_t rows = 8000;
-    const std::int64_t cols = 200;  // 800 bytes a row, 1310 rows a chunk (store) -> use HDF5's
+    const std::int64_t cols = 200;
     const auto values = random_values(rows * cols, 3);
-    write_with_hdf5(path, values, rows, cols, 1000);
-    // Find chunk 5's bytes in the file and flip one.
-    haddr_t address = 0;
-    {
-        const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-        const Handle ds(H5Dopen2(file.get(), "x", H5P_DEFAULT), H5Dclose);
-        const hsize_t offset[2] = {5000, 0};
-        unsigned mask = 0;
-        hsize_t size = 0;
-        ASSERT_GE(H5Dget_chunk_info_by_coord(ds.get(), offset, &mask, &address, &size), 0);
+    for (const auto [chunk_rows, damaged, byte] :
+         {std::tuple<hsize_t, hsize_t, std::uint64_t>{1000, 5, 4321},
+          std::tuple<hsize_t, hsize_t, std::uint64_t>{2500, 2, 1500000}}) {
+        SCOPED_TRACE("chunks of " + std::to_string(chunk_rows) + " rows");
+        halo::testing::ScratchDir dir{"chunk_io"};
+        const auto path = dir.file("damaged.h5");
+        write_with_hdf5(path, values, rows, cols, chunk_rows);
+        // Find the chunk's bytes in the file and flip one.
+        haddr_t address = 0;
+        {
+            const Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+            const Handle ds(H5Dopen2(file.get(), "x", H5P_DEFAULT), H5Dclose);
+            const hsize_t offset[2] = {damaged * chunk_rows, 0};
+            unsigned mask = 0;
+            hsize_t size = 0;
+            ASSERT_GE(H5Dget_chunk_info_by_coord(ds.get(), offset, &mask, &address, &size), 0);
+        }
+        {
+            std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekg(static_cast<std::streamoff>(address + byte));
+            char value = 0;
+            f.read(&value, 1);
+            value = static_cast<char>(value ^ 0x10);
+            f.seekp(static_cast<std::streamoff>(address + byte));
+            f.write(&value, 1);
+        }
+        const ThreadCount tc(3);
+        const auto first = damaged * chunk_rows;
+        expect_error<halo::Hdf5Error>(
+            [&] { read_with_store(path, rows, cols); },
+            {path.string() + ": /x", "Fletcher32",
+             "chunk " + std::to_string(damaged) + " (rows " + std::to_string(first) + ".." +
+                 std::to_string(first + chunk_rows - 1) + ")"});
     }
-    {
-        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekg(static_cast<std::streamoff>(address + 4321));
-        char byte = 0;
-        f.read(&byte, 1);
-        byte = static_cast<char>(byte ^ 0x10);
-        f.seekp(static_cast<std::streamoff>(address + 4321));
-        f.write(&byte, 1);
-    }
-    const ThreadCount tc(3);
-    expect_error<halo::Hdf5Error>(
-        [&] { read_with_store(path, rows, cols); },
-        {path.string() + ": /x", "Fletcher32", "chunk 5 (rows 5000..5999)"});
 }
 
 TEST(ChunkIo, ConvertedOrSmallDatasetsGoThroughHdf5)
