@@ -288,6 +288,8 @@ int run(const Options& o, const std::string& command)
     info.created_by = "halo-partition: " + command;
     halo::DatasetWriter writer(o.output, info, owner);
     std::vector<std::int64_t> interior(o.parts, 0);
+    std::vector<std::int64_t> interior_nnz(o.parts, 0);  // what a rank can aggregate while
+                                                          // its halo rows are on their way
     for (int p = 0; p < o.parts; ++p) {
         auto shard = halo::build_shard(csr, owner, o.parts, p);
         halo::attach_node_data(shard, features.values, features.cols, labels);
@@ -302,6 +304,7 @@ int run(const Options& o, const std::string& command)
             shard.feature_zero_point = quantized.zero_point;
         }
         interior[p] = shard.num_interior;
+        interior_nnz[p] = shard.csr.indptr[static_cast<std::size_t>(shard.num_interior)];
         writer.write_part(shard);
         for (const auto& md : halo::build_kernel_metadata(shard, o.normalize, o.kernel_metadata)) {
             writer.write_kernel_metadata(p, md);
@@ -336,6 +339,7 @@ int run(const Options& o, const std::string& command)
                              {"owned_rows", q.owned_rows},
                              {"nnz", q.nnz},
                              {"interior_rows", interior[p]},
+                             {"interior_nnz", interior_nnz[p]},
                              {"halo_rows", q.halo_rows},
                              {"neighbours", q.neighbours}});
         }

@@ -199,11 +199,10 @@ void StepContext::exchange_and_compute(DenseView<float> exchanged, std::int64_t 
     }
     t0 = std::chrono::steady_clock::now();
     exchanger.finish();
-    if (!options.overlap) {
-        // Nothing to overlap with: wait for the exchange itself, so that `exchange` measures
-        // its duration (a device exchanger's finish() only orders the streams).
-        backend.synchronize();
-    }
+    // A device exchanger's finish() only orders the streams: wait for the exchange itself, so
+    // that `exchange` measures its duration without overlap and `waiting` what the interior
+    // rows left of it with overlap.
+    backend.synchronize();
     const double waited = seconds_since(t0);
     t.exchange += waited;
     t.waiting += waited;

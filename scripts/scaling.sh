@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Strong and weak scaling of halo-infer over NCCL on the GPUs of one node (docs/PERFORMANCE.md,
+# "Scaling on one node"). Stages, in the order given (default: all of them):
+#   build      configure and build BUILD (Release, sm_90) if halo-infer is not there yet
+#   partition  one METIS dataset per (scale, rank count) the runs below need, all at once in the
+#              background (each halo-partition's wall time and peak RSS kept; they share the
+#              machine's cores, so their times are an upper bound)
+#   strong     R-MAT $STRONG on every count of $GPUS, every layer type of $LAYERS:
+#                run       defaults (overlap, per-layer timing): forward median and layer times
+#                waiting   --step-timing: per step compute / exchange / waiting, overlap on
+#                alone     --step-timing --no-overlap: how long the exchange takes by itself
+#              (one GPU: the first only; it has no exchange)
+#   weak       R-MAT $WEAK[i] on $GPUS[i] ranks (scale grows with the rank count), defaults
+#   int8       the largest rank count of the strong runs with --exchange int8 (step timing, no
+#              overlap, as "alone"): bytes and time against fp32 rows
+#   report     scripts/scaling_report.py: OUT/scaling.csv (one row per run and layer), the
+#              Markdown tables (OUT/scaling.md) and, where matplotlib imports, the plots
+# Usage: scripts/scaling.sh BUILD WORK OUT [STAGE...]
+# Environment: GPUS="1 2 4" STRONG=24 WEAK="22 23 24" LAYERS="gcn sage" DIMS=128,128,128,64
+#              EF=16 REPEAT=10 SEED=1 OMP_THREADS=8 BACKEND=cuda (NCCL; cpu: the MPI transport, to try the
+#              script without GPUs)
+# Every log and manifest lands in OUT (tag.log, tag.json); WORK holds datasets (local disk).
+set -uo pipefail
+if [ $# -lt 3 ]; then
+  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+build=$1 work=$2 out=$3
+shift 3
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(build partition strong weak int8 report)
+read -r -a gpus <<<"${GPUS:-1 2 4}"
+read -r -a weak <<<"${WEAK:-22 23 24}"
+read -r -a layers <<<"${LAYERS:-gcn sage}"
+strong=${STRONG:-24} ef=${EF:-16} dims=${DIMS:-128,128,128,64} repeat=${REPEAT:-10} seed=${SEED:-1}
+backend=${BACKEND:-cuda}
+bin=$build/apps
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mkdir -p "$work" "$out"
+if [ ${#weak[@]} -ne ${#gpus[@]} ]; then
+  echo "scaling.sh: WEAK (${weak[*]}) needs one scale per GPU count (${gpus[*]})" >&2
+  exit 2
+fi
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
+dataset() { echo "$work/rmat-$1-ef$ef-p$2.h5"; }
+failures=0
+
+# The (scale, parts) pairs the selected stages need, one per line.
+needed() {
+  local s
+  for s in "${stages[@]}"; do
+    case $s in
+    strong | int8) for p in "${gpus[@]}"; do echo "$strong $p"; done ;;
+    weak) for i in "${!gpus[@]}"; do echo "${weak[$i]} ${gpus[$i]}"; done ;;
+    esac
+  done | sort -u
+}
+
+# tag dataset ranks layer [halo-infer args...]: one run; its log and manifest kept in OUT.
+infer() {
+  local tag=$1 ds=$2 np=$3 layer=$4
+  shift 4
+  local res=$work/res-$tag
+  rm -rf "$res"
+  timeout 300 mpirun -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
+    -x OMP_NUM_THREADS="${OMP_THREADS:-8}" \
+    "$bin/halo-infer" "$ds" --random-model "$dims" --layer "$layer" --seed "$seed" \
+    --backend "$backend" --repeat "$repeat" --no-sync --out "$res" "$@" >"$out/$tag.log" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ] || ! cp "$res/manifest.json" "$out/$tag.json"; then
+    echo "-- $tag: exit $rc" | tee -a "$out/failures.txt"
+    tail -5 "$out/$tag.log"
+    failures=$((failures + 1))
+  else
+    echo "-- $tag: $(grep -m1 -o 'forward [0-9.]* ms' "$out/$tag.log")"
+  fi
+  rm -rf "$res"
+}
+
+for stage in "${stages[@]}"; do
+  case $stage in
+  build)
+    log build
+    if [ ! -x "$bin/halo-infer" ]; then
+      cmake -S "$here/.." -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1 ||
+        { tail -20 "$out/configure.log"; exit 1; }
+    fi
+    cmake --build "$build" -j "$(nproc)" --target halo-partition halo-infer halo-inspect \
+      >"$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+    ;;
+  partition)
+    log "partition: $(needed | tr '\n' ' ')"
+    pids=()
+    while read -r scale parts; do
+      ds=$(dataset "$scale" "$parts")
+      [ -f "$ds" ] && continue
+      tag=partition-rmat$scale-p$parts
+      /usr/bin/time -f "wall %e s, peak rss %M KiB" "$bin/halo-partition" "rmat:$scale:$ef" \
+        --parts "$parts" --symmetrize -q -o "$ds" --report "$out/$tag.json" >"$out/$tag.log" 2>&1 &
+      pids+=("$!:$tag")
+    done < <(needed)
+    for entry in "${pids[@]}"; do
+      if ! wait "${entry%%:*}"; then
+        echo "-- ${entry#*:} failed" | tee -a "$out/failures.txt"
+        tail -5 "$out/${entry#*:}.log"
+        failures=$((failures + 1))
+      else
+        echo "-- ${entry#*:}: $(tail -1 "$out/${entry#*:}.log")"
+      fi
+    done
+    ;;
+  strong)
+    for p in "${gpus[@]}"; do
+      ds=$(dataset "$strong" "$p")
+      for layer in "${layers[@]}"; do
+        log "strong rmat$strong $layer on $p"
+        infer "strong-rmat$strong-$layer-g$p-run" "$ds" "$p" "$layer"
+        if [ "$p" -gt 1 ]; then
+          infer "strong-rmat$strong-$layer-g$p-waiting" "$ds" "$p" "$layer" --step-timing
+          infer "strong-rmat$strong-$layer-g$p-alone" "$ds" "$p" "$layer" --step-timing --no-overlap
+        fi
+      done
+    done
+    ;;
+  weak)
+    for i in "${!gpus[@]}"; do
+      p=${gpus[$i]} scale=${weak[$i]}
+      for layer in "${layers[@]}"; do
+        log "weak rmat$scale $layer on $p"
+        infer "weak-rmat$scale-$layer-g$p-run" "$(dataset "$scale" "$p")" "$p" "$layer"
+      done
+    done
+    ;;
+  int8)
+    p=${gpus[-1]}
+    for layer in "${layers[@]}"; do
+      log "int8 rmat$strong $layer on $p"
+      infer "int8-rmat$strong-$layer-g$p-alone" "$(dataset "$strong" "$p")" "$p" "$layer" \
+        --step-timing --no-overlap --exchange int8
+    done
+    ;;
+  report)
+    log report
+    python3 "$here/scaling_report.py" "$out" || failures=$((failures + 1))
+    ;;
+  *)
+    echo "scaling.sh: unknown stage '$stage'" >&2
+    exit 2
+    ;;
+  esac
+done
+[ $failures -eq 0 ] || echo "scaling.sh: $failures step(s) failed (OUT/failures.txt)" >&2
+exit $((failures > 0))

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Tables and plots of scripts/scaling.sh's runs (docs/PERFORMANCE.md, "Scaling on one node").
+
+Reads OUT/*.json (halo-infer manifests named EXPERIMENT-rmatSCALE-LAYER-gGPUS-KIND.json and
+halo-partition reports named partition-rmatSCALE-pPARTS.json) and writes
+  OUT/scaling.csv   one row per run and layer (plus a row "all" per run with the forward median)
+  OUT/scaling.md    the strong, weak, int8 and partition tables
+  OUT/strong-speedup.png, OUT/exchange-hidden.png, OUT/weak.png   where matplotlib imports.
+
+Definitions (per run, summed over layers, maxima over ranks):
+  speed-up       forward median on 1 GPU / forward median on P GPUs (defaults: overlap on)
+  exchange alone the exchange's time with nothing to overlap (--step-timing --no-overlap)
+  waiting        what is left of it after the interior rows ran (--step-timing, overlap on)
+  hidden         1 - waiting / exchange alone
+  saved          (layers' time without overlap - with overlap) / exchange alone, both with
+                 --step-timing: the same fraction measured from the layer totals instead
+  interior share the nonzeros of interior rows (no halo column) over all nonzeros, summed over
+                 parts, from the partition report: the work that can run while halo rows travel
+  imbalance      compute max / compute mean over ranks (--step-timing, overlap on)
+"""
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+NAME = re.compile(r"^(strong|weak|int8)-rmat(\d+)-(\w+)-g(\d+)-(run|waiting|alone)$")
+
+
+def layer_sum(manifest, key, stat="max"):
+    return sum(layer[key][stat] for layer in manifest["layers"])
+
+
+def phase(manifest, name):
+    for row in manifest.get("phases", []):
+        if row["name"].startswith(name):
+            return row["seconds"]["max"]
+    return float("nan")
+
+
+def load(out):
+    runs, parts = {}, {}
+    for path in sorted(out.glob("*.json")):
+        stem = path.stem
+        if stem.startswith("partition-"):
+            parts[stem] = json.loads(path.read_text())
+            continue
+        m = NAME.match(stem)
+        if m:
+            exp, scale, layer, gpus, kind = m.groups()
+            runs[(exp, int(scale), layer, int(gpus), kind)] = json.loads(path.read_text())
+    return runs, parts
+
+
+def write_csv(out, runs):
+    fields = ["experiment", "scale", "layer_type", "gpus", "kind", "exchange", "layer", "width",
+              "forward_ms", "total_ms_max", "compute_ms_max", "compute_ms_mean",
+              "exchange_ms_max", "waiting_ms_max", "exchanged_bytes_per_rank_max",
+              "fp32_bytes_per_rank_max", "read_s_max", "total_s_max", "device_bytes_max"]
+    with open(out / "scaling.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for (exp, scale, ltype, gpus, kind), m in sorted(runs.items()):
+            base = {"experiment": exp, "scale": scale, "layer_type": ltype, "gpus": gpus,
+                    "kind": kind, "exchange": m["exchange"],
+                    "forward_ms": m["forward_seconds_median"] * 1e3,
+                    "read_s_max": phase(m, "dataset read"), "total_s_max": phase(m, "total"),
+                    "device_bytes_max": m.get("device_memory", {}).get("max_total_over_ranks")}
+            w.writerow({**base, "layer": "all"})
+            for layer in m["layers"]:
+                w.writerow({**base, "layer": layer["layer"],
+                            "width": f"{layer['in_dim']}->{layer['out_dim']}",
+                            "total_ms_max": layer["total_ms"]["max"],
+                            "compute_ms_max": layer["compute_ms"]["max"],
+                            "compute_ms_mean": layer["compute_ms"]["mean"],
+                            "exchange_ms_max": layer["exchange_ms"]["max"],
+                            "waiting_ms_max": layer["waiting_ms"]["max"],
+                            "exchanged_bytes_per_rank_max":
+                                layer["exchanged_bytes_per_rank"]["max"],
+                            "fp32_bytes_per_rank_max":
+                                layer["fp32_exchange_bytes_per_rank"]["max"]})
+
+
+def strong_rows(runs):
+    rows = []
+    keys = sorted({(s, l) for (e, s, l, g, k) in runs if e == "strong"})
+    for scale, ltype in keys:
+        one = runs.get(("strong", scale, ltype, 1, "run"))
+        for gpus in sorted({g for (e, s, l, g, k) in runs if (e, s, l) == ("strong", scale, ltype)}):
+            run = runs.get(("strong", scale, ltype, gpus, "run"))
+            if run is None:
+                continue
+            fwd = run["forward_seconds_median"] * 1e3
+            row = {"scale": scale, "layer": ltype, "gpus": gpus, "forward_ms": fwd,
+                   "speedup": one["forward_seconds_median"] * 1e3 / fwd if one else float("nan"),
+                   "layers_ms": layer_sum(run, "total_ms"),
+                   "read_s": phase(run, "dataset read"),
+                   "device_gib": run.get("device_memory", {}).get("max_total_over_ranks", 0) / 2**30,
+                   "alone_ms": float("nan"), "waiting_ms": float("nan"), "hidden": float("nan"),
+                   "saved": float("nan"),
+                   "imbalance": float("nan"), "mb_per_rank": 0.0}
+            waiting = runs.get(("strong", scale, ltype, gpus, "waiting"))
+            alone = runs.get(("strong", scale, ltype, gpus, "alone"))
+            if waiting and alone:
+                row["alone_ms"] = layer_sum(alone, "exchange_ms")
+                row["waiting_ms"] = layer_sum(waiting, "waiting_ms")
+                if row["alone_ms"] > 0:
+                    row["hidden"] = 1.0 - row["waiting_ms"] / row["alone_ms"]
+                    row["saved"] = (layer_sum(alone, "total_ms") - layer_sum(waiting, "total_ms")) \
+                        / row["alone_ms"]
+                mean = layer_sum(waiting, "compute_ms", "mean")
+                row["imbalance"] = layer_sum(waiting, "compute_ms") / mean if mean > 0 else 1.0
+                row["mb_per_rank"] = layer_sum(alone, "exchanged_bytes_per_rank") / 1e6
+            rows.append(row)
+    return rows
+
+
+def weak_rows(runs):
+    rows = []
+    for (exp, scale, ltype, gpus, kind), m in sorted(runs.items(), key=lambda kv: (kv[0][2], kv[0][3])):
+        if exp != "weak":
+            continue
+        nlayers = len(m["layers"])
+        rows.append({"layer": ltype, "scale": scale, "gpus": gpus,
+                     "forward_ms": m["forward_seconds_median"] * 1e3,
+                     "per_layer_ms": m["forward_seconds_median"] * 1e3 / nlayers})
+    for row in rows:
+        first = next(r for r in rows if r["layer"] == row["layer"])
+        row["ratio"] = row["per_layer_ms"] / first["per_layer_ms"]
+    return rows
+
+
+def int8_rows(runs):
+    rows = []
+    for (exp, scale, ltype, gpus, kind), m in sorted(runs.items()):
+        if exp != "int8":
+            continue
+        fp32 = runs.get(("strong", scale, ltype, gpus, "alone"))
+        rows.append({"scale": scale, "layer": ltype, "gpus": gpus,
+                     "int8_mb": layer_sum(m, "exchanged_bytes_per_rank") / 1e6,
+                     "fp32_mb": layer_sum(fp32, "exchanged_bytes_per_rank") / 1e6 if fp32 else float("nan"),
+                     "int8_ms": layer_sum(m, "exchange_ms"),
+                     "fp32_ms": layer_sum(fp32, "exchange_ms") if fp32 else float("nan"),
+                     "int8_fwd": m["forward_seconds_median"] * 1e3,
+                     "fp32_fwd": fp32["forward_seconds_median"] * 1e3 if fp32 else float("nan")})
+    return rows
+
+
+def interior_share(report):
+    parts = report.get("per_part", [])
+    if not parts or "interior_nnz" not in parts[0]:
+        return "-"
+    return f"{100 * sum(p['interior_nnz'] for p in parts) / max(1, report['num_nonzeros']):.1f}%"
+
+
+def markdown(strong, weak, int8, parts):
+    lines = ["### Strong scaling", "",
+             "| graph | layer | GPUs | forward ms | speed-up | layers ms (sum of max) | exchange alone ms | "
+             "waiting ms | hidden | saved | compute imbalance | exchanged MB/rank | device GiB/rank | read s |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in strong:
+        lines.append(f"| R-MAT {r['scale']} | {r['layer']} | {r['gpus']} | {r['forward_ms']:.2f} | "
+                     f"{r['speedup']:.2f}x | {r['layers_ms']:.2f} | {r['alone_ms']:.2f} | "
+                     f"{r['waiting_ms']:.2f} | {100 * r['hidden']:.0f}% | {100 * r['saved']:.0f}% | {r['imbalance']:.3f} | "
+                     f"{r['mb_per_rank']:.1f} | {r['device_gib']:.2f} | {r['read_s']:.2f} |")
+    lines += ["", "### Weak scaling", "",
+              "| layer | graph | GPUs | forward ms | per layer ms | vs 1 GPU |",
+              "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in weak:
+        lines.append(f"| {r['layer']} | R-MAT {r['scale']} | {r['gpus']} | {r['forward_ms']:.2f} | "
+                     f"{r['per_layer_ms']:.2f} | {r['ratio']:.3f} |")
+    lines += ["", "### int8 rows against fp32 rows (exchange alone, --step-timing --no-overlap)", "",
+              "| graph | layer | GPUs | fp32 MB/rank | int8 MB/rank | fp32 exchange ms | int8 exchange ms | "
+              "fp32 forward ms | int8 forward ms |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in int8:
+        lines.append(f"| R-MAT {r['scale']} | {r['layer']} | {r['gpus']} | {r['fp32_mb']:.1f} | "
+                     f"{r['int8_mb']:.1f} | {r['fp32_ms']:.2f} | {r['int8_ms']:.2f} | "
+                     f"{r['fp32_fwd']:.2f} | {r['int8_fwd']:.2f} |")
+    lines += ["", "### Partitions (METIS, all built at once: times share the cores)", "",
+              "| dataset | nonzeros | parts | edge cut | halo volume | nnz imbalance | interior share | total s | peak GiB |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, p in sorted(parts.items()):
+        lines.append(f"| {name[len('partition-'):]} | {p['num_nonzeros']:,} | {p['parts']} | "
+                     f"{p['edge_cut']:,} | {p['halo_volume']:,} | {p['nnz_imbalance']:.3f} | {interior_share(p)} | "
+                     f"{p['seconds'].get('total', float('nan')):.1f} | {p['peak_rss_bytes'] / 2**30:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plots(out, strong, weak):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("scaling_report.py: matplotlib not importable, no plots (run again where it is)")
+        return
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for key in sorted({(r["scale"], r["layer"]) for r in strong}):
+        rs = [r for r in strong if (r["scale"], r["layer"]) == key]
+        ax.plot([r["gpus"] for r in rs], [r["speedup"] for r in rs], "o-", label=f"R-MAT {key[0]} {key[1]}")
+    top = max((r["gpus"] for r in strong), default=1)
+    ax.plot([1, top], [1, top], "k--", lw=0.8, label="ideal")
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("speed-up of the forward pass")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "strong-speedup.png", dpi=120)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    multi = [r for r in strong if r["gpus"] > 1]
+    labels = [f"{r['layer']} {r['gpus']} GPUs" for r in multi]
+    ax.bar(labels, [100 * r["hidden"] for r in multi])
+    ax.axhline(80, color="k", ls="--", lw=0.8)
+    ax.set_ylabel("exchange hidden behind interior rows (%)")
+    ax.set_ylim(0, 100)
+    fig.tight_layout()
+    fig.savefig(out / "exchange-hidden.png", dpi=120)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for layer in sorted({r["layer"] for r in weak}):
+        rs = [r for r in weak if r["layer"] == layer]
+        ax.plot([r["gpus"] for r in rs], [r["per_layer_ms"] for r in rs], "o-", label=layer)
+    ax.set_xlabel("GPUs (R-MAT scale grows with them)")
+    ax.set_ylabel("time per layer (ms)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "weak.png", dpi=120)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    out = Path(sys.argv[1])
+    runs, parts = load(out)
+    if not runs:
+        print(f"scaling_report.py: no run manifests in {out}", file=sys.stderr)
+        return 1
+    write_csv(out, runs)
+    strong, weak, int8 = strong_rows(runs), weak_rows(runs), int8_rows(runs)
+    text = markdown(strong, weak, int8, parts)
+    (out / "scaling.md").write_text(text)
+    print(text)
+    plots(out, strong, weak)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
