@@ -66,6 +66,7 @@ struct Options {
     int device = -1;  // -1: local rank modulo the visible devices
     bool save_layers = false;
     bool no_overlap = false;
+    std::string overlap = "auto";
     bool sync_layers = false;
     std::string eval_nodes;
     int repeat = 1;
@@ -427,6 +428,9 @@ halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
     const auto& o = job.o;
     halo::EngineOptions eopt;
     eopt.overlap = !o.no_overlap;
+    eopt.overlap_mode = o.overlap == "split"      ? halo::OverlapMode::split
+                        : o.overlap == "interior" ? halo::OverlapMode::interior
+                                                  : halo::OverlapMode::automatic;
     // Defaults: one synchronization per layer (--step-timing splits each layer into compute
     // and exchange), and on one CUDA rank the forward pass replayed as a CUDA graph from the
     // second run on (--no-cuda-graph: never).
@@ -744,6 +748,7 @@ void write_manifest(const Job& job, const std::string& command, const halo::Data
     manifest["backend"] = o.backend;
     manifest["exchange"] = exchange.name();
     manifest["overlap"] = !o.no_overlap;
+    manifest["overlap_mode"] = o.no_overlap ? "none" : o.overlap;
     manifest["spmm"] = !o.spmm.empty() ? o.spmm : job.cuda ? "auto" : "reference";
     manifest["attention"] = o.attention;
     manifest["int8_features"] = o.int8_features;
@@ -997,8 +1002,17 @@ int main(int argc, char** argv)
                  "backend: the first layer exchanges and aggregates them as int8, dequantized "
                  "in the SpMM's gather (exact, or AES with --spmm aes:W)");
     app.add_flag("--save-layers", o.save_layers, "also store every layer's output");
-    app.add_flag("--no-overlap", o.no_overlap,
-                 "finish the halo exchange before aggregating any row (for measurements)");
+    auto* no_overlap =
+        app.add_flag("--no-overlap", o.no_overlap,
+                     "finish the halo exchange before aggregating any row (for measurements)");
+    app.add_option("--overlap", o.overlap,
+                   "what gcn, sage and gin layers aggregate while halo rows travel: interior "
+                   "(the rows without halo columns), split (every row's local columns, then the "
+                   "halo columns added: hides more where few rows are interior; rounding "
+                   "differs), auto (split on cuda, interior on cpu)")
+        ->check(CLI::IsMember({"auto", "interior", "split"}))
+        ->capture_default_str()
+        ->excludes(no_overlap);
     auto* layer_only =
         app.add_flag("--layer-timing-only", o.layer_timing_only,
                      "synchronize once per layer (the default; kept for scripts that name it)");

@@ -289,7 +289,7 @@ int run(const Options& o, const std::string& command)
     halo::DatasetWriter writer(o.output, info, owner);
     std::vector<std::int64_t> interior(o.parts, 0);
     std::vector<std::int64_t> interior_nnz(o.parts, 0);  // what a rank can aggregate while
-                                                          // its halo rows are on their way
+                                                         // its halo rows are on their way
     for (int p = 0; p < o.parts; ++p) {
         auto shard = halo::build_shard(csr, owner, o.parts, p);
         halo::attach_node_data(shard, features.values, features.cols, labels);
@@ -309,9 +309,8 @@ int run(const Options& o, const std::string& command)
         for (const auto& md : halo::build_kernel_metadata(shard, o.normalize, o.kernel_metadata)) {
             writer.write_kernel_metadata(p, md);
         }
-        step(fmt::format("part {}/{} written ({} rows, {} halo{})", p + 1, o.parts,
-                         shard.num_owned, shard.num_halo,
-                         o.kernel_metadata.empty() ? "" : ", kernel metadata"));
+        step(fmt::format("part {}/{} written ({} rows, {} halo{})", p + 1, o.parts, shard.num_owned,
+                         shard.num_halo, o.kernel_metadata.empty() ? "" : ", kernel metadata"));
     }
     writer.commit();
     const auto file_size = std::filesystem::file_size(o.output);
@@ -415,8 +414,8 @@ int main(int argc, char** argv)
         known += (known.empty() ? "" : ", ") + k;
     }
     app.add_option("--kernel-metadata", o.kernel_metadata,
-                   "also store these kernels' metadata per part, comma-separated (known: " +
-                       known + "); halo-infer loads it instead of rebuilding it")
+                   "also store these kernels' metadata per part, comma-separated (known: " + known +
+                       "); halo-infer loads it instead of rebuilding it")
         ->delimiter(',')
         ->check(CLI::IsMember(halo::offline_metadata_kernels()));
     app.add_option("--quantize", o.quantize,

@@ -11,8 +11,12 @@
 #                alone     --step-timing --no-overlap: how long the exchange takes by itself
 #              (one GPU: the first only; it has no exchange)
 #   weak       R-MAT $WEAK[i] on $GPUS[i] ranks (scale grows with the rank count), defaults
+#   interior   the largest rank count of the strong runs with --overlap interior (only the rows
+#              without halo columns overlap the exchange): "irun" and "iwaiting" as run, waiting
 #   int8       the largest rank count of the strong runs with --exchange int8 (step timing, no
 #              overlap, as "alone"): bytes and time against fp32 rows
+#   check      the strong dataset on the largest rank count against one GPU, every layer type:
+#              halo-inspect --compare --rtol 1e-5 of the two results
 #   report     scripts/scaling_report.py: OUT/scaling.csv (one row per run and layer), the
 #              Markdown tables (OUT/scaling.md) and, where matplotlib imports, the plots
 # Usage: scripts/scaling.sh BUILD WORK OUT [STAGE...]
@@ -28,7 +32,7 @@ fi
 build=$1 work=$2 out=$3
 shift 3
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build partition strong weak int8 report)
+[ ${#stages[@]} -eq 0 ] && stages=(build partition strong weak interior int8 check report)
 read -r -a gpus <<<"${GPUS:-1 2 4}"
 read -r -a weak <<<"${WEAK:-22 23 24}"
 read -r -a layers <<<"${LAYERS:-gcn sage}"
@@ -50,13 +54,14 @@ needed() {
   local s
   for s in "${stages[@]}"; do
     case $s in
-    strong | int8) for p in "${gpus[@]}"; do echo "$strong $p"; done ;;
+    strong | interior | int8 | check) for p in "${gpus[@]}"; do echo "$strong $p"; done ;;
     weak) for i in "${!gpus[@]}"; do echo "${weak[$i]} ${gpus[$i]}"; done ;;
     esac
   done | sort -u
 }
 
-# tag dataset ranks layer [halo-infer args...]: one run; its log and manifest kept in OUT.
+# tag dataset ranks layer [halo-infer args...]: one run; its log and manifest kept in OUT, its
+# result in WORK/res-tag only with KEEP=1.
 infer() {
   local tag=$1 ds=$2 np=$3 layer=$4
   shift 4
@@ -74,7 +79,7 @@ infer() {
   else
     echo "-- $tag: $(grep -m1 -o 'forward [0-9.]* ms' "$out/$tag.log")"
   fi
-  rm -rf "$res"
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$res"
 }
 
 for stage in "${stages[@]}"; do
@@ -130,6 +135,31 @@ for stage in "${stages[@]}"; do
         log "weak rmat$scale $layer on $p"
         infer "weak-rmat$scale-$layer-g$p-run" "$(dataset "$scale" "$p")" "$p" "$layer"
       done
+    done
+    ;;
+  interior)
+    p=${gpus[-1]}
+    for layer in "${layers[@]}"; do
+      log "interior rmat$strong $layer on $p"
+      ds=$(dataset "$strong" "$p")
+      infer "strong-rmat$strong-$layer-g$p-irun" "$ds" "$p" "$layer" --overlap interior
+      infer "strong-rmat$strong-$layer-g$p-iwaiting" "$ds" "$p" "$layer" --overlap interior \
+        --step-timing
+    done
+    ;;
+  check)
+    p=${gpus[-1]}
+    for layer in "${layers[@]}"; do
+      log "check rmat$strong $layer: $p GPUs against 1"
+      KEEP=1 infer "check-rmat$strong-$layer-g1" "$(dataset "$strong" 1)" 1 "$layer"
+      KEEP=1 infer "check-rmat$strong-$layer-g$p" "$(dataset "$strong" "$p")" "$p" "$layer"
+      if ! "$bin/halo-inspect" "$work/res-check-rmat$strong-$layer-g$p" --compare \
+        "$work/res-check-rmat$strong-$layer-g1" --rtol 1e-5 >"$out/check-$layer.txt" 2>&1; then
+        echo "-- check $layer failed" | tee -a "$out/failures.txt"
+        failures=$((failures + 1))
+      fi
+      tail -1 "$out/check-$layer.txt"
+      rm -rf "$work/res-check-rmat$strong-$layer-g"*
     done
     ;;
   int8)

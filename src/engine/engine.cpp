@@ -160,14 +160,19 @@ struct Engine::Impl {
                              layer.key_weight.size() + layer.value_weight.size()) *
                          4;
         }
+        // Split overlap: the SpMM operators once more, as their local and halo columns, and
+        // one n_owned x D buffer of halo sums per operator.
+        const bool split = ctx.split_overlap();
+        const auto width = std::max<std::int64_t>(model.max_dim(), 1);
         for (const auto& [name, count] : patterns) {
-            r.row_pointers += 8 * (n_owned + 1);
-            r.indices += 4 * count;
-            r.values += 4 * count;
+            const int copies = split && name != "self_loops" && name != "adjacency" ? 2 : 1;
+            r.row_pointers += 8 * (n_owned + 1) * (copies == 2 ? 3 : 1);
+            r.indices += 4 * count * copies;
+            r.values += 4 * count * copies;
             r.nonzeros += count;
+            r.feature_buffers += copies == 2 ? 4 * n_owned * width : 0;
         }
-        r.feature_buffers =
-            (two_buffers ? 2 : 4) * 4 * ctx.n_total * std::max<std::int64_t>(model.max_dim(), 1);
+        r.feature_buffers += (two_buffers ? 2 : 4) * 4 * ctx.n_total * width;
         r.limit = memory_limit;
         return r;
     }

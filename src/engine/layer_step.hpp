@@ -150,7 +150,8 @@ public:
     void exchange_and_compute(DenseView<float> exchanged, std::int64_t width,
                               const std::function<void(RowRange)>& compute,
                               const std::function<void()>& arrived, LayerTiming& t);
-    /// dst (owned rows) = op * src, exchanging src's halo rows, overlapping interior rows.
+    /// dst (owned rows) = op * src, exchanging src's halo rows, overlapping interior rows or,
+    /// in OverlapMode::split, every owned row's local columns (op must come from spmm()).
     void aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float> dst, LayerTiming& t);
     /// The aggregation of a layer's input x_all (n_total rows) with operator `kind`: from the int8
     /// rows when the first layer runs on them (run(QuantizedView)), else aggregate(op, x_all).
@@ -171,14 +172,34 @@ public:
     const std::map<Aggregation, std::unique_ptr<SpmmPlan>>& spmm_plans() const { return spmm_; }
     const AttentionPlan* attention_plan(AttentionPattern pattern) const;
     bool has_operator_matrix(Aggregation kind) const { return matrices_.count(kind) != 0; }
+    /// Whether spmm() operators are split by columns (EngineOptions::overlap_mode; overlap on
+    /// and halo rows to wait for).
+    bool split_overlap() const;
     /// Backend memory of the operators, the work buffers and the input (not the layers').
     void add_memory(MemoryReport& r) const;
 
 private:
+    // An operator split by columns for OverlapMode::split: its local columns (all owned rows)
+    // and its halo columns (boundary rows), and the boundary rows' halo sums before they are
+    // added.
+    struct SplitOperator {
+        std::unique_ptr<SpmmPlan> local, halo;
+        MemoryReport memory;  // of both plans
+        Matrix partial;       // n_owned x max_dim
+    };
+    /// Starts the exchange of `exchanged`, runs during() (with overlap) while it travels, then
+    /// arrived() and after(); step timing as exchange_and_compute.
+    void exchange_around(DenseView<float> exchanged, std::int64_t width,
+                         const std::function<void()>& during, const std::function<void()>& arrived,
+                         const std::function<void()>& after, LayerTiming& t);
+    /// The split of op (an spmm() plan), null when op is not split.
+    SplitOperator* split_of(const SpmmPlan& op);
+
     std::int64_t rows_moved_ = 0;  // sent + received rows of one exchange
     std::vector<float> degree_;    // gcn degrees of every local column, once exchanged
     std::map<Aggregation, Csr> matrices_;
     std::map<Aggregation, std::unique_ptr<SpmmPlan>> spmm_;
+    std::map<Aggregation, SplitOperator> split_;
     std::unique_ptr<AttentionPlan> self_loop_attention_;
     std::unique_ptr<AttentionPlan> adjacency_attention_;
     Csr self_loop_matrix_;

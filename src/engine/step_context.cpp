@@ -84,13 +84,82 @@ const Csr& StepContext::operator_matrix(Aggregation kind)
     return matrices_[kind] = make_aggregation(shard, kind, options.dataset_normalization, degree_);
 }
 
+namespace {
+
+// The entries of a's rows whose column is local (< n_owned) or a halo column (>= n_owned), in
+// their order, as a matrix of a's shape.
+Csr column_block(const Csr& a, std::int64_t n_owned, bool halo)
+{
+    Csr out;
+    out.num_rows = a.num_rows;
+    out.num_cols = a.num_cols;
+    out.indptr.assign(static_cast<std::size_t>(a.num_rows) + 1, 0);
+    for (std::int64_t r = 0; r < a.num_rows; ++r) {
+        for (auto k = a.indptr[r]; k < a.indptr[r + 1]; ++k) {
+            if ((a.indices[k] >= n_owned) == halo) {
+                out.indices.push_back(a.indices[k]);
+                if (a.has_values()) {
+                    out.values.push_back(a.values[k]);
+                }
+            }
+        }
+        out.indptr[r + 1] = static_cast<offset_t>(out.indices.size());
+    }
+    return out;
+}
+
+DenseView<float> row_range(DenseView<float> v, RowRange rows)
+{
+    return {v.row(rows.begin), rows.size(), v.cols, v.ld};
+}
+
+}  // namespace
+
+bool StepContext::split_overlap() const
+{
+    const auto mode =
+        options.overlap_mode == OverlapMode::automatic
+            ? (backend.uses_host_memory() ? OverlapMode::interior : OverlapMode::split)
+            : options.overlap_mode;
+    return options.overlap && mode == OverlapMode::split && shard.num_halo > 0 &&
+           !shard.boundary_rows().empty();
+}
+
 SpmmPlan& StepContext::spmm(Aggregation kind)
 {
     auto& plan = spmm_[kind];
     if (!plan) {
-        plan = backend.make_spmm_plan(operator_matrix(kind), hints_for(kernel_operator_name(kind)));
+        const auto& a = operator_matrix(kind);
+        plan = backend.make_spmm_plan(a, hints_for(kernel_operator_name(kind)));
+        if (split_overlap()) {
+            // The stored kernel metadata describes the whole operator: the blocks choose their
+            // own (and their tuning is not stored).
+            const auto local = column_block(a, n_owned, false);
+            const auto halo = column_block(a, n_owned, true);
+            auto& split = split_[kind];
+            split.local = backend.make_spmm_plan(local);
+            split.halo = backend.make_spmm_plan(halo);
+            for (const auto* part : {&local, &halo}) {
+                const auto& p = part == &local ? split.local : split.halo;
+                const auto m = p->memory();
+                split.memory += m.total() > 0 ? m : csr_memory(*part);
+            }
+            split.memory.nonzeros = 0;  // the operator's, counted once with its plan
+            split.memory.limit = 0;
+        }
     }
     return *plan;
+}
+
+StepContext::SplitOperator* StepContext::split_of(const SpmmPlan& op)
+{
+    for (auto& [kind, plan] : spmm_) {
+        if (plan.get() == &op) {
+            const auto found = split_.find(kind);
+            return found == split_.end() ? nullptr : &found->second;
+        }
+    }
+    return nullptr;
 }
 
 AttentionPlan& StepContext::attention(AttentionPattern pattern)
@@ -166,25 +235,40 @@ void StepContext::exchange_and_compute(DenseView<float> exchanged, std::int64_t 
                                        const std::function<void(RowRange)>& compute,
                                        const std::function<void()>& arrived, LayerTiming& t)
 {
-    const RowRange interior = shard.interior_rows();
-    const RowRange boundary = shard.boundary_rows();
-    t.fp32_exchange_bytes += rows_moved_ * width * static_cast<std::int64_t>(sizeof(float));
     // A part without boundary rows (one rank) or interior rows has nothing to run there.
     auto compute_rows = [&](RowRange rows) {
         if (!rows.empty()) {
             compute(rows);
         }
     };
+    if (options.overlap) {
+        exchange_around(
+            exchanged, width, [&] { compute_rows(shard.interior_rows()); }, arrived,
+            [&] { compute_rows(shard.boundary_rows()); }, t);
+    } else {
+        exchange_around(
+            exchanged, width, [] {}, arrived,
+            [&] {
+                compute_rows({0, n_owned});
+            },
+            t);
+    }
+}
+
+void StepContext::exchange_around(DenseView<float> exchanged, std::int64_t width,
+                                  const std::function<void()>& during,
+                                  const std::function<void()>& arrived,
+                                  const std::function<void()>& after, LayerTiming& t)
+{
+    t.fp32_exchange_bytes += rows_moved_ * width * static_cast<std::int64_t>(sizeof(float));
     if (!options.step_timing) {
         // The exchangers order their streams after the compute stream themselves (start)
         // and the compute stream after theirs (finish): no host synchronization is needed.
         exchanger.start(exchanged);
-        if (options.overlap) {
-            compute_rows(interior);
-        }
+        during();
         exchanger.finish();
         arrived();
-        compute_rows(options.overlap ? boundary : RowRange{0, n_owned});
+        after();
         return;
     }
     backend.synchronize();
@@ -193,22 +277,22 @@ void StepContext::exchange_and_compute(DenseView<float> exchanged, std::int64_t 
     t.exchange += seconds_since(t0);
     if (options.overlap) {
         t0 = std::chrono::steady_clock::now();
-        compute_rows(interior);
+        during();
         backend.synchronize();
         t.spmm += seconds_since(t0);
     }
     t0 = std::chrono::steady_clock::now();
     exchanger.finish();
     // A device exchanger's finish() only orders the streams: wait for the exchange itself, so
-    // that `exchange` measures its duration without overlap and `waiting` what the interior
-    // rows left of it with overlap.
+    // that `exchange` measures its duration without overlap and `waiting` what the overlapped
+    // work left of it.
     backend.synchronize();
     const double waited = seconds_since(t0);
     t.exchange += waited;
     t.waiting += waited;
     t0 = std::chrono::steady_clock::now();
     arrived();
-    compute_rows(options.overlap ? boundary : RowRange{0, n_owned});
+    after();
     backend.synchronize();
     t.spmm += seconds_since(t0);
 }
@@ -216,8 +300,28 @@ void StepContext::exchange_and_compute(DenseView<float> exchanged, std::int64_t 
 void StepContext::aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float> dst,
                             LayerTiming& t)
 {
-    exchange_and_compute(
-        src, src.cols, [&](RowRange rows) { op.run(src, dst, rows); }, [] {}, t);
+    auto* split = options.overlap ? split_of(op) : nullptr;
+    if (split == nullptr) {
+        exchange_and_compute(
+            src, src.cols, [&](RowRange rows) { op.run(src, dst, rows); }, [] {}, t);
+        return;
+    }
+    if (split->partial.data() == nullptr) {  // the first run allocates (see view())
+        split->partial = backend.allocate(n_owned, std::max<std::int64_t>(model.max_dim(), 1));
+    }
+    const auto boundary = shard.boundary_rows();
+    exchange_around(
+        src, src.cols,
+        [&] {
+            split->local->run(src, dst, {0, n_owned});
+        },
+        [] {},
+        [&] {
+            const auto partial = dense_view(split->partial.data(), n_owned, dst.cols);
+            split->halo->run(src, partial, boundary);
+            backend.axpby(1.0f, row_range(partial, boundary), 1.0f, row_range(dst, boundary));
+        },
+        t);
 }
 
 // From int8 rows: dst (owned rows) = op * dequantize(int8 input), the input's halo rows exchanged
@@ -276,6 +380,10 @@ void StepContext::add_memory(MemoryReport& r) const
     for (const auto& [kind, plan] : spmm_) {
         const auto m = plan->memory();
         r += m.total() > 0 ? m : csr_memory(matrices_.at(kind));
+    }
+    for (const auto& [kind, split] : split_) {
+        r += split.memory;
+        r.feature_buffers += matrix_bytes(split.partial);
     }
     for (const auto& b : buffers_) {
         r.feature_buffers += matrix_bytes(b);
