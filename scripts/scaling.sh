@@ -49,10 +49,15 @@ log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
 dataset() { echo "$work/rmat-$1-ef$ef-p$2.h5"; }
 failures=0
 
-# The (scale, parts) pairs the selected stages need, one per line.
+# The (scale, parts) pairs the selected stages need, one per line (partition alone: those of
+# every experiment).
 needed() {
-  local s
+  local s experiments=()
   for s in "${stages[@]}"; do
+    case $s in strong | weak | interior | int8 | check) experiments+=("$s") ;; esac
+  done
+  [ ${#experiments[@]} -eq 0 ] && experiments=(strong weak)
+  for s in "${experiments[@]}"; do
     case $s in
     strong | interior | int8 | check) for p in "${gpus[@]}"; do echo "$strong $p"; done ;;
     weak) for i in "${!gpus[@]}"; do echo "${weak[$i]} ${gpus[$i]}"; done ;;
