@@ -13,6 +13,10 @@
 
 #include "halo/error.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace halo::app {
 
 class Stopwatch {
@@ -54,6 +58,13 @@ inline void fail_writes_past_file_size_limit()
 {
     std::signal(SIGXFSZ, SIG_IGN);
 }
+
+/// Adds how a graph becomes its operator, as halo-partition and halo-bench take it:
+/// --symmetrize (`symmetrize_help`) and --no-symmetrize, which exclude each other, --self-loops
+/// (keep | drop | add) and --normalize (none | gcn | mean; `normalize_help`).
+void add_graph_build_options(CLI::App& app, bool& symmetrize, bool& no_symmetrize,
+                             std::string& self_loops, std::string& normalize,
+                             const std::string& symmetrize_help, const std::string& normalize_help);
 
 /// Runs `body`, printing "<tool>: error: <message>" for exceptions; returns the exit code
 /// (0 success, 1 error, 2 bad usage is left to CLI11).

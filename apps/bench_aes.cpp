@@ -46,7 +46,6 @@ namespace {
 
 namespace bench = halo::cuda::bench;
 
-constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
 constexpr std::int64_t kMaxSets = 64;
 
 struct AesBenchOptions {
@@ -61,9 +60,6 @@ struct AesBenchOptions {
 // ---------------------------------------------------------------------------------------------
 // The checked rows as a CSR of their own: each row keeps its nonzeros in order (so AES samples
 // the same positions), columns renumbered to the rows of X they read.
-
-using halo::bench_app::CheckSet;
-using halo::bench_app::make_check_set;
 
 struct Check {
     std::int64_t elements = 0;
@@ -277,15 +273,6 @@ Record make_record(std::string kernel, std::string features, std::int64_t w, std
     return r;
 }
 
-std::vector<float> gather(const float* y, const Csr& a, std::int64_t dim, const CheckSet& cs,
-                          cudaStream_t stream)
-{
-    std::vector<float> out(cs.rows.size() * static_cast<std::size_t>(dim));
-    bench::gather_rows_to_host({y, a.num_rows, dim, dim}, cs.rows.data(),
-                               static_cast<std::int64_t>(cs.rows.size()), out.data(), stream);
-    return out;
-}
-
 // The compulsory bytes of one SpMM: the row offsets, the staged nonzeros (column, and value
 // unless a pattern), every feature row once (int8 with its per-column parameters, or fp32) and
 // the output once.
@@ -414,8 +401,9 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
         cusparse->run({in.x_set(0), a.num_cols, dim, dim},
                       {in.y_exact.data(), a.num_rows, dim, dim}, {0, a.num_rows});
         bench::check_last_error();
-        base.check =
-            compare_tolerance(gather(in.y_exact.data(), a, dim, cs, stream), cs.sub, xs, dim);
+        base.check = compare_tolerance(
+            gather_rows({in.y_exact.data(), a.num_rows, dim, dim}, cs.rows, stream), cs.sub, xs,
+            dim);
         base.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
             cusparse->run({in.x_set(s), a.num_cols, dim, dim}, {in.y_set(s), a.num_rows, dim, dim},
                           {0, a.num_rows});
@@ -434,8 +422,9 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
             reference::spmm_int8(cs.sub.view(), qs.view(), want_view, cs.sub.view().all_rows());
             reference::spmm(sub_abs.view(), dense_view<const float>(xq_abs.data(), qs.rows, dim),
                             mag_view);
-            rec.check = compare_sampled(gather(in.y_set(0), a, dim, cs, stream), want, mag,
-                                        slots_per_row(0), dim);
+            rec.check =
+                compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream),
+                                want, mag, slots_per_row(0), dim);
             rec.rel_frobenius = frobenius(in.y_set(0));
             rec.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
                 plan->run(in.q_set(s, a.num_cols), {in.y_set(s), a.num_rows, dim, dim},
@@ -486,8 +475,9 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
                             dense_view<const float>(int8 ? xq_abs.data() : xs_abs.data(),
                                                     cs.sub.num_cols, dim),
                             mag_view, all, options);
-                        rec.check = compare_sampled(gather(in.y_set(0), a, dim, cs, stream), want,
-                                                    mag, slots_per_row(w), dim);
+                        rec.check = compare_sampled(
+                            gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream), want,
+                            mag, slots_per_row(w), dim);
                         rec.rel_frobenius = frobenius(in.y_set(0));
                         rec.ms = time_launches(o.run, stream, in.sets, launch);
                         rec.sets = in.sets;

@@ -39,7 +39,6 @@ namespace {
 
 namespace bench = halo::cuda::bench;
 
-constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
 constexpr double kFusedTolerance = 1e-2;
 constexpr double kUnfusedTolerance = 1e-5;
 
@@ -53,20 +52,6 @@ struct AttentionOptions {
 
 // ---------------------------------------------------------------------------------------------
 // Checked rows: a seeded sample (or all rows), and the sub-pattern over the columns they read.
-
-using halo::bench_app::CheckSet;
-using halo::bench_app::make_check_set;
-
-std::vector<float> gather(DenseView<const float> m, const std::vector<std::int64_t>& rows,
-                          cudaStream_t stream)
-{
-    std::vector<float> out(rows.size() * static_cast<std::size_t>(m.cols));
-    if (!rows.empty()) {
-        bench::gather_rows_to_host(m, rows.data(), static_cast<std::int64_t>(rows.size()),
-                                   out.data(), stream);
-    }
-    return out;
-}
 
 struct Check {
     std::int64_t rows = 0;
@@ -137,12 +122,6 @@ Json check_json(const Check& c)
 // ---------------------------------------------------------------------------------------------
 // Buffer sets: Q, K, V (fp32 and fp16) and O of one set side by side, sets rotated between runs.
 
-std::size_t aligned_floats(std::int64_t count)
-{
-    constexpr std::size_t align = 256 / sizeof(float);
-    return (static_cast<std::size_t>(count) + align - 1) / align * align;
-}
-
 struct Sets {
     std::int64_t count = 0;
     std::int64_t n = 0;  // rows of Q and O
@@ -171,17 +150,7 @@ struct Sets {
         stride = v16 + aligned_floats((m * d + 1) / 2);
         // The smallest timed footprint (fp16 inputs and the output) over twice the L2.
         const double timed_bytes = double((n + 2 * m) * d) * 2 + double(n * d) * 4;
-        const auto wanted = std::max<std::int64_t>(
-            1, static_cast<std::int64_t>(std::ceil(2.0 * double(l2_bytes) / timed_bytes)));
-        const std::size_t bytes = stride * sizeof(float);
-        const auto free = bench::free_device_memory();
-        const std::size_t fit = free > kReserveBytes ? (free - kReserveBytes) / bytes : 0;
-        if (fit == 0) {
-            HALO_THROW(CudaError, "one buffer set of ", app::format_bytes(double(bytes)),
-                       " does not fit: ", app::format_bytes(double(free)), " free, ",
-                       app::format_bytes(double(kReserveBytes)), " kept in reserve");
-        }
-        count = std::min<std::int64_t>(wanted, static_cast<std::int64_t>(fit));
+        count = fitting_sets(stride * sizeof(float), wanted_sets(timed_bytes, l2_bytes));
         data = bench::DeviceArray(stride * static_cast<std::size_t>(count));
     }
 
@@ -310,9 +279,9 @@ int run_attention(const AttentionOptions& o, const std::string& command)
                    double(sets.stride * sizeof(float)) / double(1 << 20));
 
         // The reference of the checked rows, from set 0's inputs.
-        const auto qs = gather(sets.cq(0), cs.rows, stream);
-        const auto ks = gather(sets.ck(0), cs.columns, stream);
-        const auto vs = gather(sets.cv(0), cs.columns, stream);
+        const auto qs = gather_rows(sets.cq(0), cs.rows, stream);
+        const auto ks = gather_rows(sets.ck(0), cs.columns, stream);
+        const auto vs = gather_rows(sets.cv(0), cs.columns, stream);
         std::vector<double> ref(cs.rows.size() * static_cast<std::size_t>(d));
         reference::sparse_attention(cs.sub.view(), dense_view(qs.data(), cs.sub.num_rows, d),
                                     dense_view(ks.data(), cs.sub.num_cols, d),
@@ -337,7 +306,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
             poison();
             unfused->run(sets.cq(0), sets.ck(0), sets.cv(0), scale, sets.out(0), {0, n});
             base.check =
-                compare(cs, gather(sets.out(0), cs.rows, stream), ref, d,
+                compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
                         std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v);
             base.time = time_launch_sets(o.run, stream, sets.count, [&](std::int64_t s) {
                 unfused->run(sets.cq(s), sets.ck(s), sets.cv(s), scale, sets.out(s), {0, n});
@@ -374,7 +343,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
                 try {
                     poison();
                     launch(0);
-                    rec.check = compare(cs, gather(sets.out(0), cs.rows, stream), ref, d,
+                    rec.check = compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
                                         kFusedTolerance, std::numeric_limits<double>::infinity());
                     rec.time = time_launch_sets(o.run, stream, sets.count, launch);
                     rec.status = rec.check.bad_rows > 0 ? "FAILED" : "ok";

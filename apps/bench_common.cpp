@@ -91,6 +91,39 @@ void add_kernel_run_options(CLI::App& cmd, KernelRunOptions& o, const std::strin
     cmd.add_option("--json", o.json, "also write the results as JSON to this file");
 }
 
+std::size_t aligned_floats(std::int64_t count)
+{
+    constexpr std::size_t align = 256 / sizeof(float);
+    return (static_cast<std::size_t>(count) + align - 1) / align * align;
+}
+
+std::int64_t wanted_sets(double set_bytes, std::int64_t l2_bytes)
+{
+    return std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(2.0 * static_cast<double>(l2_bytes) / set_bytes)));
+}
+
+std::int64_t fitting_sets(std::size_t stride_bytes, std::int64_t wanted)
+{
+    const auto free = cuda::bench::free_device_memory();
+    const std::size_t fit = free > kReserveBytes ? (free - kReserveBytes) / stride_bytes : 0;
+    if (fit == 0) {
+        HALO_THROW(CudaError, "one buffer set of ", app::format_bytes(double(stride_bytes)),
+                   " does not fit: ", app::format_bytes(double(free)), " free, ",
+                   app::format_bytes(double(kReserveBytes)), " kept in reserve");
+    }
+    return std::min<std::int64_t>(wanted, static_cast<std::int64_t>(fit));
+}
+
+std::vector<float> gather_rows(DenseView<const float> m, const std::vector<std::int64_t>& rows,
+                               cudaStream_t stream)
+{
+    std::vector<float> out(rows.size() * static_cast<std::size_t>(m.cols));
+    cuda::bench::gather_rows_to_host(m, rows.data(), static_cast<std::int64_t>(rows.size()),
+                                     out.data(), stream);
+    return out;
+}
+
 Json stats_json(const Stats& s)
 {
     return {{"median", s.median}, {"min", s.min}, {"max", s.max}};
@@ -130,16 +163,9 @@ void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required)
     if (graph_required) {
         graph->required();
     }
-    auto* sym = cmd.add_flag("--symmetrize", o.symmetrize,
-                             "use A | A^T (the default for generated graphs)");
-    cmd.add_flag("--no-symmetrize", o.no_symmetrize, "keep a generated graph directed")
-        ->excludes(sym);
-    cmd.add_option("--self-loops", o.self_loops, "keep | drop | add")
-        ->check(CLI::IsMember({"keep", "drop", "add"}))
-        ->capture_default_str();
-    cmd.add_option("--normalize", o.normalize, "none (pattern, or the file's weights) | gcn | mean")
-        ->check(CLI::IsMember({"none", "gcn", "mean"}))
-        ->capture_default_str();
+    app::add_graph_build_options(cmd, o.symmetrize, o.no_symmetrize, o.self_loops, o.normalize,
+                                 "use A | A^T (the default for generated graphs)",
+                                 "none (pattern, or the file's weights) | gcn | mean");
 }
 
 BenchGraph load_graph(const GraphOptions& o)
@@ -280,9 +306,12 @@ Json BenchDevice::device_json() const
 
 Json BenchDevice::copy_json() const
 {
-    return {{"copy_bytes", copy.copy_bytes}, {"runs", copy.runs},
-            {"median_ms", copy.median_ms},   {"min_ms", copy.min_ms},
-            {"max_ms", copy.max_ms},         {"gb_per_s", copy_gb_per_s()},
+    return {{"copy_bytes", copy.copy_bytes},
+            {"runs", copy.runs},
+            {"median_ms", copy.median_ms},
+            {"min_ms", copy.min_ms},
+            {"max_ms", copy.max_ms},
+            {"gb_per_s", copy_gb_per_s()},
             {"host",
              {{"copy_bytes", host_copy.copy_bytes},
               {"runs", host_copy.runs},

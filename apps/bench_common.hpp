@@ -7,6 +7,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -83,6 +84,23 @@ Timing time_launch_sets(const KernelRunOptions& o, cudaStream_t stream, std::int
 {
     return {time_launches(o, stream, sets, std::forward<Launch>(launch)), sets};
 }
+
+/// Device memory that sizing the buffer sets leaves free (plans, workspaces, the CUDA runtime).
+inline constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
+
+/// `count` floats rounded up to a multiple of 256 bytes, so every buffer of a set stays aligned.
+std::size_t aligned_floats(std::int64_t count);
+
+/// Sets needed so that one round of them (`set_bytes` each) exceeds twice the L2 cache.
+std::int64_t wanted_sets(double set_bytes, std::int64_t l2_bytes);
+
+/// `wanted` sets of `stride_bytes`, or fewer where free device memory less kReserveBytes holds
+/// fewer; throws halo::CudaError when not even one fits.
+std::int64_t fitting_sets(std::size_t stride_bytes, std::int64_t wanted);
+
+/// Rows `rows` of `m`, packed on the host.
+std::vector<float> gather_rows(DenseView<const float> m, const std::vector<std::int64_t>& rows,
+                               cudaStream_t stream);
 
 /// {"median", "min", "max"} of a timing, in that order.
 Json stats_json(const Stats& s);

@@ -43,8 +43,6 @@ namespace bench = halo::cuda::bench;
 using halo::cuda::SsdLaunch;
 using halo::cuda::SsdVariant;
 
-constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
-
 struct MaxkOptions {
     GraphOptions graph;
     std::int64_t dim = 256;
@@ -60,9 +58,6 @@ struct MaxkOptions {
 // ---------------------------------------------------------------------------------------------
 // Checks: the checked rows as a CSR of their own over the columns they read (renumbered), so the
 // references need only those rows of X and of the CBSR.
-
-using halo::bench_app::CheckSet;
-using halo::bench_app::make_check_set;
 
 struct Check {
     std::int64_t elements = 0;
@@ -141,15 +136,6 @@ Reference cbsr_reference(const CheckSet& cs, const Cbsr& s)
     return r;
 }
 
-std::vector<float> gather(DenseView<const float> m, const std::vector<std::int64_t>& rows,
-                          cudaStream_t stream)
-{
-    std::vector<float> out(rows.size() * static_cast<std::size_t>(m.cols));
-    bench::gather_rows_to_host(m, rows.data(), static_cast<std::int64_t>(rows.size()), out.data(),
-                               stream);
-    return out;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Buffers: sets of X, Y and CBSR, each kind in one allocation, rotated between timed runs.
 
@@ -160,31 +146,6 @@ struct Sets {
 
     float* set(std::int64_t s) const { return data.data() + (s % count) * stride; }
 };
-
-std::size_t aligned_floats(std::int64_t count)
-{
-    constexpr std::size_t align = 256 / sizeof(float);
-    return (static_cast<std::size_t>(count) + align - 1) / align * align;
-}
-
-// Sets needed so that one round of them exceeds twice the L2 cache.
-std::int64_t wanted_sets(double set_bytes, std::int64_t l2_bytes)
-{
-    return std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil(2.0 * static_cast<double>(l2_bytes) / set_bytes)));
-}
-
-std::int64_t fitting_sets(std::size_t stride_bytes, std::int64_t wanted)
-{
-    const auto free = bench::free_device_memory();
-    const std::size_t fit = free > kReserveBytes ? (free - kReserveBytes) / stride_bytes : 0;
-    if (fit == 0) {
-        HALO_THROW(CudaError, "one buffer set of ", app::format_bytes(double(stride_bytes)),
-                   " does not fit: ", app::format_bytes(double(free)), " free, ",
-                   app::format_bytes(double(kReserveBytes)), " kept in reserve");
-    }
-    return std::min<std::int64_t>(wanted, static_cast<std::int64_t>(fit));
-}
 
 // CBSR sets of one k: values in one allocation, int16 indices in another (as floats' storage).
 struct CbsrSets {
@@ -341,14 +302,14 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     int failures = 0;
 
     // The inputs of the checks: X rows the checked rows read (set 0).
-    const auto xs = gather(x_view(0), cs.columns, stream);
+    const auto xs = gather_rows(x_view(0), cs.columns, stream);
 
     // cuSPARSE at d = D on the dense X: checked, then timed.
     Check cusparse_check;
     {
         poison(0);
         cusparse->run(x_view(0), y_view(0), {0, a.num_rows});
-        const auto got = gather(y_view(0), cs.rows, stream);
+        const auto got = gather_rows(y_view(0), cs.rows, stream);
         const auto ref = dense_reference(cs, xs, dim);
         std::vector<double> terms(cs.rows.size());
         for (std::size_t r = 0; r < cs.rows.size(); ++r) {
@@ -357,8 +318,9 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
         cusparse_check = compare(got, ref.values, ref.scale, terms, dim);
     }
     const auto cusparse_time =
-        time_launch_sets(o.run, stream, std::min(x.count, y.count),
-                         [&](auto s) { cusparse->run(x_view(s), y_view(s), {0, a.num_rows}); });
+        time_launch_sets(o.run, stream, std::min(x.count, y.count), [&](auto s) {
+            cusparse->run(x_view(s), y_view(s), {0, a.num_rows});
+        });
     const auto dense_bytes = (a.num_rows + 1) * 8 + a.nnz() * (a.has_values() ? 8 : 4) +
                              (a.num_cols + a.num_rows) * dim * 4;
     fmt::print("cusparse d = {}: median {:.4f} ms, {} bad of {} checked elements\n", dim,
@@ -412,7 +374,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
             tr.mismatched_rows += same ? 0 : 1;
         }
         tr.time = time_launch_sets(o.run, stream, cb.count,
-                            [&](auto s) { cuda::maxk_topk(ctx, x_view(s), cbsr(s)); });
+                                   [&](auto s) { cuda::maxk_topk(ctx, x_view(s), cbsr(s)); });
         tr.roofline_fraction = double(a.num_cols) * double(dim * 4 + k * 6) /
                                (tr.time.ms.median * 1e6) / copy_gb_per_s;
         fmt::print(
@@ -450,7 +412,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                         rec.config = plan.describe(launch, dim, k);
                         poison(0);
                         plan.run(cbsr(0), y_view(0), {0, a.num_rows}, launch);
-                        rec.check = compare(gather(y_view(0), cs.rows, stream), ref.values,
+                        rec.check = compare(gather_rows(y_view(0), cs.rows, stream), ref.values,
                                             ref.scale, terms, dim);
                         rec.time = time_launch_sets(o.run, stream, cb.count, [&](auto s) {
                             plan.run(cbsr(s), y_view(s), {0, a.num_rows}, launch);

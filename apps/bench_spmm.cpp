@@ -73,9 +73,6 @@ const std::vector<KernelEntry>& bench_kernels()
 
 constexpr const char* kBaseline = "cusparse";
 
-// Device memory left free when sizing the buffer sets: plan workspaces and the check's gathers.
-constexpr std::size_t kReserveBytes = std::size_t{512} << 20;
-
 struct Options {
     GraphOptions graph;
     std::vector<std::int64_t> dims{32, 64, 128, 256};
@@ -119,9 +116,7 @@ struct Reference {
 Reference make_reference(const CheckSet& cs, const float* x, std::int64_t x_rows, std::int64_t dim,
                          cudaStream_t stream, halo::FeatureType type = halo::FeatureType::fp32)
 {
-    std::vector<float> xs(cs.columns.size() * dim);
-    bench::gather_rows_to_host({x, x_rows, dim, dim}, cs.columns.data(),
-                               static_cast<std::int64_t>(cs.columns.size()), xs.data(), stream);
+    auto xs = gather_rows({x, x_rows, dim, dim}, cs.columns, stream);
     halo::round_features(xs, type);
     Reference ref;
     ref.values.resize(cs.rows.size() * dim);
@@ -225,10 +220,7 @@ CheckResult checked_run(const std::function<void()>& run_once, const CheckSet& c
     bench::fill_value(y, static_cast<std::size_t>(a.num_rows * dim),
                       std::numeric_limits<float>::quiet_NaN(), stream);
     run_once();
-    std::vector<float> ys(cs.rows.size() * dim);
-    bench::gather_rows_to_host({y, a.num_rows, dim, dim}, cs.rows.data(),
-                               static_cast<std::int64_t>(cs.rows.size()), ys.data(), stream);
-    return compare(cs, ref, ys, dim);
+    return compare(cs, ref, gather_rows({y, a.num_rows, dim, dim}, cs.rows, stream), dim);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,12 +287,6 @@ struct BufferSets {
         return reinterpret_cast<std::uint16_t*>(h.data()) + s * h_stride;
     }
 };
-
-std::size_t aligned_floats(std::int64_t count)
-{
-    constexpr std::size_t align = 256 / sizeof(float);
-    return (static_cast<std::size_t>(count) + align - 1) / align * align;
-}
 
 // Checks, warms up, times and checks again one kernel at one width on the prepared buffer sets.
 // refs: the references of the first and last set for the kernel's X type.
@@ -599,9 +585,7 @@ int run_spmm(const Options& o, const std::string& command)
         const auto read_bytes =
             a.num_cols * dim * static_cast<std::int64_t>(halo::feature_bytes(feature_type)) +
             a.num_rows * dim * std::int64_t{sizeof(float)};
-        const auto l2 = static_cast<double>(info.l2_cache_bytes);
-        const auto wanted = std::max<std::int64_t>(
-            1, static_cast<std::int64_t>(std::ceil(2.0 * l2 / static_cast<double>(read_bytes))));
+        const auto wanted = wanted_sets(static_cast<double>(read_bytes), info.l2_cache_bytes);
         BufferSets buffers;
         buffers.x_stride = aligned_floats(a.num_cols * dim);
         buffers.y_stride = aligned_floats(a.num_rows * dim);

@@ -53,6 +53,63 @@ bool is_generator_spec(const std::string& input)
     return input.rfind("rmat:", 0) == 0 || input.rfind("er:", 0) == 0;
 }
 
+// The per-part table (with an interior column where `interior` has one entry a part) and the
+// quality line, both paths' summary.
+void print_quality(const Options& o, const halo::PartitionQuality& quality,
+                   const std::vector<std::int64_t>& interior)
+{
+    const bool with_interior = !interior.empty();
+    fmt::print("\n{:>5} {:>12} {:>14} ", "part", "owned rows", "nonzeros");
+    if (with_interior) {
+        fmt::print("{:>12} ", "interior");
+    }
+    fmt::print("{:>12} {:>10}\n", "halo rows", "neighbours");
+    for (int p = 0; p < o.parts; ++p) {
+        const auto& q = quality.parts[p];
+        fmt::print("{:>5} {:>12} {:>14} ", p, q.owned_rows, q.nnz);
+        if (with_interior) {
+            fmt::print("{:>12} ", interior[p]);
+        }
+        fmt::print("{:>12} {:>10}\n", q.halo_rows, q.neighbours);
+    }
+    fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
+               quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
+}
+
+// --report: `report` (the path's own figures) with the quality, each part's (its interior rows
+// and their nonzeros where `interior` and `interior_nnz` have them), the dataset's bytes and the
+// command line, written to o.report.
+void write_report(const Options& o, nlohmann::json report, const halo::PartitionQuality& quality,
+                  const std::vector<std::int64_t>& interior,
+                  const std::vector<std::int64_t>& interior_nnz, std::uintmax_t file_bytes,
+                  const std::string& command)
+{
+    nlohmann::json parts = nlohmann::json::array();
+    for (int p = 0; p < o.parts; ++p) {
+        const auto& q = quality.parts[p];
+        nlohmann::json part = {{"part", p},
+                               {"owned_rows", q.owned_rows},
+                               {"nnz", q.nnz},
+                               {"halo_rows", q.halo_rows},
+                               {"neighbours", q.neighbours}};
+        if (!interior.empty()) {
+            part["interior_rows"] = interior[p];
+        }
+        if (!interior_nnz.empty()) {
+            part["interior_nnz"] = interior_nnz[p];
+        }
+        parts.push_back(std::move(part));
+    }
+    report["file_bytes"] = file_bytes;
+    report["edge_cut"] = quality.edge_cut;
+    report["halo_volume"] = quality.halo_volume;
+    report["row_imbalance"] = quality.row_imbalance;
+    report["nnz_imbalance"] = quality.nnz_imbalance;
+    report["per_part"] = std::move(parts);
+    report["command"] = command;
+    halo::write_file_atomic(o.report, report.dump(2) + "\n");
+}
+
 // --partitioner ptscotch: every rank of MPI_COMM_WORLD reads its slice and the ranks write one
 // dataset together (halo/distributed_partition.hpp, docs/PARTITION.md).
 int run_distributed(const Options& o, const std::string& command)
@@ -127,16 +184,7 @@ int run_distributed(const Options& o, const std::string& command)
         file_size += ec ? 0 : bytes;
     }
     file_size += std::filesystem::file_size(o.output);
-    const auto& quality = result.quality;
-    fmt::print("\n{:>5} {:>12} {:>14} {:>12} {:>10}\n", "part", "owned rows", "nonzeros",
-               "halo rows", "neighbours");
-    for (int p = 0; p < o.parts; ++p) {
-        const auto& q = quality.parts[p];
-        fmt::print("{:>5} {:>12} {:>14} {:>12} {:>10}\n", p, q.owned_rows, q.nnz, q.halo_rows,
-                   q.neighbours);
-    }
-    fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
-               quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
+    print_quality(o, result.quality, {});
     std::string phases;
     for (const auto& [name, value] : seconds) {
         phases += fmt::format("{} {:.2f} s  ", name, value);
@@ -145,15 +193,6 @@ int run_distributed(const Options& o, const std::string& command)
                halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())), o.output,
                halo::app::format_bytes(static_cast<double>(file_size)));
     if (!o.report.empty()) {
-        nlohmann::json parts = nlohmann::json::array();
-        for (int p = 0; p < o.parts; ++p) {
-            const auto& q = quality.parts[p];
-            parts.push_back({{"part", p},
-                             {"owned_rows", q.owned_rows},
-                             {"nnz", q.nnz},
-                             {"halo_rows", q.halo_rows},
-                             {"neighbours", q.neighbours}});
-        }
         nlohmann::json secs = nlohmann::json::object();
         for (const auto& [name, value] : seconds) {
             secs[name] = value;
@@ -168,15 +207,8 @@ int run_distributed(const Options& o, const std::string& command)
             {"strategy", o.scotch_strategy},
             {"seconds", secs},
             {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
-            {"peak_rss_bytes_per_rank", peaks},
-            {"file_bytes", file_size},
-            {"edge_cut", quality.edge_cut},
-            {"halo_volume", quality.halo_volume},
-            {"row_imbalance", quality.row_imbalance},
-            {"nnz_imbalance", quality.nnz_imbalance},
-            {"per_part", parts},
-            {"command", command}};
-        halo::write_file_atomic(o.report, report.dump(2) + "\n");
+            {"peak_rss_bytes_per_rank", peaks}};
+        write_report(o, report, result.quality, {}, {}, file_size, command);
     }
     return 0;
 }
@@ -317,31 +349,12 @@ int run(const Options& o, const std::string& command)
     const double total_seconds = total.seconds();
 
     // 6. Summary.
-    fmt::print("\n{:>5} {:>12} {:>14} {:>12} {:>12} {:>10}\n", "part", "owned rows", "nonzeros",
-               "interior", "halo rows", "neighbours");
-    for (int p = 0; p < o.parts; ++p) {
-        const auto& q = quality.parts[p];
-        fmt::print("{:>5} {:>12} {:>14} {:>12} {:>12} {:>10}\n", p, q.owned_rows, q.nnz,
-                   interior[p], q.halo_rows, q.neighbours);
-    }
-    fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
-               quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
+    print_quality(o, quality, interior);
     fmt::print("partition {:.2f} s  total {:.2f} s  peak memory {}  file {} ({})\n",
                partition_seconds, total.seconds(),
                halo::app::format_bytes(halo::app::peak_rss_bytes()), o.output,
                halo::app::format_bytes(static_cast<double>(file_size)));
     if (!o.report.empty()) {
-        nlohmann::json parts = nlohmann::json::array();
-        for (int p = 0; p < o.parts; ++p) {
-            const auto& q = quality.parts[p];
-            parts.push_back({{"part", p},
-                             {"owned_rows", q.owned_rows},
-                             {"nnz", q.nnz},
-                             {"interior_rows", interior[p]},
-                             {"interior_nnz", interior_nnz[p]},
-                             {"halo_rows", q.halo_rows},
-                             {"neighbours", q.neighbours}});
-        }
         const nlohmann::json report = {{"input", o.input},
                                        {"num_nodes", csr.num_rows},
                                        {"num_nonzeros", csr.nnz()},
@@ -351,15 +364,8 @@ int run(const Options& o, const std::string& command)
                                         {{"read_and_build", graph_seconds},
                                          {"partition", partition_seconds},
                                          {"total", total_seconds}}},
-                                       {"peak_rss_bytes", halo::app::peak_rss_bytes()},
-                                       {"file_bytes", file_size},
-                                       {"edge_cut", quality.edge_cut},
-                                       {"halo_volume", quality.halo_volume},
-                                       {"row_imbalance", quality.row_imbalance},
-                                       {"nnz_imbalance", quality.nnz_imbalance},
-                                       {"per_part", parts},
-                                       {"command", command}};
-        halo::write_file_atomic(o.report, report.dump(2) + "\n");
+                                       {"peak_rss_bytes", halo::app::peak_rss_bytes()}};
+        write_report(o, report, quality, interior, interior_nnz, file_size, command);
     }
     return 0;
 }
@@ -385,17 +391,10 @@ int main(int argc, char** argv)
                    "slice) | block | random")
         ->check(CLI::IsMember({"metis", "ptscotch", "block", "random"}))
         ->capture_default_str();
-    auto* sym = app.add_flag("--symmetrize", o.symmetrize,
-                             "use A | A^T (undirected; the default for generated graphs)");
-    app.add_flag("--no-symmetrize", o.no_symmetrize, "keep a generated graph directed")
-        ->excludes(sym);
-    app.add_option("--self-loops", o.self_loops, "keep | drop | add")
-        ->check(CLI::IsMember({"keep", "drop", "add"}))
-        ->capture_default_str();
-    app.add_option("--normalize", o.normalize,
-                   "none | gcn | mean (none: halo-infer derives each layer's operator)")
-        ->check(CLI::IsMember({"none", "gcn", "mean"}))
-        ->capture_default_str();
+    halo::app::add_graph_build_options(
+        app, o.symmetrize, o.no_symmetrize, o.self_loops, o.normalize,
+        "use A | A^T (undirected; the default for generated graphs)",
+        "none | gcn | mean (none: halo-infer derives each layer's operator)");
     app.add_option("--features", o.features,
                    "node features: .npy, raw float32 (.bin/.f32, needs --feature-width) or COO "
                    "text (.coo.txt[.gz])");

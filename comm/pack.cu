@@ -2,21 +2,15 @@
 // contiguous buffer, in plan order, so that each peer's block goes out as one message.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "device_exchange.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
+#include "warp_rows.cuh"
 
 namespace halo::detail {
 namespace {
-
-constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = 8;  // one warp per row, 8 rows per 256-thread block
-// Rows beyond grid * kRowsPerBlock are covered by the grid-stride loop; the cap keeps the grid
-// within every device's limits whatever the row count.
-constexpr std::int64_t kMaxBlocks = 65535;
 
 // T is float or float4: the vector path moves 16 bytes per lane when rows and their starts allow.
 template <typename T>
@@ -24,15 +18,13 @@ __global__ void pack_rows_kernel(const T* __restrict__ x, std::int64_t ld,
                                  const std::int32_t* __restrict__ rows, std::int64_t num_rows,
                                  std::int64_t cols, T* __restrict__ out)
 {
-    const auto stride = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
-    for (auto i = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.y; i < num_rows;
-         i += stride) {
+    for_each_warp_row(num_rows, [&](std::int64_t i) {
         const T* src = x + static_cast<std::int64_t>(rows[i]) * ld;
         T* dst = out + i * cols;
         for (auto c = static_cast<std::int64_t>(threadIdx.x); c < cols; c += kWarp) {
             dst[c] = src[c];
         }
-    }
+    });
 }
 
 bool aligned16(const void* p)
@@ -50,9 +42,8 @@ void pack_rows(const float* x, std::int64_t ld, const std::int32_t* rows, std::i
     if (num_rows == 0 || cols == 0) {
         return;
     }
-    const dim3 block(kWarp, kRowsPerBlock);
-    const dim3 grid(static_cast<unsigned>(
-        std::min<std::int64_t>((num_rows + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks)));
+    const dim3 block = warp_rows_block();
+    const dim3 grid = warp_rows_grid(num_rows);
     if (cols % 4 == 0 && ld % 4 == 0 && aligned16(x) && aligned16(out)) {
         pack_rows_kernel<float4><<<grid, block, 0, stream>>>(reinterpret_cast<const float4*>(x),
                                                              ld / 4, rows, num_rows, cols / 4,

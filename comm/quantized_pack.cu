@@ -10,20 +10,21 @@
 #include <float.h>
 #include <math.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "halo/cuda/quantized_pack.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/quantize.hpp"
+#include "warp_rows.cuh"
 
 namespace halo::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = 8;  // one warp per row, 8 rows per 256-thread block
-constexpr std::int64_t kMaxBlocks = 65535;
+using halo::detail::for_each_warp_row;
+using halo::detail::kWarp;
+using halo::detail::warp_rows_block;
+using halo::detail::warp_rows_grid;
 
 __global__ void pack_kernel(const float* __restrict__ x, std::int64_t ld,
                             const std::int32_t* __restrict__ rows, std::int64_t count,
@@ -32,9 +33,7 @@ __global__ void pack_kernel(const float* __restrict__ x, std::int64_t ld,
     const std::int64_t record = int8_record_bytes(cols);
     const std::int64_t words = (cols + 3) / 4;
     const int lane = static_cast<int>(threadIdx.x);
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
-    for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.y;
-         r < count; r += stride) {
+    for_each_warp_row(count, [&](std::int64_t r) {
         const float* src = x + (rows != nullptr ? static_cast<std::int64_t>(rows[r]) : r) * ld;
         float lo = FLT_MAX;
         float hi = -FLT_MAX;
@@ -71,7 +70,7 @@ __global__ void pack_kernel(const float* __restrict__ x, std::int64_t ld,
             *reinterpret_cast<float*>(rec + record - 8) = p.scale;
             *reinterpret_cast<std::int32_t*>(rec + record - 4) = p.zero_point;
         }
-    }
+    });
 }
 
 __global__ void unpack_kernel(const std::uint8_t* __restrict__ in, std::int64_t count,
@@ -80,9 +79,7 @@ __global__ void unpack_kernel(const std::uint8_t* __restrict__ in, std::int64_t 
     const std::int64_t record = int8_record_bytes(cols);
     const std::int64_t words = (cols + 3) / 4;
     const int lane = static_cast<int>(threadIdx.x);
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock;
-    for (std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.y;
-         r < count; r += stride) {
+    for_each_warp_row(count, [&](std::int64_t r) {
         const std::uint8_t* rec = in + r * record;
         const QuantParams p{*reinterpret_cast<const float*>(rec + record - 8),
                             *reinterpret_cast<const std::int32_t*>(rec + record - 4)};
@@ -99,13 +96,7 @@ __global__ void unpack_kernel(const std::uint8_t* __restrict__ in, std::int64_t 
                 }
             }
         }
-    }
-}
-
-dim3 grid_for(std::int64_t count)
-{
-    return dim3(static_cast<unsigned>(
-        std::min<std::int64_t>((count + kRowsPerBlock - 1) / kRowsPerBlock, kMaxBlocks)));
+    });
 }
 
 bool aligned4(const void* p)
@@ -124,8 +115,8 @@ void pack_rows_int8(cudaStream_t stream, DenseView<const float> x, const std::in
     if (count == 0) {
         return;
     }
-    pack_kernel<<<grid_for(count), dim3(kWarp, kRowsPerBlock), 0, stream>>>(x.data, x.ld, rows,
-                                                                            count, x.cols, out);
+    pack_kernel<<<warp_rows_grid(count), warp_rows_block(), 0, stream>>>(x.data, x.ld, rows, count,
+                                                                         x.cols, out);
     HALO_CUDA_CHECK_LAUNCH();
 }
 
@@ -137,8 +128,8 @@ void unpack_rows_int8(cudaStream_t stream, const std::uint8_t* in, DenseView<flo
     if (y.rows == 0 || y.cols == 0) {
         return;
     }
-    unpack_kernel<<<grid_for(y.rows), dim3(kWarp, kRowsPerBlock), 0, stream>>>(in, y.rows, y.cols,
-                                                                               y.data, y.ld);
+    unpack_kernel<<<warp_rows_grid(y.rows), warp_rows_block(), 0, stream>>>(in, y.rows, y.cols,
+                                                                            y.data, y.ld);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -261,42 +260,19 @@ BlockEntries exchange_entries(const Comm& c, const Blocks& blocks, std::int64_t 
     return out;
 }
 
-// Normalizes the block rows exactly as normalize() does the whole CSR (same operations in the
-// same order), with the degrees of all nodes allgathered for gcn.
+// Normalizes the block rows exactly as normalize() does the whole CSR, with the degrees of all
+// nodes allgathered for gcn.
 void normalize_block(const Comm& c, Csr& block, std::int64_t first_row, Normalization kind)
 {
     if (kind == Normalization::none) {
         return;
     }
-    const auto n = block.num_rows;
-    if (!block.has_values()) {
-        block.values.assign(block.indices.size(), 1.0f);
-    }
-    std::vector<double> degree(n, 0.0);
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::int64_t i = 0; i < n; ++i) {
-        double sum = 0.0;
-        for (auto k = block.indptr[i]; k < block.indptr[i + 1]; ++k) {
-            sum += block.values[k];
-        }
-        degree[i] = sum;
-    }
+    const auto degree = normalization_degrees(block);
     std::vector<double> all_degrees;
     if (kind == Normalization::gcn) {
         all_degrees = c.allgatherv(degree);
     }
-    auto inv_sqrt = [](double d) { return d > 0.0 ? 1.0 / std::sqrt(d) : 0.0; };
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::int64_t i = 0; i < n; ++i) {
-        for (auto k = block.indptr[i]; k < block.indptr[i + 1]; ++k) {
-            const double a = block.values[k];
-            const double scaled = kind == Normalization::mean
-                                      ? (degree[i] > 0.0 ? a / degree[i] : 0.0)
-                                      : a * inv_sqrt(all_degrees[first_row + i]) *
-                                            inv_sqrt(all_degrees[block.indices[k]]);
-            block.values[k] = static_cast<float>(scaled);
-        }
-    }
+    normalize_rows(block, first_row, kind, degree, all_degrees);
 }
 
 SCOTCH_Num strategy_flags(const std::string& name)
@@ -326,8 +302,8 @@ SCOTCH_Num strategy_flags(const std::string& name)
 // Step 3: PT-Scotch on the symmetric pattern of the block rows (no diagonal). Returns the part of
 // each block row.
 std::vector<std::int32_t> scotch_partition_once(const Comm& c, const Csr& pattern,
-                                                std::int64_t first_row,
-                                                const DistributedOptions& o, std::uint64_t seed)
+                                                std::int64_t first_row, const DistributedOptions& o,
+                                                std::uint64_t seed)
 {
     const auto n_local = pattern.num_rows;
     std::vector<SCOTCH_Num> vertloctab(n_local + 1, 0);

@@ -199,6 +199,18 @@ def main():
             shutil.rmtree(res)
         return result
 
+    def fail(what, error):
+        failures.append(f"{what}: {error}")
+        print(f"FAIL {what}: {error}")
+
+    def infer_or_fail(what, *args):
+        """infer(*args), or None once its failure is recorded as `what`."""
+        try:
+            return infer(*args)
+        except RuntimeError as e:
+            fail(what, e)
+            return None
+
     for ds in datasets:
         graph = data / f"{ds}{a.graph_suffix}"
         feats, labels, test = (data / f"{ds}.feat.coo.txt.gz", data / f"{ds}.labels.txt.gz",
@@ -219,8 +231,7 @@ def main():
                      "--quantize", "int8" if ft == "int8" else "none", "-q", "-o", str(h5[ft])],
                     work / f"log-partition-{ds}-{ft}.txt")
         except RuntimeError as e:
-            failures.append(f"{ds}: {e}")
-            print(f"FAIL {ds}: {e}")
+            fail(ds, e)
             continue
         with h5py.File(h5["fp32"], "r") as f:
             width = int(f.attrs["feature_dim"])
@@ -242,26 +253,21 @@ def main():
             # 1. The SpMM alone through the identity models.
             for op in operators:
                 model_args = ["--model", str(work / f"identity-{ds}-{op}.h5")]
-                try:
-                    _, exact, _, _ = infer(h5["fp32"], model_args, backend, "exact", None,
-                                           f"{ds}-{op}-{backend}-fp32-exact")
-                except RuntimeError as e:
-                    failures.append(f"{ds} {op} {backend} exact: {e}")
-                    print(f"FAIL {ds} {op} {backend} exact: {e}")
+                exact_run = infer_or_fail(f"{ds} {op} {backend} exact", h5["fp32"], model_args,
+                                          backend, "exact", None, f"{ds}-{op}-{backend}-fp32-exact")
+                if exact_run is None:
                     continue
+                exact = exact_run[1]
                 for ft in feature_types:
                     for spec in specs:
                         if ft == "fp32" and spec == "exact":
                             err = 0.0
                         else:
                             tag = f"{ds}-{op}-{backend}-{ft}-{spec.replace(':', '-')}"
-                            try:
-                                _, y, _, _ = infer(h5[ft], model_args, backend, spec, None, tag)
-                            except RuntimeError as e:
-                                failures.append(f"{tag}: {e}")
-                                print(f"FAIL {tag}: {e}")
+                            got = infer_or_fail(tag, h5[ft], model_args, backend, spec, None, tag)
+                            if got is None:
                                 continue
-                            err = rel_frobenius(y, exact)
+                            err = rel_frobenius(got[1], exact)
                         w = None if spec == "exact" else int(spec.split(":")[1])
                         scaling = None if spec == "exact" else spec.split(":")[2]
                         rows.append({"kind": "spmm", "dataset": ds, "model": f"identity-{op}",
@@ -273,27 +279,23 @@ def main():
             # 2. Predictions of each model.
             for name, model_args in ds_models:
                 op = "model"
-                try:
-                    ids, _, ref_pred, ref_manifest = infer(
-                        h5["fp32"], model_args, backend, "exact", eval_nodes,
-                        f"{ds}-{name}-{backend}-fp32-exact")
-                except RuntimeError as e:
-                    failures.append(f"{ds} {name} {backend} exact: {e}")
-                    print(f"FAIL {ds} {name} {backend} exact: {e}")
+                ref = infer_or_fail(f"{ds} {name} {backend} exact", h5["fp32"], model_args,
+                                    backend, "exact", eval_nodes,
+                                    f"{ds}-{name}-{backend}-fp32-exact")
+                if ref is None:
                     continue
+                ids, _, ref_pred, ref_manifest = ref
                 for ft in feature_types:
                     for spec in specs:
                         tag = f"{ds}-{name}-{backend}-{ft}-{spec.replace(':', '-')}"
                         if ft == "fp32" and spec == "exact":
                             pred, manifest = ref_pred, ref_manifest
                         else:
-                            try:
-                                _, _, pred, manifest = infer(h5[ft], model_args, backend, spec,
-                                                             eval_nodes, tag)
-                            except RuntimeError as e:
-                                failures.append(f"{tag}: {e}")
-                                print(f"FAIL {tag}: {e}")
+                            got = infer_or_fail(tag, h5[ft], model_args, backend, spec,
+                                                eval_nodes, tag)
+                            if got is None:
                                 continue
+                            _, _, pred, manifest = got
                         changed = int(np.count_nonzero(pred != ref_pred))
                         acc = manifest.get("accuracy", {}).get("accuracy")
                         w = None if spec == "exact" else int(spec.split(":")[1])

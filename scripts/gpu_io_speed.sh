@@ -18,6 +18,8 @@
 # Typical: source .gpu/setup.sh; scripts/gpu_io_speed.sh build-gpu /tmp/halo-io $OUT build
 #          then ... dataset, then ... disk read infer export report (three commands).
 set -uo pipefail
+# shellcheck source=scripts/lib/gpu_build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/gpu_build.sh"
 build=$1 work=$2 out=$3
 shift 3
 scale=${SCALE:-26}
@@ -60,11 +62,9 @@ for stage in "$@"; do
   build)
     log build
     if [ ! -f "$build/build.ninja" ]; then
-      cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+      configure_or_exit "$build" "$out"
     fi
-    cmake --build "$build" -j"$cores" --target halo-partition halo-infer halo-inspect \
-      >"$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+    build_or_exit "$build" "$out" "$cores" halo-partition halo-infer halo-inspect
     git rev-parse --short HEAD >"$out/commit.txt" 2>/dev/null
     ;;
   dataset)

@@ -14,6 +14,8 @@
 # Usage: scripts/gpu_job_speed.sh BUILD DATA WORK OUT STAGE... (SCALE=26 in the environment)
 # Every log and manifest lands in OUT; WORK holds datasets and results (local disk).
 set -uo pipefail
+# shellcheck source=scripts/lib/gpu_build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/gpu_build.sh"
 build=$1 data=$2 work=$3 out=$4
 shift 4
 scale=${SCALE:-26}
@@ -41,10 +43,9 @@ for stage in "$@"; do
   build)
     log build
     if [ ! -x "$bin/halo-infer" ]; then
-      cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DHALO_TEST_DATA_DIR="$data" >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+      configure_or_exit "$build" "$out" -DHALO_TEST_DATA_DIR="$data"
     fi
-    cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+    build_or_exit "$build" "$out" 16
     ;;
   test)
     log test

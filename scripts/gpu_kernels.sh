@@ -15,6 +15,8 @@
 #        build quick bench infer
 # Every log and JSON lands in OUT; the exit status is non-zero if any stage failed.
 set -uo pipefail
+# shellcheck source=scripts/lib/gpu_build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/gpu_build.sh"
 build=$1 out=$2
 shift 2
 mkdir -p "$out"
@@ -45,11 +47,9 @@ for stage in "$@"; do
   case $stage in
   build)
     log build
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
-    cmake --build "$build" -j16 --target ${kernel_tests//|/ } test_spmm_shapes halo-bench \
-      halo-infer halo-partition halo-inspect >"$out/build.log" 2>&1 ||
-      { grep -B2 -A8 error "$out/build.log" | head -60; exit 1; }
+    configure_or_exit "$build" "$out"
+    build_or_exit "$build" "$out" 16 ${kernel_tests//|/ } test_spmm_shapes halo-bench halo-infer \
+      halo-partition halo-inspect
     ;;
   test)
     log test

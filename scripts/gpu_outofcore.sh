@@ -17,6 +17,8 @@
 #   e.g. scripts/gpu_outofcore.sh build-gpu ../shared/data out-ooc $(git rev-parse --short HEAD) \
 #          build tests copy rmat24 rmat26
 set -uo pipefail
+# shellcheck source=scripts/lib/gpu_build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/gpu_build.sh"
 build=$1 data=$2 out=$3 commit=$4
 shift 4
 mkdir -p "$out"
@@ -91,11 +93,7 @@ measure() {
 for stage in "$@"; do
   case "$stage" in
     build)
-      cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DHALO_TEST_DATA_DIR="$data" -DHALO_GIT_COMMIT="$commit" >"$out/cmake.log" 2>&1 &&
-        cmake --build "$build" -j16 >"$out/build.log" 2>&1
-      echo "build: exit $? ($(grep -c 'error' "$out/build.log") error lines)"
-      grep -m5 -B2 -A6 'error' "$out/build.log"
+      build_all "$build" "$data" "$out" "$commit"
       ;;
     tests)
       ctest --test-dir "$build" -j4 --timeout 600 \

@@ -67,6 +67,16 @@ Csr build_csr_rows(std::int64_t first_row, std::int64_t num_rows, std::int64_t n
 /// Scales `csr` in place (materializing ones for a pattern matrix unless `kind` is none).
 void normalize(Csr& csr, Normalization kind);
 
+/// normalize()'s two steps, for matrices stored in row blocks. First the rows' degrees: the sums
+/// of their values in double, after materializing ones for a pattern matrix.
+std::vector<double> normalization_degrees(Csr& csr);
+
+/// Then the scaling of `rows`, rows [first_row, first_row + rows.num_rows) of a larger matrix with
+/// `degree` the block's row degrees and `all_degrees` every row's (read by gcn only), in the same
+/// operations and order as normalize(): the blocks stacked are normalize()'s matrix.
+void normalize_rows(Csr& rows, std::int64_t first_row, Normalization kind,
+                    const std::vector<double>& degree, const std::vector<double>& all_degrees);
+
 /// Adds the missing diagonal entries (value 1) or drops all of them; keeps rows sorted.
 void apply_self_loops(Csr& csr, SelfLoops policy);
 

@@ -225,36 +225,34 @@ Model random_model(LayerType type, const std::vector<std::int64_t>& dims, std::u
         const std::uint64_t stream = 16 * l;
         const auto in = layer.in_dim;
         const auto out = layer.out_dim;
+        // A linear map's weight [rows, cols] and bias [cols], from streams `first` and `first + 1`.
+        auto linear = [&](std::vector<float>& weight, std::vector<float>& bias, std::int64_t rows,
+                          std::int64_t cols, std::uint64_t first) {
+            weight = glorot(rows, cols, seed, stream + first);
+            bias = small_bias(cols, seed, stream + first + 1);
+        };
         switch (type) {
             case LayerType::gin:
                 layer.hidden_dim = out;
                 layer.eps = 0.1f;
-                layer.weight = glorot(in, layer.hidden_dim, seed, stream + 1);
-                layer.bias = small_bias(layer.hidden_dim, seed, stream + 2);
-                layer.weight2 = glorot(layer.hidden_dim, out, seed, stream + 3);
-                layer.bias2 = small_bias(out, seed, stream + 4);
+                linear(layer.weight, layer.bias, in, layer.hidden_dim, 1);
+                linear(layer.weight2, layer.bias2, layer.hidden_dim, out, 3);
                 break;
             case LayerType::transformer:
                 layer.heads = options.heads;
-                layer.query_weight = glorot(in, out, seed, stream + 1);
-                layer.query_bias = small_bias(out, seed, stream + 2);
-                layer.key_weight = glorot(in, out, seed, stream + 3);
-                layer.key_bias = small_bias(out, seed, stream + 4);
-                layer.value_weight = glorot(in, out, seed, stream + 5);
-                layer.value_bias = small_bias(out, seed, stream + 6);
-                layer.root_weight = glorot(in, out, seed, stream + 7);
-                layer.bias = small_bias(out, seed, stream + 8);
+                linear(layer.query_weight, layer.query_bias, in, out, 1);
+                linear(layer.key_weight, layer.key_bias, in, out, 3);
+                linear(layer.value_weight, layer.value_bias, in, out, 5);
+                linear(layer.root_weight, layer.bias, in, out, 7);
                 break;
             case LayerType::gat:
                 layer.heads = options.heads;
-                layer.weight = glorot(in, out, seed, stream + 1);
-                layer.bias = small_bias(out, seed, stream + 2);
+                linear(layer.weight, layer.bias, in, out, 1);
                 layer.att_src = glorot(1, out, seed, stream + 3);
                 layer.att_dst = glorot(1, out, seed, stream + 4);
                 break;
             default:
-                layer.weight = glorot(in, out, seed, stream + 1);
-                layer.bias = small_bias(out, seed, stream + 2);
+                linear(layer.weight, layer.bias, in, out, 1);
                 if (type == LayerType::sage) {
                     layer.root_weight = glorot(in, out, seed, stream + 5);
                 }

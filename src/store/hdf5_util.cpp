@@ -293,6 +293,30 @@ void AtomicH5File::commit()
     }
 }
 
+void AtomicH5File::commit_as(const std::string& format)
+{
+    write_attribute_string(get(), Where{name_, "/"}, "format", format);
+    commit();
+}
+
+FormatFile open_format_file(const std::string& file)
+{
+    FormatFile in{open_file_read_only(file), Where{file, "/"}, {}};
+    if (has_attribute(in.file.get(), in.root, "format")) {
+        in.format = read_string_attribute(in.file.get(), in.root, "format");
+    }
+    return in;
+}
+
+void expect_format_version(const FormatFile& in, std::string_view kind, std::int64_t version)
+{
+    const auto found = read_int_attribute(in.file.get(), in.root, "version");
+    if (found != version) {
+        HALO_THROW(InputError, in.root.file, ": ", kind, " format version ", found,
+                   ", this build reads version ", version);
+    }
+}
+
 bool has_link(hid_t loc, const Where& loc_where, const char* name)
 {
     return HALO_HDF5_TRY(H5Lexists(loc, name, H5P_DEFAULT), loc_where.child(name).str()) > 0;

@@ -177,6 +177,20 @@ struct H5Type<float> {
 /// open (truncated, damaged) a halo::Hdf5Error.
 Handle open_file_read_only(const std::string& file);
 
+/// A HaloGNN file opened read-only (open_file_read_only), its root group as errors name it and
+/// its root attribute "format" ("" where it has none: another file, or an interrupted write).
+struct FormatFile {
+    Handle file;
+    Where root;
+    std::string format;
+};
+
+FormatFile open_format_file(const std::string& file);
+
+/// Throws halo::InputError "<file>: <kind> format version <v>, this build reads version
+/// <version>" unless the root attribute "version" of `in` is `version`.
+void expect_format_version(const FormatFile& in, std::string_view kind, std::int64_t version);
+
 /// Creates (truncating) a file for writing.
 Handle create_file(const std::string& file, const std::string& name_in_errors);
 
@@ -211,6 +225,9 @@ public:
 
     /// Closes (every object opened in the file must be closed first), syncs and renames.
     void commit();
+    /// Writes the root attribute "format" last, so that a file without it is an interrupted
+    /// write to every reader, then commits.
+    void commit_as(const std::string& format);
 
 private:
     class Writeback;

@@ -143,24 +143,17 @@ void check_names(const KernelMetadata& md)
                        "' is reserved");
         }
     };
-    for (const auto& [name, v] : md.ints) {
-        check(name);
-    }
-    for (const auto& [name, v] : md.reals) {
-        check(name);
-    }
-    for (const auto& [name, v] : md.strings) {
-        check(name);
-    }
-    for (const auto& [name, v] : md.int32_arrays) {
-        check(name);
-    }
-    for (const auto& [name, v] : md.int64_arrays) {
-        check(name);
-    }
-    for (const auto& [name, v] : md.float_arrays) {
-        check(name);
-    }
+    auto check_members = [&](const auto& members) {
+        for (const auto& [name, v] : members) {
+            check(name);
+        }
+    };
+    check_members(md.ints);
+    check_members(md.reals);
+    check_members(md.strings);
+    check_members(md.int32_arrays);
+    check_members(md.int64_arrays);
+    check_members(md.float_arrays);
 }
 
 Handle open_or_create_group(hid_t loc, const Where& w, const char* name)

@@ -95,29 +95,21 @@ void write_model(const std::filesystem::path& path, const Model& model)
             }
         }
     }
-    // Written last: a file without it is not a model to any reader.
-    store::write_attribute_string(h, root, "format", model_format_name);
-    out.commit();
+    // The format, written last: a file without it is not a model to any reader.
+    out.commit_as(model_format_name);
 }
 
 Model read_model(const std::filesystem::path& path)
 {
     const store::QuietErrors quiet;
-    const auto file = store::open_file_read_only(path.string());
-    const store::Where root{path.string(), "/"};
-    const auto h = file.get();
-    const auto format = store::has_attribute(h, root, "format")
-                            ? store::read_string_attribute(h, root, "format")
-                            : std::string();
-    if (format != model_format_name) {
+    const auto in = store::open_format_file(path.string());
+    if (in.format != model_format_name) {
         HALO_THROW(InputError, path.string(), ": not a HaloGNN model file (attribute format is '",
-                   format, "', expected '", model_format_name, "')");
+                   in.format, "', expected '", model_format_name, "')");
     }
-    const auto version = store::read_int_attribute(h, root, "version");
-    if (version != model_format_version) {
-        HALO_THROW(InputError, path.string(), ": model format version ", version,
-                   ", this build reads version ", model_format_version);
-    }
+    store::expect_format_version(in, "model", model_format_version);
+    const auto& root = in.root;
+    const auto h = in.file.get();
     const auto num_layers = store::read_int_attribute(h, root, "num_layers");
     if (num_layers < 1 || num_layers > 1000) {
         HALO_THROW(InputError, path.string(), ": num_layers is ", num_layers);

@@ -197,28 +197,20 @@ void write_result_piece(const std::filesystem::path& dir, const ResultPiece& pie
                                        span_of(piece.layers[l]), rows, piece.layer_dims[l]);
         }
     }
-    store::write_attribute_string(h, root, "format", piece_format_name);
-    out.commit();
+    out.commit_as(piece_format_name);
 }
 
 ResultPiece read_result_piece(const std::filesystem::path& path)
 {
     const store::QuietErrors quiet;
-    const auto file = store::open_file_read_only(path.string());
-    const store::Where root{path.string(), "/"};
-    const auto h = file.get();
-    const auto format = store::has_attribute(h, root, "format")
-                            ? store::read_string_attribute(h, root, "format")
-                            : std::string();
-    if (format != piece_format_name) {
-        HALO_THROW(InputError, path.string(), ": not a HaloGNN result piece (format '", format,
+    const auto in = store::open_format_file(path.string());
+    if (in.format != piece_format_name) {
+        HALO_THROW(InputError, path.string(), ": not a HaloGNN result piece (format '", in.format,
                    "'; an interrupted write?)");
     }
-    const auto version = store::read_int_attribute(h, root, "version");
-    if (version != result_format_version) {
-        HALO_THROW(InputError, path.string(), ": result format version ", version,
-                   ", this build reads version ", result_format_version);
-    }
+    store::expect_format_version(in, "result", result_format_version);
+    const auto& root = in.root;
+    const auto h = in.file.get();
     ResultPiece piece;
     piece.part = static_cast<std::int32_t>(store::read_int_attribute(h, root, "part"));
     piece.num_parts = static_cast<std::int32_t>(store::read_int_attribute(h, root, "num_parts"));
@@ -300,9 +292,7 @@ void write_result_export(const std::filesystem::path& path, const ResultSet& set
     store::write_array<std::int64_t>(h, root, "global_ids", span_of(set.global_ids));
     store::write_matrix<float>(h, root, "output", span_of(set.output), rows, set.output_dim);
     store::write_array<std::int32_t>(h, root, "prediction", span_of(set.prediction));
-    // Last: a file without it is an interrupted export.
-    store::write_attribute_string(h, root, "format", "halo-result-export");
-    out.commit();
+    out.commit_as("halo-result-export");
 }
 
 }  // namespace halo

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "cuda/aes/aes_kernels.hpp"
+#include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/warp_reduce.cuh"
 #include "halo/aes.hpp"
@@ -70,16 +71,7 @@ struct Fp32Gather {
     __device__ void prepare(std::int64_t) {}
     __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
     {
-        const float* p = x + static_cast<std::int64_t>(row) * ld + col;
-        if constexpr (Vec == 4) {
-            const float4 t = __ldg(reinterpret_cast<const float4*>(p));
-            v[0] = t.x;
-            v[1] = t.y;
-            v[2] = t.z;
-            v[3] = t.w;
-        } else {
-            v[0] = __ldg(p);
-        }
+        load_features<float, Vec>(x + static_cast<std::int64_t>(row) * ld + col, v);
     }
 };
 

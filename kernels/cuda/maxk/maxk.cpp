@@ -11,6 +11,7 @@
 #include "halo/cuda/maxk.hpp"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "cuda/primitives/upload.hpp"
 #include "cuda/primitives/zero_rows.hpp"
 #include "halo/cuda_error.hpp"
+#include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 
 namespace halo::cuda {
@@ -199,6 +201,13 @@ private:
     DeviceBuffer<std::int32_t> shared_rows_device_;
 };
 
+constexpr std::array<EnumName<SsdVariant>, 5> ssd_variant_names{
+    {{SsdVariant::maxk, "maxk"},
+     {SsdVariant::decoupled, "decoupled"},
+     {SsdVariant::no_slots, "no_slots"},
+     {SsdVariant::no_atomic_aware, "no_atomic_aware"},
+     {SsdVariant::no_slots_no_atomic_aware, "no_slots_no_atomic_aware"}}};
+
 }  // namespace
 
 DeviceCbsr make_device_cbsr(Context& ctx, std::int64_t rows, std::int64_t dim, std::int64_t k)
@@ -232,27 +241,15 @@ DeviceCbsr maxk_topk(Context& ctx, DenseView<const float> x, std::int64_t k)
 
 std::string to_string(SsdVariant variant)
 {
-    switch (variant) {
-        case SsdVariant::maxk:
-            return "maxk";
-        case SsdVariant::decoupled:
-            return "decoupled";
-        case SsdVariant::no_slots:
-            return "no_slots";
-        case SsdVariant::no_atomic_aware:
-            return "no_atomic_aware";
-        case SsdVariant::no_slots_no_atomic_aware:
-            return "no_slots_no_atomic_aware";
-    }
-    return "unknown";
+    const auto name = enum_name(ssd_variant_names, variant);
+    return name == "?" ? std::string("unknown") : std::string(name);
 }
 
 SsdVariant parse_ssd_variant(std::string_view text)
 {
-    for (const auto v : {SsdVariant::maxk, SsdVariant::decoupled, SsdVariant::no_slots,
-                         SsdVariant::no_atomic_aware, SsdVariant::no_slots_no_atomic_aware}) {
-        if (text == to_string(v)) {
-            return v;
+    for (const auto& n : ssd_variant_names) {
+        if (text == n.name) {
+            return n.value;
         }
     }
     HALO_THROW(InputError, "unknown SSD variant '", text,

@@ -258,6 +258,22 @@ __device__ __forceinline__ void update(float* y, const float* buffer, int dim, i
     }
 }
 
+// A thread of an SSD kernel's block: the block's dynamic shared memory (its warps' buffers), the
+// block's warps, and this thread's warp and lane.
+struct SsdThread {
+    float* shared;
+    int warps;
+    int warp;
+    int lane;
+};
+
+__device__ __forceinline__ SsdThread ssd_thread()
+{
+    extern __shared__ float4 shared4[];
+    return {reinterpret_cast<float*>(shared4), static_cast<int>(blockDim.x) / 32,
+            static_cast<int>(threadIdx.x) / 32, static_cast<int>(threadIdx.x) & 31};
+}
+
 // MaxK's operator (section III, Fig. 5). Block b takes groups [b * warps, (b + 1) * warps), one
 // D-wide buffer each. k < 32: the groups are accumulated by k-lane slots, 32 / k per warp, packed
 // into the first warps (the others idle); k >= 32: warp w accumulates group w. A block-wide
@@ -265,11 +281,7 @@ __device__ __forceinline__ void update(float* y, const float* buffer, int dim, i
 template <bool kValued, int kEntries>
 __global__ void __maxnreg__(40) ssd_maxk_kernel(SsdArgs args)
 {
-    extern __shared__ float4 shared4[];
-    float* shared = reinterpret_cast<float*>(shared4);
-    const int warps = static_cast<int>(blockDim.x) / 32;
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) & 31;
+    const auto [shared, warps, warp, lane] = ssd_thread();
     const int dim = args.dim;
     const int k = args.k;
     const long long g0 = static_cast<long long>(blockIdx.x) * warps;
@@ -312,11 +324,7 @@ __global__ void __maxnreg__(40) ssd_maxk_kernel(SsdArgs args)
 template <bool kValued, bool kAtomicAware, int kEntries>
 __global__ void __maxnreg__(40) ssd_decoupled_kernel(SsdArgs args, int slots)
 {
-    extern __shared__ float4 shared4[];
-    float* shared = reinterpret_cast<float*>(shared4);
-    const int warps = static_cast<int>(blockDim.x) / 32;
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) & 31;
+    const auto [shared, warps, warp, lane] = ssd_thread();
     const int dim = args.dim;
     const int team = 32 / slots;
     const int slot = lane / team;

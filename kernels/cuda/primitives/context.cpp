@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 
 #include "halo/cuda_error.hpp"
@@ -50,6 +51,22 @@ public:
 private:
     int previous_ = -1;
 };
+
+// Free and total memory of `device` where cudaMemGetInfo answers (its error cleared either way).
+struct MemoryInfo {
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    bool known = false;
+};
+
+MemoryInfo memory_info(int device) noexcept
+{
+    const DeviceScope scope(device);
+    MemoryInfo info;
+    info.known = cudaMemGetInfo(&info.free_bytes, &info.total_bytes) == cudaSuccess;
+    (void)cudaGetLastError();
+    return info;
+}
 
 }  // namespace
 
@@ -111,28 +128,21 @@ void Context::release() noexcept
     // Errors here cannot be reported (destructor); each step still runs so nothing leaks more
     // than it must, and the error state is cleared for whoever uses the device next.
     const DeviceScope scope(device_);
-    if (compute_ != nullptr) {
-        (void)cudaStreamSynchronize(compute_);
+    for (const cudaStream_t stream : {compute_, comm_}) {
+        if (stream != nullptr) {
+            (void)cudaStreamSynchronize(stream);
+        }
     }
-    if (comm_ != nullptr) {
-        (void)cudaStreamSynchronize(comm_);
-    }
-    if (cublas_ != nullptr) {
-        (void)cublasDestroy(cublas_);
-        cublas_ = nullptr;
-    }
-    if (cusparse_ != nullptr) {
-        (void)cusparseDestroy(cusparse_);
-        cusparse_ = nullptr;
-    }
-    if (comm_ != nullptr) {
-        (void)cudaStreamDestroy(comm_);
-        comm_ = nullptr;
-    }
-    if (compute_ != nullptr) {
-        (void)cudaStreamDestroy(compute_);
-        compute_ = nullptr;
-    }
+    const auto destroy_handle = [](auto& handle, auto destroy) {
+        if (handle != nullptr) {
+            (void)destroy(handle);
+            handle = nullptr;
+        }
+    };
+    destroy_handle(cublas_, cublasDestroy);
+    destroy_handle(cusparse_, cusparseDestroy);
+    destroy_handle(comm_, cudaStreamDestroy);
+    destroy_handle(compute_, cudaStreamDestroy);
     if (pool_ != nullptr) {
         // Hand the pool's unused memory back to the driver (other Contexts' live blocks stay);
         // the frees issued on our streams completed with the synchronizations above.
@@ -154,20 +164,13 @@ void* Context::allocate(std::size_t bytes, cudaStream_t stream)
     const cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream);
     if (status == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();  // not sticky, but a later launch check must not see it
-        std::size_t free_bytes = 0;
-        std::size_t total_bytes = 0;
-        bool have_info = false;
-        {
-            const DeviceScope scope(device_);
-            have_info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
-            (void)cudaGetLastError();
-        }
+        const auto info = memory_info(device_);
         const std::size_t in_use = bytes_in_use();
         HALO_THROW(CudaError, "out of memory on device ", device_, " (", name_, "): requested ",
                    format_bytes(bytes), " (", bytes, " bytes) with ",
-                   have_info ? format_bytes(free_bytes) : std::string("an unknown amount"),
-                   " free of ", have_info ? format_bytes(total_bytes) : std::string("?"), " and ",
-                   format_bytes(in_use), " in use by this rank (", local_size_, " rank",
+                   info.known ? format_bytes(info.free_bytes) : std::string("an unknown amount"),
+                   " free of ", info.known ? format_bytes(info.total_bytes) : std::string("?"),
+                   " and ", format_bytes(in_use), " in use by this rank (", local_size_, " rank",
                    local_size_ == 1 ? "" : "s",
                    " on this node); try more ranks (a smaller shard per GPU)");
     }
@@ -211,19 +214,13 @@ std::size_t Context::peak_bytes() const noexcept
 
 std::string Context::memory_report() const
 {
-    std::size_t free_bytes = 0;
-    std::size_t total_bytes = 0;
-    bool have_info = false;
-    {
-        const DeviceScope scope(device_);
-        have_info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
-        (void)cudaGetLastError();
-    }
+    const auto info = memory_info(device_);
     std::string report = "device " + std::to_string(device_) + " (" + name_ +
                          "): " + format_bytes(bytes_in_use()) + " in use, peak " +
                          format_bytes(peak_bytes());
-    if (have_info) {
-        report += ", " + format_bytes(free_bytes) + " free of " + format_bytes(total_bytes);
+    if (info.known) {
+        report +=
+            ", " + format_bytes(info.free_bytes) + " free of " + format_bytes(info.total_bytes);
     }
     return report;
 }

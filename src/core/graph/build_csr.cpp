@@ -272,11 +272,8 @@ Csr build_csr_rows(std::int64_t first_row, std::int64_t num_rows, std::int64_t n
     return csr;
 }
 
-void normalize(Csr& csr, Normalization kind)
+std::vector<double> normalization_degrees(Csr& csr)
 {
-    if (kind == Normalization::none) {
-        return;
-    }
     const auto n = csr.num_rows;
     if (!csr.has_values()) {
         csr.values.assign(csr.indices.size(), 1.0f);
@@ -291,21 +288,38 @@ void normalize(Csr& csr, Normalization kind)
         }
         degree[i] = sum;
     }
+    return degree;
+}
+
+void normalize_rows(Csr& rows, std::int64_t first_row, Normalization kind,
+                    const std::vector<double>& degree, const std::vector<double>& all_degrees)
+{
+    const auto n = rows.num_rows;
+    auto inv_sqrt = [](double d) { return d > 0.0 ? 1.0 / std::sqrt(d) : 0.0; };
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = 0; i < n; ++i) {
+        for (auto k = rows.indptr[i]; k < rows.indptr[i + 1]; ++k) {
+            const double a = rows.values[k];
+            const double scaled = kind == Normalization::mean
+                                      ? (degree[i] > 0.0 ? a / degree[i] : 0.0)
+                                      : a * inv_sqrt(all_degrees[first_row + i]) *
+                                            inv_sqrt(all_degrees[rows.indices[k]]);
+            rows.values[k] = static_cast<float>(scaled);
+        }
+    }
+}
+
+void normalize(Csr& csr, Normalization kind)
+{
+    if (kind == Normalization::none) {
+        return;
+    }
+    const auto degree = normalization_degrees(csr);
     if (kind == Normalization::gcn) {
         HALO_EXPECTS(csr.num_rows == csr.num_cols, "gcn normalization needs a square matrix, got ",
                      csr.num_rows, " x ", csr.num_cols);
     }
-    auto inv_sqrt = [](double d) { return d > 0.0 ? 1.0 / std::sqrt(d) : 0.0; };
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::int64_t i = 0; i < n; ++i) {
-        for (auto k = csr.indptr[i]; k < csr.indptr[i + 1]; ++k) {
-            const double a = csr.values[k];
-            const double scaled = kind == Normalization::mean
-                                      ? (degree[i] > 0.0 ? a / degree[i] : 0.0)
-                                      : a * inv_sqrt(degree[i]) * inv_sqrt(degree[csr.indices[k]]);
-            csr.values[k] = static_cast<float>(scaled);
-        }
-    }
+    normalize_rows(csr, 0, kind, degree, degree);
 }
 
 namespace {
