@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: the job's I/O (issue 16) on R-MAT SCALE symmetrized, one rank: the dataset
+# On the GPU machine: the job's I/O (docs/PERFORMANCE.md, "The whole job") on R-MAT SCALE symmetrized, one rank: the dataset
 # read warm and cold and per thread count, the result write synced and not, the whole halo-infer
 # phase table, and halo-inspect --export; writes OUT/io.md and OUT/io.csv (docs/PERFORMANCE.md,
 # "The whole job"). Stages, in the order given; each fits one 10-minute command on the H200

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Past METIS's 2^31 limit (issue 17, docs/PARTITION.md), for the 16-core, 128 GiB GPU machine:
+# Past METIS's 2^31 limit (docs/PARTITION.md), for the 16-core, 128 GiB GPU machine:
 #   A. the parallel CSR build: R-MAT 26, edge factor 16, symmetrized (2.1B nonzeros), --parts 1
 #      (the baseline was 159 s of CSR build, 43 GiB peak; target <= 40 s);
 #   B. R-MAT 26, edge factor 32, symmetrized (about 4.2B adjacency entries) partitioned into 4

@@ -159,47 +159,59 @@ def interior_share(report):
     return f"{100 * sum(p['interior_nnz'] for p in parts) / max(1, report['num_nonzeros']):.1f}%"
 
 
+def table(title, columns, rows):
+    """A Markdown table: columns are (header, format(row) -> str); the first is left-aligned."""
+    lines = ["", f"### {title}", "", "| " + " | ".join(h for h, _ in columns) + " |",
+             "| --- |" + " ---: |" * (len(columns) - 1)]
+    lines += ["| " + " | ".join(f(r) for _, f in columns) + " |" for r in rows]
+    return lines
+
+
+def graph(r):
+    return f"R-MAT {r['scale']}"
+
+
+def pct(key):
+    return lambda r: f"{100 * r[key]:.0f}%"
+
+
+def num(key, digits=2, suffix=""):
+    return lambda r: f"{r[key]:.{digits}f}{suffix}"
+
+
 def markdown(strong, weak, int8, parts):
-    lines = ["### Strong scaling", "",
-             "| graph | layer | GPUs | forward ms | speed-up | layers ms (sum of max) | exchange alone ms | "
-             "waiting ms | hidden | saved | compute imbalance | exchanged MB/rank | device GiB/rank | read s |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in strong:
-        lines.append(f"| R-MAT {r['scale']} | {r['layer']} | {r['gpus']} | {r['forward_ms']:.2f} | "
-                     f"{r['speedup']:.2f}x | {r['layers_ms']:.2f} | {r['alone_ms']:.2f} | "
-                     f"{r['waiting_ms']:.2f} | {100 * r['hidden']:.0f}% | {100 * r['saved']:.0f}% | {r['imbalance']:.3f} | "
-                     f"{r['mb_per_rank']:.1f} | {r['device_gib']:.2f} | {r['read_s']:.2f} |")
+    lines = table("Strong scaling", [
+        ("graph", graph), ("layer", lambda r: r["layer"]), ("GPUs", lambda r: str(r["gpus"])),
+        ("forward ms", num("forward_ms")), ("speed-up", num("speedup", 2, "x")),
+        ("layers ms (sum of max)", num("layers_ms")), ("exchange alone ms", num("alone_ms")),
+        ("waiting ms", num("waiting_ms")), ("hidden", pct("hidden")), ("saved", pct("saved")),
+        ("compute imbalance", num("imbalance", 3)), ("exchanged MB/rank", num("mb_per_rank", 1)),
+        ("device GiB/rank", num("device_gib")), ("read s", num("read_s"))], strong)
     inter = [r for r in strong if "interior_ms" in r]
     if inter:
-        lines += ["", "### Split overlap against interior rows only", "",
-                  "| graph | layer | GPUs | forward ms split | hidden split | forward ms interior | "
-                  "hidden interior |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-        for r in inter:
-            lines.append(f"| R-MAT {r['scale']} | {r['layer']} | {r['gpus']} | {r['forward_ms']:.2f} | "
-                         f"{100 * r['hidden']:.0f}% | {r['interior_ms']:.2f} | "
-                         f"{100 * r['interior_hidden']:.0f}% |")
-    lines += ["", "### Weak scaling", "",
-              "| layer | graph | GPUs | forward ms | per layer ms | vs 1 GPU |",
-              "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for r in weak:
-        lines.append(f"| {r['layer']} | R-MAT {r['scale']} | {r['gpus']} | {r['forward_ms']:.2f} | "
-                     f"{r['per_layer_ms']:.2f} | {r['ratio']:.3f} |")
-    lines += ["", "### int8 rows against fp32 rows (exchange alone, --step-timing --no-overlap)", "",
-              "| graph | layer | GPUs | fp32 MB/rank | int8 MB/rank | fp32 exchange ms | int8 exchange ms | "
-              "fp32 forward ms | int8 forward ms |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for r in int8:
-        lines.append(f"| R-MAT {r['scale']} | {r['layer']} | {r['gpus']} | {r['fp32_mb']:.1f} | "
-                     f"{r['int8_mb']:.1f} | {r['fp32_ms']:.2f} | {r['int8_ms']:.2f} | "
-                     f"{r['fp32_fwd']:.2f} | {r['int8_fwd']:.2f} |")
-    lines += ["", "### Partitions (METIS, all built at once: times share the cores)", "",
-              "| dataset | nonzeros | parts | edge cut | halo volume | nnz imbalance | interior share | total s | peak GiB |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for name, p in sorted(parts.items()):
-        lines.append(f"| {name[len('partition-'):]} | {p['num_nonzeros']:,} | {p['parts']} | "
-                     f"{p['edge_cut']:,} | {p['halo_volume']:,} | {p['nnz_imbalance']:.3f} | {interior_share(p)} | "
-                     f"{p['seconds'].get('total', float('nan')):.1f} | {p['peak_rss_bytes'] / 2**30:.1f} |")
-    return "\n".join(lines) + "\n"
+        lines += table("Split overlap against interior rows only", [
+            ("graph", graph), ("layer", lambda r: r["layer"]), ("GPUs", lambda r: str(r["gpus"])),
+            ("forward ms split", num("forward_ms")), ("hidden split", pct("hidden")),
+            ("forward ms interior", num("interior_ms")),
+            ("hidden interior", pct("interior_hidden"))], inter)
+    lines += table("Weak scaling", [
+        ("layer", lambda r: r["layer"]), ("graph", graph), ("GPUs", lambda r: str(r["gpus"])),
+        ("forward ms", num("forward_ms")), ("per layer ms", num("per_layer_ms")),
+        ("vs 1 GPU", num("ratio", 3))], weak)
+    lines += table("int8 rows against fp32 rows (exchange alone, --step-timing --no-overlap)", [
+        ("graph", graph), ("layer", lambda r: r["layer"]), ("GPUs", lambda r: str(r["gpus"])),
+        ("fp32 MB/rank", num("fp32_mb", 1)), ("int8 MB/rank", num("int8_mb", 1)),
+        ("fp32 exchange ms", num("fp32_ms")), ("int8 exchange ms", num("int8_ms")),
+        ("fp32 forward ms", num("fp32_fwd")), ("int8 forward ms", num("int8_fwd"))], int8)
+    lines += table("Partitions (METIS, all built at once: times share the cores)", [
+        ("dataset", lambda p: p["name"]), ("nonzeros", lambda p: f"{p['num_nonzeros']:,}"),
+        ("parts", lambda p: str(p["parts"])), ("edge cut", lambda p: f"{p['edge_cut']:,}"),
+        ("halo volume", lambda p: f"{p['halo_volume']:,}"),
+        ("nnz imbalance", num("nnz_imbalance", 3)), ("interior share", interior_share),
+        ("total s", lambda p: f"{p['seconds'].get('total', float('nan')):.1f}"),
+        ("peak GiB", lambda p: f"{p['peak_rss_bytes'] / 2**30:.1f}")],
+        [{**p, "name": name[len("partition-"):]} for name, p in sorted(parts.items())])
+    return "\n".join(lines[1:]) + "\n"
 
 
 def plots(out, strong, weak):
@@ -224,12 +236,22 @@ def plots(out, strong, weak):
     fig, ax = plt.subplots(figsize=(5, 4))
     multi = [r for r in strong if r["gpus"] > 1]
     labels = [f"{r['layer']} {r['gpus']} GPUs" for r in multi]
-    ax.bar(labels, [100 * r["hidden"] for r in multi])
+    both = any("interior_hidden" in r for r in multi)
+    ax.bar([k - 0.2 * both for k in range(len(multi))], [100 * r["hidden"] for r in multi],
+           width=0.4 if both else 0.8, label="default overlap")
+    if both:
+        ax.bar([k + 0.2 for k in range(len(multi))],
+               [100 * r.get("interior_hidden", float("nan")) for r in multi], width=0.4,
+               label="--overlap interior")
+        ax.legend()
+    ax.set_xticks(range(len(multi)), labels)
     ax.axhline(80, color="k", ls="--", lw=0.8)
-    ax.set_ylabel("exchange hidden behind interior rows (%)")
+    ax.set_ylabel("exchange hidden behind aggregation (%)")
     ax.set_ylim(0, 100)
     fig.tight_layout()
     fig.savefig(out / "exchange-hidden.png", dpi=120)
+    if not weak:
+        return
     fig, ax = plt.subplots(figsize=(5, 4))
     for layer in sorted({r["layer"] for r in weak}):
         rs = [r for r in weak if r["layer"] == layer]

@@ -217,7 +217,7 @@ TEST(AccelGcn, SharedGraphs)
 TEST(AccelGcn, AblationWithoutDegreeSortOrCombinedWarps)
 {
     HALO_REQUIRE_GPUS(1);
-    // Issue 6 item 6's switches compute the same result: unsorted rows in runs of equal degree,
+    // The Accel-GCN switches (docs/KERNELS.md) compute the same result: unsorted rows in runs of equal degree,
     // and warps that loop over their own column slices (the paper's Fig. 4(a)).
     for (const bool sort : {true, false}) {
         for (const bool combined : {true, false}) {

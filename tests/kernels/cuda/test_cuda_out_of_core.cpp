@@ -1,4 +1,4 @@
-// Issue 15 on the CUDA backend: the engine's memory report against the allocator's peak, and the
+// Lean memory and out-of-core execution on the CUDA backend: the engine's memory report against the allocator's peak, and the
 // row-block driver (out of core) against the in-memory run. Skipped without a device.
 #include <algorithm>
 #include <cmath>
