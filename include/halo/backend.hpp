@@ -50,6 +50,10 @@ public:
     virtual ~SpmmPlan() = default;
     virtual void run(DenseView<const float> x, DenseView<float> y, RowRange rows) = 0;
     virtual std::string algorithm() const = 0;
+    /// Whether run() computes the exact product; false for a sampling approximation (AES),
+    /// whose result depends on the whole row it samples from, so that the engine never splits
+    /// its operator into column blocks (OverlapMode::split).
+    virtual bool exact() const { return true; }
     /// What the plan decided at run time (an autotuned plan's choices), one line per decision;
     /// empty for plans that decide nothing.
     virtual std::string report() const { return {}; }
@@ -180,8 +184,8 @@ public:
 
     /// MaxK aggregation over `a` (the gcn operator) for CBSR rows of `dim` with k entries.
     /// Backends without MaxK kernels throw halo::InputError naming themselves.
-    virtual std::unique_ptr<MaxkPlan> make_maxk_plan(const Csr& a, std::int64_t dim,
-                                                     std::int64_t k, const SpmmPlanHints& hints);
+    virtual std::unique_ptr<MaxkPlan> make_maxk_plan(const Csr& a, std::int64_t dim, std::int64_t k,
+                                                     const SpmmPlanHints& hints);
     /// Attention over the pattern of `a` (values ignored) for widths up to max_dim.
     virtual std::unique_ptr<AttentionPlan> make_attention_plan(const Csr& a, std::int64_t max_dim,
                                                                AttentionKernel kernel,

@@ -47,6 +47,8 @@ public:
                to_string(options_.scaling);
     }
 
+    bool exact() const override { return false; }
+
     std::string report() const override
     {
         const auto stats = aes_sample_stats(a_.view(), a_.view().all_rows(), options_.sample_width);
@@ -131,15 +133,12 @@ public:
         return reference::make_cpu_quantized_spmm_plan(a, options_.aes);
     }
 
-    void dequantize(const QuantizedView& x, DenseView<float> y) override
-    {
-        halo::dequantize(x, y);
-    }
+    void dequantize(const QuantizedView& x, DenseView<float> y) override { halo::dequantize(x, y); }
 
     void normalize_rows(DenseView<const float> x, DenseView<float> y) override
     {
-        HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "normalize_rows shapes differ: ",
-                     x.rows, "x", x.cols, " vs ", y.rows, "x", y.cols);
+        HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "normalize_rows shapes differ: ", x.rows,
+                     "x", x.cols, " vs ", y.rows, "x", y.cols);
 #pragma omp parallel for schedule(static)
         for (std::int64_t i = 0; i < x.rows; ++i) {
             double sq = 0.0;

@@ -131,9 +131,10 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
     if (!plan) {
         const auto& a = operator_matrix(kind);
         plan = backend.make_spmm_plan(a, hints_for(kernel_operator_name(kind)));
-        if (split_overlap()) {
+        if (split_overlap() && plan->exact()) {
             // The stored kernel metadata describes the whole operator: the blocks choose their
-            // own (and their tuning is not stored).
+            // own (and their tuning is not stored). A sampling plan (AES) keeps the whole rows
+            // it samples from, so it is not split.
             const auto local = column_block(a, n_owned, false);
             const auto halo = column_block(a, n_owned, true);
             auto& split = split_[kind];

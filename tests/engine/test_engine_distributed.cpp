@@ -26,7 +26,8 @@ using halo::testing::engine_test_graph;
 // comm returns them; others return empty).
 std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int parts,
                                    const halo::Model& model, std::uint64_t seed,
-                                   halo::EngineOptions options = {})
+                                   halo::EngineOptions options = {},
+                                   halo::CpuBackendOptions backend_options = {})
 {
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
@@ -35,7 +36,7 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
     popt.method = parts == 1 ? halo::Partitioner::block : halo::Partitioner::metis;
     const auto owner = halo::partition_graph(graph.view(), popt);
     const auto shard = halo::build_shard(graph, owner, parts, rank);
-    auto backend = halo::make_cpu_backend();
+    auto backend = halo::make_cpu_backend(backend_options);
     std::unique_ptr<halo::HaloExchanger> exchanger;
     if (parts == 1) {
         exchanger = halo::make_local_exchanger(shard);
@@ -45,12 +46,14 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
     }
     halo::Engine engine(*backend, *exchanger, shard, model, options);
     if (options.overlap_mode == halo::OverlapMode::split && shard.num_halo > 0) {
-        // The split operators exist: the column blocks hold the operator's nonzeros once more.
+        // The split operators exist: the column blocks hold the operator's nonzeros once more;
+        // a sampling (AES) plan is never split.
         auto plain_options = options;
         plain_options.overlap_mode = halo::OverlapMode::interior;
         auto plain_exchanger = halo::make_mpi_exchanger(comm, shard, model.exchange_width());
         const halo::Engine plain(*backend, *plain_exchanger, shard, model, plain_options);
-        EXPECT_EQ(engine.memory_report().indices, 2 * plain.memory_report().indices);
+        EXPECT_EQ(engine.memory_report().indices,
+                  (backend_options.aes ? 1 : 2) * plain.memory_report().indices);
     }
     const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), seed);
     const auto out = engine.run(x);
@@ -185,6 +188,34 @@ TEST(EngineDistributed, SplitOverlapSageOnCoraMatchesOneRank)
 TEST(EngineDistributed, SplitOverlapGinOnRmatMatchesOneRank)
 {
     expect_split_close("rmat:12", halo::LayerType::gin, {16, 32, 8});
+}
+
+// AES samples up to W nonzeros of each whole row: split into blocks it would sample up to W of
+// each, another approximation. Its plans stay whole, so split and interior give the same bits.
+TEST(EngineDistributed, SplitOverlapLeavesAesWhole)
+{
+    const auto graph = engine_test_graph("rmat:12");
+    const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 29);
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm group = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank < 2 ? 0 : MPI_UNDEFINED, world_rank, &group);
+    if (group != MPI_COMM_NULL) {
+        halo::CpuBackendOptions aes;
+        aes.aes = halo::AesOptions{16, halo::AesScaling::sample_sum};
+        halo::EngineOptions split;
+        split.overlap_mode = halo::OverlapMode::split;
+        halo::EngineOptions interior;
+        interior.overlap_mode = halo::OverlapMode::interior;
+        const auto a = run_distributed(group, graph, 2, model, 3, split, aes);
+        const auto b = run_distributed(group, graph, 2, model, 3, interior, aes);
+        if (world_rank == 0) {
+            ASSERT_EQ(a.size(), b.size());
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+        }
+        MPI_Comm_free(&group);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(EngineDistributed, GcnOnCoraEqualsOneRank)

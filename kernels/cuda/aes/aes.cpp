@@ -220,6 +220,7 @@ public:
     }
 
     std::string algorithm() const override { return op_.name("aes-"); }
+    bool exact() const override { return false; }
     std::string report() const override { return op_.report(); }
 
 private:

@@ -201,6 +201,7 @@ public:
         plan_->run(x, y, rows);
     }
     std::string algorithm() const override { return plan_->algorithm(); }
+    bool exact() const override { return plan_->exact(); }
     std::string report() const override
     {
         auto out = plan_->report();
