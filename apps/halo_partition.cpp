@@ -45,6 +45,7 @@ struct Options {
     std::string quantize = "none";
     std::string scotch_strategy = "quality";
     int scotch_tries = 1;
+    int refine_passes = 8;
     std::int64_t chunk_entries = std::int64_t{1} << 24;
 };
 
@@ -137,6 +138,7 @@ int run_distributed(const Options& o, const std::string& command)
     dopt.imbalance = o.imbalance;
     dopt.strategy = o.scotch_strategy;
     dopt.tries = o.scotch_tries;
+    dopt.refine_passes = o.refine_passes;
     dopt.chunk_entries = o.chunk_entries;
     dopt.build.symmetrize = o.symmetrize;
     dopt.build.self_loops = halo::parse_self_loops(o.self_loops);
@@ -205,6 +207,7 @@ int run_distributed(const Options& o, const std::string& command)
             {"ranks", size},
             {"partitioner", "ptscotch"},
             {"strategy", o.scotch_strategy},
+            {"refine_passes", o.refine_passes},
             {"seconds", secs},
             {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
             {"peak_rss_bytes_per_rank", peaks}};
@@ -430,6 +433,11 @@ int main(int argc, char** argv)
     app.add_option("--scotch-tries", o.scotch_tries,
                    "PT-Scotch runs with seeds seed .. seed + N - 1 and keeps the smallest cut")
         ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    app.add_option("--refine-passes", o.refine_passes,
+                   "ptscotch: passes of the distributed greedy k-way refinement after PT-Scotch "
+                   "(0: none)")
+        ->check(CLI::Range(0, 1000))
         ->capture_default_str();
     app.add_option("--chunk-entries", o.chunk_entries,
                    "ptscotch: entries a rank sends per MPI_Alltoallv round (bounds the buffers)")

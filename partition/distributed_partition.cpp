@@ -1,6 +1,8 @@
 // Distributed partitioning with PT-Scotch (include/halo/distributed_partition.hpp).
 #include "halo/distributed_partition.hpp"
 
+#include "halo/distributed_refine.hpp"
+
 #include <ptscotch.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "halo/generators.hpp"
 #include "halo/mpi_error.hpp"
 #include "halo/shard_builder.hpp"
+#include "mpi_comm.hpp"
 
 static_assert(sizeof(SCOTCH_Num) == 8,
               "HaloGNN needs PT-Scotch with 64-bit SCOTCH_Num (Debian's scotch-int64 variant)");
@@ -30,117 +33,8 @@ double since(Clock::time_point start)
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-template <typename T>
-MPI_Datatype mpi_type()
-{
-    if constexpr (std::is_same_v<T, std::int32_t>) {
-        return MPI_INT32_T;
-    } else if constexpr (std::is_same_v<T, std::int64_t>) {
-        return MPI_INT64_T;
-    } else if constexpr (std::is_same_v<T, float>) {
-        return MPI_FLOAT;
-    } else if constexpr (std::is_same_v<T, double>) {
-        return MPI_DOUBLE;
-    } else {
-        static_assert(std::is_same_v<T, std::uint8_t>);
-        return MPI_UINT8_T;
-    }
-}
-
-struct Comm {
-    MPI_Comm comm;
-    int rank = 0;
-    int size = 1;
-
-    explicit Comm(MPI_Comm c) : comm(c)
-    {
-        HALO_MPI_TRY(MPI_Comm_rank(comm, &rank));
-        HALO_MPI_TRY(MPI_Comm_size(comm, &size));
-    }
-
-    std::int64_t max(std::int64_t v) const
-    {
-        HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_MAX, comm));
-        return v;
-    }
-    std::int64_t sum(std::int64_t v) const
-    {
-        HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_SUM, comm));
-        return v;
-    }
-    void sum(std::vector<std::int64_t>& v) const
-    {
-        HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_INT64_T,
-                                   MPI_SUM, comm));
-    }
-
-    // Every rank's `mine`, concatenated in rank order.
-    template <typename T>
-    std::vector<T> allgatherv(const std::vector<T>& mine) const
-    {
-        HALO_EXPECTS(mine.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()),
-                     "allgatherv of ", mine.size(), " values from one rank");
-        int count = static_cast<int>(mine.size());
-        std::vector<int> counts(size);
-        HALO_MPI_TRY(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
-        std::vector<int> displs(size, 0);
-        std::int64_t total = 0;
-        for (int r = 0; r < size; ++r) {
-            HALO_EXPECTS(total <= std::numeric_limits<int>::max(), "allgatherv of ", total,
-                         "+ values: more than MPI's int displacements hold");
-            displs[r] = static_cast<int>(total);
-            total += counts[r];
-        }
-        std::vector<T> all(total);
-        HALO_MPI_TRY(MPI_Allgatherv(mine.data(), count, mpi_type<T>(), all.data(), counts.data(),
-                                    displs.data(), mpi_type<T>(), comm));
-        return all;
-    }
-
-    // One MPI_Alltoallv of `send` (grouped by destination, counts[d] values for rank d); what
-    // arrives is appended to `out` in source-rank order.
-    template <typename T>
-    void alltoallv_append(const std::vector<T>& send, const std::vector<int>& counts,
-                          std::vector<T>& out) const
-    {
-        std::vector<int> recv_counts(size);
-        HALO_MPI_TRY(MPI_Alltoall(counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm));
-        std::vector<int> send_displs(size, 0);
-        std::vector<int> recv_displs(size, 0);
-        std::int64_t send_total = 0;
-        std::int64_t recv_total = 0;
-        for (int r = 0; r < size; ++r) {
-            send_displs[r] = static_cast<int>(send_total);
-            recv_displs[r] = static_cast<int>(recv_total);
-            send_total += counts[r];
-            recv_total += recv_counts[r];
-        }
-        HALO_EXPECTS(recv_total <= std::numeric_limits<int>::max(), "one exchange round brings ",
-                     recv_total, " values: lower chunk_entries");
-        const auto base = out.size();
-        out.resize(base + static_cast<std::size_t>(recv_total));
-        HALO_MPI_TRY(MPI_Alltoallv(send.data(), counts.data(), send_displs.data(), mpi_type<T>(),
-                                   out.data() + base, recv_counts.data(), recv_displs.data(),
-                                   mpi_type<T>(), comm));
-    }
-};
-
-// Block distribution of the node ids: rank r holds rows [first[r], first[r + 1]).
-struct Blocks {
-    std::vector<std::int64_t> first;
-
-    Blocks(std::int64_t n, int size) : first(size + 1)
-    {
-        for (int r = 0; r <= size; ++r) {
-            first[r] = n * r / size;
-        }
-    }
-    int rank_of(std::int64_t v) const
-    {
-        return static_cast<int>(std::upper_bound(first.begin(), first.end(), v) - first.begin()) -
-               1;
-    }
-};
+using detail::Blocks;
+using detail::Comm;
 
 // Runs `body`; when it throws on some rank, every rank throws (the failing one its own error, the
 // others one naming it), so that no rank waits in a later collective for a rank that left.
@@ -396,19 +290,36 @@ std::int64_t pattern_cut(const Comm& c, const Csr& pattern, std::int64_t first_r
     return c.sum(cut);
 }
 
-// PT-Scotch with seeds seed, seed + 1, ..., seed + tries - 1; the partition with the smallest
-// cut wins (the first on ties), so the result stays a function of the options and R.
+// PT-Scotch with seeds seed, seed + 1, ..., seed + tries - 1, each result refined
+// (distributed_refine.hpp) unless refine_passes is 0; the partition with the smallest cut wins
+// (the first on ties), so the result stays a function of the options and R. Adds the time of the
+// refinement to `refine_seconds`.
 std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
-                                           std::int64_t first_row, const DistributedOptions& o)
+                                           std::int64_t first_row, const DistributedOptions& o,
+                                           double& refine_seconds)
 {
     std::vector<std::int32_t> best;
     std::int64_t best_cut = -1;
     for (int t = 0; t < std::max(1, o.tries); ++t) {
         auto parts = scotch_partition_once(c, pattern, first_row, o, o.seed + t);
+        std::int64_t cut = -1;
+        if (o.refine_passes > 0) {
+            const auto start = Clock::now();
+            RefineOptions r;
+            r.num_parts = o.num_parts;
+            r.imbalance = o.imbalance;
+            r.passes = o.refine_passes;
+            r.weight_by_degree = o.weight_by_degree;
+            r.chunk_entries = o.chunk_entries;
+            cut = refine_partition(c.comm, pattern, first_row, parts, r).cut_after;
+            refine_seconds += since(start);
+        }
         if (o.tries <= 1) {
             return parts;
         }
-        const auto cut = pattern_cut(c, pattern, first_row, parts);
+        if (cut < 0) {
+            cut = pattern_cut(c, pattern, first_row, parts);
+        }
         if (best_cut < 0 || cut < best_cut) {
             best_cut = cut;
             best = std::move(parts);
@@ -500,12 +411,13 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
     result.seconds["build_csr"] = since(start);
     start = Clock::now();
 
-    // 3. PT-Scotch on the symmetric pattern.
+    // 3. PT-Scotch on the symmetric pattern, then the refinement.
     std::vector<std::int32_t> my_parts;
+    double refine_seconds = 0;
     if (o.num_parts == 1) {
         my_parts.assign(num_local, 0);
     } else if (o.build.symmetrize) {
-        my_parts = scotch_partition(c, block, first_row, o);
+        my_parts = scotch_partition(c, block, first_row, o, refine_seconds);
     } else {
         // A | A^T: each off-diagonal entry also goes to its column's rank, transposed.
         auto sym =
@@ -521,9 +433,10 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
         const auto pattern =
             build_csr_rows(first_row, num_local, n, sym.rows, sym.cols, {}, SelfLoops::drop);
         sym = {};
-        my_parts = scotch_partition(c, pattern, first_row, o);
+        my_parts = scotch_partition(c, pattern, first_row, o, refine_seconds);
     }
-    result.seconds["partition"] = since(start);
+    result.seconds["partition"] = since(start) - refine_seconds;
+    result.seconds["refine"] = refine_seconds;
     start = Clock::now();
 
     // 4. Owner, boundary flags, quality.

@@ -9,7 +9,8 @@
 //      ids (MPI_Alltoallv in rounds of at most chunk_entries per rank), which sorts, merges and
 //      adds or drops self-loops as build_csr does, and normalizes with allgathered degrees.
 //   3. PT-Scotch: the symmetrized pattern without diagonal, vertex weights 1 + degree, as a
-//      SCOTCH_Dgraph (64-bit SCOTCH_Num); SCOTCH_dgraphPart into num_parts parts.
+//      SCOTCH_Dgraph (64-bit SCOTCH_Num); SCOTCH_dgraphPart into num_parts parts, then a
+//      distributed greedy k-way boundary refinement (distributed_refine.hpp).
 //   4. shards: the owner array and each node's boundary flag are allgathered (O(num_nodes) bytes
 //      per rank), rows move to the rank handling their part (part p on rank p % size, again in
 //      bounded rounds), which builds the shard (build_shard_rows); send plans come from the peers'
@@ -45,6 +46,9 @@ struct DistributedOptions {
     std::string strategy = "quality";  // quality|default|speed|balance|scalability (SCOTCH_STRAT*)
     /// PT-Scotch runs with seeds seed .. seed + tries - 1; the smallest edge cut is kept.
     int tries = 1;
+    /// Passes of the distributed greedy k-way refinement after each PT-Scotch run
+    /// (distributed_refine.hpp); 0 keeps PT-Scotch's partition.
+    int refine_passes = 8;
     BuildOptions build;
     GraphReadOptions read;
     /// Entries (or row nonzeros) a rank sends per MPI_Alltoallv round: bounds the send and
