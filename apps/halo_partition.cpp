@@ -43,7 +43,7 @@ struct Options {
     bool quiet = false;
     std::vector<std::string> kernel_metadata;
     std::string quantize = "none";
-    std::string scotch_strategy = "quality";
+    std::string scotch_strategy = "tuned";
     int scotch_tries = 1;
     int refine_passes = 8;
     std::int64_t chunk_entries = std::int64_t{1} << 24;
@@ -427,8 +427,9 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_option("--scotch-strategy", o.scotch_strategy,
-                   "PT-Scotch strategy: quality | default | speed | balance | scalability")
-        ->check(CLI::IsMember({"quality", "default", "speed", "balance", "scalability"}))
+                   "PT-Scotch strategy: tuned (quality, more thorough; docs/PARTITION.md) | quality | default | "
+                   "speed | balance | scalability")
+        ->check(CLI::IsMember({"tuned", "quality", "default", "speed", "balance", "scalability"}))
         ->capture_default_str();
     app.add_option("--scotch-tries", o.scotch_tries,
                    "PT-Scotch runs with seeds seed .. seed + N - 1 and keeps the smallest cut")

@@ -43,7 +43,9 @@ struct DistributedOptions {
     int num_parts = 1;
     std::uint64_t seed = 1;
     double imbalance = 1.03;  // max part weight / mean (PT-Scotch's kbalval = imbalance - 1)
-    std::string strategy = "quality";  // quality|default|speed|balance|scalability (SCOTCH_STRAT*)
+    /// tuned (SCOTCH_STRATQUALITY with more thorough bipartitioning and coarsening;
+    /// docs/PARTITION.md) | quality | default | speed | balance | scalability (SCOTCH_STRAT*)
+    std::string strategy = "tuned";
     /// PT-Scotch runs with seeds seed .. seed + tries - 1; the smallest edge cut is kept.
     int tries = 1;
     /// Passes of the distributed greedy k-way refinement after each PT-Scotch run
