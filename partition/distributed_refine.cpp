@@ -204,10 +204,16 @@ RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t fir
                         continue;
                     }
                     const auto gain = conn[q] - internal;
-                    if (gain <= 0 || inflow[q] + weight[i] > share[q] + outflow[q]) {
+                    if (gain < 0 || inflow[q] + weight[i] > share[q] + outflow[q]) {
                         continue;
                     }
                     const auto w = part_weight[q] + inflow[q] - outflow[q];
+                    // A move without gain only when it evens out the two parts (it makes room
+                    // in the heavier one for moves with gain, as in METIS).
+                    if (gain == 0 &&
+                        w + weight[i] > part_weight[from] + inflow[from] - outflow[from] - weight[i]) {
+                        continue;
+                    }
                     if (best < 0 || gain > best_gain ||
                         (gain == best_gain && (w < best_weight || (w == best_weight && q < best)))) {
                         best = q;

@@ -7,7 +7,8 @@
 // owners (MPI_Alltoallv in bounded rounds). A pass has two sub-phases, moves to higher part ids
 // only and then to lower ones only, so that two neighbours on different ranks never swap places
 // in one sub-phase; each owned boundary vertex moves to the neighbouring part with the largest
-// positive gain (ties: the lighter part, then the smaller id) if the part's capacity allows it.
+// positive gain (ties: the lighter part, then the smaller id) if the part's capacity allows it;
+// a move without gain is made only towards a part lighter by more than twice the vertex weight.
 // Each part's remaining capacity under the bound is split evenly among the ranks (plus what a
 // rank moved out of the part in the same sub-phase), so the bound holds after every sub-phase
 // without further communication. A sub-phase whose moves, made on stale ghost labels, increased
