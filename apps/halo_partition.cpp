@@ -427,8 +427,8 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_option("--scotch-strategy", o.scotch_strategy,
-                   "PT-Scotch strategy: tuned (quality, more thorough; docs/PARTITION.md) | quality | default | "
-                   "speed | balance | scalability")
+                   "PT-Scotch strategy: tuned (quality, more thorough; docs/PARTITION.md) | "
+                   "quality | default | speed | balance | scalability")
         ->check(CLI::IsMember({"tuned", "quality", "default", "speed", "balance", "scalability"}))
         ->capture_default_str();
     app.add_option("--scotch-tries", o.scotch_tries,

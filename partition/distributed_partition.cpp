@@ -1,15 +1,13 @@
 // Distributed partitioning with PT-Scotch (include/halo/distributed_partition.hpp).
 #include "halo/distributed_partition.hpp"
 
-#include "halo/distributed_refine.hpp"
-
 #include <ptscotch.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -17,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "halo/distributed_refine.hpp"
 #include "halo/error.hpp"
 #include "halo/generators.hpp"
 #include "halo/mpi_error.hpp"

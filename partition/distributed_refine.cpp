@@ -32,8 +32,8 @@ public:
             const auto end = std::min(count, begin + chunk);
             std::fill(counts.begin(), counts.end(), 0);
             for (auto g = begin; g < end; ++g) {
-                const auto owner = std::upper_bound(starts.begin(), starts.end(), ghosts[g]) -
-                                   starts.begin() - 1;
+                const auto owner =
+                    std::upper_bound(starts.begin(), starts.end(), ghosts[g]) - starts.begin() - 1;
                 ++counts[owner];
             }
             const std::vector<global_id> ids(ghosts.begin() + begin, ghosts.begin() + end);
@@ -88,8 +88,8 @@ RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t fir
     const Comm c(comm);
     const auto n_local = pattern.num_rows;
     const int num_parts = o.num_parts;
-    HALO_EXPECTS(static_cast<std::int64_t>(parts.size()) == n_local, "refine_partition: ",
-                 parts.size(), " labels for ", n_local, " rows");
+    HALO_EXPECTS(static_cast<std::int64_t>(parts.size()) == n_local,
+                 "refine_partition: ", parts.size(), " labels for ", n_local, " rows");
     HALO_EXPECTS(num_parts >= 1, "refine_partition: ", num_parts, " parts");
     for (const auto p : parts) {
         HALO_EXPECTS(p >= 0 && p < num_parts, "refine_partition: label ", p, " outside [0, ",
@@ -210,12 +210,13 @@ RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t fir
                     const auto w = part_weight[q] + inflow[q] - outflow[q];
                     // A move without gain only when it evens out the two parts (it makes room
                     // in the heavier one for moves with gain, as in METIS).
-                    if (gain == 0 &&
-                        w + weight[i] > part_weight[from] + inflow[from] - outflow[from] - weight[i]) {
+                    if (gain == 0 && w + weight[i] > part_weight[from] + inflow[from] -
+                                                         outflow[from] - weight[i]) {
                         continue;
                     }
                     if (best < 0 || gain > best_gain ||
-                        (gain == best_gain && (w < best_weight || (w == best_weight && q < best)))) {
+                        (gain == best_gain &&
+                         (w < best_weight || (w == best_weight && q < best)))) {
                         best = q;
                         best_gain = gain;
                         best_weight = w;

@@ -87,7 +87,7 @@ struct Comm {
     // arrives is appended to `out` in source-rank order. Returns how many came from each rank.
     template <typename T>
     std::vector<int> alltoallv_append(const std::vector<T>& send, const std::vector<int>& counts,
-                          std::vector<T>& out) const
+                                      std::vector<T>& out) const
     {
         std::vector<int> recv_counts(size);
         HALO_MPI_TRY(MPI_Alltoall(counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm));

@@ -17,28 +17,18 @@
 #include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
 #include "halo_test.hpp"
+#include "mpi_world.hpp"
 
 namespace {
 
-int rank()
-{
-    int r = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-}
-
-int size()
-{
-    int s = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &s);
-    return s;
-}
+using halo::testing::world_rank;
+using halo::testing::world_size;
 
 // One scratch directory for all ranks: rank 0's, broadcast.
 std::filesystem::path shared_scratch(const std::string& tag)
 {
     std::string path;
-    if (rank() == 0) {
+    if (world_rank() == 0) {
         path = halo::testing::scratch_dir(tag).string();
     }
     int length = static_cast<int>(path.size());
@@ -56,7 +46,7 @@ std::vector<std::int32_t> check_round_trip(const std::string& input, const halo:
 {
     const auto result = halo::partition_distributed(MPI_COMM_WORLD, input, options);
     for (const auto& shard : result.shards) {
-        EXPECT_EQ(halo::part_rank(shard.part, size()), rank());
+        EXPECT_EQ(halo::part_rank(shard.part, world_size()), world_rank());
         EXPECT_NO_THROW(halo::validate_shard(shard, tag));
     }
     const auto dir = shared_scratch(tag);
@@ -67,7 +57,7 @@ std::vector<std::int32_t> check_round_trip(const std::string& input, const halo:
     info.normalization = halo::to_string(options.build.normalization);
     info.self_loops = halo::to_string(options.build.self_loops);
     halo::write_distributed_dataset(MPI_COMM_WORLD, path, info, result);
-    if (rank() == 0) {
+    if (world_rank() == 0) {
         EXPECT_NO_THROW(halo::check_dataset(path)) << tag;
         const auto read_info = halo::read_dataset_info(path);
         EXPECT_EQ(read_info.num_parts, options.num_parts);
@@ -165,7 +155,7 @@ TEST(DistributedPartition, MoreRanksThanLinesAndLinesAcrossSlices)
     // blank line: with 3 ranks some slices hold no line start at all.
     const auto dir = shared_scratch("tiny");
     const auto path = dir / "tiny.el";
-    if (rank() == 0) {
+    if (world_rank() == 0) {
         std::ofstream out(path);
         out << "# Nodes: 5\n0          1\n\n1                  2\n3 4\n";
     }

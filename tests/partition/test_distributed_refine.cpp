@@ -15,33 +15,23 @@
 #include "halo/io.hpp"
 #include "halo/partition.hpp"
 #include "halo_test.hpp"
+#include "mpi_world.hpp"
 
 namespace {
 
-int rank()
-{
-    int r = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-}
-
-int size()
-{
-    int s = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &s);
-    return s;
-}
+using halo::testing::world_rank;
+using halo::testing::world_size;
 
 std::int64_t first_row(std::int64_t n, int r)
 {
-    return n * r / size();
+    return n * r / world_size();
 }
 
 // This rank's block of rows of `csr` (global column ids).
 halo::Csr block_rows(const halo::Csr& csr)
 {
-    const auto begin = first_row(csr.num_rows, rank());
-    const auto end = first_row(csr.num_rows, rank() + 1);
+    const auto begin = first_row(csr.num_rows, world_rank());
+    const auto end = first_row(csr.num_rows, world_rank() + 1);
     halo::Csr block;
     block.num_rows = end - begin;
     block.num_cols = csr.num_cols;
@@ -57,9 +47,9 @@ halo::Csr block_rows(const halo::Csr& csr)
 // Every rank's labels, in row order.
 std::vector<std::int32_t> gather(const std::vector<std::int32_t>& mine, std::int64_t n)
 {
-    std::vector<int> counts(size());
-    std::vector<int> displs(size());
-    for (int r = 0; r < size(); ++r) {
+    std::vector<int> counts(world_size());
+    std::vector<int> displs(world_size());
+    for (int r = 0; r < world_size(); ++r) {
         displs[r] = static_cast<int>(first_row(n, r));
         counts[r] = static_cast<int>(first_row(n, r + 1) - first_row(n, r));
     }
@@ -122,9 +112,9 @@ TEST(DistributedRefine, FindsTwoCliquesFromABadLabelling)
     edges.dst.push_back(8);
     const auto csr = symmetric_csr(edges);
     std::vector<std::int32_t> initial = {1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1, 1, 1, 1};
-    const auto begin = first_row(16, rank());
+    const auto begin = first_row(16, world_rank());
     std::vector<std::int32_t> mine(initial.begin() + begin,
-                                   initial.begin() + first_row(16, rank() + 1));
+                                   initial.begin() + first_row(16, world_rank() + 1));
     halo::RefineOptions o;
     o.num_parts = 2;
     // Room for two clique vertices per rank in the other part: the moves need slack (a greedy
@@ -146,7 +136,7 @@ TEST(DistributedRefine, NeverWorseBalancedAndRepeatable)
         HALO_REQUIRE_SHARED_FILE(path, name);
         const auto csr = symmetric_csr(halo::read_graph(path));
         const auto n = csr.num_rows;
-        const auto begin = first_row(n, rank());
+        const auto begin = first_row(n, world_rank());
         const auto block = block_rows(csr);
         for (const int parts : {2, 5, 8}) {
             const std::string tag = std::string(name) + " parts " + std::to_string(parts);
@@ -175,9 +165,8 @@ TEST(DistributedRefine, NeverWorseBalancedAndRepeatable)
             for (const auto w : before) {
                 total += w;
             }
-            const auto bound =
-                static_cast<std::int64_t>(std::floor(o.imbalance * static_cast<double>(total) /
-                                                     parts));
+            const auto bound = static_cast<std::int64_t>(
+                std::floor(o.imbalance * static_cast<double>(total) / parts));
             for (int p = 0; p < parts; ++p) {
                 EXPECT_LE(after[p], std::max(bound, before[p])) << tag << " part " << p;
                 EXPECT_GT(after[p], 0) << tag << " part " << p;
