@@ -427,7 +427,7 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_option("--scotch-strategy", o.scotch_strategy,
-                   "PT-Scotch strategy: tuned (quality, more thorough; docs/PARTITION.md) | "
+                   "PT-Scotch strategy: tuned (quality and two variants, the best kept) | "
                    "quality | default | speed | balance | scalability")
         ->check(CLI::IsMember({"tuned", "quality", "default", "speed", "balance", "scalability"}))
         ->capture_default_str();

@@ -212,19 +212,20 @@ std::string strat_string(const Comm& c, SCOTCH_Strat& strat)
     return text;
 }
 
-// "tuned": PT-Scotch's quality strategy with a more thorough sequential bipartitioning (100
-// instead of 10 greedy graph growing passes at the coarsest level, FM giving up after 400 instead
-// of 80 moves without gain) and coarsening that goes on while each level keeps at most 90% of the
-// vertices (80%: on social and citation graphs with many leaves, heavy-edge matching shrinks the
-// graph slowly and coarsening stopped with large graphs left for the initial bipartitioning).
-// Measured in docs/PARTITION.md.
-std::string tune_strategy(const Comm& c, std::string text)
+// Variants of PT-Scotch's quality strategy that "tuned" runs besides it: 1, a more thorough
+// sequential bipartitioning (100 instead of 10 greedy graph growing passes at the coarsest level,
+// FM giving up after 400 instead of 80 moves without gain); 2, that and coarsening that goes on
+// while a level keeps up to 90% of the vertices (80%: on citation graphs with many leaves,
+// heavy-edge matching shrinks the graph slowly and coarsening stopped early). No variant wins on
+// every graph (docs/PARTITION.md), hence the three runs.
+std::string tune_strategy(const Comm& c, std::string text, int variant)
 {
     const std::pair<const char*, const char*> changes[] = {
         {"h{pass=10}", "h{pass=100}"}, {"move=80,", "move=400,"}, {"rat=0.8", "rat=0.9"}};
-    for (const auto& [from, to] : changes) {
-        const std::string a(from);
-        const std::string b(to);
+    const int used = variant == 1 ? 2 : 3;
+    for (int k = 0; k < used; ++k) {
+        const std::string a(changes[k].first);
+        const std::string b(changes[k].second);
         std::size_t found = 0;
         for (auto at = text.find(a); at != std::string::npos; at = text.find(a, at + b.size())) {
             text.replace(at, a.size(), b);
@@ -236,11 +237,11 @@ std::string tune_strategy(const Comm& c, std::string text)
     return text;
 }
 
-// Step 3: PT-Scotch on the symmetric pattern of the block rows (no diagonal). Returns the part of
-// each block row.
+// Step 3: PT-Scotch on the symmetric pattern of the block rows (no diagonal), with the strategy
+// variant `variant` (0: as named; 1, 2: tune_strategy). Returns the part of each block row.
 std::vector<std::int32_t> scotch_partition_once(const Comm& c, const Csr& pattern,
                                                 std::int64_t first_row, const DistributedOptions& o,
-                                                std::uint64_t seed)
+                                                std::uint64_t seed, int variant)
 {
     const auto n_local = pattern.num_rows;
     std::vector<SCOTCH_Num> vertloctab(n_local + 1, 0);
@@ -306,8 +307,8 @@ std::vector<std::int32_t> scotch_partition_once(const Comm& c, const Csr& patter
     HALO_SCOTCH_TRY(SCOTCH_stratDgraphMapBuild(
         &strat, strategy_flags(o.strategy), static_cast<SCOTCH_Num>(c.size),
         static_cast<SCOTCH_Num>(o.num_parts), std::max(0.0, o.imbalance - 1.0)));
-    if (o.strategy == "tuned") {
-        auto tuned = tune_strategy(c, strat_string(c, strat));
+    if (variant > 0) {
+        auto tuned = tune_strategy(c, strat_string(c, strat), variant);
         SCOTCH_stratExit(&strat);
         HALO_SCOTCH_TRY(SCOTCH_stratInit(&strat));
         HALO_SCOTCH_TRY(SCOTCH_stratDgraphMap(&strat, tuned.c_str()));
@@ -339,8 +340,9 @@ std::int64_t pattern_cut(const Comm& c, const Csr& pattern, std::int64_t first_r
     return c.sum(cut);
 }
 
-// PT-Scotch with seeds seed, seed + 1, ..., seed + tries - 1, each result refined
-// (distributed_refine.hpp) unless refine_passes is 0; the partition with the smallest cut wins
+// PT-Scotch with seeds seed, seed + 1, ..., seed + tries - 1 (with "tuned": each seed with the
+// three strategy variants), each result refined (distributed_refine.hpp) unless refine_passes is
+// 0; the partition with the smallest cut wins
 // (the first on ties), so the result stays a function of the options and R. Adds the time of the
 // refinement to `refine_seconds`.
 std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
@@ -349,8 +351,11 @@ std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
 {
     std::vector<std::int32_t> best;
     std::int64_t best_cut = -1;
-    for (int t = 0; t < std::max(1, o.tries); ++t) {
-        auto parts = scotch_partition_once(c, pattern, first_row, o, o.seed + t);
+    const int variants = o.strategy == "tuned" ? 3 : 1;
+    const int runs = std::max(1, o.tries) * variants;
+    for (int run = 0; run < runs; ++run) {
+        auto parts = scotch_partition_once(c, pattern, first_row, o, o.seed + run / variants,
+                                           run % variants);
         std::int64_t cut = -1;
         if (o.refine_passes > 0) {
             const auto start = Clock::now();
@@ -363,7 +368,7 @@ std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
             cut = refine_partition(c.comm, pattern, first_row, parts, r).cut_after;
             refine_seconds += since(start);
         }
-        if (o.tries <= 1) {
+        if (runs == 1) {
             return parts;
         }
         if (cut < 0) {

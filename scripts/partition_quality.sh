@@ -6,7 +6,7 @@
 # Environment: RANKS (mpirun -np for ptscotch; default 2), GRAPHS (shared graph names without
 # .el.gz; default all of DATA_DIR/*.el.gz), RMAT (generator specs; default "rmat:20:16 rmat:22:16"),
 # PARTS (default "2 4 8"), SEED (default 1), TRIES (--scotch-tries, default 1), NICE (default
-# "nice").
+# "nice"). RMAT= (empty) runs no R-MAT graph.
 # Prints a markdown table; the JSON reports stay in OUT_DIR.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,7 +19,7 @@ parts=${PARTS:-2 4 8}
 seed=${SEED:-1}
 tries=${TRIES:-1}
 nice=${NICE:-nice}
-rmat=${RMAT:-rmat:20:16 rmat:22:16}
+rmat=${RMAT-rmat:20:16 rmat:22:16}
 if [ -z "${GRAPHS:-}" ]; then
   GRAPHS=$(cd "$data" && ls *.el.gz | sed 's/\.el\.gz$//' | tr '\n' ' ')
 fi

@@ -43,10 +43,11 @@ struct DistributedOptions {
     int num_parts = 1;
     std::uint64_t seed = 1;
     double imbalance = 1.03;  // max part weight / mean (PT-Scotch's kbalval = imbalance - 1)
-    /// tuned (SCOTCH_STRATQUALITY with more thorough bipartitioning and coarsening;
+    /// tuned (SCOTCH_STRATQUALITY and two more thorough variants of it, the smallest cut kept;
     /// docs/PARTITION.md) | quality | default | speed | balance | scalability (SCOTCH_STRAT*)
     std::string strategy = "tuned";
-    /// PT-Scotch runs with seeds seed .. seed + tries - 1; the smallest edge cut is kept.
+    /// PT-Scotch runs with seeds seed .. seed + tries - 1 (each with the three variants of
+    /// "tuned"); the smallest edge cut (after refinement) is kept.
     int tries = 1;
     /// Passes of the distributed greedy k-way refinement after each PT-Scotch run
     /// (distributed_refine.hpp); 0 keeps PT-Scotch's partition.
