@@ -17,8 +17,8 @@
 //      receive blocks.
 //
 // Invariants: the shards reassemble build_csr's CSR of the same input exactly, for any rank
-// count. The partition itself is PT-Scotch's, which depends on the rank count: for a given
-// (input, parts, seed, strategy, ranks) the dataset is the same on every run.
+// count. The partition itself is PT-Scotch's, refined, which depends on the rank count: for a
+// given (input, parts, seed, strategy, ranks) the dataset is the same on every run.
 #pragma once
 
 #include <mpi.h>

@@ -1,7 +1,7 @@
 // The distributed greedy k-way refinement (halo/distributed_refine.hpp), run under mpiexec -n 1, 2
 // and 3: it never increases the cut, reports the cut it leaves, keeps the balance bound, gives the
 // same labels on every run, finds the obvious partition of two cliques from a bad labelling, and
-// never makes halo-partition's PT-Scotch result worse.
+// never makes halo-partition's PT-Scotch result worse, which stays the same for any thread count.
 #include <mpi.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "halo/partition.hpp"
 #include "halo_test.hpp"
 #include "mpi_world.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
@@ -188,4 +189,19 @@ TEST(DistributedRefine, NeverMakesPtScotchWorse)
         const auto refined = halo::partition_distributed(MPI_COMM_WORLD, path.string(), o);
         EXPECT_LE(refined.quality.edge_cut, plain.quality.edge_cut) << "parts " << parts;
     }
+}
+
+TEST(DistributedRefine, SamePartitionForAnyThreadCount)
+{
+    HALO_REQUIRE_SHARED_FILE(path, "cora.el.gz");
+    halo::DistributedOptions o;
+    o.num_parts = 4;
+    o.build.symmetrize = true;
+    std::vector<std::int32_t> one;
+    {
+        const halo::testing::ThreadCount threads(1);
+        one = halo::partition_distributed(MPI_COMM_WORLD, path.string(), o).owner;
+    }
+    const halo::testing::ThreadCount threads(3);
+    EXPECT_EQ(halo::partition_distributed(MPI_COMM_WORLD, path.string(), o).owner, one);
 }
