@@ -359,12 +359,11 @@ std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
         std::int64_t cut = -1;
         if (o.refine_passes > 0) {
             const auto start = Clock::now();
-            RefineOptions r;
-            r.num_parts = o.num_parts;
-            r.imbalance = o.imbalance;
-            r.passes = o.refine_passes;
-            r.weight_by_degree = o.weight_by_degree;
-            r.chunk_entries = o.chunk_entries;
+            const RefineOptions r{.num_parts = o.num_parts,
+                                  .imbalance = o.imbalance,
+                                  .passes = o.refine_passes,
+                                  .weight_by_degree = o.weight_by_degree,
+                                  .chunk_entries = o.chunk_entries};
             cut = refine_partition(c.comm, pattern, first_row, parts, r).cut_after;
             refine_seconds += since(start);
         }
