@@ -616,16 +616,21 @@ void write_attribute_string(hid_t loc, const Where& loc_where, const char* name,
                             const std::string& value)
 {
     const auto where = attribute_where(loc_where, name);
+    // Fixed-length: a variable-length string lives in the file's global heap, which HDF5 1.10.8
+    // reads unchecked (docs/RELIABILITY.md, "Fuzzing"). HDF5 has no zero-length string type; the
+    // NUL padding of an empty value is dropped on reading.
+    std::string padded = value;
+    padded.resize(std::max<std::size_t>(value.size(), 1), '\0');
     const Handle type(HALO_HDF5_TRY(H5Tcopy(H5T_C_S1), where), H5Tclose);
-    HALO_HDF5_TRY(H5Tset_size(type.get(), H5T_VARIABLE), where);
+    HALO_HDF5_TRY(H5Tset_size(type.get(), padded.size()), where);
+    HALO_HDF5_TRY(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), where);
     HALO_HDF5_TRY(H5Tset_cset(type.get(), H5T_CSET_UTF8), where);
     const Handle space(HALO_HDF5_TRY(H5Screate(H5S_SCALAR), where), H5Sclose);
     const Handle attr(
         HALO_HDF5_TRY(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
                       where),
         H5Aclose);
-    const char* text = value.c_str();
-    HALO_HDF5_TRY(H5Awrite(attr.get(), type.get(), &text), where);
+    HALO_HDF5_TRY(H5Awrite(attr.get(), type.get(), padded.data()), where);
 }
 
 bool has_attribute(hid_t loc, const Where& loc_where, const char* name)

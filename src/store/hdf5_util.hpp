@@ -410,7 +410,8 @@ void write_attribute(hid_t loc, const Where& loc_where, const char* name, T valu
 void write_attribute_array(hid_t loc, const Where& loc_where, const char* name,
                            std::span<const std::int64_t> values);
 
-/// Scalar variable-length UTF-8 string attribute (h5py reads it as str).
+/// Scalar fixed-length UTF-8 string attribute, NUL-padded, of max(1, value.size()) bytes (h5py
+/// reads it as bytes). Not variable-length: those live in the global heap (hdf5_guard.hpp).
 void write_attribute_string(hid_t loc, const Where& loc_where, const char* name,
                             const std::string& value);
 
