@@ -18,6 +18,7 @@
 
 #include "chunk_io.hpp"
 #include "halo/memory_limits.hpp"
+#include "hdf5_guard.hpp"
 
 namespace halo::store {
 
@@ -47,7 +48,7 @@ herr_t collect_description(unsigned, const H5E_error2_t* error, void* data)
 
 }  // namespace
 
-void throw_hdf5_error(std::string_view call, const std::string& where, const char* file, int line)
+std::string hdf5_error_message(std::string_view call, const std::string& where)
 {
     // Downward: the API call's own description first, then the innermost cause, which is the
     // one that says what is wrong with the file ("truncated file", "bad checksum").
@@ -66,7 +67,12 @@ void throw_hdf5_error(std::string_view call, const std::string& where, const cha
             message += " (" + descriptions.back() + ")";
         }
     }
-    throw Hdf5Error(message, file, line);
+    return message;
+}
+
+void throw_hdf5_error(std::string_view call, const std::string& where, const char* file, int line)
+{
+    throw Hdf5Error(hdf5_error_message(call, where), file, line);
 }
 
 }  // namespace detail
@@ -682,11 +688,8 @@ std::string read_string_attribute(hid_t loc, const Where& loc_where, const char*
         HALO_THROW(InputError, where, ": holds ", points, " strings, expected 1");
     }
     if (HALO_HDF5_TRY(H5Tis_variable_str(type.get()), where) > 0) {
-        char* text = nullptr;
-        HALO_HDF5_TRY(H5Aread(attr.get(), type.get(), &text), where);
-        std::string value = text != nullptr ? text : "";
-        H5free_memory(text);
-        return value;
+        // Older files: HDF5 may crash or hang on a corrupt global heap, so in a child process.
+        return read_variable_string_guarded(attr.get(), type.get(), where);
     }
     std::string value(H5Tget_size(type.get()), '\0');
     HALO_HDF5_TRY(H5Aread(attr.get(), type.get(), value.data()), where);
