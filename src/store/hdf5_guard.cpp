@@ -242,8 +242,11 @@ std::string read_variable_string_guarded(hid_t attr, hid_t type, const std::stri
         complete = answer.size() >= header_bytes && answer.size() - header_bytes >= length;
     }
 
+    // A child that answered in time is exiting: it gets a second more to do so.
+    const auto reap_by =
+        complete ? std::max(deadline, Clock::now() + std::chrono::seconds(1)) : deadline;
     int status = 0;
-    if (timed_out || !child.wait_until(deadline, status)) {
+    if (timed_out || !child.wait_until(reap_by, status)) {
         child.kill_and_reap();
         HALO_THROW(InputError, where, ": HDF5 did not finish in ", seconds(timeout),
                    " reading the variable-length string (in a child process, killed): the file is "
