@@ -17,6 +17,20 @@ if(_halo_mpiexec_version MATCHES "Open MPI|OpenRTE")
   set(_halo_openmpi_flags --oversubscribe --allow-run-as-root)
 endif()
 
+# Every test gets its own Open MPI session directory base (orte_tmpdir_base,
+# /tmp/halo-ctest-<hash of the build tree>/<test>, created by mpiexec): Open MPI creates (and, when
+# a job ends, removes) its session directory tree under one base, and two mpiexec jobs of tests
+# that ctest -j runs side by side race on creating its shared top ("opal_os_dirpath_create ...
+# Error: File exists"). TMPDIR is left alone (std::filesystem::temp_directory_path needs it to
+# exist). Call it in the directory that added the test, after any ENVIRONMENT it sets.
+string(MD5 _halo_build_hash "${CMAKE_BINARY_DIR}")
+string(SUBSTRING "${_halo_build_hash}" 0 8 _halo_build_hash)
+set(HALO_TEST_TMPDIR_BASE "/tmp/halo-ctest-${_halo_build_hash}" CACHE INTERNAL "")
+function(halo_test_tmpdir name)
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
+               "OMPI_MCA_orte_tmpdir_base=${HALO_TEST_TMPDIR_BASE}/${name}")
+endfunction()
+
 function(halo_add_test name)
   cmake_parse_arguments(T "" "MPI_SIZE;GPUS;TIMEOUT" "SOURCES;LIBRARIES;LABELS" ${ARGN})
   if(NOT T_SOURCES)
@@ -59,4 +73,5 @@ function(halo_add_test name)
   endif()
   set_tests_properties(${name} PROPERTIES
     LABELS "${T_LABELS}" PROCESSORS ${_procs} TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${_env}")
+  halo_test_tmpdir(${name})
 endfunction()

@@ -373,25 +373,39 @@ def check_layers(layers, where):
                 raise ExportError(f"{where}: layer {i} {key} has non-finite values")
 
 
+def write_text_attribute(attrs, key, value):
+    """A string attribute as src/store/hdf5_util.cpp writes one: fixed-length UTF-8 of
+    max(1, bytes) bytes, NUL-padded. Not h5py's default variable-length string, which lives in
+    the file's global heap (docs/FORMAT.md, "Conventions")."""
+    import h5py
+    data = value.encode("utf-8")
+    attrs.create(key, np.bytes_(data), dtype=h5py.string_dtype("utf-8", max(1, len(data))))
+
+
+def attribute_text(value):
+    """A string attribute as str: h5py gives bytes for fixed-length strings (what HaloGNN writes)
+    and str for variable-length ones (older files)."""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
 def write_halo_model(path, layers, name):
     """The model file exactly as src/store/model_file.cpp writes it: little-endian int32 version
     and num_layers, int64 widths, heads, k and hidden_dim, float32 eps, beta, negative_slope and
-    arrays, variable-length UTF-8 strings; written under a temporary name, `format` last, then
+    arrays, fixed-length UTF-8 strings; written under a temporary name, `format` last, then
     renamed. Arrays that are None are left out (optional ones only; check_layers enforces it)."""
     import h5py
     check_layers(layers, str(path))
-    text = h5py.string_dtype("utf-8")
     tmp = Path(f"{path}.tmp-{os.getpid()}")
     try:
         with h5py.File(tmp, "w") as f:
             f.attrs.create("version", MODEL_VERSION, dtype="<i4")
             f.attrs.create("num_layers", len(layers), dtype="<i4")
-            f.attrs.create("name", name, dtype=text)
+            write_text_attribute(f.attrs, "name", name)
             group = f.create_group("layers")
             for i, layer in enumerate(layers):
                 g = group.create_group(str(i))
-                g.attrs.create("type", layer["type"], dtype=text)
-                g.attrs.create("activation", layer["activation"], dtype=text)
+                write_text_attribute(g.attrs, "type", layer["type"])
+                write_text_attribute(g.attrs, "activation", layer["activation"])
                 g.attrs.create("in_dim", layer["in_dim"], dtype="<i8")
                 g.attrs.create("out_dim", layer["out_dim"], dtype="<i8")
                 for attr, dtype, _ in SCALAR_ATTRIBUTES.get(layer["type"], ()):
@@ -399,7 +413,7 @@ def write_halo_model(path, layers, name):
                 for key in layer_array_shapes(layer):
                     if layer.get(key) is not None:
                         g.create_dataset(key, data=np.ascontiguousarray(layer[key], dtype="<f4"))
-            f.attrs.create("format", MODEL_FORMAT, dtype=text)
+            write_text_attribute(f.attrs, "format", MODEL_FORMAT)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -412,10 +426,7 @@ def read_halo_model(path):
     """(name, layers) of a HaloGNN model file; the inverse of write_halo_model. Arrays the layer
     type does not read are rejected, as are missing required ones (check_layers)."""
     import h5py
-
-    def text(value):
-        return value.decode() if isinstance(value, bytes) else str(value)
-
+    text = attribute_text
     with h5py.File(path, "r") as f:
         if text(f.attrs.get("format", "")) != MODEL_FORMAT:
             raise ExportError(f"{path}: not a HaloGNN model file")

@@ -18,6 +18,7 @@
 
 #include "chunk_io.hpp"
 #include "halo/memory_limits.hpp"
+#include "hdf5_guard.hpp"
 
 namespace halo::store {
 
@@ -47,7 +48,7 @@ herr_t collect_description(unsigned, const H5E_error2_t* error, void* data)
 
 }  // namespace
 
-void throw_hdf5_error(std::string_view call, const std::string& where, const char* file, int line)
+std::string hdf5_error_message(std::string_view call, const std::string& where)
 {
     // Downward: the API call's own description first, then the innermost cause, which is the
     // one that says what is wrong with the file ("truncated file", "bad checksum").
@@ -66,7 +67,12 @@ void throw_hdf5_error(std::string_view call, const std::string& where, const cha
             message += " (" + descriptions.back() + ")";
         }
     }
-    throw Hdf5Error(message, file, line);
+    return message;
+}
+
+void throw_hdf5_error(std::string_view call, const std::string& where, const char* file, int line)
+{
+    throw Hdf5Error(hdf5_error_message(call, where), file, line);
 }
 
 }  // namespace detail
@@ -616,16 +622,21 @@ void write_attribute_string(hid_t loc, const Where& loc_where, const char* name,
                             const std::string& value)
 {
     const auto where = attribute_where(loc_where, name);
+    // Fixed-length: a variable-length string lives in the file's global heap, which HDF5 1.10.8
+    // reads unchecked (docs/RELIABILITY.md, "Fuzzing"). HDF5 has no zero-length string type; the
+    // NUL padding of an empty value is dropped on reading.
+    std::string padded = value;
+    padded.resize(std::max<std::size_t>(value.size(), 1), '\0');
     const Handle type(HALO_HDF5_TRY(H5Tcopy(H5T_C_S1), where), H5Tclose);
-    HALO_HDF5_TRY(H5Tset_size(type.get(), H5T_VARIABLE), where);
+    HALO_HDF5_TRY(H5Tset_size(type.get(), padded.size()), where);
+    HALO_HDF5_TRY(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), where);
     HALO_HDF5_TRY(H5Tset_cset(type.get(), H5T_CSET_UTF8), where);
     const Handle space(HALO_HDF5_TRY(H5Screate(H5S_SCALAR), where), H5Sclose);
     const Handle attr(
         HALO_HDF5_TRY(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
                       where),
         H5Aclose);
-    const char* text = value.c_str();
-    HALO_HDF5_TRY(H5Awrite(attr.get(), type.get(), &text), where);
+    HALO_HDF5_TRY(H5Awrite(attr.get(), type.get(), padded.data()), where);
 }
 
 bool has_attribute(hid_t loc, const Where& loc_where, const char* name)
@@ -677,11 +688,8 @@ std::string read_string_attribute(hid_t loc, const Where& loc_where, const char*
         HALO_THROW(InputError, where, ": holds ", points, " strings, expected 1");
     }
     if (HALO_HDF5_TRY(H5Tis_variable_str(type.get()), where) > 0) {
-        char* text = nullptr;
-        HALO_HDF5_TRY(H5Aread(attr.get(), type.get(), &text), where);
-        std::string value = text != nullptr ? text : "";
-        H5free_memory(text);
-        return value;
+        // Older files: HDF5 may crash or hang on a corrupt global heap, so in a child process.
+        return read_variable_string_guarded(attr.get(), type.get(), where);
     }
     std::string value(H5Tget_size(type.get()), '\0');
     HALO_HDF5_TRY(H5Aread(attr.get(), type.get(), value.data()), where);

@@ -126,8 +126,11 @@ private:
 
 namespace detail {
 
-/// Throws halo::Hdf5Error "<where>: <function> failed: <HDF5's messages>" and clears HDF5's
-/// error stack. `call` is the call's source text; only the function name is kept.
+/// "<where>: <function> failed: <HDF5's messages>", clearing HDF5's error stack. `call` is the
+/// call's source text; only the function name is kept.
+std::string hdf5_error_message(std::string_view call, const std::string& where);
+
+/// Throws halo::Hdf5Error with hdf5_error_message(call, where).
 [[noreturn]] void throw_hdf5_error(std::string_view call, const std::string& where,
                                    const char* file, int line);
 
@@ -410,7 +413,8 @@ void write_attribute(hid_t loc, const Where& loc_where, const char* name, T valu
 void write_attribute_array(hid_t loc, const Where& loc_where, const char* name,
                            std::span<const std::int64_t> values);
 
-/// Scalar variable-length UTF-8 string attribute (h5py reads it as str).
+/// Scalar fixed-length UTF-8 string attribute, NUL-padded, of max(1, value.size()) bytes (h5py
+/// reads it as bytes). Not variable-length: those live in the global heap (hdf5_guard.hpp).
 void write_attribute_string(hid_t loc, const Where& loc_where, const char* name,
                             const std::string& value);
 
@@ -426,7 +430,8 @@ std::vector<std::int64_t> read_int_array_attribute(hid_t loc, const Where& loc_w
 /// Reads a scalar integer or floating-point attribute as double.
 double read_float_attribute(hid_t loc, const Where& loc_where, const char* name);
 
-/// Reads a scalar string attribute, fixed- or variable-length, ASCII or UTF-8.
+/// Reads a scalar string attribute, fixed- or variable-length, ASCII or UTF-8; a variable-length
+/// one (older files) in a child process (read_variable_string_guarded).
 std::string read_string_attribute(hid_t loc, const Where& loc_where, const char* name);
 
 }  // namespace halo::store

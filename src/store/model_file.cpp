@@ -126,9 +126,12 @@ Model read_model(const std::filesystem::path& path)
         const auto w = layers_where.child(name);
         const auto gid = g.get();
         Layer layer;
+        // Read outside the try: read_string_attribute's errors name the attribute already.
+        const auto type = store::read_string_attribute(gid, w, "type");
+        const auto activation = store::read_string_attribute(gid, w, "activation");
         try {
-            layer.type = parse_layer_type(store::read_string_attribute(gid, w, "type"));
-            layer.activation = parse_activation(store::read_string_attribute(gid, w, "activation"));
+            layer.type = parse_layer_type(type);
+            layer.activation = parse_activation(activation);
         } catch (const InputError& e) {
             HALO_THROW(InputError, w.str(), ": ", e.message());
         }

@@ -51,6 +51,10 @@ const std::map<std::string, std::function<void(const fs::path&)>>& readers()
     return map;
 }
 
+// Exit codes of the child that reads one input.
+constexpr int refused = 0;  // a halo::Error
+constexpr int accepted = 3;
+
 TEST(FuzzRegressions, EveryFoundInputIsAnErrorNotACrash)
 {
     const fs::path dir = HALO_FUZZ_REGRESSIONS_DIR;
@@ -74,12 +78,14 @@ TEST(FuzzRegressions, EveryFoundInputIsAnErrorNotACrash)
         const pid_t child = ::fork();
         ASSERT_GE(child, 0);
         if (child == 0) {
-            ::alarm(5);  // a hang is an outcome too (SIGALRM)
-            int code = 0;
+            // A hang is an outcome too (SIGALRM); the guarded read of a variable-length string
+            // (src/store/hdf5_guard.hpp) gives up after 10 s.
+            ::alarm(30);
+            int code = accepted;
             try {
                 reader->second(copy);
             } catch (const halo::Error&) {
-                code = 0;
+                code = refused;
             } catch (...) {
                 code = 2;  // another exception type: the reader's contract is broken
             }
@@ -87,17 +93,21 @@ TEST(FuzzRegressions, EveryFoundInputIsAnErrorNotACrash)
         }
         int status = 0;
         ASSERT_EQ(::waitpid(child, &status, 0), child);
-        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        const std::string outcome = clean ? "a halo::Error or accepted"
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        const std::string outcome = code == refused    ? "a halo::Error"
+                                    : code == accepted ? "accepted"
                                     : WIFSIGNALED(status)
                                         ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                        : "exit status " + std::to_string(WEXITSTATUS(status));
-        if (name.find("-hdf5-") != std::string::npos) {
-            // A bug inside the HDF5 library (docs/RELIABILITY.md, "Fuzzing"): shown, not failed,
-            // until the HDF5 that CI installs no longer has it; then it must stay clean.
+                                        : "exit status " + std::to_string(code);
+        if (name.find("-hdf5-open-leak") != std::string::npos) {
+            // A leak inside HDF5 (docs/RELIABILITY.md, "Fuzzing"): LeakSanitizer's to find, and
+            // suppressed there; the outcome is shown, not failed.
             std::printf("%s (inside HDF5 %s): %s\n", name.c_str(), H5_VERS_INFO, outcome.c_str());
+        } else if (name.find("-hdf5-global-heap") != std::string::npos) {
+            // HDF5 crashes or hangs on these; the guarded read turns that into an error.
+            EXPECT_EQ(code, refused) << name << ": " << outcome;
         } else {
-            EXPECT_TRUE(clean) << name << ": " << outcome;
+            EXPECT_TRUE(code == refused || code == accepted) << name << ": " << outcome;
         }
     }
 }

@@ -193,9 +193,9 @@ TEST(StoreStorage, LargeDatasetsAreChunkedWithChecksumsSmallOnesContiguous)
     halo::testing::expect_same_shard(halo::read_shard(path, 0), d.shards[0]);
 }
 
-TEST(StoreStorage, StringAttributesAreVariableLengthUtf8Scalars)
+TEST(StoreStorage, StringAttributesAreFixedLengthUtf8Scalars)
 {
-    // What h5py reads as str (fixed-length strings come back as bytes).
+    // Not variable-length: those live in the global heap, on which HDF5 1.10.8 may crash.
     const auto d = halo::testing::make_small_dataset({});
     const ScratchDir dir("store");
     const auto path = dir.file("data.h5");
@@ -208,7 +208,7 @@ TEST(StoreStorage, StringAttributesAreVariableLengthUtf8Scalars)
         const halo::store::Handle type(H5Aget_type(attr.get()), H5Tclose);
         const halo::store::Handle space(H5Aget_space(attr.get()), H5Sclose);
         EXPECT_EQ(H5Tget_class(type.get()), H5T_STRING);
-        EXPECT_GT(H5Tis_variable_str(type.get()), 0);
+        EXPECT_EQ(H5Tis_variable_str(type.get()), 0);
         EXPECT_EQ(H5Tget_cset(type.get()), H5T_CSET_UTF8);
         EXPECT_EQ(H5Sget_simple_extent_type(space.get()), H5S_SCALAR);
     }
