@@ -43,7 +43,7 @@ struct Options {
     bool quiet = false;
     std::vector<std::string> kernel_metadata;
     std::string quantize = "none";
-    std::string scotch_strategy = "tuned";
+    std::string scotch_strategy = "auto";
     int scotch_tries = 1;
     int refine_passes = 8;
     std::int64_t chunk_entries = std::int64_t{1} << 24;
@@ -206,7 +206,7 @@ int run_distributed(const Options& o, const std::string& command)
             {"parts", o.parts},
             {"ranks", size},
             {"partitioner", "ptscotch"},
-            {"strategy", o.scotch_strategy},
+            {"strategy", result.strategy},
             {"refine_passes", o.refine_passes},
             {"seconds", secs},
             {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
@@ -427,9 +427,11 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_option("--scotch-strategy", o.scotch_strategy,
-                   "PT-Scotch strategy: tuned (quality and two variants, the best kept) | "
-                   "quality | default | speed | balance | scalability")
-        ->check(CLI::IsMember({"tuned", "quality", "default", "speed", "balance", "scalability"}))
+                   "PT-Scotch strategy: auto (tuned up to 2^24 symmetrized entries, quality "
+                   "above) | tuned (quality and two variants, the best kept) | quality | default "
+                   "| speed | balance | scalability")
+        ->check(CLI::IsMember(
+            {"auto", "tuned", "quality", "default", "speed", "balance", "scalability"}))
         ->capture_default_str();
     app.add_option("--scotch-tries", o.scotch_tries,
                    "PT-Scotch runs with seeds seed .. seed + N - 1 and keeps the smallest cut")

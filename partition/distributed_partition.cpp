@@ -173,7 +173,7 @@ void normalize_block(const Comm& c, Csr& block, std::int64_t first_row, Normaliz
 
 SCOTCH_Num strategy_flags(const std::string& name)
 {
-    if (name == "quality" || name == "tuned")
+    if (name == "quality" || name == "tuned" || name == "auto")  // auto: quality or tuned
         return SCOTCH_STRATQUALITY;
     if (name == "speed")
         return SCOTCH_STRATSPEED;
@@ -184,7 +184,7 @@ SCOTCH_Num strategy_flags(const std::string& name)
     if (name == "default")
         return SCOTCH_STRATDEFAULT;
     HALO_THROW(InputError, "unknown PT-Scotch strategy '", name,
-               "' (expected tuned, quality, default, speed, balance or scalability)");
+               "' (expected auto, tuned, quality, default, speed, balance or scalability)");
 }
 
 #define HALO_SCOTCH_TRY(call)                                    \
@@ -351,6 +351,7 @@ std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
 {
     std::vector<std::int32_t> best;
     std::int64_t best_cut = -1;
+    HALO_EXPECTS(o.strategy != "auto", "resolve the strategy first (resolve_strategy)");
     const int variants = o.strategy == "tuned" ? 3 : 1;
     const int runs = std::max(1, o.tries) * variants;
     for (int run = 0; run < runs; ++run) {
@@ -467,10 +468,12 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
     // 3. PT-Scotch on the symmetric pattern, then the refinement.
     std::vector<std::int32_t> my_parts;
     double refine_seconds = 0;
+    auto resolved = o;
     if (o.num_parts == 1) {
         my_parts.assign(num_local, 0);
     } else if (o.build.symmetrize) {
-        my_parts = scotch_partition(c, block, first_row, o, refine_seconds);
+        resolved.strategy = resolve_strategy(o.strategy, result.num_nonzeros);
+        my_parts = scotch_partition(c, block, first_row, resolved, refine_seconds);
     } else {
         // A | A^T: each off-diagonal entry also goes to its column's rank, transposed.
         auto sym =
@@ -486,8 +489,10 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
         const auto pattern =
             build_csr_rows(first_row, num_local, n, sym.rows, sym.cols, {}, SelfLoops::drop);
         sym = {};
-        my_parts = scotch_partition(c, pattern, first_row, o, refine_seconds);
+        resolved.strategy = resolve_strategy(o.strategy, c.sum(pattern.nnz()));
+        my_parts = scotch_partition(c, pattern, first_row, resolved, refine_seconds);
     }
+    result.strategy = o.num_parts == 1 ? "none (one part)" : resolved.strategy;
     result.seconds["partition"] = since(start) - refine_seconds;
     result.seconds["refine"] = refine_seconds;
     start = Clock::now();

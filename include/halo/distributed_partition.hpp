@@ -43,9 +43,10 @@ struct DistributedOptions {
     int num_parts = 1;
     std::uint64_t seed = 1;
     double imbalance = 1.03;  // max part weight / mean (PT-Scotch's kbalval = imbalance - 1)
-    /// tuned (SCOTCH_STRATQUALITY and two more thorough variants of it, the smallest cut kept;
+    /// auto (tuned up to tuned_max_nonzeros symmetrized entries, quality above) | tuned
+    /// (SCOTCH_STRATQUALITY and two more thorough variants of it, the smallest cut kept;
     /// docs/PARTITION.md) | quality | default | speed | balance | scalability (SCOTCH_STRAT*)
-    std::string strategy = "tuned";
+    std::string strategy = "auto";
     /// PT-Scotch runs with seeds seed .. seed + tries - 1 (each with the three variants of
     /// "tuned"); the smallest edge cut (after refinement) is kept.
     int tries = 1;
@@ -60,7 +61,22 @@ struct DistributedOptions {
     bool weight_by_degree = true;
 };
 
+/// Above this many entries of the symmetric pattern "auto" runs PT-Scotch once (quality) instead
+/// of tuned's three runs: there PT-Scotch's own time is most of the job (R-MAT 20, 31M entries:
+/// 557 s for one run on 2 ranks of the development VM).
+inline constexpr std::int64_t tuned_max_nonzeros = std::int64_t{1} << 24;
+
+/// The strategy "auto" stands for on a pattern of `nonzeros` entries; any other name unchanged.
+inline std::string resolve_strategy(const std::string& name, std::int64_t nonzeros)
+{
+    if (name != "auto") {
+        return name;
+    }
+    return nonzeros <= tuned_max_nonzeros ? "tuned" : "quality";
+}
+
 struct DistributedPartition {
+    std::string strategy;  // the PT-Scotch strategy run (resolve_strategy of the option)
     std::int64_t num_nodes = 0;
     std::int64_t num_nonzeros = 0;
     bool has_values = false;

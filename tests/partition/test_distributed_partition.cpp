@@ -174,3 +174,14 @@ TEST(DistributedPartition, TooManyPartsIsAnErrorOnEveryRank)
     o.num_parts = 5000;
     EXPECT_THROW(halo::partition_distributed(MPI_COMM_WORLD, "er:100:300:1", o), halo::InputError);
 }
+
+// "auto" keeps tuned's three PT-Scotch runs for patterns up to tuned_max_nonzeros entries and one
+// quality run above; named strategies pass through.
+TEST(DistributedPartition, AutoStrategyBySize)
+{
+    EXPECT_EQ(halo::resolve_strategy("auto", 0), "tuned");
+    EXPECT_EQ(halo::resolve_strategy("auto", halo::tuned_max_nonzeros), "tuned");
+    EXPECT_EQ(halo::resolve_strategy("auto", halo::tuned_max_nonzeros + 1), "quality");
+    EXPECT_EQ(halo::resolve_strategy("speed", 0), "speed");
+    EXPECT_EQ(halo::resolve_strategy("tuned", halo::tuned_max_nonzeros * 4), "tuned");
+}
