@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "halo/io.hpp"
+#include "halo/memory_limits.hpp"
 #include "io_detail.hpp"
 
 namespace halo {
@@ -36,24 +37,18 @@ bool ends_with(const std::string& text, std::string_view suffix)
 // Rejects rows x cols matrices that overflow int64 or could not fit in this machine's memory, so
 // that a corrupt size fails with a message instead of an allocation that the OOM killer answers.
 // `where` prefixes the message ("<file>:<line>: ").
+// Before a rows x cols float32 matrix is allocated: addressable, and within the memory this
+// process may use (check_allocation: available memory, cgroup limit, HALO_MEMORY_LIMIT_BYTES).
 void check_dense_size(std::int64_t rows, std::int64_t cols, const std::string& where)
 {
     const auto max_elems = std::numeric_limits<std::int64_t>::max() / 4;
     if (rows < 0 || cols < 0 || (cols > 0 && rows > max_elems / cols)) {
-        HALO_THROW(InputError, where, "a ", rows, " x ", cols,
+        HALO_THROW(InputError, where, ": a ", rows, " x ", cols,
                    " float32 matrix is too large to address");
     }
-    const long pages = ::sysconf(_SC_PHYS_PAGES);
-    const long page_size = ::sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page_size > 0) {
-        const double memory = static_cast<double>(pages) * static_cast<double>(page_size);
-        const double bytes = 4.0 * static_cast<double>(rows) * static_cast<double>(cols);
-        if (bytes > memory) {
-            HALO_THROW(InputError, where, "a dense ", rows, " x ", cols, " float32 matrix needs ",
-                       bytes / (1 << 30), " GiB, more than this machine's ", memory / (1 << 30),
-                       " GiB");
-        }
-    }
+    check_allocation(
+        where, "a dense " + std::to_string(rows) + " x " + std::to_string(cols) + " float32 matrix",
+        4.0 * static_cast<double>(rows) * static_cast<double>(cols));
 }
 
 // First NaN or infinity, reported by row and column.
@@ -412,7 +407,7 @@ DenseMatrix read_coo_features(const std::filesystem::path& path)
     const auto n = sizes[0];
     const auto f = sizes[1];
     const auto nnz = sizes[2];
-    check_dense_size(n, f, name + ":" + std::to_string(header_line) + ": ");
+    check_dense_size(n, f, name + ":" + std::to_string(header_line));
     DenseMatrix m;
     m.rows = n;
     m.cols = f;

@@ -46,6 +46,18 @@ TEST(IoSizes, CooFeaturesDeclaringATrillionRows)
     expect_input_error([&] { halo::read_coo_features(file); }, {file.string() + ":1", "GiB"});
 }
 
+// Found by fuzz_coo_features: a header of 1 x 555555555 (2.2 GB) passed the old check against
+// physical memory although the memory limit was 1 GiB.
+TEST(IoSizes, CooFeaturesBeyondTheMemoryLimit)
+{
+    const auto file = halo::testing::scratch_dir("io-sizes") / "wide-coo.txt";
+    halo::testing::write_file(file, "# 1 555555555 5\n0 0 1.0\n");
+    ::setenv("HALO_MEMORY_LIMIT_BYTES", "1073741824", 1);
+    expect_input_error([&] { halo::read_coo_features(file); },
+                       {file.string() + ":1", "1 x 555555555", "GiB"});
+    ::unsetenv("HALO_MEMORY_LIMIT_BYTES");
+}
+
 TEST(IoSizes, NpyDeclaringMoreThanItHolds)
 {
     const auto file = halo::testing::scratch_dir("io-sizes") / "big.npy";
