@@ -94,6 +94,29 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
     return ordered;
 }
 
+// Runs fn(group, lead) on a communicator of the first `parts` world ranks (lead: world rank 0);
+// the other ranks skip it; all meet at a barrier afterwards.
+template <typename Fn>
+void with_group(int parts, Fn&& fn)
+{
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm group = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank < parts ? 0 : MPI_UNDEFINED, world_rank, &group);
+    if (group != MPI_COMM_NULL) {
+        fn(group, world_rank == 0);
+        MPI_Comm_free(&group);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int world_size()
+{
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    return size;
+}
+
 void expect_bit_identical(const std::string& graph_name, halo::LayerType type,
                           const std::vector<std::int64_t>& dims)
 {
@@ -103,16 +126,10 @@ void expect_bit_identical(const std::string& graph_name, halo::LayerType type,
     }
     const auto model = halo::random_model(type, dims, 21);
     const auto single = run_distributed(MPI_COMM_SELF, graph, 1, model, 9);
-    int world_rank = 0;
-    int world_size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    for (int parts = 2; parts <= world_size; ++parts) {
-        MPI_Comm group = MPI_COMM_NULL;
-        MPI_Comm_split(MPI_COMM_WORLD, world_rank < parts ? 0 : MPI_UNDEFINED, world_rank, &group);
-        if (group != MPI_COMM_NULL) {
+    for (int parts = 2; parts <= world_size(); ++parts) {
+        with_group(parts, [&](MPI_Comm group, bool lead) {
             const auto multi = run_distributed(group, graph, parts, model, 9);
-            if (world_rank == 0) {
+            if (lead) {
                 ASSERT_EQ(multi.size(), single.size());
                 std::int64_t differ = 0;
                 for (std::size_t k = 0; k < single.size(); ++k) {
@@ -122,9 +139,7 @@ void expect_bit_identical(const std::string& graph_name, halo::LayerType type,
                     << graph_name << " " << halo::to_string(type) << " P=" << parts << ": "
                     << differ << " of " << single.size() << " values differ from P=1";
             }
-            MPI_Comm_free(&group);
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
+        });
     }
 }
 
@@ -140,21 +155,14 @@ void expect_split_close(const std::string& graph_name, halo::LayerType type,
     }
     const auto model = halo::random_model(type, dims, 23);
     const auto single = run_distributed(MPI_COMM_SELF, graph, 1, model, 5);
-    int world_rank = 0;
-    int world_size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     for (const bool step_timing : {false, true}) {
-        for (int parts = 2; parts <= world_size; ++parts) {
-            MPI_Comm group = MPI_COMM_NULL;
-            MPI_Comm_split(MPI_COMM_WORLD, world_rank < parts ? 0 : MPI_UNDEFINED, world_rank,
-                           &group);
-            if (group != MPI_COMM_NULL) {
+        for (int parts = 2; parts <= world_size(); ++parts) {
+            with_group(parts, [&](MPI_Comm group, bool lead) {
                 halo::EngineOptions options;
                 options.overlap_mode = halo::OverlapMode::split;
                 options.step_timing = step_timing;
                 const auto multi = run_distributed(group, graph, parts, model, 5, options);
-                if (world_rank == 0) {
+                if (lead) {
                     ASSERT_EQ(multi.size(), single.size());
                     double worst = 0.0;
                     double scale = 0.0;
@@ -168,9 +176,7 @@ void expect_split_close(const std::string& graph_name, halo::LayerType type,
                         << graph_name << " " << halo::to_string(type) << " P=" << parts
                         << " step timing " << step_timing;
                 }
-                MPI_Comm_free(&group);
-            }
-            MPI_Barrier(MPI_COMM_WORLD);
+            });
         }
     }
 }
@@ -196,11 +202,7 @@ TEST(EngineDistributed, SplitOverlapLeavesAesWhole)
 {
     const auto graph = engine_test_graph("rmat:12");
     const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 29);
-    int world_rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm group = MPI_COMM_NULL;
-    MPI_Comm_split(MPI_COMM_WORLD, world_rank < 2 ? 0 : MPI_UNDEFINED, world_rank, &group);
-    if (group != MPI_COMM_NULL) {
+    with_group(2, [&](MPI_Comm group, bool lead) {
         halo::CpuBackendOptions aes;
         aes.aes = halo::AesOptions{16, halo::AesScaling::sample_sum};
         halo::EngineOptions split;
@@ -209,13 +211,11 @@ TEST(EngineDistributed, SplitOverlapLeavesAesWhole)
         interior.overlap_mode = halo::OverlapMode::interior;
         const auto a = run_distributed(group, graph, 2, model, 3, split, aes);
         const auto b = run_distributed(group, graph, 2, model, 3, interior, aes);
-        if (world_rank == 0) {
+        if (lead) {
             ASSERT_EQ(a.size(), b.size());
             EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
         }
-        MPI_Comm_free(&group);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    });
 }
 
 TEST(EngineDistributed, GcnOnCoraEqualsOneRank)
