@@ -144,6 +144,27 @@ public:
     virtual std::string algorithm() const = 0;
 };
 
+/// An SpMM operator that stays in host memory and runs over row blocks copied to the backend on
+/// demand (out-of-core execution with all of the dense operand resident): prefetch() queues the
+/// copy of a block's rows of the operator beside the work already issued (the CUDA backend: on a
+/// copy stream, from page-locked memory), run() computes the block once its copy is in. A caller
+/// prefetches block b + 1 before it runs block b, so that the copy overlaps the compute; at most
+/// the blocks prefetched and not yet run, plus the one running, are held in backend memory. The
+/// host CSR must outlive the object and stay unchanged.
+class StreamedSpmm {
+public:
+    virtual ~StreamedSpmm() = default;
+    /// Queues the copy of rows `rows` of the operator; returns at once.
+    virtual void prefetch(RowRange rows) = 0;
+    /// y = A[rows] x: y has rows.size() rows (backend memory), x every column of A as its rows.
+    /// Uses the oldest prefetched block when it is `rows` (blocks run in the order they were
+    /// prefetched); otherwise drops what was prefetched and copies `rows` now.
+    virtual void run(RowRange rows, DenseView<const float> x, DenseView<float> y) = 0;
+    /// Bytes copied to the backend so far (offsets, columns and values of the blocks).
+    virtual std::int64_t copied_bytes() const = 0;
+    virtual std::string algorithm() const = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -154,6 +175,15 @@ public:
     /// Host <-> backend copies of a whole contiguous view.
     virtual void copy_from_host(const float* host, DenseView<float> dst) = 0;
     virtual void copy_to_host(DenseView<const float> src, float* host) = 0;
+
+    /// src to host memory (src.rows() x src.cols() floats at `host`), ordered after the work
+    /// issued so far; returns before the copy ends where the backend can (the CUDA backend: on a
+    /// copy stream, overlapping the compute issued next; `host` should be allocate_host memory),
+    /// and keeps src alive until then. `host` must not be read before finish_downloads(). The
+    /// default is copy_to_host.
+    virtual void download_async(const Matrix& src, float* host);
+    /// Waits for every download_async issued so far.
+    virtual void finish_downloads() {}
 
     /// dst[r, :] = the seeded input features of node ids[r] for r < dst.rows (uniform in
     /// [-1, 1), a function of (seed, id, column) only: halo::random_node_features), generated
@@ -181,6 +211,13 @@ public:
         static_cast<void>(hints);
         return make_spmm_plan(a);
     }
+
+    /// `a` as a StreamedSpmm. The default slices each block's rows out of `a` on the host and
+    /// makes a plan of them (make_spmm_plan with the block as its one range), so that a block's
+    /// rows see the same kernel and arithmetic as in memory; the CUDA backend streams the rows
+    /// into cuSPARSE SpMM.
+    virtual std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a,
+                                                             const SpmmPlanHints& hints);
 
     /// MaxK aggregation over `a` (the gcn operator) for CBSR rows of `dim` with k entries.
     /// Backends without MaxK kernels throw halo::InputError naming themselves.

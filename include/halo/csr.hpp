@@ -67,6 +67,10 @@ void validate(const Csr& csr, const char* what);
 /// Largest number of nonzeros in any row.
 std::int64_t max_row_nnz(const CsrView& csr);
 
+/// Rows [rows.begin, rows.end) of `a` as a CSR of their own (same columns; offsets from zero;
+/// values when `a` has them), copied with the OpenMP threads.
+Csr slice_rows(const Csr& a, RowRange rows);
+
 /// Number of rows i with a diagonal entry (i, i).
 std::int64_t count_diagonal(const CsrView& csr);
 

@@ -64,6 +64,53 @@ std::unique_ptr<QuantizedSpmmPlan> Backend::make_quantized_spmm_plan(const Csr& 
     HALO_THROW(InputError, "the ", name(), " backend has no int8-input SpMM");
 }
 
+namespace {
+
+// Backend::make_streamed_spmm's default: a block's rows sliced on the host into a plan of their
+// own, made when the block runs (prefetch only records the order).
+class SlicedSpmm final : public StreamedSpmm {
+public:
+    SlicedSpmm(Backend& backend, const Csr& a, SpmmPlanHints hints)
+        : backend_(backend), a_(a), hints_(std::move(hints))
+    {
+    }
+
+    void prefetch(RowRange rows) override { static_cast<void>(rows); }
+
+    void run(RowRange rows, DenseView<const float> x, DenseView<float> y) override
+    {
+        HALO_EXPECTS(y.rows == rows.size() && x.rows == a_.num_cols, "a block of ", rows.size(),
+                     " rows into ", y.rows, " rows, reading ", x.rows, " rows of ", a_.num_cols);
+        const auto block = slice_rows(a_, rows);
+        auto hints = hints_;
+        hints.ranges = {{0, rows.size()}};
+        backend_.make_spmm_plan(block, hints)->run(x, y, {0, rows.size()});
+        copied_ += 8 * (rows.size() + 1) +
+                   block.nnz() * static_cast<std::int64_t>(a_.has_values() ? 8 : 4);
+    }
+
+    std::int64_t copied_bytes() const override { return copied_; }
+    std::string algorithm() const override { return "a plan per row block"; }
+
+private:
+    Backend& backend_;
+    const Csr& a_;
+    SpmmPlanHints hints_;
+    std::int64_t copied_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints)
+{
+    return std::make_unique<SlicedSpmm>(*this, a, hints);
+}
+
+void Backend::download_async(const Matrix& src, float* host)
+{
+    copy_to_host(src.view(), host);
+}
+
 Matrix Backend::allocate_host(std::int64_t rows, std::int64_t cols)
 {
     return reference::host_matrix(rows, cols, "");

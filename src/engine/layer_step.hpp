@@ -307,11 +307,20 @@ struct BlockRun {
     bool step_timing = false;
     LayerTiming& t;
     std::chrono::steady_clock::time_point t0{};
+    /// Set when all of z is resident (src is z, in its own numbering): the operator's rows stream
+    /// through it, and `block` is empty.
+    StreamedSpmm* streamed = nullptr;
 
     /// Hints for a block plan of operator `op`: the block's rows as its one range.
     SpmmPlanHints hints(std::string_view op) const;
+    /// y (the block's rows) = the block's rows of operator `op` times src: through `streamed`
+    /// where set, else a plan of `block`.
+    void spmm(std::string_view op, DenseView<float> y);
     /// The block's rows of a host matrix `cols` wide (x or z) on the backend, the copy timed.
     Matrix up_rows(const float* host, std::int64_t cols);
+    /// The block's own rows of z: a view of src where z is resident, else an upload of the host
+    /// z's rows kept in `holder`.
+    DenseView<const float> z_rows(Matrix& holder, std::int64_t cols);
     /// Timing marks: from now on; what ran since the last mark was SpMM / dense work.
     void mark() { t0 = std::chrono::steady_clock::now(); }
     void spmm_done() { done(t.spmm); }
@@ -343,8 +352,10 @@ public:
     /// metadata (maxk's CBSR row) in the memory report.
     virtual std::int64_t col_bytes() const { return 0; }
     virtual std::int64_t col_metadata_bytes() const { return 0; }
-    /// Whether all of z may stay resident instead of being gathered per block (SpMM layers).
+    /// Whether all of z may stay resident instead of being gathered per block (SpMM layers),
+    /// and the operator it then streams (kernel_operator_gcn or kernel_operator_adjacency).
     virtual bool z_may_stay() const { return false; }
+    virtual std::string_view spmm_operator() const { return kernel_operator_adjacency; }
     /// After z = x W on a block of `rows` rows (maxk: + b; linear: the whole layer).
     virtual void transform_epilogue(Backend& backend, DenseView<float> z, std::int64_t rows) const
     {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 #include "halo/error.hpp"
 #include "layer_step.hpp"
@@ -11,6 +12,8 @@ namespace halo::detail {
 namespace {
 
 constexpr std::int64_t f32 = sizeof(float);
+// Blocks' worth of backend memory a resident aggregation holds at a time (split_layer).
+constexpr std::int64_t kHeldBlocks = 3;
 
 // memcpy split across the OpenMP threads (one thread does not reach host memory bandwidth).
 template <typename T>
@@ -82,6 +85,12 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
     }
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         split_layer(l);
+        const auto& p = plans_[l];
+        if (p.op != nullptr && !p.compact && !streamed_.contains(p.op)) {
+            SpmmPlanHints hints;
+            hints.op = std::string(steps_[l]->spmm_operator());
+            streamed_.emplace(p.op, backend_.make_streamed_spmm(*p.op, hints));
+        }
     }
 }
 
@@ -126,39 +135,51 @@ void RowBlockDriver::split_layer(std::size_t l)
 {
     const auto& step = *steps_[l];
     auto& p = plans_[l];
-    if (!p.agg_first) {
-        p.pre_blocks = split(nullptr, p.pre, false);
-    }
     if (p.op != nullptr) {
         // All of z resident when it takes at most three quarters of what the weights leave:
         // fewer copies and no gathering on the host (each row of z goes up once per layer instead
         // of once per block that references it; on a power-law graph most blocks reference most
-        // rows), at the price of smaller blocks.
+        // rows; the transform writes z where it stays), at the price of smaller blocks. The
+        // aggregation then holds up to three blocks' worth at a time (the one running, the next
+        // one's operator rows on their way up, the previous one's output on its way down): each
+        // block's rows and nonzeros count three times, so that any three blocks fit beside z.
+        // The transform's x rows go up once per block.
         const auto z_bytes = f32 * n_total_ * p.wz;
         p.compact = !(step.z_may_stay() && 4 * z_bytes <= 3 * (limit_ - p.agg.fixed));
         if (!p.compact) {
-            p.agg.fixed += z_bytes;
-            p.agg.per_col = 0;
-            std::int64_t worst = 0;
+            Cost agg = p.agg;
+            agg.fixed += z_bytes;
+            agg.per_row *= kHeldBlocks;
+            agg.per_nnz *= kHeldBlocks;
+            agg.per_col = 0;
+            Cost pre{resident_ + z_bytes, f32 * model_.layers[l].in_dim, 0, 0};
+            std::int64_t worst = p.agg_first ? 0 : pre.bytes(1, 0, 0);
             for (std::int64_t i = 0; i < n_owned_; ++i) {
-                worst = std::max(worst, p.agg.bytes(1, p.op->row_nnz(i), 0));
+                worst = std::max(worst, agg.bytes(1, p.op->row_nnz(i), 0));
             }
-            if (worst > limit_) {  // not even one row beside all of z: gather after all
+            if (worst <= limit_) {
+                p.agg = agg;
+                p.pre = pre;
+            } else {  // not even one row beside all of z: gather after all
                 p.compact = true;
-                p.agg.fixed -= z_bytes;
-                p.agg.per_col = f32 * p.wz;
             }
         }
-        p.agg_blocks = split(p.op, p.agg, p.compact);
+        // A streamed block is one 32-bit cuSPARSE descriptor.
+        p.agg_blocks = split(p.op, p.agg, p.compact,
+                             p.compact ? INT64_MAX : std::numeric_limits<std::int32_t>::max());
+    }
+    if (!p.agg_first) {
+        p.pre_blocks = split(nullptr, p.pre, false);
     }
     for (const auto* blocks : {&p.pre_blocks, &p.agg_blocks}) {
         for (const auto& b : *blocks) {
             MemoryReport r;
             r.weights = resident_;
             if (blocks == &p.agg_blocks) {
-                r.row_pointers = 12 * (b.rows.size() + 1);
-                r.indices = 4 * b.nnz;
-                r.values = 4 * b.nnz;
+                const std::int64_t held = p.compact ? 1 : kHeldBlocks;
+                r.row_pointers = held * 12 * (b.rows.size() + 1);
+                r.indices = held * 4 * b.nnz;
+                r.values = held * 4 * b.nnz;
                 r.kernel_metadata = step.col_metadata_bytes() * b.cols;
             }
             r.feature_buffers = b.bytes - r.total();
@@ -177,7 +198,7 @@ void RowBlockDriver::split_layer(std::size_t l)
 }
 
 std::vector<RowBlockDriver::Block> RowBlockDriver::split(const Csr* a, const Cost& cost,
-                                                         bool compact)
+                                                         bool compact, std::int64_t max_nnz)
 {
     std::vector<Block> out;
     Block cur;
@@ -207,7 +228,7 @@ std::vector<RowBlockDriver::Block> RowBlockDriver::split(const Csr* a, const Cos
         const auto nnz = a != nullptr ? a->row_nnz(i) : 0;
         auto fresh = new_columns(i);
         auto bytes = cost.bytes(cur.rows.size() + 1, cur.nnz + nnz, cur.cols + fresh);
-        if (bytes > limit_ && !cur.rows.empty()) {
+        if ((bytes > limit_ || cur.nnz + nnz > max_nnz) && !cur.rows.empty()) {
             out.push_back(cur);
             cur = Block{{i, i}, 0, 0, 0};
             ++stamp_id_;
@@ -425,6 +446,96 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
     arrive();  // a part without boundary rows still completes its exchange
 }
 
+// All of z resident on the backend: the transform blocks write their rows of z there (or the
+// input's owned rows go up when the layer aggregates first), the halo exchange runs on it in
+// place while the interior blocks run, and the aggregation blocks stream the operator's rows
+// (block b + 1's copy queued before block b runs) and download their outputs asynchronously.
+void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& out,
+                                  LayerTiming& t)
+{
+    const auto& p = plans_[l];
+    const auto& step = *steps_[l];
+    const auto in_w = model_.layers[l].in_dim;
+    const auto out_w = model_.layers[l].out_dim;
+    const auto wz = p.wz;
+    auto& streamed = *streamed_.at(p.op);
+    const auto copied_before = streamed.copied_bytes();
+    auto z = backend_.allocate(n_total_, wz);
+    if (!p.agg_first) {
+        for (const auto& b : p.pre_blocks) {
+            const auto r = b.rows.size();
+            auto xb = upload_timed(backend_, x.data() + b.rows.begin * in_w, r, in_w, t);
+            const auto zb = z.rows_view(b.rows.begin, b.rows.end);
+            const auto t0 = std::chrono::steady_clock::now();
+            backend_.gemm(xb.view(), step.weights().weight.view(), zb, 1.0f, 0.0f);
+            step.transform_epilogue(backend_, zb, r);
+            if (ctx_.options.step_timing) {
+                backend_.synchronize();
+                t.dense += seconds_since(t0);
+            }
+        }
+    } else if (n_owned_ > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        backend_.copy_from_host(x.data(), z.rows_view(0, n_owned_));
+        t.transfer += seconds_since(t0);
+        t.transferred_bytes += f32 * n_owned_ * wz;
+    }
+    t.fp32_exchange_bytes +=
+        (shard_.plan.num_send() + shard_.plan.num_recv()) * wz * static_cast<std::int64_t>(f32);
+    bool exchanging = false;
+    if (ctx_.has_peers) {
+        const auto t0 = std::chrono::steady_clock::now();
+        exchanger_.start(z.view());
+        t.exchange += seconds_since(t0);
+        exchanging = true;
+        if (!ctx_.options.overlap) {
+            exchanging = false;
+            exchange_finish(t);
+        }
+    }
+    const auto& blocks = p.agg_blocks;
+    if (!blocks.empty()) {
+        streamed.prefetch(blocks.front().rows);
+    }
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        const auto& blk = blocks[i];
+        if (exchanging && blk.rows.end > shard_.num_interior) {
+            exchanging = false;
+            exchange_finish(t);
+        }
+        if (i + 1 < blocks.size()) {
+            streamed.prefetch(blocks[i + 1].rows);
+        }
+        const auto r = blk.rows.size();
+        auto o = backend_.allocate(r, out_w);
+        BlockRun run{backend_,
+                     no_block_,
+                     z,
+                     {0, r},
+                     blk.rows.begin,
+                     x.data(),
+                     nullptr,
+                     o,
+                     ctx_.options.attention,
+                     model_.max_dim(),
+                     ctx_.options.step_timing,
+                     t};
+        run.streamed = &streamed;
+        step.aggregate(run);
+        const auto t0 = std::chrono::steady_clock::now();
+        backend_.download_async(o, out.data() + blk.rows.begin * out_w);
+        t.transfer += seconds_since(t0);
+        t.transferred_bytes += f32 * r * out_w;
+    }
+    if (exchanging) {  // a part without boundary rows still completes its exchange
+        exchange_finish(t);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    backend_.finish_downloads();
+    t.transfer += seconds_since(t0);
+    t.transferred_bytes += streamed.copied_bytes() - copied_before;
+}
+
 std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
                                        std::vector<LayerTiming>& timings,
                                        std::vector<std::vector<float>>* keep)
@@ -445,6 +556,8 @@ std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
         auto out = host_matrix(n_total_, layer.out_dim, 1 - in_slot);
         if (p.op == nullptr) {  // linear: the transform is the layer
             run_pre(l, h, out, t);
+        } else if (!p.compact) {
+            run_resident(l, h, out, t);
         } else {
             const auto z = p.agg_first ? h : host_matrix(n_total_, p.wz, kTransformSlot);
             if (!p.agg_first) {

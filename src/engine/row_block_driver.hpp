@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,7 +79,9 @@ private:
     struct LayerPlan {
         const Csr* op = nullptr;
         bool agg_first = false;
-        bool compact = true;    // gather the referenced rows of z (else all of z is resident)
+        // Gather the referenced rows of z per block; else all of z is resident on the backend
+        // (computed there by the transform blocks) and the operator's rows stream through it.
+        bool compact = true;
         std::int64_t wz = 0;    // width of the aggregated matrix z
         Cost pre;               // transform phase (absent when agg_first)
         Cost agg;               // aggregation phase
@@ -89,7 +92,8 @@ private:
         std::vector<Block> agg_blocks;
     };
 
-    std::vector<Block> split(const Csr* a, const Cost& cost, bool compact);
+    std::vector<Block> split(const Csr* a, const Cost& cost, bool compact,
+                             std::int64_t max_nnz = INT64_MAX);
     void plan_layer(std::size_t l);
     void split_layer(std::size_t l);
     void run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t);
@@ -97,6 +101,7 @@ private:
     void exchange_finish(LayerTiming& t);
     void run_aggregation(std::size_t l, const Matrix& x, const Matrix& z, const Matrix& out,
                          bool exchanging, LayerTiming& t);
+    void run_resident(std::size_t l, const Matrix& x, const Matrix& out, LayerTiming& t);
     Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
 
@@ -112,6 +117,10 @@ private:
     std::int64_t minimum_ = 0;
     std::vector<std::unique_ptr<BlockStep>> steps_;  // each layer's, from its LayerKind
     std::vector<LayerPlan> plans_;
+    // The streamed operator of each distinct operator a resident layer aggregates with (made
+    // once: the CUDA backend page-locks the operator for its lifetime).
+    std::map<const Csr*, std::unique_ptr<StreamedSpmm>> streamed_;
+    const Csr no_block_{};  // BlockRun::block of a streamed block
     // Host matrices by slot: 0 and 1 a layer's input and output in turn, then z, then the
     // gathered rows of a block.
     static constexpr int kTransformSlot = 2;

@@ -428,9 +428,27 @@ SpmmPlanHints BlockRun::hints(std::string_view op) const
     return h;
 }
 
+void BlockRun::spmm(std::string_view op, DenseView<float> y)
+{
+    if (streamed != nullptr) {
+        streamed->run({first, first + rows.size()}, src.view(), y);
+    } else {
+        backend.make_spmm_plan(block, hints(op))->run(src.view(), y, rows);
+    }
+}
+
 Matrix BlockRun::up_rows(const float* host, std::int64_t cols)
 {
     return upload_timed(backend, host + first * cols, rows.size(), cols, t);
+}
+
+DenseView<const float> BlockRun::z_rows(Matrix& holder, std::int64_t cols)
+{
+    if (streamed != nullptr) {
+        return src.rows_view(first, first + rows.size());
+    }
+    holder = up_rows(z, cols);
+    return holder.view();
 }
 
 void BlockRun::done(double& into)

@@ -5,11 +5,13 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 
 #include "cuda/backend/cuda_kernels.hpp"
 #include "cuda/backend/engine_plans.hpp"
+#include "cuda/primitives/cusparse_csr.hpp"
 #include "halo/cuda/aes.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda_error.hpp"
@@ -60,6 +62,13 @@ public:
 
     ~CudaBackend() override
     {
+        try {
+            finish_downloads();
+        } catch (...) {  // a destructor does not throw; the error surfaced at the last sync
+        }
+        if (download_stream_ != nullptr) {
+            static_cast<void>(cudaStreamDestroy(download_stream_));
+        }
         drop_graph();
         for (auto& event : stage_events_) {
             if (event != nullptr) {
@@ -195,6 +204,48 @@ public:
             ctx_, a, SpmmPlanRequest{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})});
     }
 
+    std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a,
+                                                     const SpmmPlanHints& hints) override
+    {
+        static_cast<void>(hints);  // cuSPARSE for every block: no stored choice covers a block
+        return detail::make_streamed_csr(ctx_, a);
+    }
+
+    // On a stream of its own, after the compute issued so far; the source is released once its
+    // copy is known complete (then its stream-ordered free on the compute stream cannot overtake
+    // the copy). At most one download stays in flight after the call: the host waits for the
+    // previous one, which normally ended during the compute issued between them (so a caller
+    // holds at most two sources at a time: the one downloading and the one it computes next).
+    void download_async(const Matrix& src, float* host) override
+    {
+        if (src.rows() == 0 || src.cols() == 0) {
+            return;
+        }
+        if (download_stream_ == nullptr) {
+            HALO_CUDA_TRY(cudaStreamCreateWithFlags(&download_stream_, cudaStreamNonBlocking));
+        }
+        const auto bytes = static_cast<std::size_t>(src.rows() * src.cols()) * sizeof(float);
+        Download d{src, nullptr};
+        HALO_CUDA_TRY(cudaEventCreateWithFlags(&d.done, cudaEventDisableTiming));
+        // The event records the compute stream's position; the download stream waits for it.
+        HALO_CUDA_TRY(cudaEventRecord(d.done, ctx_.compute_stream()));
+        HALO_CUDA_TRY(cudaStreamWaitEvent(download_stream_, d.done));
+        HALO_CUDA_TRY(cudaMemcpyAsync(host, src.data(), bytes, cudaMemcpyDeviceToHost,
+                                      download_stream_));
+        HALO_CUDA_TRY(cudaEventRecord(d.done, download_stream_));
+        downloads_.push_back(std::move(d));
+        while (downloads_.size() > 1) {
+            retire_download();
+        }
+    }
+
+    void finish_downloads() override
+    {
+        while (!downloads_.empty()) {
+            retire_download();
+        }
+    }
+
     // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B as its first operand.
     void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c, float alpha,
               float beta) override
@@ -318,7 +369,11 @@ public:
         HALO_CUDA_TRY(cudaGraphLaunch(graph_exec_, ctx_.compute_stream()));
     }
 
-    void synchronize() override { HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream())); }
+    void synchronize() override
+    {
+        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
+        finish_downloads();
+    }
 
 private:
     void drop_graph() noexcept
@@ -403,8 +458,25 @@ private:
         drain(chunks - 1);
     }
 
+    struct Download {
+        Matrix src;
+        cudaEvent_t done = nullptr;
+    };
+
+    // Waits for the oldest download, then releases its source and event.
+    void retire_download()
+    {
+        auto d = std::move(downloads_.front());
+        downloads_.pop_front();
+        const auto status = cudaEventSynchronize(d.done);
+        static_cast<void>(cudaEventDestroy(d.done));
+        HALO_CUDA_TRY(status);
+    }
+
     Context& ctx_;
     SpmmChoice spmm_;
+    cudaStream_t download_stream_ = nullptr;
+    std::deque<Download> downloads_;
     cudaGraph_t graph_ = nullptr;  // the recording of begin_capture() .. end_capture()
     cudaGraphExec_t graph_exec_ = nullptr;
     PinnedBuffer<char> staging_[2];

@@ -11,23 +11,6 @@
 namespace halo::cuda::detail {
 namespace {
 
-constexpr cusparseSpMMAlg_t kAlgorithm = CUSPARSE_SPMM_CSR_ALG2;
-
-// Destroys a dense descriptor at scope exit (made per call: the pointers change).
-template <typename Descr>
-struct DnMat {
-    Descr descr = nullptr;
-    DnMat() = default;
-    DnMat(const DnMat&) = delete;
-    DnMat& operator=(const DnMat&) = delete;
-    ~DnMat()
-    {
-        if (descr != nullptr) {
-            (void)cusparseDestroyDnMat(descr);
-        }
-    }
-};
-
 // The row offsets of `rows` in cuSPARSE's index type: all of them from row 0, else a copy rebased
 // to start at zero, kept in `copy`.
 template <typename Index>
@@ -138,7 +121,7 @@ void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange ro
     DnMat<cusparseConstDnMatDescr_t> xd;
     HALO_CUSPARSE_TRY(cusparseCreateConstDnMat(&xd.descr, num_cols_, width, x.ld, x.data,
                                                CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    DnMat<cusparseDnMatDescr_t> yd;
+    DnMat<> yd;
     HALO_CUSPARSE_TRY(cusparseCreateDnMat(&yd.descr, rows.size(), width, y.ld, y.row(rows.begin),
                                           CUDA_R_32F, CUSPARSE_ORDER_ROW));
     const float alpha = 1.0f;
@@ -149,7 +132,7 @@ void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange ro
         std::size_t bytes = 0;
         HALO_CUSPARSE_TRY(cusparseSpMM_bufferSize(
             ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-            &alpha, a, xd.descr, &beta, yd.descr, CUDA_R_32F, kAlgorithm, &bytes));
+            &alpha, a, xd.descr, &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, &bytes));
         size = workspace_sizes_.emplace(key, bytes).first;
     }
     if (size->second > workspace_.bytes()) {
@@ -158,7 +141,7 @@ void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange ro
     }
     HALO_CUSPARSE_TRY(cusparseSpMM(ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
                                    CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, xd.descr, &beta,
-                                   yd.descr, CUDA_R_32F, kAlgorithm, workspace_.data()));
+                                   yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, workspace_.data()));
 }
 
 // The int64 offsets and int32 columns of the upload that cuSPARSE does not read are freed once

@@ -36,6 +36,24 @@
 
 namespace halo::cuda::detail {
 
+/// The SpMM algorithm of every CSR SpMM here (the header's choices).
+constexpr cusparseSpMMAlg_t kCsrSpmmAlgorithm = CUSPARSE_SPMM_CSR_ALG2;
+
+/// A dense descriptor destroyed at scope exit (made per call: the pointers change).
+template <typename Descr = cusparseDnMatDescr_t>
+struct DnMat {
+    Descr descr = nullptr;
+    DnMat() = default;
+    DnMat(const DnMat&) = delete;
+    DnMat& operator=(const DnMat&) = delete;
+    ~DnMat()
+    {
+        if (descr != nullptr) {
+            (void)cusparseDestroyDnMat(descr);
+        }
+    }
+};
+
 class CusparseCsr {
 public:
     /// Uploads the pattern of `a` (valid: the caller checked it) on the compute stream, without
@@ -86,6 +104,15 @@ private:
         workspace_sizes_;
     DeviceBuffer<char> workspace_;
 };
+
+/// `a` streamed by row blocks into cuSPARSE SpMM (Backend::make_streamed_spmm on the CUDA
+/// backend; streamed_csr.cpp): a's arrays are page-locked in place (cudaHostRegister) for the
+/// object's lifetime, each prefetched block's offsets, columns and values are copied on a copy
+/// stream of its own into buffers allocated for the block, and the block's SpMM (the 32-bit
+/// descriptor, offsets rebased on the device) waits for its copy on the compute stream. A block
+/// holds 12 bytes per row and 8 per nonzero (an array of ones where `a` has no values), freed
+/// stream-ordered after its SpMM.
+std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a);
 
 /// out[i] = in[i] - base for i in [0, count): CSR row offsets of a row range rebased to start at
 /// zero, also narrowing int64 offsets to int32 (the caller guarantees that they fit). Launchers

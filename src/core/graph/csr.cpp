@@ -1,6 +1,7 @@
 #include "halo/csr.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "halo/error.hpp"
 
@@ -48,6 +49,38 @@ std::int64_t max_row_nnz(const CsrView& csr)
         best = std::max(best, csr.indptr[i + 1] - csr.indptr[i]);
     }
     return best;
+}
+
+Csr slice_rows(const Csr& a, RowRange rows)
+{
+    HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= a.num_rows, "rows [",
+                 rows.begin, ", ", rows.end, ") of a CSR of ", a.num_rows, " rows");
+    Csr out;
+    out.num_rows = rows.size();
+    out.num_cols = a.num_cols;
+    const auto first = a.indptr[rows.begin];
+    const auto nnz = a.indptr[rows.end] - first;
+    out.indptr.resize(static_cast<std::size_t>(out.num_rows + 1));
+    for (std::int64_t i = 0; i <= out.num_rows; ++i) {
+        out.indptr[i] = a.indptr[rows.begin + i] - first;
+    }
+    out.indices.resize(static_cast<std::size_t>(nnz));
+    if (a.has_values()) {
+        out.values.resize(static_cast<std::size_t>(nnz));
+    }
+    // Pieces across the threads (one thread does not reach host memory bandwidth).
+    constexpr std::int64_t piece = std::int64_t{1} << 18;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t off = 0; off < nnz; off += piece) {
+        const auto count = static_cast<std::size_t>(std::min(piece, nnz - off));
+        std::memcpy(out.indices.data() + off, a.indices.data() + first + off,
+                    count * sizeof(local_id));
+        if (a.has_values()) {
+            std::memcpy(out.values.data() + off, a.values.data() + first + off,
+                        count * sizeof(float));
+        }
+    }
+    return out;
 }
 
 std::int64_t count_diagonal(const CsrView& csr)

@@ -43,19 +43,19 @@ public:
     // The aggregated rows before the GEMM.
     std::int64_t row_floats() const override { return aggregate_first() ? layer_.in_dim : 0; }
     bool z_may_stay() const override { return true; }
+    std::string_view spmm_operator() const override { return kernel_operator_gcn; }
 
     void aggregate(BlockRun& run) const override
     {
         auto& backend = run.backend;
-        auto plan = backend.make_spmm_plan(run.block, run.hints(kernel_operator_gcn));
         run.mark();
         if (aggregate_first()) {
             auto agg = backend.allocate(run.rows.size(), layer_.in_dim);
-            plan->run(run.src.view(), agg.view(), run.rows);
+            run.spmm(kernel_operator_gcn, agg.view());
             run.spmm_done();
             backend.gemm(agg.view(), w_.weight.view(), run.out.view(), 1.0f, 0.0f);
         } else {
-            plan->run(run.src.view(), run.out.view(), run.rows);
+            run.spmm(kernel_operator_gcn, run.out.view());
             run.spmm_done();
         }
         backend.bias_activation(run.out.view(), w_.bias.data(), layer_.activation, run.rows);
@@ -110,11 +110,10 @@ public:
     void aggregate(BlockRun& run) const override
     {
         auto& backend = run.backend;
-        auto plan = backend.make_spmm_plan(run.block, run.hints(kernel_operator_adjacency));
         auto xb = run.up_rows(run.x, layer_.in_dim);
         auto agg = backend.allocate(run.rows.size(), z_width());
         run.mark();
-        plan->run(run.src.view(), agg.view(), run.rows);
+        run.spmm(kernel_operator_adjacency, agg.view());
         run.spmm_done();
         backend.gemm(xb.view(), w_.root_weight.view(), run.out.view(), 1.0f, 0.0f);
         if (aggregate_first()) {
@@ -181,15 +180,14 @@ public:
     {
         auto& backend = run.backend;
         const auto r = run.rows.size();
-        auto plan = backend.make_spmm_plan(run.block, run.hints(kernel_operator_adjacency));
         const float self = 1.0f + layer_.eps;
-        auto own =
-            aggregate_first() ? run.up_rows(run.x, layer_.in_dim) : run.up_rows(run.z, z_width());
+        Matrix holder;  // z is x when the layer aggregates first
+        const auto own = run.z_rows(holder, z_width());
         auto agg = backend.allocate(r, z_width());
         run.mark();
-        plan->run(run.src.view(), agg.view(), run.rows);
+        run.spmm(kernel_operator_adjacency, agg.view());
         run.spmm_done();
-        backend.axpby(self, own.view(), 1.0f, agg.view());
+        backend.axpby(self, own, 1.0f, agg.view());
         Matrix hidden;
         if (aggregate_first()) {
             hidden = backend.allocate(r, layer_.hidden_dim);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -120,9 +121,17 @@ void expect_row_blocks_match(halo::LayerType type, const std::vector<std::int64_
     const auto smallest = smallest_limit(shard, model);
     ASSERT_GT(smallest, 0);
     const auto tol = engine_tolerance(shard, model, want.out);
-    for (const auto limit : {4 * smallest, 64 * smallest}) {
+    // z resident beside a few streamed blocks (SpMM layers), as the CPU test's roomy limit.
+    const auto n = shard.num_owned + shard.num_halo;
+    const auto resident = 2 * n * model.max_dim() * 4 + 2 * smallest;
+    for (const auto limit : {4 * smallest, 64 * smallest, resident}) {
         const auto got = run(shard, model, halo::Execution::row_blocks, limit);
         EXPECT_TRUE(got.out_of_core);
+        if (limit == resident && (type == halo::LayerType::gcn || type == halo::LayerType::sage ||
+                                  type == halo::LayerType::gin)) {
+            EXPECT_NE(got.report.find("all rows resident"), std::string::npos) << got.report;
+            EXPECT_GT(got.memory.row_blocks, 1) << got.report;
+        }
         ASSERT_EQ(got.out.size(), want.out.size());
         // maxk's top-k may pick another entry where two are within rounding of each other (the
         // GEMM of a block may round differently from the GEMM of all rows): count such rows.
@@ -193,6 +202,105 @@ TEST(CudaRowBlocks, GatMatchesInMemory)
     halo::RandomModelOptions o;
     o.heads = 2;
     expect_row_blocks_match(halo::LayerType::gat, {24, 16, 6}, o);
+}
+
+// The streamed operator against the CPU reference: blocks prefetched ahead and run in order,
+// a block run without its prefetch (what was prefetched is dropped), an empty block, and a pattern
+// operator (ones on the device) as well as a valued one; outputs poisoned before each run.
+void expect_streamed_matches_reference(bool valued)
+{
+    SCOPED_TRACE(valued ? "valued" : "pattern");
+    Gpu gpu;
+    auto a = graph_csr("rmat", 11, 7, valued);
+    // Two empty rows at the start: a block of them has no nonzeros.
+    a.indptr.insert(a.indptr.begin(), {0, 0});
+    a.num_rows += 2;
+    const std::int64_t width = 24;
+    std::vector<float> x(static_cast<std::size_t>(a.num_cols * width));
+    for (std::size_t k = 0; k < x.size(); ++k) {
+        x[k] = static_cast<float>(static_cast<std::int64_t>(k * 2654435761u % 2001) - 1000) / 1000;
+    }
+    std::vector<float> want(static_cast<std::size_t>(a.num_rows * width));
+    halo::reference::spmm(a.view(), {x.data(), a.num_cols, width, width},
+                          {want.data(), a.num_rows, width, width});
+    auto xd = gpu.backend->allocate(a.num_cols, width);
+    gpu.backend->copy_from_host(x.data(), xd.view());
+    auto streamed = gpu.backend->make_streamed_spmm(a, {});
+    std::vector<halo::RowRange> blocks{{0, 2}, {2, 300}, {300, 301}, {301, 1200}};
+    blocks.push_back({1200, a.num_rows});
+    auto check = [&](halo::RowRange rows, const std::vector<float>& got) {
+        for (std::int64_t i = rows.begin; i < rows.end; ++i) {
+            for (std::int64_t j = 0; j < width; ++j) {
+                const auto w = want[static_cast<std::size_t>(i * width + j)];
+                const auto g = got[static_cast<std::size_t>((i - rows.begin) * width + j)];
+                const auto terms = static_cast<double>(a.row_nnz(i)) + 1.0;
+                const auto tol = tolerance<float>(2.0 * terms, terms);
+                ASSERT_NEAR(g, w, tol) << "row " << i << " column " << j;
+            }
+        }
+    };
+    auto run_block = [&](halo::RowRange rows) {
+        auto y = gpu.backend->allocate(rows.size(), width);
+        std::vector<float> poison(static_cast<std::size_t>(rows.size() * width),
+                                  std::numeric_limits<float>::quiet_NaN());
+        gpu.backend->copy_from_host(poison.data(), y.view());
+        streamed->run(rows, xd.view(), y.view());
+        std::vector<float> got(poison.size());
+        gpu.backend->copy_to_host(y.view(), got.data());
+        check(rows, got);
+    };
+    streamed->prefetch(blocks[0]);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        if (b + 1 < blocks.size()) {
+            streamed->prefetch(blocks[b + 1]);
+        }
+        run_block(blocks[b]);
+    }
+    // Prefetched, then another block runs: the prefetched one is dropped, the other is right.
+    streamed->prefetch(blocks[1]);
+    run_block(blocks[3]);
+    run_block(blocks[1]);
+    const auto per_nnz = valued ? 8 : 4;
+    EXPECT_GE(streamed->copied_bytes(), a.nnz() * per_nnz);
+    EXPECT_NE(streamed->algorithm().find("cuSPARSE"), std::string::npos);
+    EXPECT_EQ(streamed->algorithm().find("refused"), std::string::npos) << streamed->algorithm();
+}
+
+TEST(CudaStreamedSpmm, ValuedMatchesTheReference)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_streamed_matches_reference(true);
+}
+
+TEST(CudaStreamedSpmm, PatternMatchesTheReference)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_streamed_matches_reference(false);
+}
+
+// download_async into page-locked memory, three in flight, then finish_downloads.
+TEST(CudaBackend, AsynchronousDownloadsLandAfterFinish)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const std::int64_t rows = 1 << 16;
+    const std::int64_t cols = 16;
+    auto host = gpu.backend->allocate_host(3 * rows, cols);
+    std::vector<float> src(static_cast<std::size_t>(rows * cols));
+    for (int m = 0; m < 3; ++m) {
+        for (std::size_t k = 0; k < src.size(); ++k) {
+            src[k] = static_cast<float>(m * 1000003 + static_cast<std::int64_t>(k));
+        }
+        auto dev = gpu.backend->allocate(rows, cols);
+        gpu.backend->copy_from_host(src.data(), dev.view());
+        gpu.backend->download_async(dev, host.data() + m * rows * cols);
+    }  // each device matrix is released by the backend once its copy is done
+    gpu.backend->finish_downloads();
+    for (int m = 0; m < 3; ++m) {
+        for (std::int64_t k = 0; k < rows * cols; ++k) {
+            ASSERT_EQ(host.data()[m * rows * cols + k], static_cast<float>(m * 1000003 + k)) << k;
+        }
+    }
 }
 
 TEST(CudaBackend, PinnedHostMatricesRoundTripLargeCopies)
