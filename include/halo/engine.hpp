@@ -163,6 +163,7 @@ public:
     MemoryReport memory_report() const;
 
 private:
+    std::span<const float> run_row_blocks(double input_seconds);
     std::span<const float> run_layers();  // from the input in buffer 0 (and int8 rows, if any)
     std::span<const float> timed_download(int buffer);  // the output of `buffer`, timed
 

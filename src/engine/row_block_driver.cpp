@@ -15,18 +15,6 @@ constexpr std::int64_t f32 = sizeof(float);
 // Blocks' worth of backend memory a resident aggregation holds at a time (split_layer).
 constexpr std::int64_t kHeldBlocks = 3;
 
-// memcpy split across the OpenMP threads (one thread does not reach host memory bandwidth).
-template <typename T>
-void parallel_copy(const T* src, std::int64_t count, T* dst)
-{
-    constexpr std::int64_t piece = std::int64_t{1} << 18;
-#pragma omp parallel for schedule(static)
-    for (std::int64_t off = 0; off < count; off += piece) {
-        std::memcpy(dst + off, src + off,
-                    static_cast<std::size_t>(std::min(piece, count - off)) * sizeof(T));
-    }
-}
-
 }  // namespace
 
 RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_operators,
@@ -89,7 +77,9 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
         if (p.op != nullptr && !p.compact && !streamed_.contains(p.op)) {
             SpmmPlanHints hints;
             hints.op = std::string(steps_[l]->spmm_operator());
+            const auto t0 = std::chrono::steady_clock::now();
             streamed_.emplace(p.op, backend_.make_streamed_spmm(*p.op, hints));
+            streamed_seconds_ += seconds_since(t0);
         }
     }
 }
@@ -375,20 +365,7 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
         }
         const auto r = blk.rows.size();
         // The block's rows of the operator; gathered columns renumbered in ascending order.
-        Csr block;
-        block.num_rows = r;
-        block.indptr.assign(static_cast<std::size_t>(r + 1), 0);
-        const auto first = a.indptr[blk.rows.begin];
-        const auto last = a.indptr[blk.rows.end];
-        for (std::int64_t i = 0; i <= r; ++i) {
-            block.indptr[i] = a.indptr[blk.rows.begin + i] - first;
-        }
-        block.indices.resize(static_cast<std::size_t>(last - first));
-        parallel_copy(a.indices.data() + first, last - first, block.indices.data());
-        if (a.has_values()) {
-            block.values.resize(static_cast<std::size_t>(last - first));
-            parallel_copy(a.values.data() + first, last - first, block.values.data());
-        }
+        Csr block = slice_rows(a, blk.rows);
         std::vector<local_id> cols;
         Matrix src;
         if (p.compact) {
@@ -536,17 +513,17 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
     t.transferred_bytes += streamed.copied_bytes() - copied_before;
 }
 
-std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
-                                       std::vector<LayerTiming>& timings,
-                                       std::vector<std::vector<float>>* keep)
+float* RowBlockDriver::input()
 {
-    const auto in_w0 = model_.input_dim();
-    HALO_EXPECTS(static_cast<std::int64_t>(features.size()) == n_owned_ * in_w0, "features hold ",
-                 features.size(), " values, expected ", n_owned_, " x ", in_w0);
+    return host_matrix(n_total_, model_.input_dim(), 0).data();
+}
+
+std::span<const float> RowBlockDriver::run(std::vector<LayerTiming>& timings,
+                                           std::vector<std::vector<float>>* keep)
+{
     timings.assign(model_.layers.size(), {});
     int in_slot = 0;
-    Matrix h = host_matrix(n_total_, in_w0, in_slot);
-    parallel_copy(features.data(), static_cast<std::int64_t>(features.size()), h.data());
+    Matrix h = host_matrix(n_total_, model_.input_dim(), in_slot);
     for (std::size_t l = 0; l < model_.layers.size(); ++l) {
         const auto& layer = model_.layers[l];
         const auto& p = plans_[l];
@@ -579,9 +556,7 @@ std::vector<float> RowBlockDriver::run(const std::vector<float>& features,
         h = std::move(out);
         in_slot = 1 - in_slot;
     }
-    std::vector<float> result(static_cast<std::size_t>(n_owned_ * model_.output_dim()));
-    parallel_copy(h.data(), static_cast<std::int64_t>(result.size()), result.data());
-    return result;
+    return {h.data(), static_cast<std::size_t>(n_owned_ * model_.output_dim())};
 }
 
 std::string RowBlockDriver::report() const
@@ -599,6 +574,14 @@ std::string RowBlockDriver::report() const
                    (p.compact ? "referenced rows gathered per block" : "all rows resident");
         }
         out += " (limit " + format_bytes(limit_) + ")\n";
+    }
+    for (const auto& [op, streamed] : streamed_) {
+        out += "streamed operator (" + std::to_string(op->nnz()) +
+               " nonzeros): " + streamed->algorithm() + "\n";
+    }
+    if (!streamed_.empty()) {
+        out += "streamed operators prepared in " + std::to_string(streamed_seconds_) +
+               " s (the CUDA backend page-locks them in place)\n";
     }
     return out;
 }

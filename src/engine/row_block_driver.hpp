@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,15 @@ public:
     /// are the engine's, through `ctx`.
     RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_operators, std::int64_t limit);
 
-    /// Runs the model on host features (num_owned x input width); timings get one entry per
-    /// layer; `keep` (may be null) receives every layer's owned rows.
-    std::vector<float> run(const std::vector<float>& features, std::vector<LayerTiming>& timings,
-                           std::vector<std::vector<float>>* keep);
+    /// The host matrix the next run() reads as the model's input (num_owned rows of the input
+    /// width, then room for the halo rows; Backend::allocate_host memory, allocated once and
+    /// kept): a caller fills its owned rows in place, with no copy of its own.
+    float* input();
+    /// Runs the model on the owned rows of input(); timings get one entry per layer; `keep` (may
+    /// be null) receives every layer's owned rows. The result (num_owned x output width) is a
+    /// view of the driver's host memory, valid until the next run or input().
+    std::span<const float> run(std::vector<LayerTiming>& timings,
+                               std::vector<std::vector<float>>* keep);
 
     /// Resident bytes plus the largest block's budget, by component.
     MemoryReport memory_report() const { return report_; }
@@ -121,6 +127,7 @@ private:
     // once: the CUDA backend page-locks the operator for its lifetime).
     std::map<const Csr*, std::unique_ptr<StreamedSpmm>> streamed_;
     const Csr no_block_{};  // BlockRun::block of a streamed block
+    double streamed_seconds_ = 0.0;  // making streamed_ (page-locking on the CUDA backend)
     // Host matrices by slot: 0 and 1 a layer's input and output in turn, then z, then the
     // gathered rows of a block.
     static constexpr int kTransformSlot = 2;
