@@ -144,6 +144,15 @@ public:
     virtual std::string algorithm() const = 0;
 };
 
+/// An operator's values as scalings of its pattern: a[i, j] = row[i] * col[j] for every stored
+/// (i, j) (up to rounding: the engine's gcn operator of an unweighted graph is
+/// D^-1/2 (A + I) D^-1/2, its mean operator D^-1 A). Empty: ones. Lets a backend stream the
+/// pattern alone, 4 bytes per nonzero instead of 8.
+struct OperatorScaling {
+    std::vector<float> row;  // a.num_rows entries, or empty
+    std::vector<float> col;  // a.num_cols entries, or empty
+};
+
 /// An SpMM operator that stays in host memory and runs over row blocks copied to the backend on
 /// demand (out-of-core execution with all of the dense operand resident): prefetch() queues the
 /// copy of a block's rows of the operator beside the work already issued (the CUDA backend: on a
@@ -176,6 +185,9 @@ public:
     virtual void copy_from_host(const float* host, DenseView<float> dst) = 0;
     virtual void copy_to_host(DenseView<const float> src, float* host) = 0;
 
+    /// Whether make_streamed_spmm streams a scaled operator's pattern alone (its bytes per
+    /// nonzero then 4 instead of 8); the default keeps the values.
+    virtual bool streams_scaled_operators() const { return false; }
     /// src to host memory (src.rows() x src.cols() floats at `host`), ordered after the work
     /// issued so far; returns before the copy ends where the backend can (the CUDA backend: on a
     /// copy stream, overlapping the compute issued next; `host` should be allocate_host memory),
@@ -212,12 +224,14 @@ public:
         return make_spmm_plan(a);
     }
 
-    /// `a` as a StreamedSpmm. The default slices each block's rows out of `a` on the host and
-    /// makes a plan of them (make_spmm_plan with the block as its one range), so that a block's
-    /// rows see the same kernel and arithmetic as in memory; the CUDA backend streams the rows
-    /// into cuSPARSE SpMM.
+    /// `a` as a StreamedSpmm; `scaling` (may be null) factors its values. The default slices
+    /// each block's rows out of `a` on the host and makes a plan of them (make_spmm_plan with the
+    /// block as its one range) with a's values, so that a block's rows see the same kernel and
+    /// arithmetic as in memory; the CUDA backend streams the rows into its row-split kernel, the
+    /// pattern alone where `scaling` is given.
     virtual std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a,
-                                                             const SpmmPlanHints& hints);
+                                                             const SpmmPlanHints& hints,
+                                                             const OperatorScaling* scaling);
 
     /// MaxK aggregation over `a` (the gcn operator) for CBSR rows of `dim` with k entries.
     /// Backends without MaxK kernels throw halo::InputError naming themselves.

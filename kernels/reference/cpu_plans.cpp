@@ -101,8 +101,10 @@ private:
 
 }  // namespace
 
-std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints)
+std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,
+                                                          const OperatorScaling* scaling)
 {
+    static_cast<void>(scaling);  // a's values, as in memory
     return std::make_unique<SlicedSpmm>(*this, a, hints);
 }
 

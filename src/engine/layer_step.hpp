@@ -91,6 +91,11 @@ public:
     /// The host operator of `kind` (make_aggregation; the gcn one exchanges the halo degrees
     /// once, through the exchanger).
     const Csr& operator_matrix(Aggregation kind);
+    /// Scalings that factor operator_matrix(kind)'s values (OperatorScaling), where they do: the
+    /// gcn and mean operators built from an unweighted adjacency. None where the adjacency has
+    /// edge weights or the dataset stores the operator normalized, and for sum (a pattern
+    /// already, where unweighted).
+    std::optional<OperatorScaling> operator_scaling(Aggregation kind);
     /// The SpMM plan over operator_matrix(kind).
     SpmmPlan& spmm(Aggregation kind);
     /// The attention plan over `pattern` (not none) for widths up to the model's max_dim.

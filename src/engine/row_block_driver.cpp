@@ -49,6 +49,16 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
         resident_ += steps_.back()->resident_bytes();
     }
     plans_.resize(model.layers.size());
+    // Operators whose values are scalings of their pattern stream without values, where the
+    // backend can (the CUDA backend; the CPU backend keeps the values, bit for bit).
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const auto kind = layer_kind(model.layers[l].type).aggregation;
+        if (layer_operators[l] != nullptr && kind && !scalings_.contains(layer_operators[l])) {
+            scalings_.emplace(layer_operators[l], backend_.streams_scaled_operators()
+                                                      ? ctx.operator_scaling(*kind)
+                                                      : std::nullopt);
+        }
+    }
     std::size_t worst = 0;
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         plans_[l].op = layer_operators[l];
@@ -78,10 +88,29 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
             SpmmPlanHints hints;
             hints.op = std::string(steps_[l]->spmm_operator());
             const auto t0 = std::chrono::steady_clock::now();
-            streamed_.emplace(p.op, backend_.make_streamed_spmm(*p.op, hints));
+            const auto& scaling = scalings_.at(p.op);
+            streamed_.emplace(p.op, backend_.make_streamed_spmm(
+                                        *p.op, hints, scaling ? &*scaling : nullptr));
             streamed_seconds_ += seconds_since(t0);
         }
     }
+}
+
+namespace {
+
+std::int64_t scaling_bytes(const std::optional<OperatorScaling>& s)
+{
+    return s ? f32 * static_cast<std::int64_t>(s->row.size() + s->col.size()) : 0;
+}
+
+}  // namespace
+
+// Whether layer l's resident aggregation streams its operator's values (not a pattern, and not
+// factored into scalings).
+bool RowBlockDriver::values_streamed(std::size_t l) const
+{
+    const auto* op = plans_[l].op;
+    return op != nullptr && op->has_values() && !scalings_.at(op);
 }
 
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
@@ -137,10 +166,12 @@ void RowBlockDriver::split_layer(std::size_t l)
         const auto z_bytes = f32 * n_total_ * p.wz;
         p.compact = !(step.z_may_stay() && 4 * z_bytes <= 3 * (limit_ - p.agg.fixed));
         if (!p.compact) {
+            // Streamed: 4 bytes per nonzero, 8 where the values go too; the scalings resident.
+            const auto& scaling = scalings_.at(p.op);
             Cost agg = p.agg;
-            agg.fixed += z_bytes;
+            agg.fixed += z_bytes + scaling_bytes(scaling);
             agg.per_row *= kHeldBlocks;
-            agg.per_nnz *= kHeldBlocks;
+            agg.per_nnz = kHeldBlocks * (values_streamed(l) ? 8 : 4);
             agg.per_col = 0;
             Cost pre{resident_ + z_bytes, f32 * model_.layers[l].in_dim, 0, 0};
             std::int64_t worst = p.agg_first ? 0 : pre.bytes(1, 0, 0);
@@ -154,9 +185,10 @@ void RowBlockDriver::split_layer(std::size_t l)
                 p.compact = true;
             }
         }
-        // A streamed block is one 32-bit cuSPARSE descriptor.
+        // A streamed block's int32 offsets hold nnz plus a warp (the row-split kernel's bound).
         p.agg_blocks = split(p.op, p.agg, p.compact,
-                             p.compact ? INT64_MAX : std::numeric_limits<std::int32_t>::max());
+                             p.compact ? INT64_MAX
+                                       : std::int64_t{std::numeric_limits<std::int32_t>::max()} - 64);
     }
     if (!p.agg_first) {
         p.pre_blocks = split(nullptr, p.pre, false);
@@ -169,8 +201,11 @@ void RowBlockDriver::split_layer(std::size_t l)
                 const std::int64_t held = p.compact ? 1 : kHeldBlocks;
                 r.row_pointers = held * 12 * (b.rows.size() + 1);
                 r.indices = held * 4 * b.nnz;
-                r.values = held * 4 * b.nnz;
+                r.values = p.compact || values_streamed(l) ? held * 4 * b.nnz : 0;
                 r.kernel_metadata = step.col_metadata_bytes() * b.cols;
+                if (!p.compact) {
+                    r.kernel_metadata += scaling_bytes(scalings_.at(p.op));
+                }
             }
             r.feature_buffers = b.bytes - r.total();
             if (r.total() > report_.total()) {

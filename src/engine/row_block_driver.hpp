@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -102,6 +103,7 @@ private:
                              std::int64_t max_nnz = INT64_MAX);
     void plan_layer(std::size_t l);
     void split_layer(std::size_t l);
+    bool values_streamed(std::size_t l) const;
     void run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t);
     bool exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t);
     void exchange_finish(LayerTiming& t);
@@ -126,6 +128,8 @@ private:
     // The streamed operator of each distinct operator a resident layer aggregates with (made
     // once: the CUDA backend page-locks the operator for its lifetime).
     std::map<const Csr*, std::unique_ptr<StreamedSpmm>> streamed_;
+    // Per operator: the scalings its values factor into, where the backend streams them.
+    std::map<const Csr*, std::optional<OperatorScaling>> scalings_;
     const Csr no_block_{};  // BlockRun::block of a streamed block
     double streamed_seconds_ = 0.0;  // making streamed_ (page-locking on the CUDA backend)
     // Host matrices by slot: 0 and 1 a layer's input and output in turn, then z, then the

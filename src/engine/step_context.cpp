@@ -1,5 +1,7 @@
 #include <cstring>
 
+#include <cmath>
+
 #include "halo/error.hpp"
 #include "halo/kernel_metadata.hpp"
 #include "layer_step.hpp"
@@ -82,6 +84,35 @@ const Csr& StepContext::operator_matrix(Aggregation kind)
         backend.copy_to_host(column.view(), degree_.data());
     }
     return matrices_[kind] = make_aggregation(shard, kind, options.dataset_normalization, degree_);
+}
+
+std::optional<OperatorScaling> StepContext::operator_scaling(Aggregation kind)
+{
+    const auto& a = operator_matrix(kind);  // the gcn degrees are exchanged by now
+    if (shard.csr.has_values() || !a.has_values() || kind == Aggregation::sum) {
+        return std::nullopt;
+    }
+    OperatorScaling s;
+    if (kind == Aggregation::gcn) {
+        // a[i, j] = 1 / sqrt(d_i d_j) (make_aggregation): d^-1/2 on both sides.
+        HALO_EXPECTS(static_cast<std::int64_t>(degree_.size()) == n_total, "gcn degrees of ",
+                     degree_.size(), " columns, expected ", n_total);
+        s.col.resize(static_cast<std::size_t>(n_total));
+#pragma omp parallel for schedule(static)
+        for (std::int64_t j = 0; j < n_total; ++j) {
+            s.col[j] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(degree_[j])));
+        }
+        s.row.assign(s.col.begin(), s.col.begin() + n_owned);
+    } else {
+        // mean: a[i, j] = 1 / (stored neighbours of i).
+        s.row.resize(static_cast<std::size_t>(a.num_rows));
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            const auto nnz = a.row_nnz(i);
+            s.row[i] = nnz > 0 ? static_cast<float>(1.0 / static_cast<double>(nnz)) : 0.0f;
+        }
+    }
+    return s;
 }
 
 namespace {

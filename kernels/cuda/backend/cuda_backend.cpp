@@ -204,12 +204,14 @@ public:
             ctx_, a, SpmmPlanRequest{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})});
     }
 
-    std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a,
-                                                     const SpmmPlanHints& hints) override
+    std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,
+                                                     const OperatorScaling* scaling) override
     {
-        static_cast<void>(hints);  // cuSPARSE for every block: no stored choice covers a block
-        return detail::make_streamed_csr(ctx_, a);
+        static_cast<void>(hints);  // one kernel for every block: no stored choice covers a block
+        return detail::make_streamed_csr(ctx_, a, scaling);
     }
+
+    bool streams_scaled_operators() const override { return true; }
 
     // On a stream of its own, after the compute issued so far; the source is released once its
     // copy is known complete (then its stream-ordered free on the compute stream cannot overtake

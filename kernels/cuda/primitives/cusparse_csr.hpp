@@ -105,14 +105,15 @@ private:
     DeviceBuffer<char> workspace_;
 };
 
-/// `a` streamed by row blocks into cuSPARSE SpMM (Backend::make_streamed_spmm on the CUDA
+/// `a` streamed by row blocks into the row-split kernel (Backend::make_streamed_spmm on the CUDA
 /// backend; streamed_csr.cpp): a's arrays are page-locked in place (cudaHostRegister) for the
-/// object's lifetime, each prefetched block's offsets, columns and values are copied on a copy
-/// stream of its own into buffers allocated for the block, and the block's SpMM (the 32-bit
-/// descriptor, offsets rebased on the device) waits for its copy on the compute stream. A block
-/// holds 12 bytes per row and 8 per nonzero (an array of ones where `a` has no values), freed
-/// stream-ordered after its SpMM.
-std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a);
+/// object's lifetime, each prefetched block's offsets, columns and (unless `scaling` factors them)
+/// values are copied on a copy stream of its own into buffers allocated for the block, and the
+/// block's SpMM (offsets rebased to int32 on the device) waits for its copy on the compute stream.
+/// A block holds 12 bytes per row and 4 per nonzero, 8 with values, freed stream-ordered after its
+/// SpMM; the scalings stay on the device (4 bytes per entry).
+std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
+                                                const OperatorScaling* scaling);
 
 /// out[i] = in[i] - base for i in [0, count): CSR row offsets of a row range rebased to start at
 /// zero, also narrowing int64 offsets to int32 (the caller guarantees that they fit). Launchers

@@ -1,29 +1,39 @@
-// A host CSR streamed by row blocks into cuSPARSE SpMM (cusparse_csr.hpp, make_streamed_csr).
+// A host CSR streamed by row blocks into the row-split kernel (cusparse_csr.hpp,
+// make_streamed_csr).
 //
 // Ordering (all on the device, the host never waits):
 // - a block's buffers are allocated on the compute stream when it is prefetched, and the copy
 //   stream waits for that point of the compute stream before writing them (the pool may hand out
 //   memory that earlier compute freed);
 // - the copies run on the copy stream and record the block's `ready` event; run() makes the
-//   compute stream wait for it, then rebases the offsets and calls cuSPARSE;
-// - the buffers are freed stream-ordered on the compute stream after the block's SpMM.
+//   compute stream wait for it, then rebases the offsets and runs the kernel;
+// - the buffers are freed stream-ordered on the compute stream after the block's kernel.
 // A caller that prefetches block b + 1 before it runs block b gets the copy of b + 1 during the
-// SpMM of b: the copy stream's wait is for the compute issued before that prefetch.
+// kernel of b: the copy stream's wait is for the compute issued before that prefetch.
+//
+// The row-split kernel rather than cuSPARSE: it reads a pattern without an array of ones and
+// applies the operator's row and column scalings itself, so a scaled operator streams 4 bytes per
+// nonzero instead of 8 (the bus is what bounds an out-of-core layer); its per-row order is CSR
+// order with fused multiply-adds (deterministic), which cuSPARSE's is not documented to be.
 #include <cuda_runtime_api.h>
 
 #include <climits>
 #include <deque>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "cuda/primitives/cusparse_csr.hpp"
+#include "cuda/primitives/upload.hpp"
+#include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
 namespace halo::cuda::detail {
 namespace {
+
+// The row-split kernel's int32 offsets need nnz plus a warp below 2^31.
+constexpr std::int64_t kMaxBlockNonzeros = std::int64_t{INT_MAX} - 64;
 
 // A stream or event destroyed at scope exit; destroying an event with work pending is allowed
 // (the runtime releases it when the work completes).
@@ -71,17 +81,30 @@ private:
 
 class StreamedCsr final : public StreamedSpmm {
 public:
-    StreamedCsr(Context& ctx, const Csr& a) : ctx_(ctx), a_(a)
+    StreamedCsr(Context& ctx, const Csr& a, const OperatorScaling* scaling)
+        : ctx_(ctx), a_(a), values_streamed_(a.has_values() && scaling == nullptr)
     {
-        HALO_EXPECTS(a.num_cols <= INT_MAX, "a streamed operator of ", a.num_cols,
-                     " columns: cuSPARSE's 32-bit columns hold at most ", INT_MAX);
+        if (scaling != nullptr) {
+            HALO_EXPECTS(scaling->row.empty() ||
+                             static_cast<std::int64_t>(scaling->row.size()) == a.num_rows,
+                         "a row scaling of ", scaling->row.size(), " entries for ", a.num_rows,
+                         " rows");
+            HALO_EXPECTS(scaling->col.empty() ||
+                             static_cast<std::int64_t>(scaling->col.size()) == a.num_cols,
+                         "a column scaling of ", scaling->col.size(), " entries for ",
+                         a.num_cols, " columns");
+            row_scale_ = upload(ctx_, scaling->row);
+            col_scale_ = upload(ctx_, scaling->col);
+        }
         HALO_CUDA_TRY(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
         offsets_ = std::make_unique<Registration>(a.indptr.data(),
                                                   a.indptr.size() * sizeof(offset_t), refused_);
         columns_ = std::make_unique<Registration>(a.indices.data(),
                                                   a.indices.size() * sizeof(local_id), refused_);
-        values_ = std::make_unique<Registration>(a.values.data(), a.values.size() * sizeof(float),
-                                                 refused_);
+        if (values_streamed_) {
+            values_ = std::make_unique<Registration>(a.values.data(),
+                                                     a.values.size() * sizeof(float), refused_);
+        }
     }
 
     // Queued blocks are released after their copies (the compute stream waits for them), and
@@ -110,14 +133,16 @@ public:
         b.rows = rows;
         b.first = a_.indptr[rows.begin];
         b.nnz = a_.indptr[rows.end] - b.first;
-        HALO_EXPECTS(b.nnz <= INT_MAX && rows.size() < INT_MAX, "a streamed block of ",
-                     rows.size(), " rows and ", b.nnz,
-                     " nonzeros: cuSPARSE's 32-bit descriptor holds at most ", INT_MAX);
+        HALO_EXPECTS(b.nnz <= kMaxBlockNonzeros && rows.size() < INT_MAX, "a streamed block of ",
+                     rows.size(), " rows and ", b.nnz, " nonzeros: its 32-bit offsets hold at most ",
+                     kMaxBlockNonzeros, " nonzeros");
         const auto count = static_cast<std::size_t>(rows.size() + 1);
         const auto nnz = static_cast<std::size_t>(b.nnz);
         b.offsets = DeviceBuffer<std::int64_t>(ctx_, count);
         b.columns = DeviceBuffer<std::int32_t>(ctx_, nnz);
-        b.values = DeviceBuffer<float>(ctx_, nnz);
+        if (values_streamed_) {
+            b.values = DeviceBuffer<float>(ctx_, nnz);
+        }
         b.ready = std::make_unique<Event>();
         HALO_CUDA_TRY(cudaEventRecord(allocated_.event, ctx_.compute_stream()));
         HALO_CUDA_TRY(cudaStreamWaitEvent(copy_, allocated_.event));
@@ -130,7 +155,7 @@ public:
                                           nnz * sizeof(std::int32_t), cudaMemcpyHostToDevice,
                                           copy_));
             copied_ += static_cast<std::int64_t>(nnz * sizeof(std::int32_t));
-            if (a_.has_values()) {
+            if (values_streamed_) {
                 HALO_CUDA_TRY(cudaMemcpyAsync(b.values.data(), a_.values.data() + b.first,
                                               nnz * sizeof(float), cudaMemcpyHostToDevice, copy_));
                 copied_ += static_cast<std::int64_t>(nnz * sizeof(float));
@@ -158,55 +183,25 @@ public:
         Block b = std::move(queued_.front());
         queued_.pop_front();
         HALO_CUDA_TRY(cudaStreamWaitEvent(stream, b.ready->event));
-        const std::int64_t width = x.cols;
-        if (rows.empty() || width == 0) {
+        if (rows.empty() || x.cols == 0) {
             return;
-        }
-        if (b.nnz == 0) {
-            HALO_CUDA_TRY(cudaMemset2DAsync(y.data, static_cast<std::size_t>(y.ld) * sizeof(float),
-                                            0, static_cast<std::size_t>(width) * sizeof(float),
-                                            static_cast<std::size_t>(rows.size()), stream));
-            return;
-        }
-        if (!a_.has_values()) {
-            fill(stream, b.values.data(), b.nnz, 1.0f);
         }
         DeviceBuffer<std::int32_t> offsets(ctx_, static_cast<std::size_t>(rows.size() + 1));
         shift_offsets(stream, b.offsets.data(), offsets.data(), rows.size() + 1, b.first);
-        cusparseSpMatDescr_t a = nullptr;
-        HALO_CUSPARSE_TRY(cusparseCreateCsr(&a, rows.size(), a_.num_cols, b.nnz, offsets.data(),
-                                            b.columns.data(), b.values.data(), CUSPARSE_INDEX_32I,
-                                            CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
-                                            CUDA_R_32F));
-        const std::unique_ptr<std::remove_pointer_t<cusparseSpMatDescr_t>,
-                              decltype(&cusparseDestroySpMat)>
-            a_owner(a, &cusparseDestroySpMat);
-        DnMat<cusparseConstDnMatDescr_t> xd;
-        HALO_CUSPARSE_TRY(cusparseCreateConstDnMat(&xd.descr, x.rows, width, x.ld, x.data,
-                                                   CUDA_R_32F, CUSPARSE_ORDER_ROW));
-        DnMat<> yd;
-        HALO_CUSPARSE_TRY(cusparseCreateDnMat(&yd.descr, rows.size(), width, y.ld, y.data,
-                                              CUDA_R_32F, CUSPARSE_ORDER_ROW));
-        const float alpha = 1.0f;
-        const float beta = 0.0f;
-        std::size_t bytes = 0;
-        HALO_CUSPARSE_TRY(cusparseSpMM_bufferSize(
-            ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-            &alpha, a, xd.descr, &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, &bytes));
-        if (bytes > workspace_.bytes()) {
-            workspace_ = DeviceBuffer<char>(ctx_, bytes);  // the old one freed stream-ordered
-        }
-        HALO_CUSPARSE_TRY(cusparseSpMM(ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, xd.descr,
-                                       &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm,
-                                       workspace_.data()));
+        rowsplit_block_spmm(stream, rows.size(), offsets.data(), b.columns.data(),
+                            values_streamed_ ? b.values.data() : nullptr,
+                            row_scale_.size() > 0 ? row_scale_.data() + rows.begin : nullptr,
+                            col_scale_.size() > 0 ? col_scale_.data() : nullptr, x, y);
     }
 
     std::int64_t copied_bytes() const override { return copied_; }
 
     std::string algorithm() const override
     {
-        std::string out = "cuSPARSE SpMM over row blocks copied on a copy stream";
+        std::string out = "row-split SpMM over row blocks copied on a copy stream";
+        if (!values_streamed_ && a_.has_values()) {
+            out += " (pattern streamed, values as row and column scalings)";
+        }
         if (!refused_.empty()) {
             out += " (pageable: cudaHostRegister refused: " + refused_ + ")";
         }
@@ -226,6 +221,9 @@ private:
 
     Context& ctx_;
     const Csr& a_;
+    bool values_streamed_ = false;
+    DeviceBuffer<float> row_scale_;
+    DeviceBuffer<float> col_scale_;
     cudaStream_t copy_ = nullptr;
     Event allocated_;
     std::string refused_;
@@ -233,15 +231,15 @@ private:
     std::unique_ptr<Registration> columns_;
     std::unique_ptr<Registration> values_;
     std::deque<Block> queued_;
-    DeviceBuffer<char> workspace_;
     std::int64_t copied_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a)
+std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
+                                                const OperatorScaling* scaling)
 {
-    return std::make_unique<StreamedCsr>(ctx, a);
+    return std::make_unique<StreamedCsr>(ctx, a, scaling);
 }
 
 }  // namespace halo::cuda::detail

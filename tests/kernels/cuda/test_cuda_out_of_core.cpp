@@ -204,17 +204,35 @@ TEST(CudaRowBlocks, GatMatchesInMemory)
     expect_row_blocks_match(halo::LayerType::gat, {24, 16, 6}, o);
 }
 
+enum class Streamed { valued, pattern, scaled };
+
 // The streamed operator against the CPU reference: blocks prefetched ahead and run in order,
-// a block run without its prefetch (what was prefetched is dropped), an empty block, and a pattern
-// operator (ones on the device) as well as a valued one; outputs poisoned before each run.
-void expect_streamed_matches_reference(bool valued)
+// a block run without its prefetch (what was prefetched is dropped), an empty block; a valued
+// operator, a pattern one, and one whose values are row and column scalings streamed as its
+// pattern alone; outputs poisoned before each run.
+void expect_streamed_matches_reference(Streamed kind)
 {
-    SCOPED_TRACE(valued ? "valued" : "pattern");
+    SCOPED_TRACE(static_cast<int>(kind));
     Gpu gpu;
-    auto a = graph_csr("rmat", 11, 7, valued);
+    auto a = graph_csr("rmat", 11, 7, kind == Streamed::valued);
     // Two empty rows at the start: a block of them has no nonzeros.
     a.indptr.insert(a.indptr.begin(), {0, 0});
     a.num_rows += 2;
+    halo::OperatorScaling scaling;
+    if (kind == Streamed::scaled) {
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            scaling.row.push_back(0.25f + static_cast<float>(i % 7) / 8.0f);
+        }
+        for (std::int64_t j = 0; j < a.num_cols; ++j) {
+            scaling.col.push_back(1.5f - static_cast<float>(j % 5) / 4.0f);
+        }
+        a.values.resize(static_cast<std::size_t>(a.nnz()));
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+                a.values[k] = scaling.row[i] * scaling.col[a.indices[k]];
+            }
+        }
+    }
     const std::int64_t width = 24;
     std::vector<float> x(static_cast<std::size_t>(a.num_cols * width));
     for (std::size_t k = 0; k < x.size(); ++k) {
@@ -225,7 +243,9 @@ void expect_streamed_matches_reference(bool valued)
                           {want.data(), a.num_rows, width, width});
     auto xd = gpu.backend->allocate(a.num_cols, width);
     gpu.backend->copy_from_host(x.data(), xd.view());
-    auto streamed = gpu.backend->make_streamed_spmm(a, {});
+    ASSERT_TRUE(gpu.backend->streams_scaled_operators());
+    auto streamed = gpu.backend->make_streamed_spmm(
+        a, {}, kind == Streamed::scaled ? &scaling : nullptr);
     std::vector<halo::RowRange> blocks{{0, 2}, {2, 300}, {300, 301}, {301, 1200}};
     blocks.push_back({1200, a.num_rows});
     auto check = [&](halo::RowRange rows, const std::vector<float>& got) {
@@ -260,22 +280,34 @@ void expect_streamed_matches_reference(bool valued)
     streamed->prefetch(blocks[1]);
     run_block(blocks[3]);
     run_block(blocks[1]);
-    const auto per_nnz = valued ? 8 : 4;
+    // Every block went up once, the dropped prefetch and the reruns more: values only where
+    // neither a pattern nor scaled.
+    const std::int64_t per_nnz = kind == Streamed::valued ? 8 : 4;
     EXPECT_GE(streamed->copied_bytes(), a.nnz() * per_nnz);
-    EXPECT_NE(streamed->algorithm().find("cuSPARSE"), std::string::npos);
+    EXPECT_LT(streamed->copied_bytes(), 3 * (a.nnz() * per_nnz + 8 * (a.num_rows + 8)));
+    EXPECT_NE(streamed->algorithm().find("row-split"), std::string::npos);
+    EXPECT_EQ(streamed->algorithm().find("pattern streamed") != std::string::npos,
+              kind == Streamed::scaled)
+        << streamed->algorithm();
     EXPECT_EQ(streamed->algorithm().find("refused"), std::string::npos) << streamed->algorithm();
 }
 
 TEST(CudaStreamedSpmm, ValuedMatchesTheReference)
 {
     HALO_REQUIRE_GPUS(1);
-    expect_streamed_matches_reference(true);
+    expect_streamed_matches_reference(Streamed::valued);
 }
 
 TEST(CudaStreamedSpmm, PatternMatchesTheReference)
 {
     HALO_REQUIRE_GPUS(1);
-    expect_streamed_matches_reference(false);
+    expect_streamed_matches_reference(Streamed::pattern);
+}
+
+TEST(CudaStreamedSpmm, ScaledPatternMatchesTheReference)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_streamed_matches_reference(Streamed::scaled);
 }
 
 // download_async into page-locked memory, three in flight, then finish_downloads.
