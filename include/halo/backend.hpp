@@ -186,7 +186,7 @@ public:
     virtual void copy_to_host(DenseView<const float> src, float* host) = 0;
 
     /// Whether make_streamed_spmm streams a scaled operator's pattern alone (its bytes per
-    /// nonzero then 4 instead of 8); the default keeps the values.
+    /// nonzero over the bus then 4 instead of 8); the default keeps the values.
     virtual bool streams_scaled_operators() const { return false; }
     /// src to host memory (src.rows() x src.cols() floats at `host`), ordered after the work
     /// issued so far; returns before the copy ends where the backend can (the CUDA backend: on a
@@ -227,8 +227,8 @@ public:
     /// `a` as a StreamedSpmm; `scaling` (may be null) factors its values. The default slices
     /// each block's rows out of `a` on the host and makes a plan of them (make_spmm_plan with the
     /// block as its one range) with a's values, so that a block's rows see the same kernel and
-    /// arithmetic as in memory; the CUDA backend streams the rows into its row-split kernel, the
-    /// pattern alone where `scaling` is given.
+    /// arithmetic as in memory; the CUDA backend streams the rows into cuSPARSE, the pattern
+    /// alone where `scaling` is given (the values made on the device).
     virtual std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a,
                                                              const SpmmPlanHints& hints,
                                                              const OperatorScaling* scaling);

@@ -105,14 +105,6 @@ std::int64_t scaling_bytes(const std::optional<OperatorScaling>& s)
 
 }  // namespace
 
-// Whether layer l's resident aggregation streams its operator's values (not a pattern, and not
-// factored into scalings).
-bool RowBlockDriver::values_streamed(std::size_t l) const
-{
-    const auto* op = plans_[l].op;
-    return op != nullptr && op->has_values() && !scalings_.at(op);
-}
-
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
 void RowBlockDriver::plan_layer(std::size_t l)
 {
@@ -166,12 +158,12 @@ void RowBlockDriver::split_layer(std::size_t l)
         const auto z_bytes = f32 * n_total_ * p.wz;
         p.compact = !(step.z_may_stay() && 4 * z_bytes <= 3 * (limit_ - p.agg.fixed));
         if (!p.compact) {
-            // Streamed: 4 bytes per nonzero, 8 where the values go too; the scalings resident.
-            const auto& scaling = scalings_.at(p.op);
+            // Streamed: a value per nonzero on the device whether copied or made there; the
+            // scalings resident.
             Cost agg = p.agg;
-            agg.fixed += z_bytes + scaling_bytes(scaling);
+            agg.fixed += z_bytes + scaling_bytes(scalings_.at(p.op));
             agg.per_row *= kHeldBlocks;
-            agg.per_nnz = kHeldBlocks * (values_streamed(l) ? 8 : 4);
+            agg.per_nnz *= kHeldBlocks;
             agg.per_col = 0;
             Cost pre{resident_ + z_bytes, f32 * model_.layers[l].in_dim, 0, 0};
             std::int64_t worst = p.agg_first ? 0 : pre.bytes(1, 0, 0);
@@ -185,10 +177,9 @@ void RowBlockDriver::split_layer(std::size_t l)
                 p.compact = true;
             }
         }
-        // A streamed block's int32 offsets hold nnz plus a warp (the row-split kernel's bound).
+        // A streamed block is one 32-bit cuSPARSE descriptor.
         p.agg_blocks = split(p.op, p.agg, p.compact,
-                             p.compact ? INT64_MAX
-                                       : std::int64_t{std::numeric_limits<std::int32_t>::max()} - 64);
+                             p.compact ? INT64_MAX : std::numeric_limits<std::int32_t>::max());
     }
     if (!p.agg_first) {
         p.pre_blocks = split(nullptr, p.pre, false);
@@ -201,7 +192,7 @@ void RowBlockDriver::split_layer(std::size_t l)
                 const std::int64_t held = p.compact ? 1 : kHeldBlocks;
                 r.row_pointers = held * 12 * (b.rows.size() + 1);
                 r.indices = held * 4 * b.nnz;
-                r.values = p.compact || values_streamed(l) ? held * 4 * b.nnz : 0;
+                r.values = held * 4 * b.nnz;
                 r.kernel_metadata = step.col_metadata_bytes() * b.cols;
                 if (!p.compact) {
                     r.kernel_metadata += scaling_bytes(scalings_.at(p.op));

@@ -103,7 +103,6 @@ private:
                              std::int64_t max_nnz = INT64_MAX);
     void plan_layer(std::size_t l);
     void split_layer(std::size_t l);
-    bool values_streamed(std::size_t l) const;
     void run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t);
     bool exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t);
     void exchange_finish(LayerTiming& t);

@@ -25,17 +25,4 @@ namespace halo::cuda {
 std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                   IndexWidth offsets = IndexWidth::automatic);
 
-namespace detail {
-
-/// The row-split kernel on one block of rows held in device arrays (the streamed operator of the
-/// out-of-core driver): y[i] = row_scale[i] * sum_k values[k] * col_scale[columns[k]] * x[columns[k]]
-/// over k in [offsets[i], offsets[i + 1]) for i < rows, fp32; `values`, `row_scale` and
-/// `col_scale` may be null (ones). Offsets are int32 from zero (nnz + a warp below 2^31);
-/// asynchronous on `stream`, nothing allocated.
-void rowsplit_block_spmm(cudaStream_t stream, std::int64_t rows, const std::int32_t* offsets,
-                         const std::int32_t* columns, const float* values, const float* row_scale,
-                         const float* col_scale, DenseView<const float> x, DenseView<float> y);
-
-}  // namespace detail
-
 }  // namespace halo::cuda

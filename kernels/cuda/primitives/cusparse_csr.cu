@@ -26,6 +26,22 @@ __global__ void fill_kernel(float* data, std::int64_t count, float value)
     }
 }
 
+// A warp per row (grid-stride over rows), its lanes over the row's nonzeros: coalesced, and a
+// long row costs its length / 32 steps of one warp.
+__global__ void scaled_values_kernel(std::int64_t rows, const std::int32_t* offsets,
+                                     const std::int32_t* columns, const float* row_scale,
+                                     const float* col_scale, float* values)
+{
+    const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    for (std::int64_t i = first_index() / 32; i < rows; i += warps) {
+        const float r = row_scale != nullptr ? row_scale[i] : 1.0f;
+        for (std::int64_t k = offsets[i] + lane; k < offsets[i + 1]; k += 32) {
+            values[k] = col_scale != nullptr ? r * col_scale[columns[k]] : r;
+        }
+    }
+}
+
 template <typename In, typename Out>
 void launch_shift(cudaStream_t stream, const In* in, Out* out, std::int64_t count,
                   std::int64_t base)
@@ -62,6 +78,18 @@ void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* ou
                    std::int64_t count)
 {
     launch_shift(stream, in, out, count, 0);
+}
+
+void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int32_t* offsets,
+                   const std::int32_t* columns, const float* row_scale, const float* col_scale,
+                   float* values)
+{
+    if (rows <= 0) {
+        return;
+    }
+    scaled_values_kernel<<<grid_blocks(rows * 32, kBlock, kMaxBlocks), kBlock, 0, stream>>>(
+        rows, offsets, columns, row_scale, col_scale, values);
+    HALO_CUDA_CHECK_LAUNCH();
 }
 
 void fill(cudaStream_t stream, float* data, std::int64_t count, float value)

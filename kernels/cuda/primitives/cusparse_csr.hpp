@@ -105,13 +105,14 @@ private:
     DeviceBuffer<char> workspace_;
 };
 
-/// `a` streamed by row blocks into the row-split kernel (Backend::make_streamed_spmm on the CUDA
+/// `a` streamed by row blocks into cuSPARSE SpMM (Backend::make_streamed_spmm on the CUDA
 /// backend; streamed_csr.cpp): a's arrays are page-locked in place (cudaHostRegister) for the
 /// object's lifetime, each prefetched block's offsets, columns and (unless `scaling` factors them)
 /// values are copied on a copy stream of its own into buffers allocated for the block, and the
-/// block's SpMM (offsets rebased to int32 on the device) waits for its copy on the compute stream.
-/// A block holds 12 bytes per row and 4 per nonzero, 8 with values, freed stream-ordered after its
-/// SpMM; the scalings stay on the device (4 bytes per entry).
+/// block's SpMM (offsets rebased to int32 on the device, the values made there from the scalings
+/// or as ones where not copied) waits for its copy on the compute stream. A block holds 12 bytes
+/// per row and 8 per nonzero, freed stream-ordered after its SpMM; the scalings stay on the device
+/// (4 bytes per entry).
 std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
                                                 const OperatorScaling* scaling);
 
@@ -127,6 +128,11 @@ void shift_offsets(cudaStream_t stream, const std::int32_t* in, std::int32_t* ou
 /// out[i] = in[i], widening int32 column indices to int64.
 void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* out,
                    std::int64_t count);
+/// values[k] = row_scale[i] * col_scale[columns[k]] for the nonzeros k of rows i < rows (offsets
+/// int32 from zero, `rows` + 1 of them); a null scaling counts as ones.
+void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int32_t* offsets,
+                   const std::int32_t* columns, const float* row_scale, const float* col_scale,
+                   float* values);
 /// data[i] = value for i in [0, count).
 void fill(cudaStream_t stream, float* data, std::int64_t count, float value);
 

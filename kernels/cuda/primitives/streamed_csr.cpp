@@ -1,39 +1,40 @@
-// A host CSR streamed by row blocks into the row-split kernel (cusparse_csr.hpp,
-// make_streamed_csr).
+// A host CSR streamed by row blocks into cuSPARSE SpMM (cusparse_csr.hpp, make_streamed_csr).
 //
 // Ordering (all on the device, the host never waits):
 // - a block's buffers are allocated on the compute stream when it is prefetched, and the copy
 //   stream waits for that point of the compute stream before writing them (the pool may hand out
 //   memory that earlier compute freed);
 // - the copies run on the copy stream and record the block's `ready` event; run() makes the
-//   compute stream wait for it, then rebases the offsets and runs the kernel;
-// - the buffers are freed stream-ordered on the compute stream after the block's kernel.
+//   compute stream wait for it, then rebases the offsets and runs the SpMM;
+// - the buffers are freed stream-ordered on the compute stream after the block's SpMM.
 // A caller that prefetches block b + 1 before it runs block b gets the copy of b + 1 during the
-// kernel of b: the copy stream's wait is for the compute issued before that prefetch.
+// SpMM of b: the copy stream's wait is for the compute issued before that prefetch.
 //
-// The row-split kernel rather than cuSPARSE: it reads a pattern without an array of ones and
-// applies the operator's row and column scalings itself, so a scaled operator streams 4 bytes per
-// nonzero instead of 8 (the bus is what bounds an out-of-core layer); its per-row order is CSR
-// order with fused multiply-adds (deterministic), which cuSPARSE's is not documented to be.
+// cuSPARSE SpMM (CSR_ALG2, as in memory) balances the power-law rows that a row-per-warp kernel
+// leaves to one warp (a row of 400k nonzeros in R-MAT 24). Where the operator's values are
+// scalings of its pattern only the columns travel and a kernel makes the values on the device
+// (r_i c_j): the bus, not the SpMM, bounds an out-of-core layer, and this halves its bytes per
+// nonzero.
+
 #include <cuda_runtime_api.h>
 
 #include <climits>
 #include <deque>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "cuda/primitives/cusparse_csr.hpp"
 #include "cuda/primitives/upload.hpp"
-#include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 
 namespace halo::cuda::detail {
 namespace {
 
-// The row-split kernel's int32 offsets need nnz plus a warp below 2^31.
-constexpr std::int64_t kMaxBlockNonzeros = std::int64_t{INT_MAX} - 64;
+// A block is one 32-bit cuSPARSE descriptor.
+constexpr std::int64_t kMaxBlockNonzeros = INT_MAX;
 
 // A stream or event destroyed at scope exit; destroying an event with work pending is allowed
 // (the runtime releases it when the work completes).
@@ -140,9 +141,7 @@ public:
         const auto nnz = static_cast<std::size_t>(b.nnz);
         b.offsets = DeviceBuffer<std::int64_t>(ctx_, count);
         b.columns = DeviceBuffer<std::int32_t>(ctx_, nnz);
-        if (values_streamed_) {
-            b.values = DeviceBuffer<float>(ctx_, nnz);
-        }
+        b.values = DeviceBuffer<float>(ctx_, nnz);  // copied, or made on the device
         b.ready = std::make_unique<Event>();
         HALO_CUDA_TRY(cudaEventRecord(allocated_.event, ctx_.compute_stream()));
         HALO_CUDA_TRY(cudaStreamWaitEvent(copy_, allocated_.event));
@@ -183,22 +182,57 @@ public:
         Block b = std::move(queued_.front());
         queued_.pop_front();
         HALO_CUDA_TRY(cudaStreamWaitEvent(stream, b.ready->event));
-        if (rows.empty() || x.cols == 0) {
+        const std::int64_t width = x.cols;
+        if (rows.empty() || width == 0) {
+            return;
+        }
+        if (b.nnz == 0) {
+            HALO_CUDA_TRY(cudaMemset2DAsync(y.data, static_cast<std::size_t>(y.ld) * sizeof(float),
+                                            0, static_cast<std::size_t>(width) * sizeof(float),
+                                            static_cast<std::size_t>(rows.size()), stream));
             return;
         }
         DeviceBuffer<std::int32_t> offsets(ctx_, static_cast<std::size_t>(rows.size() + 1));
         shift_offsets(stream, b.offsets.data(), offsets.data(), rows.size() + 1, b.first);
-        rowsplit_block_spmm(stream, rows.size(), offsets.data(), b.columns.data(),
-                            values_streamed_ ? b.values.data() : nullptr,
-                            row_scale_.size() > 0 ? row_scale_.data() + rows.begin : nullptr,
-                            col_scale_.size() > 0 ? col_scale_.data() : nullptr, x, y);
+        if (!values_streamed_) {  // r_i c_j, or ones for a pattern
+            scaled_values(stream, rows.size(), offsets.data(), b.columns.data(),
+                          row_scale_.size() > 0 ? row_scale_.data() + rows.begin : nullptr,
+                          col_scale_.size() > 0 ? col_scale_.data() : nullptr, b.values.data());
+        }
+        cusparseSpMatDescr_t a = nullptr;
+        HALO_CUSPARSE_TRY(cusparseCreateCsr(&a, rows.size(), a_.num_cols, b.nnz, offsets.data(),
+                                            b.columns.data(), b.values.data(), CUSPARSE_INDEX_32I,
+                                            CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                            CUDA_R_32F));
+        const std::unique_ptr<std::remove_pointer_t<cusparseSpMatDescr_t>,
+                              decltype(&cusparseDestroySpMat)>
+            a_owner(a, &cusparseDestroySpMat);
+        DnMat<cusparseConstDnMatDescr_t> xd;
+        HALO_CUSPARSE_TRY(cusparseCreateConstDnMat(&xd.descr, x.rows, width, x.ld, x.data,
+                                                   CUDA_R_32F, CUSPARSE_ORDER_ROW));
+        DnMat<> yd;
+        HALO_CUSPARSE_TRY(cusparseCreateDnMat(&yd.descr, rows.size(), width, y.ld, y.data,
+                                              CUDA_R_32F, CUSPARSE_ORDER_ROW));
+        const float alpha = 1.0f;
+        const float beta = 0.0f;
+        std::size_t bytes = 0;
+        HALO_CUSPARSE_TRY(cusparseSpMM_bufferSize(
+            ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+            &alpha, a, xd.descr, &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, &bytes));
+        if (bytes > workspace_.bytes()) {
+            workspace_ = DeviceBuffer<char>(ctx_, bytes);  // the old one freed stream-ordered
+        }
+        HALO_CUSPARSE_TRY(cusparseSpMM(ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, xd.descr,
+                                       &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm,
+                                       workspace_.data()));
     }
 
     std::int64_t copied_bytes() const override { return copied_; }
 
     std::string algorithm() const override
     {
-        std::string out = "row-split SpMM over row blocks copied on a copy stream";
+        std::string out = "cuSPARSE SpMM over row blocks copied on a copy stream";
         if (!values_streamed_ && a_.has_values()) {
             out += " (pattern streamed, values as row and column scalings)";
         }
@@ -231,6 +265,7 @@ private:
     std::unique_ptr<Registration> columns_;
     std::unique_ptr<Registration> values_;
     std::deque<Block> queued_;
+    DeviceBuffer<char> workspace_;
     std::int64_t copied_ = 0;
 };
 

@@ -58,9 +58,7 @@ struct Args {
     std::int64_t width;
     std::int64_t chunks;
     const std::int32_t* columns;
-    const float* values;     // null: pattern matrix
-    const float* row_scale;  // null: none; else y[row] = row_scale[row - row_begin] * sum
-    const float* col_scale;  // null: none; else each value times col_scale[column]
+    const float* values;  // null: pattern matrix
 };
 
 // A lane's Vec fp32 sums; x read as T, Vec columns per load (feature_load.cuh).
@@ -77,13 +75,6 @@ struct Acc {
         }
     }
     __device__ void store(float* y) const { store_results<Vec>(y, v); }
-    __device__ void scale(float r)
-    {
-#pragma unroll
-        for (int i = 0; i < Vec; ++i) {
-            v[i] *= r;
-        }
-    }
 };
 
 template <typename Offset, int Group, int Vec, typename T>
@@ -99,7 +90,6 @@ __global__ void __launch_bounds__(kBlock)
     const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
     const std::int32_t* __restrict__ columns = a.columns;
     const float* __restrict__ values = a.values;
-    const float* __restrict__ col_scale = a.col_scale;
 
     for (std::int64_t row = a.row_begin + thread / Group; row < a.row_end; row += groups) {
         const Offset start = offsets[row];
@@ -116,9 +106,6 @@ __global__ void __launch_bounds__(kBlock)
                 if (k < stop) {
                     c = __ldg(columns + k);
                     v = values != nullptr ? __ldg(values + k) : 1.0f;
-                    if (col_scale != nullptr) {
-                        v *= __ldg(col_scale + c);
-                    }
                 }
                 const int n = stop - base < Group ? static_cast<int>(stop - base) : Group;
 #pragma unroll 4
@@ -131,9 +118,6 @@ __global__ void __launch_bounds__(kBlock)
                 }
             }
             if (active) {
-                if (a.row_scale != nullptr) {
-                    acc.scale(__ldg(a.row_scale + (row - a.row_begin)));
-                }
                 acc.store(a.y + row * a.ldy + col);
             }
         }
@@ -240,7 +224,7 @@ private:
                  RowRange rows) const
     {
         return {static_cast<const T*>(x.data), x.ld, y.data, y.ld, rows.begin, rows.end,
-                x.cols, layout.chunks, columns_.data(), values_.data(), nullptr, nullptr};
+                x.cols, layout.chunks, columns_.data(), values_.data()};
     }
 
 public:
@@ -277,29 +261,6 @@ private:
 };
 
 }  // namespace
-
-namespace detail {
-
-void rowsplit_block_spmm(cudaStream_t stream, std::int64_t rows, const std::int32_t* offsets,
-                         const std::int32_t* columns, const float* values, const float* row_scale,
-                         const float* col_scale, DenseView<const float> x, DenseView<float> y)
-{
-    const std::int64_t width = x.cols;
-    if (rows == 0 || width == 0) {
-        return;
-    }
-    HALO_EXPECTS(y.rows == rows && y.cols == width && x.ld >= width && y.ld >= width &&
-                     x.data != nullptr && y.data != nullptr && offsets != nullptr,
-                 "a row-split block of ", rows, " rows into a ", y.rows, " x ", y.cols,
-                 " view from a ", x.rows, " x ", x.cols, " one");
-    const auto layout = rowsplit::make_layout(
-        width, lane_columns(FeatureType::fp32, x.data, x.ld, y.data, y.ld, width));
-    const Args<float> args{x.data,  x.ld,    y.data, y.ld,      0,        rows,
-                           width,   layout.chunks, columns, values, row_scale, col_scale};
-    launch_layout(stream, layout, offsets, args);
-}
-
-}  // namespace detail
 
 std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                   IndexWidth offsets)
