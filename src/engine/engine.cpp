@@ -340,9 +340,26 @@ std::span<const float> Engine::forward_random(std::uint64_t seed)
     auto& im = *impl_;
     const auto in_w = im.model.input_dim();
     if (im.row_blocks) {
-        // Out of core the layer input lives in host memory: generated there, in place.
+        // Out of core the layer input lives in host memory. Where the backend's memory is not
+        // host memory the rows are generated there, a quarter of the limit at a time, and copied
+        // down into the driver's page-locked input at the bus's speed (the host generator is
+        // several times slower: 2.9 s for R-MAT 26's 17 GB on 16 cores against 0.3 s).
         const auto t0 = std::chrono::steady_clock::now();
-        fill_random_features(im.ctx.shard.global_ids, in_w, seed, im.row_blocks->input());
+        auto* input = im.row_blocks->input();
+        const auto& ids = im.ctx.shard.global_ids;
+        const auto n = im.ctx.n_owned;
+        if (im.ctx.backend.uses_host_memory() || n == 0 || in_w == 0) {
+            fill_random_features(ids, in_w, seed, input);
+        } else {
+            const auto chunk =
+                std::clamp<std::int64_t>(im.memory_limit / 4 / (4 * in_w), 1, n);
+            auto rows = im.ctx.backend.allocate(chunk, in_w);
+            for (std::int64_t r0 = 0; r0 < n; r0 += chunk) {
+                const auto view = rows.rows_view(0, std::min(chunk, n - r0));
+                im.ctx.backend.fill_random_features(ids.data() + r0, seed, view);
+                im.ctx.backend.copy_to_host(view, input + r0 * in_w);
+            }
+        }
         return run_row_blocks(seconds_since(t0));
     }
     const auto t0 = std::chrono::steady_clock::now();

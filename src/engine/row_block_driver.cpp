@@ -15,6 +15,11 @@ constexpr std::int64_t f32 = sizeof(float);
 // Blocks' worth of backend memory a resident aggregation holds at a time (split_layer).
 constexpr std::int64_t kHeldBlocks = 3;
 
+std::int64_t scaling_bytes(const std::optional<OperatorScaling>& s)
+{
+    return s ? f32 * static_cast<std::int64_t>(s->row.size() + s->col.size()) : 0;
+}
+
 }  // namespace
 
 RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_operators,
@@ -49,19 +54,68 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
         resident_ += steps_.back()->resident_bytes();
     }
     plans_.resize(model.layers.size());
-    // Operators whose values are scalings of their pattern stream without values, where the
-    // backend can (the CUDA backend; the CPU backend keeps the values, bit for bit).
-    for (std::size_t l = 0; l < model.layers.size(); ++l) {
-        const auto kind = layer_kind(model.layers[l].type).aggregation;
-        if (layer_operators[l] != nullptr && kind && !scalings_.contains(layer_operators[l])) {
-            scalings_.emplace(layer_operators[l], backend_.streams_scaled_operators()
-                                                      ? ctx.operator_scaling(*kind)
-                                                      : std::nullopt);
-        }
-    }
-    std::size_t worst = 0;
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         plans_[l].op = layer_operators[l];
+        scalings_.emplace(layer_operators[l], std::nullopt);
+    }
+    const auto weights = resident_;
+    plan_all();
+    // An operator that a resident layer streams and whose values are scalings of its pattern
+    // streams the pattern alone where the backend can (the CUDA backend; the CPU backend keeps
+    // the values, bit for bit); its scalings then stay on the device for the whole run: plan
+    // again with them resident, and without them if the limit does not allow it.
+    std::map<const Csr*, std::optional<OperatorScaling>> scaled;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const auto& p = plans_[l];
+        const auto kind = layer_kind(model.layers[l].type).aggregation;
+        if (backend_.streams_scaled_operators() && p.op != nullptr && !p.compact && kind &&
+            !scaled.contains(p.op)) {
+            auto s = ctx.operator_scaling(*kind);
+            if (s) {
+                scaled.emplace(p.op, std::move(s));
+            }
+        }
+    }
+    if (!scaled.empty()) {
+        auto unscaled = plans_;
+        for (auto& [op, s] : scaled) {
+            resident_ += scaling_bytes(s);
+            scalings_[op] = std::move(s);
+        }
+        try {
+            plan_all();
+        } catch (const InputError&) {  // the scalings do not fit beside the weights: values
+            resident_ = weights;
+            for (auto& [op, s] : scalings_) {
+                s.reset();
+            }
+            plans_ = std::move(unscaled);
+        }
+    }
+    report_ = {};
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        report_layer(l);
+        const auto& p = plans_[l];
+        if (p.op != nullptr && !p.compact && !streamed_.contains(p.op)) {
+            SpmmPlanHints hints;
+            hints.op = std::string(steps_[l]->spmm_operator());
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto& scaling = scalings_.at(p.op);
+            streamed_.emplace(p.op, backend_.make_streamed_spmm(
+                                        *p.op, hints, scaling ? &*scaling : nullptr));
+            streamed_seconds_ += seconds_since(t0);
+        }
+    }
+}
+
+// Every layer's costs and blocks; a limit below the smallest that runs them all is an error
+// naming the smallest.
+void RowBlockDriver::plan_all()
+{
+    const auto& model = model_;
+    minimum_ = 0;
+    std::size_t worst = 0;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
         plan_layer(l);
         if (plans_[l].need > minimum_) {
             minimum_ = plans_[l].need;
@@ -83,27 +137,10 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
     }
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         split_layer(l);
-        const auto& p = plans_[l];
-        if (p.op != nullptr && !p.compact && !streamed_.contains(p.op)) {
-            SpmmPlanHints hints;
-            hints.op = std::string(steps_[l]->spmm_operator());
-            const auto t0 = std::chrono::steady_clock::now();
-            const auto& scaling = scalings_.at(p.op);
-            streamed_.emplace(p.op, backend_.make_streamed_spmm(
-                                        *p.op, hints, scaling ? &*scaling : nullptr));
-            streamed_seconds_ += seconds_since(t0);
-        }
     }
 }
 
-namespace {
 
-std::int64_t scaling_bytes(const std::optional<OperatorScaling>& s)
-{
-    return s ? f32 * static_cast<std::int64_t>(s->row.size() + s->col.size()) : 0;
-}
-
-}  // namespace
 
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
 void RowBlockDriver::plan_layer(std::size_t l)
@@ -161,7 +198,7 @@ void RowBlockDriver::split_layer(std::size_t l)
             // Streamed: a value per nonzero on the device whether copied or made there; the
             // scalings resident.
             Cost agg = p.agg;
-            agg.fixed += z_bytes + scaling_bytes(scalings_.at(p.op));
+            agg.fixed += z_bytes;
             agg.per_row *= kHeldBlocks;
             agg.per_nnz *= kHeldBlocks;
             agg.per_col = 0;
@@ -184,19 +221,29 @@ void RowBlockDriver::split_layer(std::size_t l)
     if (!p.agg_first) {
         p.pre_blocks = split(nullptr, p.pre, false);
     }
+}
+
+// The largest block's report so far, by component (the resident scalings under kernel
+// metadata), and the run's counts.
+void RowBlockDriver::report_layer(std::size_t l)
+{
+    const auto& step = *steps_[l];
+    const auto& p = plans_[l];
+    std::int64_t scalings = 0;
+    for (const auto& [op, s] : scalings_) {
+        scalings += scaling_bytes(s);
+    }
     for (const auto* blocks : {&p.pre_blocks, &p.agg_blocks}) {
         for (const auto& b : *blocks) {
             MemoryReport r;
-            r.weights = resident_;
+            r.weights = resident_ - scalings;
+            r.kernel_metadata = scalings;
             if (blocks == &p.agg_blocks) {
                 const std::int64_t held = p.compact ? 1 : kHeldBlocks;
                 r.row_pointers = held * 12 * (b.rows.size() + 1);
                 r.indices = held * 4 * b.nnz;
                 r.values = held * 4 * b.nnz;
-                r.kernel_metadata = step.col_metadata_bytes() * b.cols;
-                if (!p.compact) {
-                    r.kernel_metadata += scaling_bytes(scalings_.at(p.op));
-                }
+                r.kernel_metadata += step.col_metadata_bytes() * b.cols;
             }
             r.feature_buffers = b.bytes - r.total();
             if (r.total() > report_.total()) {

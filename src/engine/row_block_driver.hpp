@@ -102,7 +102,9 @@ private:
     std::vector<Block> split(const Csr* a, const Cost& cost, bool compact,
                              std::int64_t max_nnz = INT64_MAX);
     void plan_layer(std::size_t l);
+    void plan_all();
     void split_layer(std::size_t l);
+    void report_layer(std::size_t l);
     void run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t);
     bool exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t);
     void exchange_finish(LayerTiming& t);

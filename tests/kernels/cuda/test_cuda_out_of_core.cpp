@@ -204,6 +204,36 @@ TEST(CudaRowBlocks, GatMatchesInMemory)
     expect_row_blocks_match(halo::LayerType::gat, {24, 16, 6}, o);
 }
 
+// Seeded features out of core (generated on the device, copied into the driver's host input)
+// against the in-memory run's (generated in place on the device): the same model output.
+TEST(CudaRowBlocks, RandomFeaturesMatchInMemory)
+{
+    HALO_REQUIRE_GPUS(1);
+    const auto shard = test_shard(11);
+    const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 11);
+    auto run_random = [&](halo::Execution execution, std::int64_t limit) {
+        Gpu gpu;
+        auto exchanger = halo::make_local_exchanger(shard);
+        halo::EngineOptions o;
+        o.execution = execution;
+        o.device_memory_limit = limit;
+        halo::Engine engine(*gpu.backend, *exchanger, shard, model, o);
+        auto out = engine.run_random(23);
+        EXPECT_EQ(engine.out_of_core(), execution == halo::Execution::row_blocks);
+        return out;
+    };
+    const auto want = run_random(halo::Execution::in_memory, 0);
+    const auto smallest = smallest_limit(shard, model);
+    ASSERT_GT(smallest, 0);
+    // A chunk of a quarter of the limit: several chunks at the smallest limit.
+    const auto got = run_random(halo::Execution::row_blocks, smallest);
+    ASSERT_EQ(got.size(), want.size());
+    const auto tol = engine_tolerance(shard, model, want);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        ASSERT_NEAR(got[k], want[k], tol) << k;
+    }
+}
+
 enum class Streamed { valued, pattern, scaled };
 
 // The streamed operator against the CPU reference: blocks prefetched ahead and run in order,
