@@ -99,6 +99,11 @@ struct EngineOptions {
     /// Execution::automatic a working set above it runs over row blocks sized to fit it.
     std::int64_t device_memory_limit = 0;
     Execution execution = Execution::automatic;
+    /// Out of core, resident mode: stream an operator whose values are scalings of its pattern
+    /// as the pattern alone, the values made on the device (Backend::streams_scaled_operators);
+    /// false streams the values (4 more bytes per nonzero over the bus, no gather of the
+    /// scalings on the device).
+    bool stream_scaled_operators = true;
 };
 
 class Engine {

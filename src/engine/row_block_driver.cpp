@@ -68,7 +68,8 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const auto& p = plans_[l];
         const auto kind = layer_kind(model.layers[l].type).aggregation;
-        if (backend_.streams_scaled_operators() && p.op != nullptr && !p.compact && kind &&
+        if (ctx_.options.stream_scaled_operators && backend_.streams_scaled_operators() &&
+            p.op != nullptr && !p.compact && kind &&
             !scaled.contains(p.op)) {
             auto s = ctx.operator_scaling(*kind);
             if (s) {
