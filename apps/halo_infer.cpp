@@ -81,7 +81,7 @@ struct Options {
     bool no_save_tuning = false;
     std::string device_memory_limit;  // empty = the backend's default
     bool out_of_core = false;         // row blocks even when the shard fits
-    bool stream_values = false;       // out of core: the operator's values over the bus
+    bool stream_pattern = false;      // out of core: a scaled operator's pattern alone
     bool no_sync = false;             // result pieces renamed without an fsync
     // Set by main() before run(): the dataset file as this rank found it before reading it.
     std::pair<dev_t, ino_t> dataset_identity{};
@@ -475,7 +475,7 @@ halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
     if (o.out_of_core) {
         eopt.execution = halo::Execution::row_blocks;
     }
-    eopt.stream_scaled_operators = !o.stream_values;
+    eopt.stream_scaled_operators = o.stream_pattern;
     return eopt;
 }
 
@@ -1042,10 +1042,10 @@ int main(int argc, char** argv)
     app.add_flag("--out-of-core", o.out_of_core,
                  "run over row blocks even when the shard fits (needs a limit on the CPU "
                  "backend)");
-    app.add_flag("--stream-operator-values", o.stream_values,
-                 "out of core: copy the operator's values with its rows even where they are row "
-                 "and column scalings of its pattern (by default the pattern alone goes over "
-                 "the bus and the values are made on the device)");
+    app.add_flag("--stream-operator-pattern", o.stream_pattern,
+                 "out of core: where the operator's values are row and column scalings of its "
+                 "pattern (gcn, mean), copy the pattern alone and make the values on the device "
+                 "(4 bytes per nonzero less over the bus; by default the values are copied)");
     app.add_option("--eval-nodes", o.eval_nodes,
                    "node ids (one per line) to report accuracy on, against the dataset's labels");
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")

@@ -100,10 +100,12 @@ struct EngineOptions {
     std::int64_t device_memory_limit = 0;
     Execution execution = Execution::automatic;
     /// Out of core, resident mode: stream an operator whose values are scalings of its pattern
-    /// as the pattern alone, the values made on the device (Backend::streams_scaled_operators);
-    /// false streams the values (4 more bytes per nonzero over the bus, no gather of the
-    /// scalings on the device).
-    bool stream_scaled_operators = true;
+    /// as the pattern alone, the values made on the device (Backend::streams_scaled_operators):
+    /// 4 bytes per nonzero less over the bus, a gather of the column scalings on the device and
+    /// 4 (n + N) bytes of scalings resident. Off by default: on one H100 at R-MAT 26 streaming
+    /// the values was 7% faster (the gather costs more than the bus bytes it saves there;
+    /// docs/PERFORMANCE.md), at R-MAT 24 3% slower.
+    bool stream_scaled_operators = false;
 };
 
 class Engine {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "halo/backend.hpp"
@@ -41,13 +42,14 @@ struct Result {
 };
 
 Result run(const halo::Shard& shard, const halo::Model& model, halo::Execution execution,
-           std::int64_t limit)
+           std::int64_t limit, bool stream_pattern = false)
 {
     Gpu gpu;  // a fresh context: its peak is this engine's
     auto exchanger = halo::make_local_exchanger(shard);
     halo::EngineOptions o;
     o.execution = execution;
     o.device_memory_limit = limit;
+    o.stream_scaled_operators = stream_pattern;
     Result r;
     {
         halo::Engine engine(*gpu.backend, *exchanger, shard, model, o);
@@ -124,13 +126,22 @@ void expect_row_blocks_match(halo::LayerType type, const std::vector<std::int64_
     // z resident beside a few streamed blocks (SpMM layers), as the CPU test's roomy limit.
     const auto n = shard.num_owned + shard.num_halo;
     const auto resident = 2 * n * model.max_dim() * 4 + 2 * smallest;
-    for (const auto limit : {4 * smallest, 64 * smallest, resident}) {
-        const auto got = run(shard, model, halo::Execution::row_blocks, limit);
+    const bool spmm_layer = type == halo::LayerType::gcn || type == halo::LayerType::sage ||
+                            type == halo::LayerType::gin;
+    // The resident limit again with the pattern streamed (gcn and mean operators: scaled).
+    const std::vector<std::pair<std::int64_t, bool>> configs{
+        {4 * smallest, false}, {64 * smallest, false}, {resident, false}, {resident, true}};
+    for (const auto& [limit, pattern] : configs) {
+        SCOPED_TRACE(pattern ? "pattern streamed" : "values streamed");
+        const auto got = run(shard, model, halo::Execution::row_blocks, limit, pattern);
         EXPECT_TRUE(got.out_of_core);
-        if (limit == resident && (type == halo::LayerType::gcn || type == halo::LayerType::sage ||
-                                  type == halo::LayerType::gin)) {
+        if (limit == resident && spmm_layer) {
             EXPECT_NE(got.report.find("all rows resident"), std::string::npos) << got.report;
             EXPECT_GT(got.memory.row_blocks, 1) << got.report;
+            // gin's sum operator is a pattern already: nothing to scale.
+            const bool scaled = pattern && type != halo::LayerType::gin;
+            EXPECT_EQ(got.report.find("pattern streamed") != std::string::npos, scaled)
+                << got.report;
         }
         ASSERT_EQ(got.out.size(), want.out.size());
         // maxk's top-k may pick another entry where two are within rounding of each other (the
