@@ -2,8 +2,11 @@
 // limits equals the in-memory run bit for bit for every layer type it runs, in both of its modes
 // (the referenced rows gathered per block; all rows resident); a limit too small for one row is
 // an error naming the limit and the smallest that works; other layer types are refused by name.
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine_test_util.hpp"
@@ -227,6 +230,116 @@ TEST(RowBlocks, MemoryReportOfAnInMemoryRun)
     const auto text = halo::format_memory_report(r);
     EXPECT_NE(text.find("row_pointers"), std::string::npos) << text;
     EXPECT_NE(halo::memory_report_json(r).find("\"bytes_per_nonzero\": "), std::string::npos);
+}
+
+// The CPU backend, but claiming to stream scaled operators: records the scalings the row-block
+// driver hands to make_streamed_spmm (the CUDA backend's input) and runs the CPU default.
+class ScalingRecorder final : public halo::Backend {
+public:
+    std::string name() const override { return cpu_->name(); }
+    halo::Matrix allocate(std::int64_t rows, std::int64_t cols) override
+    {
+        return cpu_->allocate(rows, cols);
+    }
+    void copy_from_host(const float* host, halo::DenseView<float> dst) override
+    {
+        cpu_->copy_from_host(host, dst);
+    }
+    void copy_to_host(halo::DenseView<const float> src, float* host) override
+    {
+        cpu_->copy_to_host(src, host);
+    }
+    bool uses_host_memory() const override { return true; }
+    bool streams_scaled_operators() const override { return true; }
+    std::unique_ptr<halo::SpmmPlan> make_spmm_plan(const halo::Csr& a) override
+    {
+        return cpu_->make_spmm_plan(a);
+    }
+    std::unique_ptr<halo::StreamedSpmm> make_streamed_spmm(
+        const halo::Csr& a, const halo::SpmmPlanHints& hints,
+        const halo::OperatorScaling* scaling) override
+    {
+        recorded.emplace_back(&a, scaling != nullptr ? std::optional(*scaling) : std::nullopt);
+        return cpu_->make_streamed_spmm(a, hints, scaling);
+    }
+    void dequantize(const halo::QuantizedView& x, halo::DenseView<float> y) override
+    {
+        cpu_->dequantize(x, y);
+    }
+    void gemm(halo::DenseView<const float> a, halo::DenseView<const float> b,
+              halo::DenseView<float> c, float alpha, float beta) override
+    {
+        cpu_->gemm(a, b, c, alpha, beta);
+    }
+    void axpby(float alpha, halo::DenseView<const float> x, float beta,
+               halo::DenseView<float> y) override
+    {
+        cpu_->axpby(alpha, x, beta, y);
+    }
+    void bias_activation(halo::DenseView<float> y, const float* bias, halo::Activation act,
+                         halo::RowRange rows) override
+    {
+        cpu_->bias_activation(y, bias, act, rows);
+    }
+    void normalize_rows(halo::DenseView<const float> x, halo::DenseView<float> y) override
+    {
+        cpu_->normalize_rows(x, y);
+    }
+    void synchronize() override { cpu_->synchronize(); }
+
+    std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
+
+private:
+    std::unique_ptr<halo::Backend> cpu_ = halo::make_cpu_backend();
+};
+
+// The scalings of the gcn and mean operators of an unweighted graph factor their values
+// (a[i, j] = row[i] col[j] within a few ulps); sum has none (a pattern already); without
+// EngineOptions::stream_scaled_operators nothing is scaled. The run still equals the in-memory one
+// (the CPU default streams the values).
+TEST(RowBlocks, OperatorScalingsFactorTheValues)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const auto shard = single_shard(graph);
+    ASSERT_FALSE(shard.csr.has_values());
+    for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gin}) {
+        SCOPED_TRACE(halo::to_string(type));
+        const auto model = halo::random_model(type, {16, 32, 8}, 17);
+        const auto memory = run(shard, model, halo::Execution::in_memory, 0);
+        for (const bool scaled : {true, false}) {
+            ScalingRecorder backend;
+            auto exchanger = halo::make_local_exchanger(shard);
+            halo::EngineOptions o;
+            o.execution = halo::Execution::row_blocks;
+            o.device_memory_limit = std::int64_t{1} << 30;  // all of z resident
+            o.stream_scaled_operators = scaled;
+            halo::Engine engine(backend, *exchanger, shard, model, o);
+            const auto out =
+                engine.run(halo::random_node_features(shard.global_ids, model.input_dim(), 5));
+            EXPECT_EQ(differing(out, memory.out), 0);
+            ASSERT_EQ(backend.recorded.size(), 1u);  // one operator, shared by both layers
+            const auto& [a, scaling] = backend.recorded.front();
+            if (!scaled || type == halo::LayerType::gin) {
+                EXPECT_FALSE(scaling.has_value());
+                continue;
+            }
+            ASSERT_TRUE(scaling.has_value());
+            ASSERT_EQ(static_cast<std::int64_t>(scaling->row.size()), a->num_rows);
+            if (type == halo::LayerType::gcn) {
+                ASSERT_EQ(static_cast<std::int64_t>(scaling->col.size()), a->num_cols);
+            } else {
+                EXPECT_TRUE(scaling->col.empty());  // mean: rows only
+            }
+            for (std::int64_t i = 0; i < a->num_rows; ++i) {
+                for (auto k = a->indptr[i]; k < a->indptr[i + 1]; ++k) {
+                    const float c = scaling->col.empty() ? 1.0f : scaling->col[a->indices[k]];
+                    const float want = a->values[k];
+                    ASSERT_NEAR(scaling->row[i] * c, want, 4e-7f * std::abs(want))
+                        << "row " << i << " entry " << k;
+                }
+            }
+        }
+    }
 }
 
 TEST(RowBlocks, ParsesByteSizes)

@@ -235,3 +235,33 @@ TEST(BuildCsr, SameCsrForAnyThreadCount)
         }
     }
 }
+
+// slice_rows: the rows' offsets from zero, their columns and values, the same column count; an
+// empty range and a range of empty rows; a range outside the matrix is an error.
+TEST(SliceRows, CopiesTheRowsOfARange)
+{
+    halo::Csr a;
+    a.num_rows = 5;
+    a.num_cols = 7;
+    a.indptr = {0, 2, 2, 5, 6, 6};
+    a.indices = {1, 6, 0, 3, 4, 2};
+    a.values = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+    const auto mid = halo::slice_rows(a, {1, 4});
+    halo::validate(mid, "slice");
+    EXPECT_EQ(mid.num_rows, 3);
+    EXPECT_EQ(mid.num_cols, 7);
+    EXPECT_EQ(mid.indptr, (std::vector<halo::offset_t>{0, 0, 3, 4}));
+    EXPECT_EQ(mid.indices, (std::vector<halo::local_id>{0, 3, 4, 2}));
+    EXPECT_EQ(mid.values, (std::vector<float>{3.0f, 4.0f, 5.0f, 6.0f}));
+    auto pattern = a;
+    pattern.values.clear();
+    const auto tail = halo::slice_rows(pattern, {4, 5});
+    EXPECT_EQ(tail.indptr, (std::vector<halo::offset_t>{0, 0}));
+    EXPECT_TRUE(tail.indices.empty());
+    EXPECT_FALSE(tail.has_values());
+    const auto none = halo::slice_rows(a, {2, 2});
+    EXPECT_EQ(none.num_rows, 0);
+    EXPECT_EQ(none.indptr, (std::vector<halo::offset_t>{0}));
+    EXPECT_THROW(halo::slice_rows(a, {3, 6}), halo::Error);
+    EXPECT_THROW(halo::slice_rows(a, {3, 2}), halo::Error);
+}
