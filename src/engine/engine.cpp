@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <optional>
 
 #include "halo/detail/counter_random.hpp"
+#include "halo/detail/parallel_copy.hpp"
 #include "halo/error.hpp"
 #include "layer_step.hpp"
 #include "row_block_driver.hpp"
@@ -26,18 +26,6 @@ void fill_random_features(const std::vector<global_id>& global_ids, std::int64_t
         for (std::int64_t j = 0; j < dim; ++j) {
             out[r * dim + j] = detail::random_feature(seed, global_ids[r], dim, j);
         }
-    }
-}
-
-// dst[0, count) = src[0, count), in pieces across the OpenMP threads (one thread does not reach
-// host memory bandwidth).
-void copy_rows(const float* src, std::int64_t count, float* dst)
-{
-    constexpr std::int64_t piece = std::int64_t{1} << 18;
-#pragma omp parallel for schedule(static)
-    for (std::int64_t off = 0; off < count; off += piece) {
-        std::memcpy(dst + off, src + off,
-                    static_cast<std::size_t>(std::min(piece, count - off)) * sizeof(float));
     }
 }
 
@@ -324,7 +312,7 @@ std::span<const float> Engine::forward(const std::vector<float>& features)
                  in_w);
     if (im.row_blocks) {
         const auto t0 = std::chrono::steady_clock::now();
-        copy_rows(features.data(), static_cast<std::int64_t>(features.size()),
+        detail::parallel_copy(features.data(), static_cast<std::int64_t>(features.size()),
                   im.row_blocks->input());
         return run_row_blocks(seconds_since(t0));
     }

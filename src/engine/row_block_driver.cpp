@@ -141,8 +141,6 @@ void RowBlockDriver::plan_all()
     }
 }
 
-
-
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
 void RowBlockDriver::plan_layer(std::size_t l)
 {
@@ -196,8 +194,8 @@ void RowBlockDriver::split_layer(std::size_t l)
         const auto z_bytes = f32 * n_total_ * p.wz;
         p.compact = !(step.z_may_stay() && 4 * z_bytes <= 3 * (limit_ - p.agg.fixed));
         if (!p.compact) {
-            // Streamed: a value per nonzero on the device whether copied or made there; the
-            // scalings resident.
+            // Streamed: a value per nonzero on the device whether copied or made there (the
+            // scalings, where made, are in resident_).
             Cost agg = p.agg;
             agg.fixed += z_bytes;
             agg.per_row *= kHeldBlocks;

@@ -1,8 +1,8 @@
 #include "halo/csr.hpp"
 
 #include <algorithm>
-#include <cstring>
 
+#include "halo/detail/parallel_copy.hpp"
 #include "halo/error.hpp"
 
 namespace halo {
@@ -65,20 +65,10 @@ Csr slice_rows(const Csr& a, RowRange rows)
         out.indptr[i] = a.indptr[rows.begin + i] - first;
     }
     out.indices.resize(static_cast<std::size_t>(nnz));
+    detail::parallel_copy(a.indices.data() + first, nnz, out.indices.data());
     if (a.has_values()) {
         out.values.resize(static_cast<std::size_t>(nnz));
-    }
-    // Pieces across the threads (one thread does not reach host memory bandwidth).
-    constexpr std::int64_t piece = std::int64_t{1} << 18;
-#pragma omp parallel for schedule(static)
-    for (std::int64_t off = 0; off < nnz; off += piece) {
-        const auto count = static_cast<std::size_t>(std::min(piece, nnz - off));
-        std::memcpy(out.indices.data() + off, a.indices.data() + first + off,
-                    count * sizeof(local_id));
-        if (a.has_values()) {
-            std::memcpy(out.values.data() + off, a.values.data() + first + off,
-                        count * sizeof(float));
-        }
+        detail::parallel_copy(a.values.data() + first, nnz, out.values.data());
     }
     return out;
 }
