@@ -82,6 +82,7 @@ struct Options {
     std::string device_memory_limit;  // empty = the backend's default
     bool out_of_core = false;         // row blocks even when the shard fits
     bool stream_pattern = false;      // out of core: a scaled operator's pattern alone
+    bool host_values = false;         // in memory: the host builds every operator's values
     bool no_sync = false;             // result pieces renamed without an fsync
     // Set by main() before run(): the dataset file as this rank found it before reading it.
     std::pair<dev_t, ino_t> dataset_identity{};
@@ -476,6 +477,7 @@ halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
         eopt.execution = halo::Execution::row_blocks;
     }
     eopt.stream_scaled_operators = o.stream_pattern;
+    eopt.device_operator_values = !o.host_values;
     return eopt;
 }
 
@@ -896,7 +898,11 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     const auto eopt = engine_options(job, info);
     job.step.restart();
     halo::Engine engine(*backend.backend, exchange->exchanger(), shard, model, eopt);
-    phases.add("operators and plans", job.step.seconds(), -1.0, "normalization, kernel setup");
+    const double setup_seconds = job.step.seconds();
+    phases.add("operators", engine.operator_seconds(), -1.0,
+               "host: degrees, self-loops, normalized values where built");
+    phases.add("plans", setup_seconds - engine.operator_seconds(), -1.0,
+               "operators to the device, kernel setup");
 
     const auto runs = run_repeats(job, engine, shard, info, model);
     const auto prediction = write_piece(job, engine, shard, model, runs.output);
@@ -1046,6 +1052,10 @@ int main(int argc, char** argv)
                  "out of core: where the operator's values are row and column scalings of its "
                  "pattern (gcn, mean), copy the pattern alone and make the values on the device "
                  "(4 bytes per nonzero less over the bus; by default the values are copied)");
+    app.add_flag("--host-operator-values", o.host_values,
+                 "build the gcn and mean operators' values on the host and upload them (by "
+                 "default the CUDA backend's cuSPARSE plans take the pattern and make the "
+                 "values on the device from row and column scalings)");
     app.add_option("--eval-nodes", o.eval_nodes,
                    "node ids (one per line) to report accuracy on, against the dataset's labels");
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")

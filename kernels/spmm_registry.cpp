@@ -21,6 +21,9 @@ SpmmPlanFactory mergepath_c400_spmm_factory;       // spmm/mergepath.cu
 SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
 SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
 SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
+// The factories over a pattern and its scalings (ScaledSpmmPlanFactory).
+ScaledSpmmPlanFactory stored_or_cusparse_scaled_factory;  // spmm/autotuned_spmm.cpp
+ScaledSpmmPlanFactory cusparse_scaled_factory;            // spmm/cusparse_spmm.cpp
 }  // namespace halo::cuda
 #define HALO_SPMM_FACTORY(name) (&halo::cuda::name)
 #else
@@ -73,11 +76,13 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .metadata = SpmmMetadataKind::tuning,
          .metadata_group = "autotune",
          .uses = infer,
-         .make = HALO_SPMM_FACTORY(stored_or_cusparse_spmm_factory)},
+         .make = HALO_SPMM_FACTORY(stored_or_cusparse_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(stored_or_cusparse_scaled_factory)},
         {.name = "cusparse",
          .description = "cuSPARSE SpMM over CSR (the baseline)",
          .uses = infer | bench | autotune,
-         .make = HALO_SPMM_FACTORY(cusparse_spmm_factory)},
+         .make = HALO_SPMM_FACTORY(cusparse_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(cusparse_scaled_factory)},
         {.name = "accel_gcn",
          .description = "Accel-GCN: degree sort, block partition (int4 metadata), combined warps",
          .metadata = SpmmMetadataKind::offline,

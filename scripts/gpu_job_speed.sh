@@ -10,7 +10,10 @@
 #   big     R-MAT SCALE (default 26) symmetrized: partition once, then halo-infer with no options
 #           on a cold page cache, on a warm one, and with HALO_SERIAL_IO=1 (HDF5's own serial
 #           pipeline: the previous read and write path, same run), each with its phase table;
-#           halo-inspect --export of the result
+#           halo-inspect --export of the result. BIG_RUNS picks the runs (default "cold warm
+#           serial-io"; also "host-values": --host-operator-values, the operators' values built
+#           on the host; "base": the halo-infer of BASE_BUILD, an earlier commit's build, warm);
+#           BIG_LIMIT adds a run with --device-memory-limit BIG_LIMIT; NO_EXPORT skips the export
 # Usage: scripts/gpu_job_speed.sh BUILD DATA WORK OUT STAGE... (SCALE=26 in the environment)
 # Every log and manifest lands in OUT; WORK holds datasets and results (local disk).
 set -uo pipefail
@@ -29,13 +32,14 @@ infer() {  # tag dataset [halo-infer args...]: one run, its log and manifest kep
   shift 2
   local res=$work/res-$tag
   rm -rf "$res"
-  /usr/bin/time -f "wall %e s, peak rss %M KiB" "${mpi[@]}" "$bin/halo-infer" "$ds" \
+  /usr/bin/time -f "wall %e s, peak rss %M KiB" "${mpi[@]}" "${INFER_BIN:-$bin/halo-infer}" "$ds" \
     --random-model "${DIMS:-64,64,32}" --backend cuda --out "$res" "$@" >"$out/infer-$tag.log" 2>&1
   local rc=$?
   cp "$res/manifest.json" "$out/manifest-$tag.json" 2>/dev/null
   echo "-- $tag (exit $rc)"
   sed -n '/^phase /,/^total/p' "$out/infer-$tag.log"
-  grep -E "^wall|SpMM|stored|warning|error" "$out/infer-$tag.log" | head -8
+  grep -E "^wall|SpMM|stored|warning|error|operator, |peak|^  (row_pointers|indices|values|total) " \
+    "$out/infer-$tag.log" | head -14
 }
 
 for stage in "$@"; do
@@ -122,6 +126,8 @@ PY
         ;;
       warm) infer "big$scale-warm" "$ds" ;;
       serial-io) HALO_SERIAL_IO=1 infer "big$scale-serial-io" "$ds" ;;
+      host-values) infer "big$scale-host-values" "$ds" --host-operator-values ;;
+      base) INFER_BIN=$BASE_BUILD/apps/halo-infer infer "big$scale-base" "$ds" ;;
       esac
     done
     if [ -n "${BIG_LIMIT:-}" ]; then

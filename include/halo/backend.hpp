@@ -224,6 +224,16 @@ public:
         return make_spmm_plan(a);
     }
 
+    /// A plan over the operator whose pattern is `pattern` (its values, if any, ignored) and
+    /// whose values are scaling.row[i] * scaling.col[j] (OperatorScaling), made by the backend
+    /// itself, so that the host never builds nor uploads them; null where the backend cannot for
+    /// this kernel and hints (the caller then builds the values and calls make_spmm_plan). The
+    /// default returns null; the CUDA backend makes them on the device for its cuSPARSE plans
+    /// (`--spmm cusparse`, and `auto` without stored choices that apply).
+    virtual std::unique_ptr<SpmmPlan> make_scaled_spmm_plan(const Csr& pattern,
+                                                            const SpmmPlanHints& hints,
+                                                            const OperatorScaling& scaling);
+
     /// `a` as a StreamedSpmm; `scaling` (may be null) factors its values. The default slices
     /// each block's rows out of `a` on the host and makes a plan of them (make_spmm_plan with the
     /// block as its one range) with a's values, so that a block's rows see the same kernel and

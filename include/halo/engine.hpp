@@ -106,6 +106,14 @@ struct EngineOptions {
     /// the values was 7% faster (the gather costs more than the bus bytes it saves there;
     /// docs/PERFORMANCE.md), at R-MAT 24 3% slower.
     bool stream_scaled_operators = false;
+    /// In memory: an SpMM operator whose values are scalings of its pattern (the gcn and mean
+    /// operators of an unweighted graph; StepContext::operator_scaling) goes to the backend as
+    /// the pattern and the scalings, and the backend makes the values itself where it can for
+    /// its kernel (Backend::make_scaled_spmm_plan: the CUDA backend's cuSPARSE plans): the host
+    /// then neither builds nor uploads them, and a mean operator is the stored adjacency itself,
+    /// not a copy. The values are r_i c_j rounded in float instead of 1 / sqrt(d_i d_j) rounded
+    /// once, a difference in the last bit. false: the host builds every operator's values.
+    bool device_operator_values = true;
 };
 
 class Engine {
@@ -151,8 +159,9 @@ public:
     double download_seconds() const { return download_seconds_; }
     /// Wall time of the last run's layers (the sum of timings()[l].total, or the replay's time).
     double forward_seconds() const { return forward_seconds_; }
-    /// The run-time decisions of the operators' SpMM plans (SpmmPlan::report(), e.g. the
-    /// autotuned kernel per row range and width), concatenated; empty when no plan decides.
+    /// Each SpMM operator's kernel (SpmmPlan::algorithm()) and the run-time decisions of its plan
+    /// (SpmmPlan::report(), e.g. the autotuned kernel per row range and width), then the other
+    /// plans' and the forward pass's recording; one line each.
     std::string kernel_report() const;
     /// New kernel decisions of the operators' plans worth storing in the dataset (the autotuner's
     /// choices; SpmmPlan::tuning_metadata), one entry per operator pattern.
@@ -160,6 +169,9 @@ public:
     /// Wall time the operators' plans spent timing kernels so far (SpmmPlan::tuning_seconds):
     /// the tuning inside the first run's layers.
     double tuning_seconds() const;
+    /// Wall time of the constructor spent building host operators (normalization, self-loops,
+    /// the gcn degrees' exchange); the rest of it is the backend's plans and buffers.
+    double operator_seconds() const;
     /// Host copies of every layer's output when EngineOptions::keep_layers is set.
     const std::vector<std::vector<float>>& layer_outputs() const { return layer_outputs_; }
 

@@ -38,6 +38,11 @@ std::vector<float> gcn_degrees(const Shard& shard);
 Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& dataset_normalization,
                      const std::vector<float>& degree);
 
+/// The pattern of make_aggregation(shard, gcn, "none", ...) without values: the stored adjacency
+/// plus the missing diagonal entries, in the same places (what a backend that makes the gcn
+/// values from scalings takes; Backend::make_scaled_spmm_plan).
+Csr gcn_pattern(const Shard& shard);
+
 /// The pattern agnn and gat layers attend over: the stored adjacency plus the missing diagonal
 /// entries (PyG's add_self_loops), in the shard's column order; values are all ones.
 Csr self_loop_pattern(const Shard& shard);

@@ -62,6 +62,13 @@ struct SpmmPlanRequest {
 using SpmmPlanFactory = std::unique_ptr<SpmmPlan>(cuda::Context& ctx, const Csr& a,
                                                   const SpmmPlanRequest& request);
 
+/// A kernel's factory for an operator given as its pattern and the scalings of its values
+/// (Backend::make_scaled_spmm_plan): the plan makes the values itself; null where it cannot for
+/// this request (the engine then builds the values on the host and calls SpmmPlanFactory).
+using ScaledSpmmPlanFactory = std::unique_ptr<SpmmPlan>(cuda::Context& ctx, const Csr& pattern,
+                                                        const SpmmPlanRequest& request,
+                                                        const OperatorScaling& scaling);
+
 struct SpmmChoice;
 
 struct SpmmKernel {
@@ -87,6 +94,8 @@ struct SpmmKernel {
     std::string syntax{};
     /// Null in builds without CUDA.
     SpmmPlanFactory* make = nullptr;
+    /// Null where the kernel reads the host's values (and in builds without CUDA).
+    ScaledSpmmPlanFactory* make_scaled = nullptr;
 
     /// How it is written on a command line: `syntax`, or the name.
     const std::string& written() const noexcept { return syntax.empty() ? name : syntax; }

@@ -1,14 +1,15 @@
 // The CPU backend's MaxK and attention plans (halo/backend.hpp) over the reference kernels, and
 // the Backend defaults for backends without them.
+#include "cpu_plans.hpp"
+
 #include <cstring>
 #include <new>
 #include <optional>
 #include <vector>
 
-#include "cpu_plans.hpp"
-#include "halo/detail/counter_random.hpp"
 #include "halo/aes.hpp"
 #include "halo/attention.hpp"
+#include "halo/detail/counter_random.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
 
@@ -100,6 +101,16 @@ private:
 };
 
 }  // namespace
+
+std::unique_ptr<SpmmPlan> Backend::make_scaled_spmm_plan(const Csr& pattern,
+                                                         const SpmmPlanHints& hints,
+                                                         const OperatorScaling& scaling)
+{
+    static_cast<void>(pattern);
+    static_cast<void>(hints);
+    static_cast<void>(scaling);
+    return nullptr;  // the host builds the values (make_spmm_plan)
+}
 
 std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,
                                                           const OperatorScaling* scaling)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "halo/detail/resident_memory.hpp"
 #include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 #include "halo/kernel_metadata.hpp"
@@ -55,6 +56,67 @@ std::vector<float> gcn_degrees(const Shard& shard)
     return degree;
 }
 
+namespace {
+
+// The adjacency with a diagonal entry added to every row without one, where global column order
+// puts it; with `degree`, the values a_ij / sqrt(d_i d_j) (a_ii = 1 where added), else none.
+Csr with_self_loops(const Shard& shard, const std::vector<float>* degree)
+{
+    const auto& a = shard.csr;
+    const auto n = shard.num_owned;
+    Csr out;
+    out.num_rows = a.num_rows;
+    out.num_cols = a.num_cols;
+    std::vector<char> has_diagonal(n, 0);
+    out.indptr.assign(n + 1, 0);
+    // Row counts on every core, then their prefix sum (the offsets are the same either way).
+#pragma omp parallel for schedule(dynamic, 4096)
+    for (std::int64_t i = 0; i < n; ++i) {
+        bool diagonal = false;
+        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+            diagonal = diagonal || a.indices[k] == i;
+        }
+        has_diagonal[i] = diagonal ? 1 : 0;
+        out.indptr[i + 1] = a.row_nnz(i) + (diagonal ? 0 : 1);
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+        out.indptr[i + 1] += out.indptr[i];
+    }
+    // Billions of entries at scale: their pages made resident on every core first.
+    const auto nnz = static_cast<std::size_t>(out.indptr[n]);
+    out.indices = detail::resident_vector<local_id>(nnz);
+    if (degree != nullptr) {
+        out.values = detail::resident_vector<float>(nnz);
+    }
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto self = shard.global_ids[i];
+        auto o = out.indptr[i];
+        bool placed = has_diagonal[i] != 0;
+        auto emit = [&](local_id col, double value) {
+            out.indices[o] = col;
+            if (degree != nullptr) {
+                out.values[o] = static_cast<float>(
+                    value / std::sqrt(static_cast<double>((*degree)[i]) * (*degree)[col]));
+            }
+            ++o;
+        };
+        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+            if (!placed && column_global_id(shard, a.indices[k]) > self) {
+                emit(static_cast<local_id>(i), 1.0);
+                placed = true;
+            }
+            emit(a.indices[k], a.has_values() ? a.values[k] : 1.0);
+        }
+        if (!placed) {
+            emit(static_cast<local_id>(i), 1.0);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& dataset_normalization,
                      const std::vector<float>& degree)
 {
@@ -92,56 +154,20 @@ Csr make_aggregation(const Shard& shard, Aggregation kind, const std::string& da
         }
         return out;
     }
-    // gcn: add the missing diagonal entries where global column order puts them, then scale.
     HALO_EXPECTS(static_cast<std::int64_t>(degree.size()) == shard.num_owned + shard.num_halo,
                  "gcn needs ", shard.num_owned + shard.num_halo, " degrees, got ", degree.size());
-    std::vector<char> has_diagonal(n, 0);
-    out.indptr.assign(n + 1, 0);
-    // Row counts on every core, then their prefix sum (the offsets are the same either way).
-#pragma omp parallel for schedule(dynamic, 4096)
-    for (std::int64_t i = 0; i < n; ++i) {
-        bool diagonal = false;
-        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-            diagonal = diagonal || a.indices[k] == i;
-        }
-        has_diagonal[i] = diagonal ? 1 : 0;
-        out.indptr[i + 1] = a.row_nnz(i) + (diagonal ? 0 : 1);
-    }
-    for (std::int64_t i = 0; i < n; ++i) {
-        out.indptr[i + 1] += out.indptr[i];
-    }
-    out.indices.resize(out.indptr[n]);
-    out.values.resize(out.indptr[n]);
-#pragma omp parallel for schedule(dynamic, 1024)
-    for (std::int64_t i = 0; i < n; ++i) {
-        const auto self = shard.global_ids[i];
-        auto o = out.indptr[i];
-        bool placed = has_diagonal[i] != 0;
-        auto emit = [&](local_id col, double value) {
-            out.indices[o] = col;
-            out.values[o] =
-                static_cast<float>(value / std::sqrt(static_cast<double>(degree[i]) * degree[col]));
-            ++o;
-        };
-        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-            if (!placed && column_global_id(shard, a.indices[k]) > self) {
-                emit(static_cast<local_id>(i), 1.0);
-                placed = true;
-            }
-            emit(a.indices[k], a.has_values() ? a.values[k] : 1.0);
-        }
-        if (!placed) {
-            emit(static_cast<local_id>(i), 1.0);
-        }
-    }
-    return out;
+    return with_self_loops(shard, &degree);
+}
+
+Csr gcn_pattern(const Shard& shard)
+{
+    return with_self_loops(shard, nullptr);
 }
 
 Csr self_loop_pattern(const Shard& shard)
 {
-    const std::vector<float> ones(static_cast<std::size_t>(shard.num_owned + shard.num_halo), 1.0f);
-    auto pattern = make_aggregation(shard, Aggregation::gcn, "none", ones);
-    std::fill(pattern.values.begin(), pattern.values.end(), 1.0f);
+    auto pattern = with_self_loops(shard, nullptr);
+    pattern.values.assign(pattern.indices.size(), 1.0f);
     return pattern;
 }
 

@@ -226,8 +226,10 @@ std::string Engine::kernel_report() const
     if (impl_->row_blocks) {
         out += impl_->row_blocks->report();
     }
-    // Each line names its operator: a model may aggregate with more than one.
+    // Each line names its operator: a model may aggregate with more than one. The first says
+    // which kernel the plan runs, the rest what it decided.
     for (const auto& [kind, plan] : impl_->ctx.spmm_plans()) {
+        out += std::string(to_string(kind)) + " operator: " + plan->algorithm() + "\n";
         const auto report = plan->report();
         std::size_t pos = 0;
         while (pos < report.size()) {
@@ -257,6 +259,11 @@ std::string Engine::kernel_report() const
                                      "\n";
     }
     return out;
+}
+
+double Engine::operator_seconds() const
+{
+    return impl_->ctx.operator_seconds();
 }
 
 double Engine::tuning_seconds() const

@@ -94,9 +94,11 @@ public:
     /// Scalings that factor operator_matrix(kind)'s values (OperatorScaling), where they do: the
     /// gcn and mean operators built from an unweighted adjacency. None where the adjacency has
     /// edge weights or the dataset stores the operator normalized, and for sum (a pattern
-    /// already, where unweighted).
+    /// already, where unweighted). Needs the gcn degrees only, not the operator.
     std::optional<OperatorScaling> operator_scaling(Aggregation kind);
-    /// The SpMM plan over operator_matrix(kind).
+    /// The SpMM plan of operator `kind`: over its pattern and scalings where
+    /// EngineOptions::device_operator_values asks and the backend makes the values
+    /// (Backend::make_scaled_spmm_plan), else over operator_matrix(kind).
     SpmmPlan& spmm(Aggregation kind);
     /// The attention plan over `pattern` (not none) for widths up to the model's max_dim.
     AttentionPlan& attention(AttentionPattern pattern);
@@ -176,7 +178,9 @@ public:
     /// The SpMM plans made, by operator kind.
     const std::map<Aggregation, std::unique_ptr<SpmmPlan>>& spmm_plans() const { return spmm_; }
     const AttentionPlan* attention_plan(AttentionPattern pattern) const;
-    bool has_operator_matrix(Aggregation kind) const { return matrices_.count(kind) != 0; }
+    /// Wall time spent building host operators so far (operator_matrix, operator_pattern,
+    /// scalings, the gcn degrees' exchange, split blocks, self-loop patterns).
+    double operator_seconds() const { return operator_seconds_; }
     /// Whether spmm() operators are split by columns (EngineOptions::overlap_mode; overlap on
     /// and halo rows to wait for).
     bool split_overlap() const;
@@ -200,9 +204,17 @@ private:
     /// The split of op (an spmm() plan), null when op is not split.
     SplitOperator* split_of(const SpmmPlan& op);
 
+    /// The gcn degrees of every local column (owned ones, then the halo ones exchanged), once.
+    void ensure_degrees();
+    /// The pattern of operator `kind` (gcn: with the self-loops added; else the stored one).
+    const Csr& operator_pattern(Aggregation kind);
+
     std::int64_t rows_moved_ = 0;  // sent + received rows of one exchange
     std::vector<float> degree_;    // gcn degrees of every local column, once exchanged
     std::map<Aggregation, Csr> matrices_;
+    Csr gcn_pattern_;                                   // operator_pattern(gcn), once asked for
+    std::map<Aggregation, const Csr*> plan_operators_;  // what each spmm() plan was made over
+    double operator_seconds_ = 0.0;
     std::map<Aggregation, std::unique_ptr<SpmmPlan>> spmm_;
     std::map<Aggregation, SplitOperator> split_;
     std::unique_ptr<AttentionPlan> self_loop_attention_;

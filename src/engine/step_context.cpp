@@ -1,6 +1,5 @@
-#include <cstring>
-
 #include <cmath>
+#include <cstring>
 
 #include "halo/error.hpp"
 #include "halo/kernel_metadata.hpp"
@@ -67,34 +66,62 @@ StepContext::StepContext(Backend& b, HaloExchanger& e, const Shard& s, const Mod
 {
 }
 
+void StepContext::ensure_degrees()
+{
+    if (options.dataset_normalization == "gcn" || !degree_.empty()) {
+        return;
+    }
+    // Owned gcn degrees, then the halo ones through one exchange of a width-1 matrix.
+    degree_ = gcn_degrees(shard);
+    degree_.resize(n_total, 0.0f);
+    auto column = backend.allocate(n_total, 1);
+    backend.copy_from_host(degree_.data(), column.view());
+    exchanger.start(column.view());
+    exchanger.finish();
+    backend.copy_to_host(column.view(), degree_.data());
+}
+
 const Csr& StepContext::operator_matrix(Aggregation kind)
 {
     auto found = matrices_.find(kind);
     if (found != matrices_.end()) {
         return found->second;
     }
-    if (kind == Aggregation::gcn && options.dataset_normalization != "gcn" && degree_.empty()) {
-        // Owned gcn degrees, then the halo ones through one exchange of a width-1 matrix.
-        degree_ = gcn_degrees(shard);
-        degree_.resize(n_total, 0.0f);
-        auto column = backend.allocate(n_total, 1);
-        backend.copy_from_host(degree_.data(), column.view());
-        exchanger.start(column.view());
-        exchanger.finish();
-        backend.copy_to_host(column.view(), degree_.data());
+    const auto t0 = std::chrono::steady_clock::now();
+    if (kind == Aggregation::gcn) {
+        ensure_degrees();
     }
-    return matrices_[kind] = make_aggregation(shard, kind, options.dataset_normalization, degree_);
+    auto& a = matrices_[kind] =
+        make_aggregation(shard, kind, options.dataset_normalization, degree_);
+    operator_seconds_ += seconds_since(t0);
+    return a;
+}
+
+const Csr& StepContext::operator_pattern(Aggregation kind)
+{
+    if (kind != Aggregation::gcn) {
+        return shard.csr;  // mean and sum: the stored adjacency's pattern
+    }
+    if (gcn_pattern_.num_rows == 0 && n_owned > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        gcn_pattern_ = gcn_pattern(shard);
+        operator_seconds_ += seconds_since(t0);
+    }
+    return gcn_pattern_;
 }
 
 std::optional<OperatorScaling> StepContext::operator_scaling(Aggregation kind)
 {
-    const auto& a = operator_matrix(kind);  // the gcn degrees are exchanged by now
-    if (shard.csr.has_values() || !a.has_values() || kind == Aggregation::sum) {
+    // Scalings exist for the operators the engine derives from an unweighted adjacency.
+    if (shard.csr.has_values() || options.dataset_normalization != "none" ||
+        kind == Aggregation::sum) {
         return std::nullopt;
     }
+    const auto t0 = std::chrono::steady_clock::now();
     OperatorScaling s;
     if (kind == Aggregation::gcn) {
         // a[i, j] = 1 / sqrt(d_i d_j) (make_aggregation): d^-1/2 on both sides.
+        ensure_degrees();
         HALO_EXPECTS(static_cast<std::int64_t>(degree_.size()) == n_total, "gcn degrees of ",
                      degree_.size(), " columns, expected ", n_total);
         s.col.resize(static_cast<std::size_t>(n_total));
@@ -105,6 +132,7 @@ std::optional<OperatorScaling> StepContext::operator_scaling(Aggregation kind)
         s.row.assign(s.col.begin(), s.col.begin() + n_owned);
     } else {
         // mean: a[i, j] = 1 / (stored neighbours of i).
+        const auto& a = shard.csr;
         s.row.resize(static_cast<std::size_t>(a.num_rows));
 #pragma omp parallel for schedule(static)
         for (std::int64_t i = 0; i < a.num_rows; ++i) {
@@ -112,6 +140,7 @@ std::optional<OperatorScaling> StepContext::operator_scaling(Aggregation kind)
             s.row[i] = nnz > 0 ? static_cast<float>(1.0 / static_cast<double>(nnz)) : 0.0f;
         }
     }
+    operator_seconds_ += seconds_since(t0);
     return s;
 }
 
@@ -159,26 +188,56 @@ bool StepContext::split_overlap() const
 SpmmPlan& StepContext::spmm(Aggregation kind)
 {
     auto& plan = spmm_[kind];
-    if (!plan) {
-        const auto& a = operator_matrix(kind);
-        plan = backend.make_spmm_plan(a, hints_for(kernel_operator_name(kind)));
-        if (split_overlap() && plan->exact()) {
-            // The stored kernel metadata describes the whole operator: the blocks choose their
-            // own (and their tuning is not stored). A sampling plan (AES) keeps the whole rows
-            // it samples from, so it is not split.
-            const auto local = column_block(a, n_owned, false);
-            const auto halo = column_block(a, n_owned, true);
-            auto& split = split_[kind];
-            split.local = backend.make_spmm_plan(local);
-            split.halo = backend.make_spmm_plan(halo);
-            for (const auto* part : {&local, &halo}) {
-                const auto& p = part == &local ? split.local : split.halo;
-                const auto m = p->memory();
-                split.memory += m.total() > 0 ? m : csr_memory(*part);
-            }
-            split.memory.nonzeros = 0;  // the operator's, counted once with its plan
-            split.memory.limit = 0;
+    if (plan) {
+        return *plan;
+    }
+    const auto hints = hints_for(kernel_operator_name(kind));
+    // The pattern and its scalings where the backend makes the values itself, else the host's
+    // operator with its values.
+    std::optional<OperatorScaling> scaling;
+    if (options.device_operator_values) {
+        scaling = operator_scaling(kind);
+    }
+    const Csr* a = nullptr;
+    if (scaling) {
+        a = &operator_pattern(kind);
+        plan = backend.make_scaled_spmm_plan(*a, hints, *scaling);
+        if (!plan) {
+            scaling.reset();
         }
+    }
+    if (!plan) {
+        a = &operator_matrix(kind);
+        plan = backend.make_spmm_plan(*a, hints);
+    }
+    plan_operators_[kind] = a;
+    if (split_overlap() && plan->exact()) {
+        // The stored kernel metadata describes the whole operator: the blocks choose their
+        // own (and their tuning is not stored). A sampling plan (AES) keeps the whole rows
+        // it samples from, so it is not split.
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto local = column_block(*a, n_owned, false);
+        const auto halo = column_block(*a, n_owned, true);
+        operator_seconds_ += seconds_since(t0);
+        auto& split = split_[kind];
+        auto make = [&](const Csr& block) {
+            if (!scaling) {
+                return backend.make_spmm_plan(block);
+            }
+            auto p = backend.make_scaled_spmm_plan(block, {}, *scaling);
+            HALO_EXPECTS(p != nullptr, "the ", backend.name(),
+                         " backend made a scaled plan of an operator but not of its blocks");
+            return p;
+        };
+        split.local = make(local);
+        split.halo = make(halo);
+        for (const auto* part : {&local, &halo}) {
+            const auto& p = part == &local ? split.local : split.halo;
+            const auto m = p->memory();
+            split.memory += m.total() > 0 ? m : csr_memory(*part);
+        }
+        split.memory.nonzeros = 0;  // the operator's, counted once with its plan
+        split.memory.limit = 0;
     }
     return *plan;
 }
@@ -199,9 +258,11 @@ AttentionPlan& StepContext::attention(AttentionPattern pattern)
     HALO_EXPECTS(pattern != AttentionPattern::none, "attention over no pattern");
     if (pattern == AttentionPattern::self_loops) {
         if (!self_loop_attention_) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto pattern = self_loop_pattern(shard);
+            operator_seconds_ += seconds_since(t0);
             self_loop_attention_ = backend.make_attention_plan(
-                self_loop_pattern(shard), model.max_dim(), options.attention,
-                hints_for(kernel_operator_gcn.data()));
+                pattern, model.max_dim(), options.attention, hints_for(kernel_operator_gcn.data()));
         }
         return *self_loop_attention_;
     }
@@ -411,7 +472,7 @@ void StepContext::add_memory(MemoryReport& r) const
 {
     for (const auto& [kind, plan] : spmm_) {
         const auto m = plan->memory();
-        r += m.total() > 0 ? m : csr_memory(matrices_.at(kind));
+        r += m.total() > 0 ? m : csr_memory(*plan_operators_.at(kind));
     }
     for (const auto& [kind, split] : split_) {
         r += split.memory;

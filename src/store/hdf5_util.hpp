@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "halo/detail/resident_memory.hpp"
 #include "halo/error.hpp"
 
 namespace halo::store {
@@ -327,26 +328,15 @@ using RowsRead =
 void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
                const RowsRead& on_rows = {});
 
-/// Makes the pages of [data, data + bytes), memory just allocated and not yet written, resident
-/// on every core (madvise MADV_POPULATE_WRITE per thread). Fresh memory otherwise takes a page
-/// fault per 4 KiB page on its first write, and the zero-filling of a new std::vector takes them
-/// all on one thread: 0.9 GB/s on the dev VM, slower than the reads themselves. Huge pages
-/// (MADV_HUGEPAGE) are not asked for: on the dev VM, which hands freed memory back to its host,
-/// a fresh process read a 1.2 GB shard in 0.77-2.66 s of CPU with them, 0.71-0.74 s without.
-/// Only a hint: ranges below 4 MiB, kernels before Linux 5.14 and HALO_SERIAL_IO leave the pages
-/// to be faulted as before.
-void populate_pages(void* data, std::size_t bytes);
+/// A vector of `count` zero elements whose pages were made resident on every core first
+/// (detail::resident_vector; not under HALO_SERIAL_IO), so that its zero-filling and the reads
+/// into it run at memory speed.
+bool parallel_io_enabled();  // chunk_io.hpp
 
-/// A vector of `count` zero elements whose pages were made resident by populate_pages first, so
-/// that its zero-filling and the reads into it run at memory speed.
 template <typename T>
 std::vector<T> resident_vector(std::size_t count)
 {
-    std::vector<T> out;
-    out.reserve(count);
-    populate_pages(out.data(), count * sizeof(T));
-    out.resize(count);
-    return out;
+    return halo::detail::resident_vector<T>(count, parallel_io_enabled());
 }
 
 /// How long a 1-D dataset must be: exactly (or, with exact = false, at most) `count` elements;

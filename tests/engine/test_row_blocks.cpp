@@ -2,8 +2,10 @@
 // limits equals the in-memory run bit for bit for every layer type it runs, in both of its modes
 // (the referenced rows gathered per block; all rows resident); a limit too small for one row is
 // an error naming the limit and the smallest that works; other layer types are refused by name.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "engine_test_util.hpp"
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
+#include "halo/operators.hpp"
 #include "halo/partition.hpp"
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
@@ -255,6 +258,27 @@ public:
     {
         return cpu_->make_spmm_plan(a);
     }
+    // With make_scaled: records the pattern and scalings and runs a CPU plan over the values
+    // they make (what the CUDA backend makes on the device).
+    std::unique_ptr<halo::SpmmPlan> make_scaled_spmm_plan(
+        const halo::Csr& pattern, const halo::SpmmPlanHints& hints,
+        const halo::OperatorScaling& scaling) override
+    {
+        if (!make_scaled) {
+            return nullptr;
+        }
+        scaled.emplace_back(&pattern, scaling);
+        auto valued = pattern;
+        valued.values.resize(pattern.indices.size());
+        for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
+            for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
+                const float r = scaling.row.empty() ? 1.0f : scaling.row[i];
+                valued.values[k] = scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
+            }
+        }
+        operators_.push_back(std::move(valued));
+        return cpu_->make_spmm_plan(operators_.back(), hints);
+    }
     std::unique_ptr<halo::StreamedSpmm> make_streamed_spmm(
         const halo::Csr& a, const halo::SpmmPlanHints& hints,
         const halo::OperatorScaling* scaling) override
@@ -288,9 +312,12 @@ public:
     void synchronize() override { cpu_->synchronize(); }
 
     std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
+    bool make_scaled = false;
+    std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;
 
 private:
     std::unique_ptr<halo::Backend> cpu_ = halo::make_cpu_backend();
+    std::deque<halo::Csr> operators_;
 };
 
 // The scalings of the gcn and mean operators of an unweighted graph factor their values
@@ -337,6 +364,65 @@ TEST(RowBlocks, OperatorScalingsFactorTheValues)
                     ASSERT_NEAR(scaling->row[i] * c, want, 4e-7f * std::abs(want))
                         << "row " << i << " entry " << k;
                 }
+            }
+        }
+    }
+}
+
+// In memory, a backend that makes scaled plans (the CUDA backend's cuSPARSE plans) is handed each
+// scaled operator's pattern without values (gcn: with the self-loops make_aggregation adds, in
+// the same places; mean: the stored adjacency itself, not a copy) and scalings whose products are
+// the values the host would build; gin's sum operator and EngineOptions::device_operator_values =
+// false go through make_spmm_plan as before. The run agrees with the CPU backend's to rounding.
+TEST(RowBlocks, InMemoryScaledPlansTakeThePatternAndItsScalings)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const auto shard = single_shard(graph);
+    ASSERT_FALSE(shard.csr.has_values());
+    for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gin}) {
+        const auto model = halo::random_model(type, {16, 32, 8}, 19);
+        const auto memory = run(shard, model, halo::Execution::in_memory, 0);
+        for (const bool device_values : {true, false}) {
+            SCOPED_TRACE(std::string(halo::to_string(type)) +
+                         (device_values ? ", values from scalings" : ", host values"));
+            ScalingRecorder backend;
+            backend.make_scaled = true;
+            auto exchanger = halo::make_local_exchanger(shard);
+            halo::EngineOptions o;
+            o.execution = halo::Execution::in_memory;
+            o.device_operator_values = device_values;
+            halo::Engine engine(backend, *exchanger, shard, model, o);
+            const auto out =
+                engine.run(halo::random_node_features(shard.global_ids, model.input_dim(), 5));
+            if (!device_values || type == halo::LayerType::gin) {
+                EXPECT_TRUE(backend.scaled.empty());
+                EXPECT_EQ(differing(out, memory.out), 0);
+                continue;
+            }
+            ASSERT_EQ(backend.scaled.size(), 1u);  // one operator, shared by both layers
+            const auto& [pattern, scaling] = backend.scaled.front();
+            const auto kind =
+                type == halo::LayerType::gcn ? halo::Aggregation::gcn : halo::Aggregation::mean;
+            const auto want = halo::make_aggregation(shard, kind, "none", halo::gcn_degrees(shard));
+            EXPECT_FALSE(pattern->has_values());
+            EXPECT_EQ(pattern->indptr, want.indptr);
+            EXPECT_EQ(pattern->indices, want.indices);
+            if (kind == halo::Aggregation::mean) {
+                EXPECT_EQ(pattern, &shard.csr);
+            }
+            for (std::int64_t i = 0; i < want.num_rows; ++i) {
+                for (auto k = want.indptr[i]; k < want.indptr[i + 1]; ++k) {
+                    const float c = scaling.col.empty() ? 1.0f : scaling.col[want.indices[k]];
+                    ASSERT_NEAR(scaling.row[i] * c, want.values[k], 4e-7f * want.values[k])
+                        << "row " << i << " entry " << k;
+                }
+            }
+            float scale = 1.0f;
+            for (const auto v : memory.out) {
+                scale = std::max(scale, std::abs(v));
+            }
+            for (std::size_t k = 0; k < out.size(); ++k) {
+                ASSERT_NEAR(out[k], memory.out[k], 1e-5f * scale) << "element " << k;
             }
         }
     }

@@ -26,12 +26,14 @@ std::unique_ptr<Backend> make_cuda_backend(Context& ctx, const SpmmChoice& spmm)
 /// Throws halo::InputError for an unknown kernel or bad arguments.
 std::unique_ptr<Backend> make_cuda_backend(Context& ctx, std::string_view spmm = "cusparse");
 
-/// Index width of the device CSR that cuSPARSE reads. `automatic` is 32-bit while nnz, rows and
-/// columns fit in int32 and 64-bit beyond; `bits64` forces 64-bit (to test that path on small
-/// matrices).
+/// Index width of the device CSR that cuSPARSE reads. `automatic` is 32-bit: columns int32 and
+/// each cuSPARSE call over rows of at most 2^31 - 1 nonzeros, with its offsets rebased (more than
+/// one call past 2^31 nonzeros). `bits64` forces 64-bit offsets and columns, `small_pieces`
+/// cuts runs into calls of at most 1000 nonzeros (both to test those paths on small matrices).
 enum class IndexWidth {
     automatic,
     bits64,
+    small_pieces,
 };
 
 /// cuSPARSE SpMM (cusparseSpMM, CSR_ALG2, row-major dense operands) over a device copy of `a`,
@@ -41,5 +43,12 @@ enum class IndexWidth {
 /// device views. Throws halo::InputError when `a` is not a valid CSR matrix.
 std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                   IndexWidth indices = IndexWidth::automatic);
+/// The same over the operator whose pattern is `pattern` (values ignored) and whose values are
+/// scaling.row[i] * scaling.col[j] (empty: ones), made on the device from the scalings, which are
+/// freed once they are (Backend::make_scaled_spmm_plan). Throws halo::LogicError for scalings of
+/// the wrong length.
+std::unique_ptr<SpmmPlan> make_scaled_cusparse_spmm_plan(
+    Context& ctx, const Csr& pattern, std::int64_t max_dim, const OperatorScaling& scaling,
+    IndexWidth indices = IndexWidth::automatic);
 
 }  // namespace halo::cuda

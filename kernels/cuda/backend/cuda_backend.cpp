@@ -204,6 +204,17 @@ public:
             ctx_, a, SpmmPlanRequest{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})});
     }
 
+    std::unique_ptr<SpmmPlan> make_scaled_spmm_plan(const Csr& pattern, const SpmmPlanHints& hints,
+                                                    const OperatorScaling& scaling) override
+    {
+        if (spmm_.kernel->make_scaled == nullptr) {
+            return nullptr;
+        }
+        return spmm_.kernel->make_scaled(
+            ctx_, pattern, SpmmPlanRequest{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})},
+            scaling);
+    }
+
     std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,
                                                      const OperatorScaling* scaling) override
     {

@@ -1,6 +1,7 @@
 // The device CSR of cuSPARSE's generic API and its SpMM over row ranges (cusparse_csr.hpp).
 #include "cuda/primitives/cusparse_csr.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <utility>
 
@@ -9,35 +10,18 @@
 #include "halo/error.hpp"
 
 namespace halo::cuda::detail {
-namespace {
-
-// The row offsets of `rows` in cuSPARSE's index type: all of them from row 0, else a copy rebased
-// to start at zero, kept in `copy`.
-template <typename Index>
-void* range_offsets(Context& ctx, const DeviceBuffer<Index>& all, DeviceBuffer<Index>& copy,
-                    RowRange rows, std::int64_t first)
-{
-    if (rows.begin == 0) {
-        return all.data();
-    }
-    const std::int64_t count = rows.size() + 1;
-    copy = DeviceBuffer<Index>(ctx, count);
-    shift_offsets(ctx.compute_stream(), all.data() + rows.begin, copy.data(), count, first);
-    return copy.data();
-}
-
-}  // namespace
 
 // The CSR descriptor of rows [begin, end) and the rebased offsets it points at.
-struct CusparseCsr::Range {
+struct CusparseCsr::Piece {
+    RowRange rows;
     cusparseSpMatDescr_t descr = nullptr;
     DeviceBuffer<std::int32_t> offsets32;
     DeviceBuffer<std::int64_t> offsets64;
 
-    Range() = default;
-    Range(const Range&) = delete;
-    Range& operator=(const Range&) = delete;
-    ~Range()
+    Piece() = default;
+    Piece(const Piece&) = delete;
+    Piece& operator=(const Piece&) = delete;
+    ~Piece()
     {
         if (descr != nullptr) {
             (void)cusparseDestroySpMat(descr);
@@ -49,8 +33,8 @@ CusparseCsr::CusparseCsr(Context& ctx, const Csr& a, IndexWidth width, bool keep
     : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), indptr_(a.indptr)
 {
     const std::int64_t nnz = a.nnz();
-    wide_ =
-        width == IndexWidth::bits64 || nnz > INT_MAX || num_rows_ > INT_MAX || num_cols_ > INT_MAX;
+    wide_ = width == IndexWidth::bits64 || num_rows_ > INT_MAX || num_cols_ > INT_MAX;
+    max_piece_nnz_ = width == IndexWidth::small_pieces ? kSmallPieceNnz : kMaxPieceNnz;
     const cudaStream_t stream = ctx_.compute_stream();
     // Uploaded in the host types (int64 offsets, int32 columns), then narrowed or widened.
     auto offsets = upload(ctx_, indptr_);
@@ -58,12 +42,13 @@ CusparseCsr::CusparseCsr(Context& ctx, const Csr& a, IndexWidth width, bool keep
     if (wide_) {
         columns64_ = DeviceBuffer<std::int64_t>(ctx_, a.indices.size());
         widen_indices(stream, columns.data(), columns64_.data(), nnz);
-    } else {
+    } else if (nnz <= max_piece_nnz_) {
         offsets32_ = DeviceBuffer<std::int32_t>(ctx_, indptr_.size());
         shift_offsets(stream, offsets.data(), offsets32_.data(),
                       static_cast<std::int64_t>(indptr_.size()), 0);
     }
-    if (wide_ || keep_host_types) {
+    // Past one piece the pieces' int32 offsets are rebased copies of the int64 ones.
+    if (wide_ || keep_host_types || offsets32_.size() == 0) {
         offsets64_ = std::move(offsets);
     }
     if (!wide_ || keep_host_types) {
@@ -74,32 +59,83 @@ CusparseCsr::CusparseCsr(Context& ctx, const Csr& a, IndexWidth width, bool keep
 
 CusparseCsr::~CusparseCsr() = default;
 
-cusparseSpMatDescr_t CusparseCsr::range_descriptor(RowRange rows)
+std::vector<RowRange> CusparseCsr::split(RowRange rows) const
+{
+    std::vector<RowRange> out;
+    if (wide_) {
+        out.push_back(rows);
+        return out;
+    }
+    auto begin = rows.begin;
+    while (begin < rows.end) {
+        // The last row whose end stays within the piece's nonzeros, at least one row.
+        const auto limit = indptr_[begin] + max_piece_nnz_;
+        const auto after =
+            std::upper_bound(indptr_.begin() + begin + 1, indptr_.begin() + rows.end + 1, limit);
+        const auto end = std::max<std::int64_t>(begin + 1, (after - indptr_.begin()) - 1);
+        out.push_back({begin, end});
+        begin = end;
+    }
+    return out;
+}
+
+std::int64_t CusparseCsr::pieces() const
+{
+    return static_cast<std::int64_t>(split({0, num_rows_}).size());
+}
+
+const std::vector<std::unique_ptr<CusparseCsr::Piece>>& CusparseCsr::range_pieces(RowRange rows)
 {
     const auto key = std::make_pair(rows.begin, rows.end);
     const auto found = ranges_.find(key);
     if (found != ranges_.end()) {
-        return found->second->descr;
+        return found->second;
     }
-    auto range = std::make_unique<Range>();
-    const std::int64_t first = indptr_[rows.begin];
-    void* offsets = nullptr;
-    void* columns = nullptr;
-    cusparseIndexType_t index_type = CUSPARSE_INDEX_32I;
-    if (wide_) {
-        index_type = CUSPARSE_INDEX_64I;
-        offsets = range_offsets(ctx_, offsets64_, range->offsets64, rows, first);
-        columns = columns64_.data() + first;
-    } else {
-        offsets = range_offsets(ctx_, offsets32_, range->offsets32, rows, first);
-        columns = columns32_.data() + first;
+    std::vector<std::unique_ptr<Piece>> pieces;
+    const cudaStream_t stream = ctx_.compute_stream();
+    for (const auto piece_rows : split(rows)) {
+        auto piece = std::make_unique<Piece>();
+        piece->rows = piece_rows;
+        const std::int64_t first = indptr_[piece_rows.begin];
+        const std::int64_t count = piece_rows.size() + 1;
+        void* offsets = nullptr;
+        void* columns = nullptr;
+        cusparseIndexType_t index_type = CUSPARSE_INDEX_32I;
+        if (wide_) {
+            // 64-bit: the full offsets from row 0, else a rebased copy.
+            index_type = CUSPARSE_INDEX_64I;
+            offsets = offsets64_.data();
+            if (piece_rows.begin != 0) {
+                piece->offsets64 = DeviceBuffer<std::int64_t>(ctx_, count);
+                shift_offsets(stream, offsets64_.data() + piece_rows.begin, piece->offsets64.data(),
+                              count, first);
+                offsets = piece->offsets64.data();
+            }
+            columns = columns64_.data() + first;
+        } else {
+            // 32-bit: the full 32-bit offsets from row 0, else a copy rebased from the 32- or
+            // 64-bit ones.
+            offsets = offsets32_.data();
+            if (piece_rows.begin != 0 || offsets32_.size() == 0) {
+                piece->offsets32 = DeviceBuffer<std::int32_t>(ctx_, count);
+                if (offsets32_.size() != 0) {
+                    shift_offsets(stream, offsets32_.data() + piece_rows.begin,
+                                  piece->offsets32.data(), count, first);
+                } else {
+                    shift_offsets(stream, offsets64_.data() + piece_rows.begin,
+                                  piece->offsets32.data(), count, first);
+                }
+                offsets = piece->offsets32.data();
+            }
+            columns = columns32_.data() + first;
+        }
+        HALO_CUSPARSE_TRY(cusparseCreateCsr(&piece->descr, piece_rows.size(), num_cols_,
+                                            indptr_[piece_rows.end] - first, offsets, columns,
+                                            values_.data() + first, index_type, index_type,
+                                            CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+        pieces.push_back(std::move(piece));
     }
-    HALO_CUSPARSE_TRY(cusparseCreateCsr(
-        &range->descr, rows.size(), num_cols_, indptr_[rows.end] - first, offsets, columns,
-        values_.data() + first, index_type, index_type, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    const auto descr = range->descr;
-    ranges_.emplace(key, std::move(range));
-    return descr;
+    return ranges_.emplace(key, std::move(pieces)).first->second;
 }
 
 void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange rows)
@@ -108,16 +144,23 @@ void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange ro
     if (rows.empty() || width == 0) {
         return;
     }
-    const cudaStream_t stream = ctx_.compute_stream();
     if (indptr_[rows.end] == indptr_[rows.begin]) {
         // Every row of the range is empty: its result is zero, no cuSPARSE call needed.
-        HALO_CUDA_TRY(cudaMemset2DAsync(y.row(rows.begin),
-                                        static_cast<std::size_t>(y.ld) * sizeof(float), 0,
-                                        static_cast<std::size_t>(width) * sizeof(float),
-                                        static_cast<std::size_t>(rows.size()), stream));
+        HALO_CUDA_TRY(
+            cudaMemset2DAsync(y.row(rows.begin), static_cast<std::size_t>(y.ld) * sizeof(float), 0,
+                              static_cast<std::size_t>(width) * sizeof(float),
+                              static_cast<std::size_t>(rows.size()), ctx_.compute_stream()));
         return;
     }
-    const cusparseSpMatDescr_t a = range_descriptor(rows);
+    for (const auto& piece : range_pieces(rows)) {
+        piece_spmm(*piece, x, y);
+    }
+}
+
+void CusparseCsr::piece_spmm(const Piece& piece, DenseView<const float> x, DenseView<float> y)
+{
+    const std::int64_t width = x.cols;
+    const auto rows = piece.rows;
     DnMat<cusparseConstDnMatDescr_t> xd;
     HALO_CUSPARSE_TRY(cusparseCreateConstDnMat(&xd.descr, num_cols_, width, x.ld, x.data,
                                                CUDA_R_32F, CUSPARSE_ORDER_ROW));
@@ -132,16 +175,31 @@ void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange ro
         std::size_t bytes = 0;
         HALO_CUSPARSE_TRY(cusparseSpMM_bufferSize(
             ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-            &alpha, a, xd.descr, &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, &bytes));
+            &alpha, piece.descr, xd.descr, &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, &bytes));
         size = workspace_sizes_.emplace(key, bytes).first;
     }
     if (size->second > workspace_.bytes()) {
         // Stream-ordered: the old workspace is freed after the runs that used it.
         workspace_ = DeviceBuffer<char>(ctx_, size->second);
     }
-    HALO_CUSPARSE_TRY(cusparseSpMM(ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, xd.descr, &beta,
-                                   yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, workspace_.data()));
+    HALO_CUSPARSE_TRY(cusparseSpMM(
+        ctx_.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+        piece.descr, xd.descr, &beta, yd.descr, CUDA_R_32F, kCsrSpmmAlgorithm, workspace_.data()));
+}
+
+void CusparseCsr::scale_values(const float* row_scale, const float* col_scale)
+{
+    const cudaStream_t stream = ctx_.compute_stream();
+    if (wide_) {
+        scaled_values(stream, num_rows_, offsets64_.data(), columns64_.data(), row_scale, col_scale,
+                      values_.data());
+    } else if (offsets32_.size() != 0) {
+        scaled_values(stream, num_rows_, offsets32_.data(), columns32_.data(), row_scale, col_scale,
+                      values_.data());
+    } else {
+        scaled_values(stream, num_rows_, offsets64_.data(), columns32_.data(), row_scale, col_scale,
+                      values_.data());
+    }
 }
 
 // The int64 offsets and int32 columns of the upload that cuSPARSE does not read are freed once
@@ -150,9 +208,11 @@ MemoryReport CusparseCsr::memory() const
 {
     MemoryReport r;
     r.row_pointers = static_cast<std::int64_t>(offsets32_.bytes() + offsets64_.bytes());
-    for (const auto& [key, range] : ranges_) {
-        r.row_pointers +=
-            static_cast<std::int64_t>(range->offsets32.bytes() + range->offsets64.bytes());
+    for (const auto& [key, pieces] : ranges_) {
+        for (const auto& piece : pieces) {
+            r.row_pointers +=
+                static_cast<std::int64_t>(piece->offsets32.bytes() + piece->offsets64.bytes());
+        }
     }
     r.indices = static_cast<std::int64_t>(columns32_.bytes() + columns64_.bytes());
     r.values = static_cast<std::int64_t>(values_.bytes());

@@ -28,18 +28,32 @@ __global__ void fill_kernel(float* data, std::int64_t count, float value)
 
 // A warp per row (grid-stride over rows), its lanes over the row's nonzeros: coalesced, and a
 // long row costs its length / 32 steps of one warp.
-__global__ void scaled_values_kernel(std::int64_t rows, const std::int32_t* offsets,
-                                     const std::int32_t* columns, const float* row_scale,
-                                     const float* col_scale, float* values)
+template <typename Offset, typename Index>
+__global__ void scaled_values_kernel(std::int64_t rows, const Offset* offsets, const Index* columns,
+                                     const float* row_scale, const float* col_scale, float* values)
 {
     const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
     const int lane = static_cast<int>(threadIdx.x % 32);
     for (std::int64_t i = first_index() / 32; i < rows; i += warps) {
         const float r = row_scale != nullptr ? row_scale[i] : 1.0f;
-        for (std::int64_t k = offsets[i] + lane; k < offsets[i + 1]; k += 32) {
+        const std::int64_t end = offsets[i + 1];
+        for (std::int64_t k = static_cast<std::int64_t>(offsets[i]) + lane; k < end; k += 32) {
             values[k] = col_scale != nullptr ? r * col_scale[columns[k]] : r;
         }
     }
+}
+
+template <typename Offset, typename Index>
+void launch_scaled_values(cudaStream_t stream, std::int64_t rows, const Offset* offsets,
+                          const Index* columns, const float* row_scale, const float* col_scale,
+                          float* values)
+{
+    if (rows <= 0) {
+        return;
+    }
+    scaled_values_kernel<<<grid_blocks(rows * 32, kBlock, kMaxBlocks), kBlock, 0, stream>>>(
+        rows, offsets, columns, row_scale, col_scale, values);
+    HALO_CUDA_CHECK_LAUNCH();
 }
 
 template <typename In, typename Out>
@@ -84,12 +98,21 @@ void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int32_t* o
                    const std::int32_t* columns, const float* row_scale, const float* col_scale,
                    float* values)
 {
-    if (rows <= 0) {
-        return;
-    }
-    scaled_values_kernel<<<grid_blocks(rows * 32, kBlock, kMaxBlocks), kBlock, 0, stream>>>(
-        rows, offsets, columns, row_scale, col_scale, values);
-    HALO_CUDA_CHECK_LAUNCH();
+    launch_scaled_values(stream, rows, offsets, columns, row_scale, col_scale, values);
+}
+
+void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int64_t* offsets,
+                   const std::int32_t* columns, const float* row_scale, const float* col_scale,
+                   float* values)
+{
+    launch_scaled_values(stream, rows, offsets, columns, row_scale, col_scale, values);
+}
+
+void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int64_t* offsets,
+                   const std::int64_t* columns, const float* row_scale, const float* col_scale,
+                   float* values)
+{
+    launch_scaled_values(stream, rows, offsets, columns, row_scale, col_scale, values);
 }
 
 void fill(cudaStream_t stream, float* data, std::int64_t count, float value)

@@ -4,15 +4,19 @@
 // to halo_kernels.
 //
 // Choices:
-// - Index types: cuSPARSE's generic API is given the same type for row offsets and columns:
-//   32-bit when nnz, rows and columns all fit in int32 (offsets narrowed on the device), else
-//   64-bit for both (columns widened on the device). Mixing 64-bit offsets with 32-bit columns is
-//   not a combination that cusparseSpMM documents, so it is not relied upon.
-// - Row ranges: cuSPARSE has no row-range argument, so a range [b, e) is its own CSR descriptor:
-//   rows e - b, offsets indptr[b..e] - indptr[b] (the full offsets themselves when b == 0),
-//   columns and values starting at indptr[b], and C pointing at row b of y. The descriptor is made
-//   on the range's first run and kept; rows outside the range are never touched, and a range
-//   without nonzeros only zeroes its rows.
+// - Index types: cuSPARSE's generic API is given the same type for row offsets and columns, and
+//   mixing 64-bit offsets with 32-bit columns is not a combination that cusparseSpMM documents,
+//   so it is not relied upon. Columns stay 32-bit (a shard's columns fit in int32) and a run
+//   goes to cuSPARSE in pieces of consecutive rows of at most 2^31 - 1 nonzeros each, with
+//   32-bit offsets rebased to the piece: one piece below 2^31 nonzeros, two or more past it.
+//   Widening the columns to int64 instead (64-bit descriptors) cost 4 more bytes per nonzero
+//   and a conversion at setup: 8.7 GB more for R-MAT 26's 2.17B nonzeros. IndexWidth::bits64
+//   still asks for the 64-bit descriptors.
+// - Row ranges: cuSPARSE has no row-range argument, so each piece of a range [b, e) is its own
+//   CSR descriptor: rows e - b, offsets indptr[b..e] - indptr[b] (the full offsets themselves
+//   when b == 0 and they are 32-bit), columns and values starting at indptr[b], and C pointing at
+//   row b of y. The descriptors are made on the range's first run and kept; rows outside the
+//   range are never touched, and a range without nonzeros only zeroes its rows.
 // - CUSPARSE_SPMM_CSR_ALG2 with row-major dense operands (CUSPARSE_ORDER_ROW): the CSR algorithm
 //   meant for row-major B and C, deterministic from run to run (no atomics), so repeated runs and
 //   the interior/boundary split give identical rows. The workspace of a (range, width, strides)
@@ -56,6 +60,11 @@ struct DnMat {
 
 class CusparseCsr {
 public:
+    /// The most nonzeros of one 32-bit cuSPARSE descriptor (IndexWidth::small_pieces: 1000; a
+    /// row longer than that is a piece of its own).
+    static constexpr std::int64_t kMaxPieceNnz = 2147483647;
+    static constexpr std::int64_t kSmallPieceNnz = 1000;
+
     /// Uploads the pattern of `a` (valid: the caller checked it) on the compute stream, without
     /// synchronizing, and allocates nnz values for the owner to fill before the first spmm().
     /// `keep_host_types`: also keep int64 offsets and int32 columns (the host types, which the
@@ -71,8 +80,15 @@ public:
     const std::vector<offset_t>& indptr() const noexcept { return indptr_; }
     /// The nnz values every spmm() reads.
     float* values() const noexcept { return values_.data(); }
+    /// values[k] = row_scale[i] * col_scale[column k] for every nonzero k of row i (a null
+    /// scaling counts as ones), on the compute stream: the values of a pattern made on the
+    /// device (OperatorScaling).
+    void scale_values(const float* row_scale, const float* col_scale);
+    /// The number of cuSPARSE calls (pieces) of a run over all rows.
+    std::int64_t pieces() const;
     /// The host-typed arrays: kept with keep_host_types, or where cuSPARSE reads them anyway
-    /// (int64 offsets when wide, int32 columns when not); null otherwise.
+    /// (int64 offsets when wide or past kMaxPieceNnz nonzeros, int32 columns when not wide);
+    /// null otherwise.
     const std::int64_t* offsets64() const noexcept { return offsets64_.data(); }
     const std::int32_t* columns32() const noexcept { return columns32_.data(); }
 
@@ -85,20 +101,25 @@ public:
     MemoryReport memory() const;
 
 private:
-    struct Range;
-    cusparseSpMatDescr_t range_descriptor(RowRange rows);
+    struct Piece;
+    /// The pieces of `rows`, made on the range's first use and kept.
+    const std::vector<std::unique_ptr<Piece>>& range_pieces(RowRange rows);
+    /// The row ranges of at most max_piece_nnz_ nonzeros each that `rows` splits into.
+    std::vector<RowRange> split(RowRange rows) const;
+    void piece_spmm(const Piece& piece, DenseView<const float> x, DenseView<float> y);
 
     Context& ctx_;
     std::int64_t num_rows_ = 0;
     std::int64_t num_cols_ = 0;
     bool wide_ = false;
+    std::int64_t max_piece_nnz_ = kMaxPieceNnz;
     std::vector<offset_t> indptr_;  // each range's first nonzero and nonzero count
     DeviceBuffer<std::int64_t> offsets64_;
     DeviceBuffer<std::int32_t> offsets32_;
     DeviceBuffer<std::int32_t> columns32_;
     DeviceBuffer<std::int64_t> columns64_;
     DeviceBuffer<float> values_;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Range>> ranges_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::unique_ptr<Piece>>> ranges_;
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
              std::size_t>
         workspace_sizes_;
@@ -129,9 +150,15 @@ void shift_offsets(cudaStream_t stream, const std::int32_t* in, std::int32_t* ou
 void widen_indices(cudaStream_t stream, const std::int32_t* in, std::int64_t* out,
                    std::int64_t count);
 /// values[k] = row_scale[i] * col_scale[columns[k]] for the nonzeros k of rows i < rows (offsets
-/// int32 from zero, `rows` + 1 of them); a null scaling counts as ones.
+/// from zero, `rows` + 1 of them); a null scaling counts as ones.
 void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int32_t* offsets,
                    const std::int32_t* columns, const float* row_scale, const float* col_scale,
+                   float* values);
+void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int64_t* offsets,
+                   const std::int32_t* columns, const float* row_scale, const float* col_scale,
+                   float* values);
+void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int64_t* offsets,
+                   const std::int64_t* columns, const float* row_scale, const float* col_scale,
                    float* values);
 /// data[i] = value for i in [0, count).
 void fill(cudaStream_t stream, float* data, std::int64_t count, float value);

@@ -317,18 +317,40 @@ std::unique_ptr<SpmmPlan> autotune_spmm_factory(Context& ctx, const Csr& a,
 
 // --spmm auto: the autotuner when the hints carry choices it would load (none of the notes that
 // make it time again), cuSPARSE otherwise: nothing is timed.
+namespace {
+
+bool stored_choices_apply(Context& ctx, const Csr& a, const SpmmPlanHints& hints)
+{
+    const auto* md = detail::find_stored(hints, autotune_metadata_kernel);
+    if (md == nullptr || !detail::built_for(*md, a)) {
+        return false;
+    }
+    const auto stored = autotune_from_metadata(*md, a.view(), device_info(ctx.device()).name,
+                                               autotune_candidate_names());
+    return stored.note.empty() && !stored.entries.empty();
+}
+
+}  // namespace
+
 std::unique_ptr<SpmmPlan> stored_or_cusparse_spmm_factory(Context& ctx, const Csr& a,
                                                           const SpmmPlanRequest& request)
 {
-    const auto* md = detail::find_stored(request.hints, autotune_metadata_kernel);
-    if (md != nullptr && detail::built_for(*md, a)) {
-        const auto stored = autotune_from_metadata(*md, a.view(), device_info(ctx.device()).name,
-                                                   autotune_candidate_names());
-        if (stored.note.empty() && !stored.entries.empty()) {
-            return autotune_spmm_factory(ctx, a, request);
-        }
+    if (stored_choices_apply(ctx, a, request.hints)) {
+        return autotune_spmm_factory(ctx, a, request);
     }
     return make_cusparse_spmm_plan(ctx, a, request.max_dim);
+}
+
+// The same over a pattern and its scalings: null where stored choices apply (their kernels read
+// the host's values).
+std::unique_ptr<SpmmPlan> stored_or_cusparse_scaled_factory(Context& ctx, const Csr& pattern,
+                                                            const SpmmPlanRequest& request,
+                                                            const OperatorScaling& scaling)
+{
+    if (stored_choices_apply(ctx, pattern, request.hints)) {
+        return nullptr;
+    }
+    return make_scaled_cusparse_spmm_plan(ctx, pattern, request.max_dim, scaling);
 }
 
 }  // namespace halo::cuda

@@ -1,12 +1,15 @@
 // cuSPARSE SpMM plan (the vendor baseline of DESIGN.md's kernel table): the operator on the
 // device as cuSPARSE reads it, one CSR descriptor per row range asked for, and a workspace reused
 // across runs (kernels/cuda/primitives/cusparse_csr.hpp says how). Pattern matrices get an
-// explicit array of ones: cuSPARSE has no implicit-value CSR.
+// explicit array of ones: cuSPARSE has no implicit-value CSR. An operator given as its pattern and
+// an OperatorScaling gets its values made on the device from the scalings (the host neither
+// builds nor uploads them: Backend::make_scaled_spmm_plan).
 #include <memory>
 #include <string>
 
 #include "cuda/primitives/cusparse_csr.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/primitives/upload.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -17,14 +20,27 @@ namespace {
 
 class CusparseSpmmPlan final : public SpmmPlan {
 public:
-    CusparseSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth indices)
+    // `scaling`: the values are scaling.row[i] * scaling.col[j], made on the device (a's values
+    // are not read).
+    CusparseSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth indices,
+                     const OperatorScaling* scaling = nullptr)
         : ctx_(ctx),
           num_rows_(a.num_rows),
           num_cols_(a.num_cols),
           max_dim_(max_dim),
-          csr_(ctx, checked(a, max_dim), indices, false)
+          csr_(ctx, checked(a, max_dim, scaling), indices, false),
+          scaled_(scaling != nullptr)
     {
         const cudaStream_t stream = ctx_.compute_stream();
+        if (scaling != nullptr) {
+            // The scalings live until the values are made (the synchronization below).
+            const auto row = detail::upload(ctx_, scaling->row);
+            const auto col = detail::upload(ctx_, scaling->col);
+            csr_.scale_values(scaling->row.empty() ? nullptr : row.data(),
+                              scaling->col.empty() ? nullptr : col.data());
+            HALO_CUDA_TRY(cudaStreamSynchronize(stream));
+            return;
+        }
         if (a.has_values()) {
             HALO_CUDA_TRY(cudaMemcpyAsync(csr_.values(), a.values.data(),
                                           a.values.size() * sizeof(float), cudaMemcpyHostToDevice,
@@ -47,18 +63,31 @@ public:
 
     std::string algorithm() const override
     {
-        return csr_.wide() ? "cusparse-csr-alg2-i64" : "cusparse-csr-alg2";
+        const auto pieces = csr_.pieces();
+        return std::string(csr_.wide() ? "cusparse-csr-alg2-i64" : "cusparse-csr-alg2") +
+               (pieces > 1 ? " (" + std::to_string(pieces) + " pieces)" : "") +
+               (scaled_ ? ", values made on the device" : "");
     }
 
     // cuSPARSE reads values, so a pattern operator still gets an array of ones here.
     MemoryReport memory() const override { return csr_.memory(); }
 
 private:
-    // `a`, once checked: before anything is uploaded.
-    static const Csr& checked(const Csr& a, std::int64_t max_dim)
+    // `a` (and the scalings' lengths), once checked: before anything is uploaded.
+    static const Csr& checked(const Csr& a, std::int64_t max_dim, const OperatorScaling* scaling)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
         validate(a, "the operator of a cuSPARSE SpMM plan");
+        if (scaling != nullptr) {
+            HALO_EXPECTS(scaling->row.empty() ||
+                             static_cast<std::int64_t>(scaling->row.size()) == a.num_rows,
+                         "row scaling of ", scaling->row.size(), " entries for ", a.num_rows,
+                         " rows");
+            HALO_EXPECTS(scaling->col.empty() ||
+                             static_cast<std::int64_t>(scaling->col.size()) == a.num_cols,
+                         "column scaling of ", scaling->col.size(), " entries for ", a.num_cols,
+                         " columns");
+        }
         return a;
     }
 
@@ -67,6 +96,7 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     detail::CusparseCsr csr_;
+    bool scaled_ = false;
 };
 
 }  // namespace
@@ -75,6 +105,21 @@ std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, st
                                                   IndexWidth indices)
 {
     return std::make_unique<CusparseSpmmPlan>(ctx, a, max_dim, indices);
+}
+
+std::unique_ptr<SpmmPlan> make_scaled_cusparse_spmm_plan(Context& ctx, const Csr& pattern,
+                                                         std::int64_t max_dim,
+                                                         const OperatorScaling& scaling,
+                                                         IndexWidth indices)
+{
+    return std::make_unique<CusparseSpmmPlan>(ctx, pattern, max_dim, indices, &scaling);
+}
+
+std::unique_ptr<SpmmPlan> cusparse_scaled_factory(Context& ctx, const Csr& pattern,
+                                                  const SpmmPlanRequest& request,
+                                                  const OperatorScaling& scaling)
+{
+    return make_scaled_cusparse_spmm_plan(ctx, pattern, request.max_dim, scaling);
 }
 
 std::unique_ptr<SpmmPlan> cusparse_spmm_factory(Context& ctx, const Csr& a,

@@ -264,6 +264,130 @@ TEST(CusparseSpmm, SixtyFourBitIndicesGiveTheSameResults)
     }
 }
 
+// The pieces of consecutive rows that a range splits into (at most `limit` nonzeros each, a
+// longer row alone), as the plan cuts them.
+std::int64_t count_pieces(const halo::Csr& a, std::int64_t limit)
+{
+    std::int64_t pieces = 0;
+    std::int64_t r = 0;
+    while (r < a.num_rows) {
+        auto e = r + 1;
+        while (e < a.num_rows && a.indptr[e + 1] - a.indptr[r] <= limit) {
+            ++e;
+        }
+        ++pieces;
+        r = e;
+    }
+    return pieces;
+}
+
+// Past 2^31 nonzeros an operator runs as 32-bit cuSPARSE calls over pieces of consecutive rows
+// (no 64-bit columns); IndexWidth::small_pieces cuts at 1000 nonzeros, so that the pieces, their
+// rebased offsets, ranges over several pieces and a row longer than a piece run here.
+TEST(CusparseSpmm, ThirtyTwoBitPiecesGiveTheSameResults)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 2100;
+    auto long_row = graph_csr("rmat", 11, 2099, false);
+    {
+        // Row 5 gets every column: longer than a piece.
+        halo::Csr b;
+        b.num_rows = long_row.num_rows;
+        b.num_cols = long_row.num_cols;
+        for (std::int64_t r = 0; r < long_row.num_rows; ++r) {
+            if (r == 5) {
+                for (halo::local_id c = 0; c < b.num_cols; ++c) {
+                    b.indices.push_back(c);
+                }
+            } else {
+                b.indices.insert(b.indices.end(), long_row.indices.begin() + long_row.indptr[r],
+                                 long_row.indices.begin() + long_row.indptr[r + 1]);
+            }
+            b.indptr.push_back(static_cast<halo::offset_t>(b.indices.size()));
+        }
+        long_row = std::move(b);
+    }
+    for (const bool valued : {false, true}) {
+        for (auto a : {graph_csr("rmat", 10, ++seed, false), long_row}) {
+            if (valued) {
+                a.values = halo::testing::random_floats(a.indices.size(), ++seed);
+            }
+            const auto plan = halo::cuda::make_cusparse_spmm_plan(
+                gpu.ctx, a, 256, halo::cuda::IndexWidth::small_pieces);
+            const auto pieces = count_pieces(a, 1000);
+            ASSERT_GT(pieces, 3) << a.nnz() << " nonzeros";
+            EXPECT_EQ(plan->algorithm(),
+                      "cusparse-csr-alg2 (" + std::to_string(pieces) + " pieces)");
+            const auto n = a.num_rows;
+            for (const std::int64_t width : {1, 33, 256}) {
+                check_spmm(*gpu.backend, *plan, a, width, {{0, n}}, ++seed);
+                check_spmm(*gpu.backend, *plan, a, width, {{0, n / 3}, {n / 3, n}}, ++seed);
+                check_spmm(*gpu.backend, *plan, a, width, {{n / 4, n / 2}, {n - 1, n}}, ++seed);
+                check_spmm(*gpu.backend, *plan, a, width, {{5, 6}, {4, 7}}, ++seed);
+            }
+        }
+    }
+}
+
+// The pattern and its scalings in, the values r_i c_j made on the device: the same results as a
+// plan given those values from the host, for every index layout; the pattern's own values (if
+// any) are not read; scalings of the wrong length are refused before anything is uploaded.
+TEST(CusparseSpmm, ScaledPlanMakesTheValuesOnTheDevice)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 2200;
+    using halo::cuda::IndexWidth;
+    for (const auto width : {IndexWidth::automatic, IndexWidth::small_pieces, IndexWidth::bits64}) {
+        for (const int sides : {0, 1, 2, 3}) {  // bit 0: row scaling, bit 1: column scaling
+            SCOPED_TRACE("index width " + std::to_string(static_cast<int>(width)) + ", sides " +
+                         std::to_string(sides));
+            auto pattern = graph_csr("rmat", 10, ++seed, sides == 3);  // values to be ignored
+            halo::OperatorScaling scaling;
+            if ((sides & 1) != 0) {
+                scaling.row = halo::testing::random_floats(pattern.num_rows, ++seed);
+            }
+            if ((sides & 2) != 0) {
+                scaling.col = halo::testing::random_floats(pattern.num_cols, ++seed);
+            }
+            auto expected = pattern;
+            expected.values.assign(pattern.indices.size(), 1.0f);
+            for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
+                for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
+                    const float r = scaling.row.empty() ? 1.0f : scaling.row[i];
+                    expected.values[k] =
+                        scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
+                }
+            }
+            const auto plan =
+                halo::cuda::make_scaled_cusparse_spmm_plan(gpu.ctx, pattern, 256, scaling, width);
+            EXPECT_NE(plan->algorithm().find("values made on the device"), std::string::npos)
+                << plan->algorithm();
+            const auto n = pattern.num_rows;
+            for (const std::int64_t cols : {1, 64}) {
+                check_spmm(*gpu.backend, *plan, expected, cols, {{0, n}}, ++seed);
+                check_spmm(*gpu.backend, *plan, expected, cols, {{n / 3, n}, {0, n / 3}}, ++seed);
+            }
+        }
+    }
+    const auto a = graph_csr("rmat", 8, 3, false);
+    halo::OperatorScaling short_rows;
+    short_rows.row.assign(a.num_rows - 1, 1.0f);
+    EXPECT_THROW(halo::cuda::make_scaled_cusparse_spmm_plan(gpu.ctx, a, 8, short_rows),
+                 halo::LogicError);
+    halo::OperatorScaling long_cols;
+    long_cols.col.assign(a.num_cols + 1, 1.0f);
+    EXPECT_THROW(halo::cuda::make_scaled_cusparse_spmm_plan(gpu.ctx, a, 8, long_cols),
+                 halo::LogicError);
+    // The backend's own: cuSPARSE (the default kernel) makes it; a kernel reading the host's
+    // values does not.
+    const halo::OperatorScaling ones;
+    EXPECT_NE(gpu.backend->make_scaled_spmm_plan(a, {}, ones), nullptr);
+    const auto mergepath = halo::cuda::make_cuda_backend(gpu.ctx, "mergepath");
+    EXPECT_EQ(mergepath->make_scaled_spmm_plan(a, {}, ones), nullptr);
+}
+
 // cusparseSpMM with CSR_ALG2 is not bitwise reproducible from run to run: on an H200 with CUDA 13
 // repeated runs differed in the last bits (2026-11-21). The runs must still agree to rounding.
 TEST(CusparseSpmm, RepeatedRunsAgreeToRounding)
@@ -352,16 +476,37 @@ TEST(CusparseSpmm, RejectsBadOperatorsAndOperands)
 // Engine on the CUDA backend
 
 std::vector<float> run_engine(halo::Backend& backend, const halo::Shard& shard,
-                              const halo::Model& model, const std::vector<float>& features)
+                              const halo::Model& model, const std::vector<float>& features,
+                              bool device_values = true, std::string* report = nullptr)
 {
     auto exchanger = halo::make_local_exchanger(shard);
-    halo::Engine engine(backend, *exchanger, shard, model, {});
-    return engine.run(features);
+    halo::EngineOptions options;
+    options.device_operator_values = device_values;
+    halo::Engine engine(backend, *exchanger, shard, model, options);
+    auto out = engine.run(features);
+    if (report != nullptr) {
+        *report = engine.kernel_report();
+    }
+    return out;
 }
 
+void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int64_t>& dims,
+                               bool device_values);
+
+// The CUDA engine against the CPU one, with the operators' values made on the device from their
+// scalings (the default) and built on the host (EngineOptions::device_operator_values).
 void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int64_t>& dims)
 {
-    SCOPED_TRACE(halo::to_string(type));
+    for (const bool device_values : {true, false}) {
+        SCOPED_TRACE(std::string(halo::to_string(type)) +
+                     (device_values ? ", values made on the device" : ", values from the host"));
+        expect_engine_matches_cpu(type, dims, device_values);
+    }
+}
+
+void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int64_t>& dims,
+                               bool device_values)
+{
     const auto graph = graph_csr("rmat", 10, 3, false);
     const std::vector<std::int32_t> owner(graph.num_rows, 0);
     const auto shard = halo::build_shard(graph, owner, 1, 0);
@@ -373,8 +518,12 @@ void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int6
 
     Gpu gpu;
     const std::size_t before = gpu.ctx.bytes_in_use();
-    const auto got = run_engine(*gpu.backend, shard, model, features);
+    std::string report;
+    const auto got = run_engine(*gpu.backend, shard, model, features, device_values, &report);
     gpu.ctx.synchronize();
+    // gcn and sage aggregate with scaled operators (gcn, mean); gin sums the pattern.
+    const bool scaled = device_values && type != halo::LayerType::gin;
+    EXPECT_EQ(report.find("values made on the device") != std::string::npos, scaled) << report;
     EXPECT_EQ(gpu.ctx.bytes_in_use(), before) << "the engine returned all its device memory";
     ASSERT_EQ(got.size(), want.size());
 
@@ -391,7 +540,7 @@ void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int6
         ASSERT_NEAR(got[k], want[k], tol) << "element " << k;
     }
     // The same input again agrees to rounding (cuSPARSE's SpMM is not bitwise reproducible).
-    const auto again = run_engine(*gpu.backend, shard, model, features);
+    const auto again = run_engine(*gpu.backend, shard, model, features, device_values);
     for (std::size_t k = 0; k < got.size(); ++k) {
         ASSERT_NEAR(again[k], got[k], tol) << "second run, element " << k;
     }
