@@ -63,6 +63,10 @@ struct Shard {
     RowRange boundary_rows() const { return {num_interior, num_owned}; }
 };
 
+/// Whether the shard's local column ids run in global id order (owned ids ascending, halo ids
+/// ascending and above them; one part always): then comparing local ids compares global ids.
+bool local_order_is_global(const Shard& shard);
+
 /// Checks one shard's internal invariants: sizes of every array; owned global ids ascending inside
 /// the interior and the boundary group, all owned and halo ids distinct; CSR structure (indptr
 /// from 0, monotone, ending at nnz; columns in range and strictly ascending by global id per row;

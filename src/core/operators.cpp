@@ -9,6 +9,7 @@
 #include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 #include "halo/kernel_metadata.hpp"
+#include "halo/shard.hpp"
 
 namespace halo {
 
@@ -32,6 +33,27 @@ global_id column_global_id(const Shard& shard, local_id col)
                                  : shard.halo_global_ids[col - shard.num_owned];
 }
 
+// Where row i's own column goes among its columns, which ascend by global id (a shard
+// invariant): the first position whose column's global id is not below row i's, found by
+// bisection; compared as local ids where they run in global order (`local_order`: no lookups).
+// The row has its diagonal entry exactly when that position holds column i.
+offset_t self_position(const Shard& shard, std::int64_t i, bool local_order)
+{
+    const auto& a = shard.csr;
+    const auto* first = a.indices.data() + a.indptr[i];
+    const auto* last = a.indices.data() + a.indptr[i + 1];
+    const auto* pos = local_order ? std::lower_bound(first, last, static_cast<local_id>(i))
+                                  : std::partition_point(first, last, [&](local_id c) {
+                                        return column_global_id(shard, c) < shard.global_ids[i];
+                                    });
+    return pos - a.indices.data();
+}
+
+bool has_diagonal(const Csr& a, std::int64_t i, offset_t position)
+{
+    return position < a.indptr[i + 1] && a.indices[position] == i;
+}
+
 }  // namespace
 
 const char* kernel_operator_name(Aggregation kind)
@@ -42,15 +64,18 @@ const char* kernel_operator_name(Aggregation kind)
 std::vector<float> gcn_degrees(const Shard& shard)
 {
     const auto& a = shard.csr;
+    const bool local_order = local_order_is_global(shard);
     std::vector<float> degree(shard.num_owned);
 #pragma omp parallel for schedule(dynamic, 1024)
     for (std::int64_t i = 0; i < shard.num_owned; ++i) {
-        double sum = 0.0;
-        bool diagonal = false;
-        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-            sum += a.has_values() ? a.values[k] : 1.0;
-            diagonal = diagonal || a.indices[k] == i;
+        double sum = static_cast<double>(a.row_nnz(i));
+        if (a.has_values()) {
+            sum = 0.0;
+            for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+                sum += a.values[k];
+            }
         }
+        const bool diagonal = has_diagonal(a, i, self_position(shard, i, local_order));
         degree[i] = static_cast<float>(diagonal ? sum : sum + 1.0);
     }
     return degree;
@@ -60,24 +85,23 @@ namespace {
 
 // The adjacency with a diagonal entry added to every row without one, where global column order
 // puts it; with `degree`, the values a_ij / sqrt(d_i d_j) (a_ii = 1 where added), else none.
+// Each row is its stored columns up to its own position, the diagonal where missing, the rest:
+// two copies and no id lookup per nonzero.
 Csr with_self_loops(const Shard& shard, const std::vector<float>* degree)
 {
     const auto& a = shard.csr;
     const auto n = shard.num_owned;
+    const bool local_order = local_order_is_global(shard);
     Csr out;
     out.num_rows = a.num_rows;
     out.num_cols = a.num_cols;
-    std::vector<char> has_diagonal(n, 0);
+    std::vector<offset_t> position(n);
     out.indptr.assign(n + 1, 0);
     // Row counts on every core, then their prefix sum (the offsets are the same either way).
 #pragma omp parallel for schedule(dynamic, 4096)
     for (std::int64_t i = 0; i < n; ++i) {
-        bool diagonal = false;
-        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-            diagonal = diagonal || a.indices[k] == i;
-        }
-        has_diagonal[i] = diagonal ? 1 : 0;
-        out.indptr[i + 1] = a.row_nnz(i) + (diagonal ? 0 : 1);
+        position[i] = self_position(shard, i, local_order);
+        out.indptr[i + 1] = a.row_nnz(i) + (has_diagonal(a, i, position[i]) ? 0 : 1);
     }
     for (std::int64_t i = 0; i < n; ++i) {
         out.indptr[i + 1] += out.indptr[i];
@@ -90,27 +114,36 @@ Csr with_self_loops(const Shard& shard, const std::vector<float>* degree)
     }
 #pragma omp parallel for schedule(dynamic, 1024)
     for (std::int64_t i = 0; i < n; ++i) {
-        const auto self = shard.global_ids[i];
-        auto o = out.indptr[i];
-        bool placed = has_diagonal[i] != 0;
-        auto emit = [&](local_id col, double value) {
-            out.indices[o] = col;
-            if (degree != nullptr) {
-                out.values[o] = static_cast<float>(
-                    value / std::sqrt(static_cast<double>((*degree)[i]) * (*degree)[col]));
-            }
-            ++o;
-        };
-        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-            if (!placed && column_global_id(shard, a.indices[k]) > self) {
-                emit(static_cast<local_id>(i), 1.0);
-                placed = true;
-            }
-            emit(a.indices[k], a.has_values() ? a.values[k] : 1.0);
+        const auto begin = a.indptr[i];
+        const auto end = a.indptr[i + 1];
+        const auto split = position[i];
+        const bool added = !has_diagonal(a, i, split);
+        auto* o = out.indices.data() + out.indptr[i];
+        o = std::copy(a.indices.begin() + begin, a.indices.begin() + split, o);
+        if (added) {
+            *o++ = static_cast<local_id>(i);
         }
-        if (!placed) {
+        std::copy(a.indices.begin() + split, a.indices.begin() + end, o);
+        if (degree == nullptr) {
+            continue;
+        }
+        // The same order for the values: the stored entries around the added diagonal.
+        const auto& d = *degree;
+        auto k = out.indptr[i];
+        auto emit = [&](local_id col, double value) {
+            out.values[k++] =
+                static_cast<float>(value / std::sqrt(static_cast<double>(d[i]) * d[col]));
+        };
+        auto emit_stored = [&](offset_t from, offset_t to) {
+            for (auto e = from; e < to; ++e) {
+                emit(a.indices[e], a.has_values() ? a.values[e] : 1.0);
+            }
+        };
+        emit_stored(begin, split);
+        if (added) {
             emit(static_cast<local_id>(i), 1.0);
         }
+        emit_stored(split, end);
     }
     return out;
 }

@@ -152,12 +152,8 @@ void check_csr(const Shard& s, const std::string& where)
     // When local column ids run in global id order (one part: all rows interior, ids ascending),
     // "ascending global ids" is "ascending local ids": no lookup of two ids per nonzero, which
     // costs more than the rest of the check on large shards (random reads of the id arrays).
-    const bool local_order_is_global =
-        std::is_sorted(s.global_ids.begin(), s.global_ids.end()) &&
-        std::is_sorted(s.halo_global_ids.begin(), s.halo_global_ids.end()) &&
-        (s.global_ids.empty() || s.halo_global_ids.empty() ||
-         s.global_ids.back() < s.halo_global_ids.front());
-    if (local_order_is_global && csr_screen_passes(s)) {
+    const bool local_order = local_order_is_global(s);
+    if (local_order && csr_screen_passes(s)) {
         return;
     }
     first_failing([&](std::int64_t i) {
@@ -169,8 +165,7 @@ void check_csr(const Shard& s, const std::string& where)
             }
             const bool ascends =
                 k == a.indptr[i] ||
-                (local_order_is_global ? c > a.indices[k - 1]
-                                       : global_of(c) > global_of(a.indices[k - 1]));
+                (local_order ? c > a.indices[k - 1] : global_of(c) > global_of(a.indices[k - 1]));
             if (!ascends) {
                 HALO_SHARD_FAIL("csr/indices[", k, "] = ", c, " (node ", global_of(c),
                                 ") not above csr/indices[", k - 1, "] = ", a.indices[k - 1],
@@ -339,6 +334,14 @@ std::int64_t find_peer(const std::vector<std::int32_t>& ranks, std::int32_t rank
 }
 
 }  // namespace
+
+bool local_order_is_global(const Shard& s)
+{
+    return std::is_sorted(s.global_ids.begin(), s.global_ids.end()) &&
+           std::is_sorted(s.halo_global_ids.begin(), s.halo_global_ids.end()) &&
+           (s.global_ids.empty() || s.halo_global_ids.empty() ||
+            s.global_ids.back() < s.halo_global_ids.front());
+}
 
 void validate_shard(const Shard& s, const std::string& where)
 {

@@ -20,7 +20,14 @@ void validate(const Csr& csr, const char* what)
     if (csr.indptr.front() != 0) {
         HALO_THROW(InputError, what, ": indptr[0] is ", csr.indptr.front(), ", expected 0");
     }
+    // Both scans count violations on every core (billions of columns at scale) and look for
+    // the first one only when there is one.
+    std::int64_t decreasing = 0;
+#pragma omp parallel for schedule(static) reduction(+ : decreasing)
     for (std::int64_t i = 0; i < csr.num_rows; ++i) {
+        decreasing += csr.indptr[i + 1] < csr.indptr[i] ? 1 : 0;
+    }
+    for (std::int64_t i = 0; decreasing > 0 && i < csr.num_rows; ++i) {
         if (csr.indptr[i + 1] < csr.indptr[i]) {
             HALO_THROW(InputError, what, ": indptr decreases at row ", i, " (", csr.indptr[i],
                        " > ", csr.indptr[i + 1], ")");
@@ -30,11 +37,18 @@ void validate(const Csr& csr, const char* what)
         HALO_THROW(InputError, what, ": indptr ends at ", csr.indptr.back(), " but there are ", nnz,
                    " column indices");
     }
+    const auto cols = csr.num_cols;
+    std::int64_t outside = 0;
+#pragma omp parallel for schedule(static) reduction(+ : outside)
     for (std::int64_t k = 0; k < nnz; ++k) {
         const auto c = csr.indices[k];
-        if (c < 0 || c >= csr.num_cols) {
+        outside += c < 0 || c >= cols ? 1 : 0;
+    }
+    for (std::int64_t k = 0; outside > 0 && k < nnz; ++k) {
+        const auto c = csr.indices[k];
+        if (c < 0 || c >= cols) {
             HALO_THROW(InputError, what, ": column index ", c, " at nonzero ", k,
-                       " is outside [0, ", csr.num_cols, ")");
+                       " is outside [0, ", cols, ")");
         }
     }
     if (!csr.values.empty() && static_cast<std::int64_t>(csr.values.size()) != nnz) {
