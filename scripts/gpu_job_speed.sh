@@ -12,8 +12,10 @@
 #           pipeline: the previous read and write path, same run), each with its phase table;
 #           halo-inspect --export of the result. BIG_RUNS picks the runs (default "cold warm
 #           serial-io"; also "host-values": --host-operator-values, the operators' values built
-#           on the host; "base": the halo-infer of BASE_BUILD, an earlier commit's build, warm);
-#           BIG_LIMIT adds a run with --device-memory-limit BIG_LIMIT; NO_EXPORT skips the export
+#           on the host; "base": the halo-infer of BASE_BUILD, an earlier commit's build, warm;
+#           "compare": halo-inspect --compare of the warm run's result against the base run's,
+#           --rtol 1e-4); BIG_LIMIT adds a run with --device-memory-limit BIG_LIMIT (and, with
+#           BASE_BUILD set, the same run of the base build); NO_EXPORT skips the export
 # Usage: scripts/gpu_job_speed.sh BUILD DATA WORK OUT STAGE... (SCALE=26 in the environment)
 # Every log and manifest lands in OUT; WORK holds datasets and results (local disk).
 set -uo pipefail
@@ -38,8 +40,14 @@ infer() {  # tag dataset [halo-infer args...]: one run, its log and manifest kep
   cp "$res/manifest.json" "$out/manifest-$tag.json" 2>/dev/null
   echo "-- $tag (exit $rc)"
   sed -n '/^phase /,/^total/p' "$out/infer-$tag.log"
-  grep -E "^wall|SpMM|stored|warning|error|operator, |peak|^  (row_pointers|indices|values|total) " \
+  grep -E "^wall|SpMM|stored|warning|error|operator[,:] |peak|^  (row_pointers|indices|values|total) " \
     "$out/infer-$tag.log" | head -14
+  # The disk holds a few results of R-MAT 26 (9.4 GB each): only the warm and base ones stay
+  # (export and compare read them).
+  case $tag in
+  *-warm | *-base) ;;
+  *) rm -rf "$res" ;;
+  esac
 }
 
 for stage in "$@"; do
@@ -128,11 +136,21 @@ PY
       serial-io) HALO_SERIAL_IO=1 infer "big$scale-serial-io" "$ds" ;;
       host-values) infer "big$scale-host-values" "$ds" --host-operator-values ;;
       base) INFER_BIN=$BASE_BUILD/apps/halo-infer infer "big$scale-base" "$ds" ;;
+      compare)
+        "$bin/halo-inspect" "$work/res-big$scale-warm" --compare "$work/res-big$scale-base" \
+          --rtol 1e-4 >"$out/compare-$scale.txt" 2>&1
+        echo "-- compare (exit $?)"
+        tail -3 "$out/compare-$scale.txt"
+        ;;
       esac
     done
     if [ -n "${BIG_LIMIT:-}" ]; then
       infer "big$scale-limit" "$ds" --device-memory-limit "$BIG_LIMIT"
       grep -E "out of core|row-block|total " "$out/infer-big$scale-limit.log" | head -6
+      if [ -n "${BASE_BUILD:-}" ]; then
+        INFER_BIN=$BASE_BUILD/apps/halo-infer infer "big$scale-base-limit" "$ds" \
+          --device-memory-limit "$BIG_LIMIT"
+      fi
     fi
     if [ -z "${NO_EXPORT:-}" ]; then
       /usr/bin/time -f "export wall %e s, peak rss %M KiB" "$bin/halo-inspect" \

@@ -126,20 +126,27 @@ private:
     T* data_ = nullptr;
 };
 
-/// RAII pinned host buffer (cudaMallocHost), for staging copies and host-staged MPI exchange.
+/// RAII pinned host buffer, for staging copies, host-staged MPI exchange and the out-of-core
+/// engine's layer inputs and outputs. Below 64 MiB cudaMallocHost; from 64 MiB, plain memory
+/// whose pages are made resident on every core (detail::populate_pages) and then page-locked
+/// with cudaHostRegister: cudaMallocHost faults and locks its pages on one thread, which took
+/// seconds for the 17 GB input of R-MAT 26 (docs/PERFORMANCE.md).
 template <typename T>
 class PinnedBuffer {
 public:
     PinnedBuffer() = default;
     explicit PinnedBuffer(std::size_t count);
     PinnedBuffer(PinnedBuffer&& other) noexcept
-        : count_(std::exchange(other.count_, 0)), data_(std::exchange(other.data_, nullptr))
+        : count_(std::exchange(other.count_, 0)),
+          data_(std::exchange(other.data_, nullptr)),
+          registered_(std::exchange(other.registered_, false))
     {
     }
     PinnedBuffer& operator=(PinnedBuffer&& other) noexcept
     {
         std::swap(count_, other.count_);
         std::swap(data_, other.data_);
+        std::swap(registered_, other.registered_);
         return *this;
     }
     PinnedBuffer(const PinnedBuffer&) = delete;
@@ -152,6 +159,7 @@ public:
 private:
     std::size_t count_ = 0;
     T* data_ = nullptr;
+    bool registered_ = false;  // plain memory page-locked with cudaHostRegister
 };
 
 }  // namespace halo::cuda

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 
 #include "halo/cuda_error.hpp"
+#include "halo/detail/resident_memory.hpp"
 #include "halo/error.hpp"
 
 namespace halo::cuda {
@@ -239,8 +241,26 @@ PinnedBuffer<T>::PinnedBuffer(std::size_t count) : count_(count)
     }
     HALO_EXPECTS(count <= std::numeric_limits<std::size_t>::max() / sizeof(T), "pinned buffer of ",
                  count, " elements overflows size_t");
+    const std::size_t bytes = count * sizeof(T);
+    constexpr std::size_t large = std::size_t{64} << 20;
+    constexpr std::size_t page = 4096;
+    if (bytes >= large) {
+        // Resident on every core, then locked: the registration of resident pages ran at about
+        // 17 GB/s on the GPU machine (the streamed operator's arrays).
+        void* ptr = std::aligned_alloc(page, (bytes + page - 1) / page * page);
+        if (ptr != nullptr) {
+            halo::detail::populate_pages(ptr, bytes);
+            if (cudaHostRegister(ptr, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+                data_ = static_cast<T*>(ptr);
+                registered_ = true;
+                return;
+            }
+            (void)cudaGetLastError();  // cudaMallocHost below may still succeed
+            std::free(ptr);
+        }
+    }
     void* ptr = nullptr;
-    const cudaError_t status = cudaMallocHost(&ptr, count * sizeof(T));
+    const cudaError_t status = cudaMallocHost(&ptr, bytes);
     if (status != cudaSuccess) {
         (void)cudaGetLastError();
         HALO_THROW(CudaError, "cudaMallocHost of ", format_bytes(count * sizeof(T)), " (", count,
@@ -253,7 +273,17 @@ PinnedBuffer<T>::PinnedBuffer(std::size_t count) : count_(count)
 template <typename T>
 PinnedBuffer<T>::~PinnedBuffer()
 {
-    if (data_ != nullptr && cudaFreeHost(data_) != cudaSuccess) {
+    if (data_ == nullptr) {
+        return;
+    }
+    if (registered_) {
+        if (cudaHostUnregister(data_) != cudaSuccess) {
+            (void)cudaGetLastError();
+        }
+        std::free(data_);
+        return;
+    }
+    if (cudaFreeHost(data_) != cudaSuccess) {
         (void)cudaGetLastError();
     }
 }

@@ -164,6 +164,28 @@ TEST(CudaContext, PinnedBuffersHoldDataAndMove)
     halo::cuda::PinnedBuffer<std::int64_t> i64(3);
     EXPECT_NE(i32.data(), nullptr);
     EXPECT_NE(i64.data(), nullptr);
+
+    // From 64 MiB: plain memory page-locked with cudaHostRegister; a device round trip through
+    // it, after a move (the moved-from buffer frees nothing), at the size limit and past it.
+    for (const std::size_t count : {(std::size_t{64} << 20) / 4, (std::size_t{80} << 20) / 4 + 3}) {
+        halo::cuda::PinnedBuffer<float> large(count);
+        HALO_CUDA_TRY(cudaPointerGetAttributes(&attributes, large.data()));
+        EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
+        for (std::size_t k = 0; k < count; k += 4097) {
+            large.data()[k] = static_cast<float>(k);
+        }
+        halo::cuda::PinnedBuffer<float> back(std::move(large));
+        halo::cuda::PinnedBuffer<float> copy(count);
+        halo::cuda::DeviceBuffer<float> device(ctx, count);
+        HALO_CUDA_TRY(cudaMemcpyAsync(device.data(), back.data(), count * sizeof(float),
+                                      cudaMemcpyHostToDevice, ctx.compute_stream()));
+        HALO_CUDA_TRY(cudaMemcpyAsync(copy.data(), device.data(), count * sizeof(float),
+                                      cudaMemcpyDeviceToHost, ctx.compute_stream()));
+        ctx.synchronize();
+        for (std::size_t k = 0; k < count; k += 4097) {
+            ASSERT_EQ(copy.data()[k], static_cast<float>(k)) << k;
+        }
+    }
 }
 
 TEST(CudaContext, HugeAllocationFailsWithAdvice)
