@@ -9,7 +9,9 @@
 # written to $OUT/sanitize/summary.txt; the exit status is non-zero if any run reports an error
 # or fails. For an MPI test the sanitizer wraps each rank (mpiexec ... compute-sanitizer ... test),
 # so every rank is checked. HALO_SANITIZE_DRY_RUN=1 prints the commands without running them;
-# HALO_SANITIZE_JOBS=N runs N at once, HALO_SANITIZE_TIMEOUT=S stops a run after S seconds (TIMEOUT).
+# HALO_SANITIZE_JOBS=N runs N at once, HALO_SANITIZE_TIMEOUT=S stops a run after S seconds (TIMEOUT),
+# HALO_SANITIZE_SHARDS=K splits each GoogleTest program into K runs (GTEST_TOTAL_SHARDS, named
+# test.0 .. test.K-1), so that a slow program runs on K cores at once.
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
@@ -63,7 +65,8 @@ for test in listing.get("tests", []):
     # test (bash file.sh ...) none is, and the sanitizer wraps the whole command and its children.
     exe = next((i for i, a in enumerate(command)
                 if os.path.abspath(a).startswith(build + os.sep) and os.access(a, os.X_OK)), None)
-    for tool in tools:
+    shards = int(sys.argv[4]) if exe is not None else 1
+    for tool, shard in ((t, k) for t in tools for k in range(shards)):
         extra = ["--leak-check", "full"] if tool == "memcheck" else []
         if tool == "racecheck":
             extra = ["--racecheck-report", "all"]
@@ -76,8 +79,12 @@ for test in listing.get("tests", []):
             full = wrap + ["--target-processes", "all"] + command
         else:
             full = command[:exe] + wrap + command[exe:]
-        print("\t".join([tool, test["name"], cwd, ";".join(env), shlex.join(full)]))
-' "$(cd "$build" 2>/dev/null && pwd || echo "$build")" "$sanitizer" "$tools")
+        name, shard_env = test["name"], list(env)
+        if shards > 1:
+            name += "." + str(shard)
+            shard_env += ["GTEST_TOTAL_SHARDS=" + str(shards), "GTEST_SHARD_INDEX=" + str(shard)]
+        print("\t".join([tool, name, cwd, ";".join(shard_env), shlex.join(full)]))
+' "$(cd "$build" 2>/dev/null && pwd || echo "$build")" "$sanitizer" "$tools" "${HALO_SANITIZE_SHARDS:-1}")
 if [ -z "$plan" ]; then
   echo "gpu-check: no GPU tests found in $build (labels gpu, gpu-mpi)" >&2
   exit 1
