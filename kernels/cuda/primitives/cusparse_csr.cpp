@@ -202,6 +202,15 @@ void CusparseCsr::scale_values(const float* row_scale, const float* col_scale)
     }
 }
 
+void check_scaling(const Csr& a, const OperatorScaling& scaling)
+{
+    HALO_EXPECTS(scaling.row.empty() || static_cast<std::int64_t>(scaling.row.size()) == a.num_rows,
+                 "a row scaling of ", scaling.row.size(), " entries for ", a.num_rows, " rows");
+    HALO_EXPECTS(scaling.col.empty() || static_cast<std::int64_t>(scaling.col.size()) == a.num_cols,
+                 "a column scaling of ", scaling.col.size(), " entries for ", a.num_cols,
+                 " columns");
+}
+
 // The int64 offsets and int32 columns of the upload that cuSPARSE does not read are freed once
 // converted (unless kept): a transient of the setup, not counted.
 MemoryReport CusparseCsr::memory() const

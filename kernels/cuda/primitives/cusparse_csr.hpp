@@ -137,6 +137,9 @@ private:
 std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
                                                 const OperatorScaling* scaling);
 
+/// Throws halo::LogicError unless each non-empty side of `scaling` has a's row or column count.
+void check_scaling(const Csr& a, const OperatorScaling& scaling);
+
 /// out[i] = in[i] - base for i in [0, count): CSR row offsets of a row range rebased to start at
 /// zero, also narrowing int64 offsets to int32 (the caller guarantees that they fit). Launchers
 /// (cusparse_csr.cu): asynchronous on `stream`, the launch checked, nothing for count 0.

@@ -87,14 +87,7 @@ public:
         : ctx_(ctx), a_(a), values_streamed_(a.has_values() && scaling == nullptr)
     {
         if (scaling != nullptr) {
-            HALO_EXPECTS(scaling->row.empty() ||
-                             static_cast<std::int64_t>(scaling->row.size()) == a.num_rows,
-                         "a row scaling of ", scaling->row.size(), " entries for ", a.num_rows,
-                         " rows");
-            HALO_EXPECTS(scaling->col.empty() ||
-                             static_cast<std::int64_t>(scaling->col.size()) == a.num_cols,
-                         "a column scaling of ", scaling->col.size(), " entries for ",
-                         a.num_cols, " columns");
+            check_scaling(a, *scaling);
             row_scale_ = upload(ctx_, scaling->row);
             col_scale_ = upload(ctx_, scaling->col);
         }

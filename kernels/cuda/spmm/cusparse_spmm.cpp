@@ -79,14 +79,7 @@ private:
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
         validate(a, "the operator of a cuSPARSE SpMM plan");
         if (scaling != nullptr) {
-            HALO_EXPECTS(scaling->row.empty() ||
-                             static_cast<std::int64_t>(scaling->row.size()) == a.num_rows,
-                         "row scaling of ", scaling->row.size(), " entries for ", a.num_rows,
-                         " rows");
-            HALO_EXPECTS(scaling->col.empty() ||
-                             static_cast<std::int64_t>(scaling->col.size()) == a.num_cols,
-                         "column scaling of ", scaling->col.size(), " entries for ", a.num_cols,
-                         " columns");
+            detail::check_scaling(a, *scaling);
         }
         return a;
     }
