@@ -212,7 +212,7 @@ private:
     std::int64_t rows_moved_ = 0;  // sent + received rows of one exchange
     std::vector<float> degree_;    // gcn degrees of every local column, once exchanged
     std::map<Aggregation, Csr> matrices_;
-    Csr gcn_pattern_;                                   // operator_pattern(gcn), once asked for
+    std::optional<Csr> gcn_pattern_;                    // operator_pattern(gcn), once asked for
     std::map<Aggregation, const Csr*> plan_operators_;  // what each spmm() plan was made over
     double operator_seconds_ = 0.0;
     std::map<Aggregation, std::unique_ptr<SpmmPlan>> spmm_;

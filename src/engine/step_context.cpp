@@ -102,12 +102,12 @@ const Csr& StepContext::operator_pattern(Aggregation kind)
     if (kind != Aggregation::gcn) {
         return shard.csr;  // mean and sum: the stored adjacency's pattern
     }
-    if (gcn_pattern_.num_rows == 0 && n_owned > 0) {
+    if (!gcn_pattern_) {
         const auto t0 = std::chrono::steady_clock::now();
         gcn_pattern_ = gcn_pattern(shard);
         operator_seconds_ += seconds_since(t0);
     }
-    return gcn_pattern_;
+    return *gcn_pattern_;
 }
 
 std::optional<OperatorScaling> StepContext::operator_scaling(Aggregation kind)
