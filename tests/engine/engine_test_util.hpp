@@ -2,9 +2,14 @@
 #pragma once
 
 #include <cmath>
+#include <deque>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "halo/backend.hpp"
 #include "halo/csr.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
@@ -129,5 +134,92 @@ inline std::vector<double> dense_forward(const Csr& a, const Model& model,
     }
     return x;
 }
+
+/// The CPU backend, but claiming to stream scaled operators: records the scalings the row-block
+/// driver hands to make_streamed_spmm (the CUDA backend's input) and runs the CPU default; with
+/// make_scaled, also makes in-memory plans from a pattern and its scalings
+/// (Backend::make_scaled_spmm_plan, the CUDA backend's cuSPARSE plans), recording them.
+class ScalingRecorder final : public halo::Backend {
+public:
+    std::string name() const override { return cpu_->name(); }
+    halo::Matrix allocate(std::int64_t rows, std::int64_t cols) override
+    {
+        return cpu_->allocate(rows, cols);
+    }
+    void copy_from_host(const float* host, halo::DenseView<float> dst) override
+    {
+        cpu_->copy_from_host(host, dst);
+    }
+    void copy_to_host(halo::DenseView<const float> src, float* host) override
+    {
+        cpu_->copy_to_host(src, host);
+    }
+    bool uses_host_memory() const override { return true; }
+    bool streams_scaled_operators() const override { return true; }
+    std::unique_ptr<halo::SpmmPlan> make_spmm_plan(const halo::Csr& a) override
+    {
+        return cpu_->make_spmm_plan(a);
+    }
+    // With make_scaled: records the pattern and scalings and runs a CPU plan over the values
+    // they make (what the CUDA backend makes on the device).
+    std::unique_ptr<halo::SpmmPlan> make_scaled_spmm_plan(
+        const halo::Csr& pattern, const halo::SpmmPlanHints& hints,
+        const halo::OperatorScaling& scaling) override
+    {
+        if (!make_scaled) {
+            return nullptr;
+        }
+        scaled.emplace_back(&pattern, scaling);
+        auto valued = pattern;
+        valued.values.resize(pattern.indices.size());
+        for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
+            for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
+                const float r = scaling.row.empty() ? 1.0f : scaling.row[i];
+                valued.values[k] = scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
+            }
+        }
+        operators_.push_back(std::move(valued));
+        return cpu_->make_spmm_plan(operators_.back(), hints);
+    }
+    std::unique_ptr<halo::StreamedSpmm> make_streamed_spmm(
+        const halo::Csr& a, const halo::SpmmPlanHints& hints,
+        const halo::OperatorScaling* scaling) override
+    {
+        recorded.emplace_back(&a, scaling != nullptr ? std::optional(*scaling) : std::nullopt);
+        return cpu_->make_streamed_spmm(a, hints, scaling);
+    }
+    void dequantize(const halo::QuantizedView& x, halo::DenseView<float> y) override
+    {
+        cpu_->dequantize(x, y);
+    }
+    void gemm(halo::DenseView<const float> a, halo::DenseView<const float> b,
+              halo::DenseView<float> c, float alpha, float beta) override
+    {
+        cpu_->gemm(a, b, c, alpha, beta);
+    }
+    void axpby(float alpha, halo::DenseView<const float> x, float beta,
+               halo::DenseView<float> y) override
+    {
+        cpu_->axpby(alpha, x, beta, y);
+    }
+    void bias_activation(halo::DenseView<float> y, const float* bias, halo::Activation act,
+                         halo::RowRange rows) override
+    {
+        cpu_->bias_activation(y, bias, act, rows);
+    }
+    void normalize_rows(halo::DenseView<const float> x, halo::DenseView<float> y) override
+    {
+        cpu_->normalize_rows(x, y);
+    }
+    void synchronize() override { cpu_->synchronize(); }
+
+    std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
+    bool make_scaled = false;
+    std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;
+
+private:
+    std::unique_ptr<halo::Backend> cpu_ = halo::make_cpu_backend();
+    std::deque<halo::Csr> operators_;
+};
 
 }  // namespace halo::testing

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -24,10 +25,14 @@ using halo::testing::engine_test_graph;
 
 // Output rows in global id order, computed by the ranks of `comm` with `parts` parts (rank 0 of
 // comm returns them; others return empty).
+// With `scaled_plans`, the backend is the CPU one making its SpMM plans from each operator's
+// pattern and scalings where it can (ScalingRecorder, as the CUDA backend does), and the number of
+// such plans the engine asked for is stored there.
 std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int parts,
                                    const halo::Model& model, std::uint64_t seed,
                                    halo::EngineOptions options = {},
-                                   halo::CpuBackendOptions backend_options = {})
+                                   halo::CpuBackendOptions backend_options = {},
+                                   std::size_t* scaled_plans = nullptr)
 {
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
@@ -36,7 +41,16 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
     popt.method = parts == 1 ? halo::Partitioner::block : halo::Partitioner::metis;
     const auto owner = halo::partition_graph(graph.view(), popt);
     const auto shard = halo::build_shard(graph, owner, parts, rank);
-    auto backend = halo::make_cpu_backend(backend_options);
+    halo::testing::ScalingRecorder* recorder = nullptr;
+    std::unique_ptr<halo::Backend> backend;
+    if (scaled_plans != nullptr) {
+        auto r = std::make_unique<halo::testing::ScalingRecorder>();
+        r->make_scaled = true;
+        recorder = r.get();
+        backend = std::move(r);
+    } else {
+        backend = halo::make_cpu_backend(backend_options);
+    }
     std::unique_ptr<halo::HaloExchanger> exchanger;
     if (parts == 1) {
         exchanger = halo::make_local_exchanger(shard);
@@ -45,6 +59,9 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
         exchanger = halo::make_mpi_exchanger(comm, shard, model.exchange_width());
     }
     halo::Engine engine(*backend, *exchanger, shard, model, options);
+    if (recorder != nullptr) {
+        *scaled_plans = recorder->scaled.size();
+    }
     if (options.overlap_mode == halo::OverlapMode::split && shard.num_halo > 0) {
         // The split operators exist: the column blocks hold the operator's nonzeros once more;
         // a sampling (AES) plan is never split.
@@ -194,6 +211,40 @@ TEST(EngineDistributed, SplitOverlapSageOnCoraMatchesOneRank)
 TEST(EngineDistributed, SplitOverlapGinOnRmatMatchesOneRank)
 {
     expect_split_close("rmat:12", halo::LayerType::gin, {16, 32, 8});
+}
+
+// The CUDA backend's default on the CPU: each operator's plans (the whole one and, with the split
+// overlap, its local and halo column blocks) made from its pattern and scalings; P ranks agree
+// with one rank of the plain CPU backend within rounding.
+TEST(EngineDistributed, SplitOverlapWithScaledPlansMatchesOneRank)
+{
+    const auto graph = engine_test_graph("rmat:12");
+    for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage}) {
+        const auto model = halo::random_model(type, {16, 32, 8}, 31);
+        const auto single = run_distributed(MPI_COMM_SELF, graph, 1, model, 5);
+        for (int parts = 2; parts <= world_size(); ++parts) {
+            with_group(parts, [&](MPI_Comm group, bool lead) {
+                halo::EngineOptions options;
+                options.overlap_mode = halo::OverlapMode::split;
+                std::size_t scaled = 0;
+                const auto multi =
+                    run_distributed(group, graph, parts, model, 5, options, {}, &scaled);
+                EXPECT_EQ(scaled, 3u) << halo::to_string(type) << " P=" << parts;
+                if (lead) {
+                    ASSERT_EQ(multi.size(), single.size());
+                    double worst = 0.0;
+                    double scale = 0.0;
+                    for (std::size_t k = 0; k < single.size(); ++k) {
+                        worst = std::max(worst, double(std::abs(multi[k] - single[k])));
+                        scale = std::max(scale, double(std::abs(single[k])));
+                    }
+                    EXPECT_GT(scale, 0.0);
+                    EXPECT_LE(worst, 1e-5 * std::max(scale, 1.0))
+                        << halo::to_string(type) << " P=" << parts;
+                }
+            });
+        }
+    }
 }
 
 // AES samples up to W nonzeros of each whole row: split into blocks it would sample up to W of
