@@ -301,6 +301,7 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
         }
     }
 
+    check_before_device(o.run, o.graph);
     BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
     const cudaStream_t stream = ctx.compute_stream();

@@ -209,6 +209,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
                        " is not supported by the fused kernel (32, 64, 128, 256)");
         }
     }
+    check_before_device(o.run, o.graph);
     BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
     const auto stream = ctx.compute_stream();

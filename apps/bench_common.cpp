@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <random>
 #include <unordered_set>
 
@@ -166,6 +167,35 @@ void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required)
     app::add_graph_build_options(cmd, o.symmetrize, o.no_symmetrize, o.self_loops, o.normalize,
                                  "use A | A^T (the default for generated graphs)",
                                  "none (pattern, or the file's weights) | gcn | mean");
+}
+
+void check_before_device(const KernelRunOptions& run, const GraphOptions& graph)
+{
+    if (is_generator_spec(graph.graph)) {
+        (void)parse_graph_spec(graph.graph);
+    } else {
+        (void)detect_graph_format(graph.graph);  // IoError naming the file it cannot read
+    }
+    (void)parse_self_loops(graph.self_loops);
+    (void)parse_normalization(graph.normalize);
+    if (run.device < 0) {
+        HALO_THROW(InputError, "--device ", run.device, ": a CUDA device index is not negative");
+    }
+    if (run.check_rows < 0) {
+        HALO_THROW(InputError, "--check-rows ", run.check_rows, ": must be 0 (all) or positive");
+    }
+    if (!run.json.empty()) {
+        const std::filesystem::path json(run.json);
+        const auto dir = json.has_parent_path() ? json.parent_path() : std::filesystem::path(".");
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec)) {
+            HALO_THROW(IoError, "--json ", run.json, ": directory ", dir.string(),
+                       " does not exist");
+        }
+        if (std::filesystem::is_directory(json, ec)) {
+            HALO_THROW(IoError, "--json ", run.json, ": is a directory");
+        }
+    }
 }
 
 BenchGraph load_graph(const GraphOptions& o)

@@ -156,6 +156,13 @@ struct BenchGraph {
 /// --no-symmetrize), printing progress lines. Throws halo::InputError for an empty graph.
 BenchGraph load_graph(const GraphOptions& o);
 
+/// The checks of a kernel mode's options that need neither the device nor the graph's content,
+/// made before either is opened (RELIABILITY.md "Errors before the job starts"): the generator
+/// spec parses or the graph file can be read (its format detected), --self-loops and --normalize
+/// name known values, --device is not negative, --check-rows is not negative, and the --json
+/// file's directory exists. Throws halo::InputError or halo::IoError naming the option or file.
+void check_before_device(const KernelRunOptions& run, const GraphOptions& graph);
+
 /// The graph's JSON description: source, rows, cols, nnz, degrees, values, build options.
 Json graph_json(const BenchGraph& g, const GraphOptions& o);
 

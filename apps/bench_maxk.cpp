@@ -234,6 +234,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     variants.erase(std::unique(variants.begin(), variants.end()), variants.end());
     const auto dim = o.dim;
 
+    check_before_device(o.run, o.graph);
     BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
     const auto stream = ctx.compute_stream();

@@ -32,6 +32,7 @@
 #include "halo/cuda/mergepath.hpp"
 #include "halo/feature_type.hpp"
 #include "halo/io.hpp"
+#include "halo/model.hpp"
 #include "halo/spmm.hpp"
 #include "halo/spmm_registry.hpp"
 
@@ -512,6 +513,11 @@ int run_spmm(const Options& o, const std::string& command)
     std::deque<KernelEntry> sweep_entries;
     add_mergepath_costs(o.mergepath_costs, sweep_entries, kernel_entries);
     const auto feature_type = halo::parse_feature_type(o.feature_type);
+
+    check_before_device(o.run, o.graph);
+    if (o.e2e) {
+        (void)halo::parse_dims(o.e2e_model.model_dims);  // --model-dims before the device
+    }
 
     // 0. The device and its copy bandwidth (the roofline every kernel is held against), before a
     // possibly long graph build.

@@ -12,9 +12,10 @@
 # HALO_SANITIZE_JOBS=N runs N at once, HALO_SANITIZE_TIMEOUT=S stops a run after S seconds (TIMEOUT),
 # HALO_SANITIZE_SHARDS=K splits each GoogleTest program into K runs (GTEST_TOTAL_SHARDS, named
 # test.0 .. test.K-1), so that a slow program runs on K cores at once; a shard past the program's
-# test count is reported "empty", not failed. (A shard cannot split one slow test: at 2026-11-26
-# the slowest runs were single sweeps, test_spmm_lowp's under memcheck and test_accel_gcn's under
-# racecheck, each over 7 minutes.)
+# test count is reported "empty", not failed. Every run gets HALO_TEST_UNDER_SANITIZER=<tool>, and
+# the longest sweeps (test_accel_gcn, test_spmm_lowp) then take their reduced cases
+# (tests/common/halo_test.hpp, under_sanitizer): with the full ones, single tests of theirs ran
+# over 7 minutes under memcheck and racecheck (2026-11-26).
 set -uo pipefail
 out=${OUT:-out}
 mkdir -p "$out"
@@ -82,7 +83,8 @@ for test in listing.get("tests", []):
             full = wrap + ["--target-processes", "all"] + command
         else:
             full = command[:exe] + wrap + command[exe:]
-        name, shard_env = test["name"], list(env)
+        # The tests take their reduced sweeps under the sanitizer (tests/common/halo_test.hpp).
+        name, shard_env = test["name"], list(env) + ["HALO_TEST_UNDER_SANITIZER=" + tool]
         if shards > 1:
             name += "." + str(shard)
             shard_env += ["GTEST_TOTAL_SHARDS=" + str(shards), "GTEST_SHARD_INDEX=" + str(shard)]

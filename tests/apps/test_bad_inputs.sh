@@ -222,5 +222,29 @@ bad "inspect: --part beyond the dataset's parts" "part 7|7" -- "${S[@]}" "$d/g2.
 bad "inspect: --check of a truncated dataset" "truncated\.h5" -- "${S[@]}" "$d/truncated.h5" --check
 bad "inspect: --compare with a missing directory" "nodir" -- "${S[@]}" "$d/res" --compare "$d/nodir"
 
+# ---- halo-bench (CUDA builds): errors found before the device is opened, so a machine without a
+# GPU reports them too, not "no CUDA device visible" ------------------------------------------------
+if [ -x "$bin/halo-bench" ]; then
+B=("$bin/halo-bench")
+bad "bench: graph file missing" "nope\.el: cannot open" -- "${B[@]}" --graph "$d/nope.el" --dims 32
+bad "bench: generator spec not a number" "rmat:abc" -- "${B[@]}" --graph rmat:abc:8
+bad "bench: generator negative size" "er:-5" -- "${B[@]}" --graph er:-5:3
+bad "bench: --dims 0" "width 0 outside" -- "${B[@]}" --graph rmat:8:4 --dims 0
+bad "bench: unknown kernel" "unknown kernel 'foo'" -- "${B[@]}" --graph rmat:8:4 --kernels foo
+bad "bench: unknown normalization" "normalize.*foo" -- "${B[@]}" --graph rmat:8:4 --normalize foo
+bad "bench: negative --device" "device -1" -- "${B[@]}" --graph rmat:8:4 --device -1
+bad "bench: --json in a missing directory" "/nonexistent/x\.json" -- "${B[@]}" --graph rmat:8:4 --json /nonexistent/x.json
+bad "bench: --e2e --model-dims 16,x" "16,x" -- "${B[@]}" --graph rmat:8:4 --e2e --model-dims 16,x
+bad "bench: --mergepath-costs -3" "cost -3" -- "${B[@]}" --graph rmat:8:4 --mergepath-costs -3
+bad "bench: no --graph" "graph is required" -- "${B[@]}" --dims 32
+bad "bench maxk: k beyond the width" "k = 300 outside" -- "${B[@]}" maxk --graph rmat:8:4 --ks 300
+bad "bench attention: unsupported width" "d = 48" -- "${B[@]}" attention --graph rmat:8:4 --dims 48
+bad "bench attention: graph file missing" "nope\.mtx" -- "${B[@]}" attention --graph "$d/nope.mtx"
+bad "bench aes: sample width 5" "W = 5 outside" -- "${B[@]}" aes --graph rmat:8:4 --ws 5
+bad "bench load: dataset missing" "nope\.h5" -- "${B[@]}" load --fp32 "$d/nope.h5" --int8 "$d/g2.h5"
+else
+  echo "note: no halo-bench in $bin (a build without CUDA): its cases skipped"
+fi
+
 echo "$cases cases, $failures failure(s)"
 [ "$failures" -eq 0 ] || exit 1

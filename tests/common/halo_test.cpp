@@ -73,6 +73,12 @@ int gpu_count()
     return halo::cuda::device_count();
 }
 
+bool under_sanitizer()
+{
+    const char* tool = std::getenv("HALO_TEST_UNDER_SANITIZER");
+    return tool != nullptr && *tool != '\0';
+}
+
 EdgeList grid_edges(int side)
 {
     EdgeList e;

@@ -29,6 +29,20 @@ std::filesystem::path scratch_dir(const std::string& tag);
 /// Number of CUDA devices visible to this process (0 without CUDA or without a device).
 int gpu_count();
 
+/// True when the test runs under compute-sanitizer: `scripts/gpu-check.sh --sanitize` sets
+/// HALO_TEST_UNDER_SANITIZER to the tool's name. The sanitizer slows every kernel 10-1000x, so
+/// the longest GPU sweeps then take a reduced set of their cases (each still covering every code
+/// path its full sweep does, RELIABILITY.md "GPU tests under compute-sanitizer"); the full sweep
+/// runs without the sanitizer.
+bool under_sanitizer();
+
+/// `full` normally, `reduced` under compute-sanitizer (under_sanitizer()).
+template <typename T>
+T sweep(T full, T reduced)
+{
+    return under_sanitizer() ? reduced : full;
+}
+
 /// The tolerance rule of every comparison (docs/CONTRIBUTING.md): k * eps<T> * scale, where scale
 /// is the largest magnitude of an intermediate (for a dot product of length n: n * max|a| * max|b|)
 /// and k a small count of operations whose rounding can accumulate. Reason: a sum of n terms in
