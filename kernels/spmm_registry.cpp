@@ -10,7 +10,7 @@
 #ifdef HALO_HAVE_CUDA
 namespace halo::cuda {
 // The factories (SpmmPlanFactory), each defined beside its kernel in kernels/cuda/.
-SpmmPlanFactory stored_or_cusparse_spmm_factory;   // spmm/autotuned_spmm.cpp
+SpmmPlanFactory stored_or_modeled_spmm_factory;    // spmm/autotuned_spmm.cpp
 SpmmPlanFactory cusparse_spmm_factory;             // spmm/cusparse_spmm.cpp
 SpmmPlanFactory accel_gcn_spmm_factory;            // spmm/accel_gcn.cpp
 SpmmPlanFactory accel_gcn_nosort_spmm_factory;     // spmm/accel_gcn.cpp
@@ -22,7 +22,7 @@ SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
 SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
 SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
 // The factories over a pattern and its scalings (ScaledSpmmPlanFactory).
-ScaledSpmmPlanFactory stored_or_cusparse_scaled_factory;  // spmm/autotuned_spmm.cpp
+ScaledSpmmPlanFactory stored_or_modeled_scaled_factory;   // spmm/autotuned_spmm.cpp
 ScaledSpmmPlanFactory cusparse_scaled_factory;            // spmm/cusparse_spmm.cpp
 }  // namespace halo::cuda
 #define HALO_SPMM_FACTORY(name) (&halo::cuda::name)
@@ -69,15 +69,15 @@ const std::vector<SpmmKernel>& spmm_kernels()
     // the candidate list, and a different list is timed again).
     static const std::vector<SpmmKernel> kernels{
         {.name = "auto",
-         .description = "the autotuner's choices stored in the dataset for this device, cuSPARSE "
-                        "elsewhere",
-         .help = "default: the autotuner's choices stored in the dataset for this device, "
-                 "cuSPARSE where there are none",
+         .description = "the autotuner's choices stored in the dataset for this device, the cost "
+                        "model's kernel per width elsewhere (nothing timed)",
+         .help = "default: the autotuner's choices stored in the dataset for this device, the "
+                 "cost model's kernel per width where there are none",
          .metadata = SpmmMetadataKind::tuning,
          .metadata_group = "autotune",
-         .uses = infer,
-         .make = HALO_SPMM_FACTORY(stored_or_cusparse_spmm_factory),
-         .make_scaled = HALO_SPMM_FACTORY(stored_or_cusparse_scaled_factory)},
+         .uses = infer | bench,
+         .make = HALO_SPMM_FACTORY(stored_or_modeled_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(stored_or_modeled_scaled_factory)},
         {.name = "cusparse",
          .description = "cuSPARSE SpMM over CSR (the baseline)",
          .uses = infer | bench | autotune,

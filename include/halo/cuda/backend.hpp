@@ -9,6 +9,7 @@
 
 #include "halo/backend.hpp"
 #include "halo/cuda/context.hpp"
+#include "halo/spmm_cost_model.hpp"
 #include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
@@ -20,7 +21,8 @@ std::unique_ptr<Backend> make_cuda_backend(Context& ctx, const SpmmChoice& spmm)
 
 /// The same for a kernel as halo-infer --spmm writes it ("cusparse", "auto", "aes:64", ...;
 /// parse_spmm_choice). "cusparse" is the baseline; "auto" takes the autotuner's choices stored for
-/// the operator and this device, cuSPARSE where there are none (nothing timed); "autotune" times
+/// the operator and this device, the cost model's kernels where there are none (nothing timed:
+/// make_modeled_spmm_plan); "autotune" times
 /// the exact kernels per (row range, width) on first use, which gives results that may differ
 /// in the last bits from run to run when it picks a kernel with atomics (Accel-GCN, MergePath).
 /// Throws halo::InputError for an unknown kernel or bad arguments.
@@ -50,5 +52,20 @@ std::unique_ptr<SpmmPlan> make_cusparse_spmm_plan(Context& ctx, const Csr& a, st
 std::unique_ptr<SpmmPlan> make_scaled_cusparse_spmm_plan(
     Context& ctx, const Csr& pattern, std::int64_t max_dim, const OperatorScaling& scaling,
     IndexWidth indices = IndexWidth::automatic);
+
+/// The cost model's plan (halo/spmm_cost_model.hpp; the default `auto` where no autotuner choices
+/// are stored): each run() takes the kernel the model picks for the operator's shape and the
+/// run's width, nothing timed; report() gives each width's decision and rule. The kernels that
+/// widths 1..request.max_dim can pick are built here, one operator copy each (MergePath once,
+/// with the larger cost from the width the model names); a kernel that rejects `a` is replaced
+/// by cuSPARSE. With `scaling`, `a` is a pattern and the values scaling.row[i] * scaling.col[j]
+/// are made on the device by each kernel; this needs modeled_plan_takes_scaling (a LogicError
+/// otherwise). request.hints go to Accel-GCN (its stored partition).
+std::unique_ptr<SpmmPlan> make_modeled_spmm_plan(Context& ctx, const Csr& a,
+                                                 const SpmmPlanRequest& request,
+                                                 const OperatorScaling* scaling = nullptr);
+/// Whether the model picks only kernels with a scaled form (not Accel-GCN) for widths
+/// 1..max_dim of an operator of this shape.
+bool modeled_plan_takes_scaling(const OperatorShape& shape, std::int64_t max_dim);
 
 }  // namespace halo::cuda

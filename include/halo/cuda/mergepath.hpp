@@ -21,6 +21,11 @@ struct MergePathOptions {
     /// Section III-C-1's floor on parallelism: a range with fewer than this many segments at the
     /// chosen cost gets a smaller cost (about this many segments). 0 disables it.
     std::int64_t min_segments = 1024;
+    /// Widths of at least `wide_from` (0: none) take `wide_cost` merge items per segment instead
+    /// of `cost` (the cost model's larger cost for large operators at wide widths,
+    /// halo/spmm_cost_model.hpp): one plan, one copy of the operator, for every width.
+    std::int64_t wide_from = 0;
+    std::int64_t wide_cost = 0;
 };
 
 /// The plan uploads `a` and prepares the merge-path schedule of the full row range for every cost
@@ -31,8 +36,11 @@ struct MergePathOptions {
 /// fp32 rounding; split rows are summed with atomics, so they may differ in the last bits from
 /// run to run. Throws halo::InputError when `a` is not a valid CSR matrix or options are invalid.
 /// The plan is a FeatureSpmmPlan (as_feature_plan()): fp16/bf16 features, 8 columns per lane
-/// where aligned.
+/// where aligned. With `scaling`, `a` is read as a pattern and the values are
+/// scaling.row[i] * scaling.col[j], made on the device (the host's values, if any, are not read;
+/// Backend::make_scaled_spmm_plan).
 std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                   const MergePathOptions& options = {});
+                                                   const MergePathOptions& options = {},
+                                                   const OperatorScaling* scaling = nullptr);
 
 }  // namespace halo::cuda

@@ -21,8 +21,10 @@ namespace halo::cuda {
 /// run() is asynchronous on ctx.compute_stream() with x and y device views and allocates nothing.
 /// Throws halo::InputError when `a` is not a valid CSR matrix. The plan is a FeatureSpmmPlan
 /// (as_feature_plan()): fp16/bf16 features, 8 columns per lane where aligned, fp32 sums in the
-/// same order as for fp32 features.
+/// same order as for fp32 features. With `scaling`, `a` is read as a pattern and the values are
+/// scaling.row[i] * scaling.col[j], made on the device (Backend::make_scaled_spmm_plan).
 std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                  IndexWidth offsets = IndexWidth::automatic);
+                                                  IndexWidth offsets = IndexWidth::automatic,
+                                                  const OperatorScaling* scaling = nullptr);
 
 }  // namespace halo::cuda

@@ -211,6 +211,40 @@ void check_scaling(const Csr& a, const OperatorScaling& scaling)
                  " columns");
 }
 
+namespace {
+
+template <typename Offset>
+DeviceBuffer<float> make_scaled_values(Context& ctx, const Csr& pattern, const Offset* offsets,
+                                       const std::int32_t* columns, const OperatorScaling& scaling)
+{
+    check_scaling(pattern, scaling);
+    DeviceBuffer<float> values(ctx, static_cast<std::size_t>(pattern.nnz()));
+    const auto row = detail::upload(ctx, scaling.row);
+    const auto col = detail::upload(ctx, scaling.col);
+    scaled_values(ctx.compute_stream(), pattern.num_rows, offsets, columns,
+                  scaling.row.empty() ? nullptr : row.data(),
+                  scaling.col.empty() ? nullptr : col.data(), values.data());
+    // The scalings' device copies go with this scope: the values must be made by then.
+    HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
+    return values;
+}
+
+}  // namespace
+
+DeviceBuffer<float> device_scaled_values(Context& ctx, const Csr& pattern,
+                                         const std::int64_t* offsets, const std::int32_t* columns,
+                                         const OperatorScaling& scaling)
+{
+    return make_scaled_values(ctx, pattern, offsets, columns, scaling);
+}
+
+DeviceBuffer<float> device_scaled_values(Context& ctx, const Csr& pattern,
+                                         const std::int32_t* offsets, const std::int32_t* columns,
+                                         const OperatorScaling& scaling)
+{
+    return make_scaled_values(ctx, pattern, offsets, columns, scaling);
+}
+
 // The int64 offsets and int32 columns of the upload that cuSPARSE does not read are freed once
 // converted (unless kept): a transient of the setup, not counted.
 MemoryReport CusparseCsr::memory() const

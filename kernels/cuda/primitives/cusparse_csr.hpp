@@ -140,6 +140,18 @@ std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
 /// Throws halo::LogicError unless each non-empty side of `scaling` has a's row or column count.
 void check_scaling(const Csr& a, const OperatorScaling& scaling);
 
+/// The values scaling.row[i] * scaling.col[j] of the nonzeros (i, j) of `pattern`, made on the
+/// device from its offsets and columns already there (the device copies of pattern.indptr and
+/// pattern.indices): checks the scalings against `pattern`, uploads them, makes the values on the
+/// compute stream and waits, so that only the values stay (the exact kernels' scaled plans: the
+/// host never builds the values array, Backend::make_scaled_spmm_plan).
+DeviceBuffer<float> device_scaled_values(Context& ctx, const Csr& pattern,
+                                         const std::int64_t* offsets, const std::int32_t* columns,
+                                         const OperatorScaling& scaling);
+DeviceBuffer<float> device_scaled_values(Context& ctx, const Csr& pattern,
+                                         const std::int32_t* offsets, const std::int32_t* columns,
+                                         const OperatorScaling& scaling);
+
 /// out[i] = in[i] - base for i in [0, count): CSR row offsets of a row range rebased to start at
 /// zero, also narrowing int64 offsets to int32 (the caller guarantees that they fit). Launchers
 /// (cusparse_csr.cu): asynchronous on `stream`, the launch checked, nothing for count 0.

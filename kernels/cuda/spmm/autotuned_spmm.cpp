@@ -316,7 +316,7 @@ std::unique_ptr<SpmmPlan> autotune_spmm_factory(Context& ctx, const Csr& a,
 }
 
 // --spmm auto: the autotuner when the hints carry choices it would load (none of the notes that
-// make it time again), cuSPARSE otherwise: nothing is timed.
+// make it time again), the cost model's kernels otherwise: nothing is timed.
 namespace {
 
 bool stored_choices_apply(Context& ctx, const Csr& a, const SpmmPlanHints& hints)
@@ -332,25 +332,26 @@ bool stored_choices_apply(Context& ctx, const Csr& a, const SpmmPlanHints& hints
 
 }  // namespace
 
-std::unique_ptr<SpmmPlan> stored_or_cusparse_spmm_factory(Context& ctx, const Csr& a,
-                                                          const SpmmPlanRequest& request)
+std::unique_ptr<SpmmPlan> stored_or_modeled_spmm_factory(Context& ctx, const Csr& a,
+                                                         const SpmmPlanRequest& request)
 {
     if (stored_choices_apply(ctx, a, request.hints)) {
         return autotune_spmm_factory(ctx, a, request);
     }
-    return make_cusparse_spmm_plan(ctx, a, request.max_dim);
+    return make_modeled_spmm_plan(ctx, a, request);
 }
 
 // The same over a pattern and its scalings: null where stored choices apply (their kernels read
-// the host's values).
-std::unique_ptr<SpmmPlan> stored_or_cusparse_scaled_factory(Context& ctx, const Csr& pattern,
-                                                            const SpmmPlanRequest& request,
-                                                            const OperatorScaling& scaling)
+// the host's values) or where the model may pick Accel-GCN (no scaled form).
+std::unique_ptr<SpmmPlan> stored_or_modeled_scaled_factory(Context& ctx, const Csr& pattern,
+                                                           const SpmmPlanRequest& request,
+                                                           const OperatorScaling& scaling)
 {
-    if (stored_choices_apply(ctx, pattern, request.hints)) {
+    if (stored_choices_apply(ctx, pattern, request.hints) ||
+        !modeled_plan_takes_scaling(operator_shape(pattern.view()), request.max_dim)) {
         return nullptr;
     }
-    return make_scaled_cusparse_spmm_plan(ctx, pattern, request.max_dim, scaling);
+    return make_modeled_spmm_plan(ctx, pattern, request, &scaling);
 }
 
 }  // namespace halo::cuda

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/primitives/cusparse_csr.hpp"  // device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -189,7 +190,7 @@ void launch_kernel(cudaStream_t stream, unsigned int grid, bool valued, int vec,
 class MergePathSpmmPlan final : public FeatureSpmmPlan {
 public:
     MergePathSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                      const MergePathOptions& options)
+                      const MergePathOptions& options, const OperatorScaling* scaling)
         : ctx_(ctx),
           num_rows_(a.num_rows),
           num_cols_(a.num_cols),
@@ -208,16 +209,27 @@ public:
             HALO_THROW(InputError, "mergepath plan: min_segments ", options.min_segments,
                        " must not be negative");
         }
+        if (options.wide_from < 0 || (options.wide_from > 0 && options.wide_cost < 1)) {
+            HALO_THROW(InputError, "mergepath plan: wide_from ", options.wide_from,
+                       " needs a positive wide_cost (got ", options.wide_cost, ")");
+        }
         validate(a, "the operator of a MergePath-SpMM plan");
         const cudaStream_t stream = ctx_.compute_stream();
         indptr_d_ = detail::upload(ctx_, indptr_);
         indices_d_ = detail::upload(ctx_, a.indices);
-        if (a.has_values()) {
+        if (scaling != nullptr) {
+            values_d_ = detail::device_scaled_values(ctx_, a, indptr_d_.data(), indices_d_.data(),
+                                                     *scaling);
+            scaled_ = true;
+        } else if (a.has_values()) {
             values_d_ = detail::upload(ctx_, a.values);
         }
         std::set<std::int64_t> costs;
         for (std::int64_t w = 1; w <= std::min(max_dim, kLastCostClass); ++w) {
             costs.insert(cost_for(w));
+        }
+        if (options.wide_from > 0 && max_dim >= options.wide_from) {
+            costs.insert(options.wide_cost);
         }
         for (const std::int64_t cost : costs) {
             (void)schedule(a.view().all_rows(), cost);
@@ -262,7 +274,13 @@ public:
 
     std::string algorithm() const override
     {
-        return options_.cost > 0 ? "mergepath-cost" + std::to_string(options_.cost) : "mergepath";
+        std::string name =
+            options_.cost > 0 ? "mergepath-cost" + std::to_string(options_.cost) : "mergepath";
+        if (options_.wide_from > 0) {
+            name += " (cost " + std::to_string(options_.wide_cost) + " from d = " +
+                    std::to_string(options_.wide_from) + ")";
+        }
+        return scaled_ ? name + ", values made on the device" : name;
     }
 
 private:
@@ -297,6 +315,9 @@ private:
 
     std::int64_t cost_for(std::int64_t width) const
     {
+        if (options_.wide_from > 0 && width >= options_.wide_from) {
+            return options_.wide_cost;
+        }
         return options_.cost > 0 ? options_.cost : mergepath::default_cost(width);
     }
 
@@ -342,6 +363,7 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     MergePathOptions options_;
+    bool scaled_ = false;           // values made on the device from an OperatorScaling
     std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
     DeviceBuffer<std::int64_t> indptr_d_;
     DeviceBuffer<std::int32_t> indices_d_;
@@ -353,9 +375,10 @@ private:
 }  // namespace
 
 std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                   const MergePathOptions& options)
+                                                   const MergePathOptions& options,
+                                                   const OperatorScaling* scaling)
 {
-    return std::make_unique<MergePathSpmmPlan>(ctx, a, max_dim, options);
+    return std::make_unique<MergePathSpmmPlan>(ctx, a, max_dim, options, scaling);
 }
 
 // The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger

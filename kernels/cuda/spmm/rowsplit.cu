@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/primitives/cusparse_csr.hpp"  // device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -169,7 +170,8 @@ void launch_layout(cudaStream_t stream, const rowsplit::Layout& layout, const Of
 
 class RowsplitSpmmPlan final : public FeatureSpmmPlan {
 public:
-    RowsplitSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth offsets)
+    RowsplitSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth offsets,
+                     const OperatorScaling* scaling)
         : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
@@ -185,7 +187,13 @@ public:
             offsets32_ = detail::upload(ctx_, narrow);
         }
         columns_ = detail::upload(ctx_, a.indices);
-        if (a.has_values()) {
+        if (scaling != nullptr) {
+            values_ = wide_ ? detail::device_scaled_values(ctx_, a, offsets64_.data(),
+                                                           columns_.data(), *scaling)
+                            : detail::device_scaled_values(ctx_, a, offsets32_.data(),
+                                                           columns_.data(), *scaling);
+            scaled_ = true;
+        } else if (a.has_values()) {
             values_ = detail::upload(ctx_, a.values);
         }
         // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
@@ -216,7 +224,11 @@ public:
         HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
     }
 
-    std::string algorithm() const override { return wide_ ? "rowsplit-i64" : "rowsplit"; }
+    std::string algorithm() const override
+    {
+        return std::string(wide_ ? "rowsplit-i64" : "rowsplit") +
+               (scaled_ ? ", values made on the device" : "");
+    }
 
 private:
     template <typename T>
@@ -254,6 +266,7 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     bool wide_ = false;
+    bool scaled_ = false;  // values made on the device from an OperatorScaling
     DeviceBuffer<std::int32_t> offsets32_;
     DeviceBuffer<std::int64_t> offsets64_;
     DeviceBuffer<std::int32_t> columns_;
@@ -263,9 +276,9 @@ private:
 }  // namespace
 
 std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                  IndexWidth offsets)
+                                                  IndexWidth offsets, const OperatorScaling* scaling)
 {
-    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets);
+    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets, scaling);
 }
 
 std::unique_ptr<SpmmPlan> rowsplit_spmm_factory(Context& ctx, const Csr& a,

@@ -1,0 +1,68 @@
+// The SpMM cost model (host only, no CUDA): which exact kernel the CUDA backend runs for an
+// operator and a dense width when nothing was timed for it (halo-infer's default `--spmm auto`
+// without the autotuner's stored choices). It reads the operator's shape only (rows, nonzeros,
+// longest row), never its values, and decides in O(1) per width; the shape costs one pass over
+// the row offsets. The rules and their thresholds come from one measured sweep (docs/KERNELS.md
+// "The cost model", docs/PERFORMANCE.md "The default without stored choices"): every shared graph
+// and seven generated ones at widths 7..256 on an H100, where they are never more than 0.1% slower
+// than cuSPARSE and within 2% of the autotuner's geomean.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "halo/csr.hpp"
+
+namespace halo {
+
+/// What the cost model reads of an operator.
+struct OperatorShape {
+    std::int64_t rows = 0;
+    std::int64_t nnz = 0;
+    std::int64_t max_row_nnz = 0;
+};
+
+/// The shape of `a` (one pass over its row offsets).
+OperatorShape operator_shape(const CsrView& a);
+
+/// The kernels the model picks among (names as in the SpMM registry).
+enum class ModeledKernel { cusparse, accel_gcn, mergepath, rowsplit };
+
+std::string to_string(ModeledKernel kernel);
+
+/// The model's decision for one width: the kernel, MergePath's merge items per segment (0: the
+/// per-width default, mergepath::default_cost) and the rule that decided, in words.
+struct ModeledChoice {
+    ModeledKernel kernel = ModeledKernel::cusparse;
+    std::int64_t mergepath_cost = 0;
+    const char* rule = "";
+};
+
+/// The rules, first match wins (constants below):
+///   1. no rows or no nonzeros, or more than 2^31 - 1 nonzeros: cuSPARSE (the other kernels'
+///      tests stop below 2^31; cuSPARSE runs past it in 32-bit pieces);
+///   2. a regular operator, longest row at most kRegularRowFactor times the mean: row-split;
+///   3. a tiny sparse operator (rows + nonzeros at most kTinyItems, mean row at most
+///      kTinyMeanRow) at width at most kTinyMaxWidth: Accel-GCN;
+///   4. a large operator (rows + nonzeros at least kLargeItems) at width at least kLargeMinWidth:
+///      MergePath with kLargeCost merge items per segment;
+///   5. width at least kWideMinWidth over a dense operator (mean row at least kWideMeanRow):
+///      cuSPARSE;
+///   6. otherwise MergePath at its per-width default cost.
+ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width);
+
+inline constexpr double kRegularRowFactor = 8.0;
+inline constexpr std::int64_t kTinyItems = 200000;
+inline constexpr double kTinyMeanRow = 8.0;
+inline constexpr std::int64_t kTinyMaxWidth = 32;
+inline constexpr std::int64_t kLargeItems = 2000000;
+inline constexpr std::int64_t kLargeMinWidth = 64;
+inline constexpr std::int64_t kLargeCost = 200;
+inline constexpr std::int64_t kWideMinWidth = 192;
+inline constexpr double kWideMeanRow = 20.0;
+
+/// "rows 4194304, nonzeros 128314020, longest row 162719, d = 64: mergepath cost 200 (a large
+/// operator at a wide width)".
+std::string describe(const OperatorShape& shape, std::int64_t width, const ModeledChoice& choice);
+
+}  // namespace halo

@@ -1,0 +1,192 @@
+// The cost model's SpMM plan (include/halo/cuda/backend.hpp, make_modeled_spmm_plan): the kernel
+// halo/spmm_cost_model.hpp picks for the operator's shape at each width, nothing timed. The
+// kernels that widths 1..max_dim can pick are built at once (the engine records a graph after its
+// first run, so nothing may be built later); MergePath is built once with its cost set per width.
+// A kernel that rejects the operator (halo::InputError or LogicError) is replaced by cuSPARSE for
+// the widths that picked it, and the report says so.
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/primitives/spmm_checks.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/cuda/mergepath.hpp"
+#include "halo/cuda/rowsplit.hpp"
+#include "halo/error.hpp"
+#include "halo/spmm_cost_model.hpp"
+#include "halo/spmm_registry.hpp"
+
+namespace halo::cuda {
+namespace {
+
+constexpr std::size_t kKernels = 4;  // the ModeledKernel values
+
+std::size_t slot(ModeledKernel k)
+{
+    return static_cast<std::size_t>(k);
+}
+
+class ModeledSpmmPlan final : public SpmmPlan {
+public:
+    ModeledSpmmPlan(Context& ctx, const Csr& a, const SpmmPlanRequest& request,
+                    const OperatorScaling* scaling)
+        : num_rows_(a.num_rows),
+          num_cols_(a.num_cols),
+          max_dim_(request.max_dim),
+          shape_(operator_shape(a.view()))
+    {
+        HALO_EXPECTS(max_dim_ >= 1, "max_dim ", max_dim_, " must be at least 1");
+        std::array<bool, kKernels> needed{};
+        MergePathOptions mergepath;
+        for (std::int64_t w = 1; w <= max_dim_; ++w) {
+            const auto c = spmm_cost_model(shape_, w);
+            needed[slot(c.kernel)] = true;
+            if (c.kernel == ModeledKernel::mergepath && c.mergepath_cost > 0 &&
+                mergepath.wide_from == 0) {
+                mergepath.wide_from = w;
+                mergepath.wide_cost = c.mergepath_cost;
+            }
+        }
+        for (std::size_t k = 0; k < kKernels; ++k) {
+            if (!needed[k] || k == slot(ModeledKernel::cusparse)) {
+                continue;
+            }
+            try {
+                plans_[k] = build(ctx, a, request, scaling, static_cast<ModeledKernel>(k),
+                                  mergepath);
+            } catch (const InputError& e) {
+                notes_.push_back(to_string(static_cast<ModeledKernel>(k)) +
+                                 " rejected the operator, cuSPARSE instead: " + e.what());
+            } catch (const LogicError& e) {
+                notes_.push_back(to_string(static_cast<ModeledKernel>(k)) +
+                                 " rejected the operator, cuSPARSE instead: " + e.what());
+            }
+            needed[slot(ModeledKernel::cusparse)] =
+                needed[slot(ModeledKernel::cusparse)] || plans_[k] == nullptr;
+        }
+        if (needed[slot(ModeledKernel::cusparse)]) {
+            plans_[slot(ModeledKernel::cusparse)] =
+                build(ctx, a, request, scaling, ModeledKernel::cusparse, mergepath);
+        }
+    }
+
+    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
+        if (rows.empty() || x.cols == 0) {
+            return;  // nothing to compute, and the model wants a width of at least 1
+        }
+        const auto choice = spmm_cost_model(shape_, x.cols);
+        std::size_t k = slot(choice.kernel);
+        if (plans_[k] == nullptr) {
+            k = slot(ModeledKernel::cusparse);  // the kernel rejected the operator (notes_)
+        }
+        plans_[k]->run(x, y, rows);
+        last_ = k;
+        if (decisions_.find(x.cols) == decisions_.end()) {
+            decisions_.emplace(x.cols, describe(shape_, x.cols, choice) +
+                                           (k != slot(choice.kernel) ? ", ran cuSPARSE" : ""));
+        }
+    }
+
+    std::string algorithm() const override
+    {
+        return last_ < kKernels ? "model(" + plans_[last_]->algorithm() + ")" : "model";
+    }
+
+    std::string report() const override
+    {
+        std::string out;
+        for (const auto& [width, text] : decisions_) {
+            out += "cost model: " + text + "\n";
+        }
+        for (const auto& n : notes_) {
+            out += "note: " + n + "\n";
+        }
+        return out;
+    }
+
+    MemoryReport memory() const override
+    {
+        MemoryReport total;
+        std::int64_t nnz = 0;
+        for (const auto& p : plans_) {
+            if (p) {
+                total += p->memory();
+                nnz = std::max(nnz, p->memory().nonzeros);
+            }
+        }
+        total.nonzeros = nnz;  // the operator once: bytes per nonzero then show the copies
+        return total;
+    }
+
+private:
+    static std::unique_ptr<SpmmPlan> build(Context& ctx, const Csr& a,
+                                           const SpmmPlanRequest& request,
+                                           const OperatorScaling* scaling, ModeledKernel kernel,
+                                           const MergePathOptions& mergepath)
+    {
+        switch (kernel) {
+            case ModeledKernel::cusparse:
+                return scaling != nullptr
+                           ? make_scaled_cusparse_spmm_plan(ctx, a, request.max_dim, *scaling)
+                           : make_cusparse_spmm_plan(ctx, a, request.max_dim);
+            case ModeledKernel::mergepath:
+                return make_mergepath_spmm_plan(ctx, a, request.max_dim, mergepath, scaling);
+            case ModeledKernel::rowsplit:
+                return make_rowsplit_spmm_plan(ctx, a, request.max_dim, IndexWidth::automatic,
+                                               scaling);
+            case ModeledKernel::accel_gcn: {
+                // Its host preprocessing reorders the values: no scaled form (the factory of a
+                // scaled plan declines where Accel-GCN may be picked).
+                HALO_EXPECTS(scaling == nullptr, "Accel-GCN has no scaled plan");
+                const auto* entry = find_spmm_kernel("accel_gcn", spmm_use_infer);
+                HALO_EXPECTS(entry != nullptr && entry->make != nullptr,
+                             "accel_gcn is not a registered kernel");
+                return entry->make(ctx, a, request);
+            }
+        }
+        HALO_EXPECTS(false, "unknown modeled kernel ", static_cast<int>(kernel));
+        return nullptr;
+    }
+
+    std::int64_t num_rows_ = 0;
+    std::int64_t num_cols_ = 0;
+    std::int64_t max_dim_ = 0;
+    OperatorShape shape_;
+    std::array<std::unique_ptr<SpmmPlan>, kKernels> plans_;
+    std::size_t last_ = kKernels;  // the kernel of the last run; kKernels before any
+    std::map<std::int64_t, std::string> decisions_;  // per width, the model's decision in words
+    std::vector<std::string> notes_;
+};
+
+}  // namespace
+
+bool modeled_plan_takes_scaling(const OperatorShape& shape, std::int64_t max_dim)
+{
+    for (std::int64_t w = 1; w <= max_dim; ++w) {
+        if (spmm_cost_model(shape, w).kernel == ModeledKernel::accel_gcn) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::unique_ptr<SpmmPlan> make_modeled_spmm_plan(Context& ctx, const Csr& a,
+                                                 const SpmmPlanRequest& request,
+                                                 const OperatorScaling* scaling)
+{
+    validate(a, "the operator of a cost-model SpMM plan");
+    if (scaling != nullptr) {
+        HALO_EXPECTS(modeled_plan_takes_scaling(operator_shape(a.view()), request.max_dim),
+                     "a scaled cost-model plan where the model picks Accel-GCN");
+    }
+    return std::make_unique<ModeledSpmmPlan>(ctx, a, request, scaling);
+}
+
+}  // namespace halo::cuda

@@ -1,0 +1,74 @@
+// The SpMM cost model's rules (include/halo/spmm_cost_model.hpp). Host only, built with or
+// without CUDA, so that CI checks the rules on machines without a GPU.
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "halo/error.hpp"
+#include "halo/spmm_cost_model.hpp"
+
+namespace halo {
+
+OperatorShape operator_shape(const CsrView& a)
+{
+    return {a.num_rows, a.nnz(), a.num_rows == 0 ? 0 : max_row_nnz(a)};
+}
+
+std::string to_string(ModeledKernel kernel)
+{
+    switch (kernel) {
+        case ModeledKernel::cusparse:
+            return "cusparse";
+        case ModeledKernel::accel_gcn:
+            return "accel_gcn";
+        case ModeledKernel::mergepath:
+            return "mergepath";
+        case ModeledKernel::rowsplit:
+            return "rowsplit";
+    }
+    HALO_EXPECTS(false, "unknown modeled kernel ", static_cast<int>(kernel));
+    return {};
+}
+
+ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width)
+{
+    HALO_EXPECTS(s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz,
+                 "operator shape: ", s.rows, " rows, ", s.nnz, " nonzeros, longest row ",
+                 s.max_row_nnz);
+    HALO_EXPECTS(width >= 1, "cost model at width ", width);
+    if (s.rows == 0 || s.nnz == 0) {
+        return {ModeledKernel::cusparse, 0, "an empty operator"};
+    }
+    if (s.nnz > std::numeric_limits<std::int32_t>::max()) {
+        return {ModeledKernel::cusparse, 0, "past 2^31 - 1 nonzeros, where cuSPARSE runs in pieces"};
+    }
+    const double mean_row = static_cast<double>(s.nnz) / static_cast<double>(s.rows);
+    const std::int64_t items = s.rows + s.nnz;
+    if (static_cast<double>(s.max_row_nnz) <= kRegularRowFactor * mean_row) {
+        return {ModeledKernel::rowsplit, 0, "a regular operator (longest row within 8x the mean)"};
+    }
+    if (width <= kTinyMaxWidth && items <= kTinyItems && mean_row <= kTinyMeanRow) {
+        return {ModeledKernel::accel_gcn, 0, "a tiny sparse operator at a narrow width"};
+    }
+    if (items >= kLargeItems && width >= kLargeMinWidth) {
+        return {ModeledKernel::mergepath, kLargeCost, "a large operator at a wide width"};
+    }
+    if (width >= kWideMinWidth && mean_row >= kWideMeanRow) {
+        return {ModeledKernel::cusparse, 0, "a dense operator at a very wide width"};
+    }
+    return {ModeledKernel::mergepath, 0, "the default"};
+}
+
+std::string describe(const OperatorShape& s, std::int64_t width, const ModeledChoice& c)
+{
+    std::string out = "rows " + std::to_string(s.rows) + ", nonzeros " + std::to_string(s.nnz) +
+                      ", longest row " + std::to_string(s.max_row_nnz) + ", d = " +
+                      std::to_string(width) + ": " + to_string(c.kernel);
+    if (c.kernel == ModeledKernel::mergepath) {
+        out += c.mergepath_cost > 0 ? " cost " + std::to_string(c.mergepath_cost)
+                                    : " (per-width cost)";
+    }
+    return out + " (" + c.rule + ")";
+}
+
+}  // namespace halo

@@ -1,0 +1,196 @@
+// The cost model's SpMM plan (make_modeled_spmm_plan, halo-infer's default `auto` without stored
+// autotune choices) on the GPU: on an operator for each rule of halo/spmm_cost_model.hpp it runs
+// the kernel the model names at each width (algorithm(), report()), equals reference::spmm within
+// tolerance on a NaN-poisoned y over full and split ranges, builds MergePath once for both of
+// its costs, and with an OperatorScaling makes the values r_i c_j on the device (MergePath,
+// row-split, cuSPARSE; refused where Accel-GCN may be picked). The registry's `auto` builds it.
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
+#include "halo/error.hpp"
+#include "halo/graph.hpp"
+#include "halo/spmm_cost_model.hpp"
+#include "halo/spmm_registry.hpp"
+#include "halo_test.hpp"
+#include "spmm_device_fixtures.hpp"
+
+namespace {
+
+using halo::Csr;
+using halo::ModeledKernel;
+using halo::testing::check_spmm;
+using halo::testing::Gpu;
+using halo::testing::rmat_graph;
+
+const halo::SpmmPlanHints kNoHints;
+
+struct Case {
+    std::string label;
+    Csr a;
+    std::vector<std::int64_t> widths;
+};
+
+// One operator per rule (gcn values), with the widths that reach its kernels.
+std::vector<Case> cases()
+{
+    std::vector<Case> out;
+    out.push_back({"grid (regular: row-split)", halo::build_csr(halo::testing::grid_edges(70), {}),
+                   {7, 64, 256}});
+    // R-MAT 12 with edge factor 2: about 15k nonzeros, a skewed degree: tiny.
+    out.push_back({"R-MAT 12/2 (tiny: Accel-GCN to 32, MergePath above)",
+                   rmat_graph(12, 2, 5, halo::Normalization::gcn), {7, 32, 33, 128}});
+    // R-MAT 12 with edge factor 32: mean row about 50, under 2e6 items: cuSPARSE from 192.
+    out.push_back({"R-MAT 12/32 (dense mid-size: MergePath, cuSPARSE from 192)",
+                   rmat_graph(12, 32, 6, halo::Normalization::gcn), {16, 191, 192, 256}});
+    // R-MAT 17 with edge factor 16: about 4M nonzeros: large.
+    out.push_back({"R-MAT 17/16 (large: MergePath, cost 200 from 64)",
+                   rmat_graph(17, 16, 7, halo::Normalization::gcn), {32, 64, 256}});
+    return out;
+}
+
+std::string expected_algorithm(const halo::ModeledChoice& c)
+{
+    switch (c.kernel) {
+        case ModeledKernel::cusparse:
+            return "model(cusparse-csr-alg2";
+        case ModeledKernel::accel_gcn:
+            return "model(accel-gcn";
+        case ModeledKernel::mergepath:
+            return "model(mergepath";
+        case ModeledKernel::rowsplit:
+            return "model(rowsplit";
+    }
+    return "?";
+}
+
+TEST(ModeledSpmm, EachRuleRunsItsKernelAndMatchesTheReference)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 31000;
+    for (const auto& c : cases()) {
+        SCOPED_TRACE(c.label);
+        const auto shape = halo::operator_shape(c.a.view());
+        const auto plan = halo::cuda::make_modeled_spmm_plan(gpu.ctx, c.a, {256, kNoHints});
+        EXPECT_EQ(plan->algorithm(), "model");
+        const auto n = c.a.num_rows;
+        std::vector<ModeledKernel> seen;
+        for (const auto d : c.widths) {
+            const auto choice = halo::spmm_cost_model(shape, d);
+            seen.push_back(choice.kernel);
+            check_spmm(*gpu.backend, *plan, c.a, d, {{0, n}}, ++seed);
+            EXPECT_EQ(plan->algorithm().rfind(expected_algorithm(choice), 0), 0u)
+                << "d = " << d << ": " << plan->algorithm();
+            check_spmm(*gpu.backend, *plan, c.a, d, {{0, n / 3}, {n / 3, n}}, ++seed);
+        }
+        // One report line per width, each the model's description.
+        std::istringstream report(plan->report());
+        std::string line;
+        std::size_t lines = 0;
+        while (std::getline(report, line)) {
+            ASSERT_LT(lines, c.widths.size()) << plan->report();
+            const auto d = c.widths[lines];
+            EXPECT_EQ(line, "cost model: " +
+                                halo::describe(shape, d, halo::spmm_cost_model(shape, d)))
+                << plan->report();
+            ++lines;
+        }
+        EXPECT_EQ(lines, c.widths.size()) << plan->report();
+        EXPECT_GT(plan->memory().total(), 0);
+        EXPECT_EQ(plan->memory().nonzeros, c.a.nnz());
+    }
+}
+
+// The large operator's two MergePath costs share one plan: one copy of the operator.
+TEST(ModeledSpmm, MergePathIsBuiltOnceForBothCosts)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = rmat_graph(17, 16, 7, halo::Normalization::gcn);
+    const auto plan = halo::cuda::make_modeled_spmm_plan(gpu.ctx, a, {256, kNoHints});
+    const auto mem = plan->memory();
+    EXPECT_EQ(mem.indices, 4 * a.nnz()) << "more than one copy of the column indices";
+    EXPECT_EQ(mem.values, 4 * a.nnz());
+    check_spmm(*gpu.backend, *plan, a, 32, {{0, a.num_rows}}, 31500);
+    EXPECT_NE(plan->algorithm().find("cost 200 from d = 64"), std::string::npos)
+        << plan->algorithm();
+}
+
+// With scalings the values are made on the device: the result is that of the operator whose
+// values are row[i] * col[j]; the pattern's own values are ignored.
+TEST(ModeledSpmm, ScaledPlansMakeTheValuesOnTheDevice)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 32000;
+    for (auto& c : cases()) {
+        SCOPED_TRACE(c.label);
+        const auto shape = halo::operator_shape(c.a.view());
+        Csr pattern = c.a;
+        pattern.values.clear();
+        halo::OperatorScaling scaling;
+        scaling.row = halo::testing::random_floats(static_cast<std::size_t>(c.a.num_rows), ++seed,
+                                                   0.1f, 1.0f);
+        scaling.col = halo::testing::random_floats(static_cast<std::size_t>(c.a.num_cols), ++seed,
+                                                   0.1f, 1.0f);
+        if (!halo::cuda::modeled_plan_takes_scaling(shape, 256)) {
+            EXPECT_THROW(halo::cuda::make_modeled_spmm_plan(gpu.ctx, pattern, {256, kNoHints},
+                                                            &scaling),
+                         halo::LogicError);
+            continue;
+        }
+        Csr scaled = pattern;
+        scaled.values.resize(static_cast<std::size_t>(pattern.nnz()));
+        for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
+            for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
+                scaled.values[k] = scaling.row[i] * scaling.col[pattern.indices[k]];
+            }
+        }
+        const auto plan =
+            halo::cuda::make_modeled_spmm_plan(gpu.ctx, pattern, {256, kNoHints}, &scaling);
+        for (const auto d : c.widths) {
+            check_spmm(*gpu.backend, *plan, scaled, d, {{0, c.a.num_rows}}, ++seed);
+            EXPECT_NE(plan->algorithm().find("values made on the device"), std::string::npos)
+                << plan->algorithm();
+        }
+        // Wrong scaling lengths are refused before anything runs.
+        halo::OperatorScaling short_rows = scaling;
+        short_rows.row.pop_back();
+        EXPECT_THROW(halo::cuda::make_modeled_spmm_plan(gpu.ctx, pattern, {256, kNoHints},
+                                                        &short_rows),
+                     halo::LogicError);
+    }
+}
+
+// The registry's `auto` without stored choices is the cost model, scaled where it can be.
+TEST(ModeledSpmm, AutoWithoutStoredChoicesIsTheModel)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto* entry = halo::find_spmm_kernel("auto", halo::spmm_use_infer);
+    ASSERT_NE(entry, nullptr);
+    ASSERT_NE(entry->make, nullptr);
+    ASSERT_NE(entry->make_scaled, nullptr);
+    const auto a = rmat_graph(17, 16, 7, halo::Normalization::gcn);
+    const auto plan = entry->make(gpu.ctx, a, {128, kNoHints});
+    check_spmm(*gpu.backend, *plan, a, 64, {{0, a.num_rows}}, 33000);
+    EXPECT_EQ(plan->algorithm().rfind("model(mergepath", 0), 0u) << plan->algorithm();
+
+    Csr pattern = a;
+    pattern.values.clear();
+    halo::OperatorScaling ones;  // empty scalings: every value 1
+    const auto scaled = entry->make_scaled(gpu.ctx, pattern, {128, kNoHints}, ones);
+    ASSERT_NE(scaled, nullptr);
+    check_spmm(*gpu.backend, *scaled, pattern, 64, {{0, a.num_rows}}, 33001);
+
+    // Where the model may pick Accel-GCN (no scaled form) the factory declines.
+    const auto tiny = rmat_graph(12, 2, 5);
+    EXPECT_EQ(entry->make_scaled(gpu.ctx, tiny, {64, kNoHints}, ones), nullptr);
+}
+
+}  // namespace

@@ -1,0 +1,108 @@
+// The SpMM cost model's rules (include/halo/spmm_cost_model.hpp), no GPU: each rule on the shapes
+// of the graphs it was fitted on (docs/PERFORMANCE.md "The default without stored choices"), the
+// order of the rules, the edges of each threshold, the operator shape of a CSR, and the checks.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "halo/csr.hpp"
+#include "halo/error.hpp"
+#include "halo/spmm_cost_model.hpp"
+
+namespace {
+
+using halo::ModeledKernel;
+using halo::OperatorShape;
+using halo::spmm_cost_model;
+
+// The gcn operators (A | A^T plus self-loops) of the sweep: rows, nonzeros, longest row.
+const OperatorShape kCora{2708, 13264, 169};
+const OperatorShape k4elt{15606, 107362, 11};
+const OperatorShape kBlogCatalog{10312, 678278, 3993};
+const OperatorShape kRmat22{4194304, 132508324, 162719};
+const OperatorShape kEgoTwitter{81306, 2765664, 3384};
+const OperatorShape kErdosRenyi{2000000, 34000000, 42};
+
+TEST(SpmmCostModel, EachRuleOnTheGraphsItWasFittedOn)
+{
+    // Regular operators: row-split at every width.
+    for (const std::int64_t d : {7, 64, 256}) {
+        EXPECT_EQ(spmm_cost_model(k4elt, d).kernel, ModeledKernel::rowsplit) << d;
+        EXPECT_EQ(spmm_cost_model(kErdosRenyi, d).kernel, ModeledKernel::rowsplit) << d;
+    }
+    // Tiny sparse operators at narrow widths: Accel-GCN; MergePath above 32.
+    EXPECT_EQ(spmm_cost_model(kCora, 7).kernel, ModeledKernel::accel_gcn);
+    EXPECT_EQ(spmm_cost_model(kCora, 32).kernel, ModeledKernel::accel_gcn);
+    EXPECT_EQ(spmm_cost_model(kCora, 33).kernel, ModeledKernel::mergepath);
+    // Large operators: MergePath at its per-width cost below 64, at cost 200 from 64.
+    for (const auto& large : {kRmat22, kEgoTwitter}) {
+        const auto narrow = spmm_cost_model(large, 32);
+        EXPECT_EQ(narrow.kernel, ModeledKernel::mergepath);
+        EXPECT_EQ(narrow.mergepath_cost, 0);
+        for (const std::int64_t d : {64, 128, 256}) {
+            const auto wide = spmm_cost_model(large, d);
+            EXPECT_EQ(wide.kernel, ModeledKernel::mergepath) << d;
+            EXPECT_EQ(wide.mergepath_cost, halo::kLargeCost) << d;
+        }
+    }
+    // Dense mid-size operators at very wide widths: cuSPARSE; MergePath below.
+    EXPECT_EQ(spmm_cost_model(kBlogCatalog, 191).kernel, ModeledKernel::mergepath);
+    EXPECT_EQ(spmm_cost_model(kBlogCatalog, 192).kernel, ModeledKernel::cusparse);
+    EXPECT_EQ(spmm_cost_model(kBlogCatalog, 7).mergepath_cost, 0);
+}
+
+TEST(SpmmCostModel, ThresholdsAndRuleOrder)
+{
+    // Longest row exactly 8x the mean is regular; one more is not.
+    EXPECT_EQ(spmm_cost_model({1000, 4000, 32}, 64).kernel, ModeledKernel::rowsplit);
+    EXPECT_NE(spmm_cost_model({1000, 4000, 33}, 64).kernel, ModeledKernel::rowsplit);
+    // A regular operator is row-split even when it is tiny (rule 2 before rule 3).
+    EXPECT_EQ(spmm_cost_model({1000, 4000, 8}, 16).kernel, ModeledKernel::rowsplit);
+    // Tiny: at most 200000 items and a mean row of at most 8.
+    EXPECT_EQ(spmm_cost_model({25000, 175000, 1000}, 16).kernel, ModeledKernel::accel_gcn);
+    EXPECT_EQ(spmm_cost_model({25000, 175001, 1000}, 16).kernel, ModeledKernel::mergepath);
+    EXPECT_EQ(spmm_cost_model({10000, 90000, 1000}, 16).kernel, ModeledKernel::mergepath);
+    // Large: at least 2e6 items.
+    EXPECT_EQ(spmm_cost_model({100000, 1900000, 50000}, 64).mergepath_cost, halo::kLargeCost);
+    EXPECT_EQ(spmm_cost_model({100000, 1899999, 50000}, 64).mergepath_cost, 0);
+    // A large dense operator at a very wide width stays MergePath (rule 4 before rule 5).
+    EXPECT_EQ(spmm_cost_model({100000, 5000000, 50000}, 256).kernel, ModeledKernel::mergepath);
+}
+
+TEST(SpmmCostModel, EmptyAndPast2To31AreCusparse)
+{
+    EXPECT_EQ(spmm_cost_model({0, 0, 0}, 64).kernel, ModeledKernel::cusparse);
+    EXPECT_EQ(spmm_cost_model({100, 0, 0}, 64).kernel, ModeledKernel::cusparse);
+    const std::int64_t past = std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1;
+    EXPECT_EQ(spmm_cost_model({67108864, past, 100000}, 64).kernel, ModeledKernel::cusparse);
+    EXPECT_EQ(spmm_cost_model({67108864, past - 1, 100000}, 64).kernel, ModeledKernel::mergepath);
+}
+
+TEST(SpmmCostModel, ShapeOfACsrAndTheDescription)
+{
+    halo::Csr a;
+    a.num_rows = 3;
+    a.num_cols = 4;
+    a.indptr = {0, 2, 2, 5};
+    a.indices = {0, 3, 1, 2, 3};
+    const auto s = halo::operator_shape(a.view());
+    EXPECT_EQ(s.rows, 3);
+    EXPECT_EQ(s.nnz, 5);
+    EXPECT_EQ(s.max_row_nnz, 3);
+    EXPECT_EQ(halo::operator_shape(halo::Csr{}.view()).max_row_nnz, 0);
+    const auto text = halo::describe(kRmat22, 64, spmm_cost_model(kRmat22, 64));
+    EXPECT_EQ(text,
+              "rows 4194304, nonzeros 132508324, longest row 162719, d = 64: mergepath cost 200 "
+              "(a large operator at a wide width)");
+}
+
+TEST(SpmmCostModel, RejectsImpossibleShapesAndWidths)
+{
+    EXPECT_THROW(spmm_cost_model({10, 5, 6}, 8), halo::LogicError);   // longest row > nnz
+    EXPECT_THROW(spmm_cost_model({-1, 0, 0}, 8), halo::LogicError);
+    EXPECT_THROW(spmm_cost_model(kCora, 0), halo::LogicError);
+}
+
+}  // namespace
