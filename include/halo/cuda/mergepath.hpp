@@ -26,6 +26,10 @@ struct MergePathOptions {
     /// halo/spmm_cost_model.hpp): one plan, one copy of the operator, for every width.
     std::int64_t wide_from = 0;
     std::int64_t wide_cost = 0;
+    /// Whether the full range's schedule of every cost that widths 1..max_dim can use is made at
+    /// setup (true), or each (range, cost) on its first run only (false: the cost model's plan,
+    /// which runs few widths of many possible; the engine's first run is never recorded).
+    bool prepare_at_setup = true;
 };
 
 /// The plan uploads `a` and prepares the merge-path schedule of the full row range for every cost

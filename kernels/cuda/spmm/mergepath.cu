@@ -225,10 +225,11 @@ public:
             values_d_ = detail::upload(ctx_, a.values);
         }
         std::set<std::int64_t> costs;
-        for (std::int64_t w = 1; w <= std::min(max_dim, kLastCostClass); ++w) {
+        for (std::int64_t w = 1; options.prepare_at_setup && w <= std::min(max_dim, kLastCostClass);
+             ++w) {
             costs.insert(cost_for(w));
         }
-        if (options.wide_from > 0 && max_dim >= options.wide_from) {
+        if (options.prepare_at_setup && options.wide_from > 0 && max_dim >= options.wide_from) {
             costs.insert(options.wide_cost);
         }
         for (const std::int64_t cost : costs) {

@@ -43,6 +43,7 @@ public:
         HALO_EXPECTS(max_dim_ >= 1, "max_dim ", max_dim_, " must be at least 1");
         std::array<bool, kKernels> needed{};
         MergePathOptions mergepath;
+        mergepath.prepare_at_setup = false;  // the schedules of the widths that run, on first use
         for (std::int64_t w = 1; w <= max_dim_; ++w) {
             const auto c = spmm_cost_model(shape_, w);
             needed[slot(c.kernel)] = true;
