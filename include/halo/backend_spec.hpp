@@ -20,7 +20,8 @@ struct BackendSpec {
     /// "cpu" or "cuda".
     std::string kind = "cpu";
     /// The SpMM kernel: empty or "auto" (cuda: the autotuner's choices stored in the dataset for
-    /// this device, cuSPARSE where there are none; cpu: the reference), an exact CUDA kernel
+    /// this device, the cost model's kernel per width where there are none; cpu: the reference),
+    /// an exact CUDA kernel
     /// ("cusparse", "rowsplit", "mergepath", "accel_gcn"), "autotune" (cuda), or
     /// "aes:W[:sample_sum|rescaled]" (AES-SpMM, approximate, both backends).
     std::string spmm;
