@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "halo/detail/resident_memory.hpp"
 #include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 #include "halo/graph.hpp"
@@ -50,7 +51,7 @@ void sort_and_dedupe(Csr& csr)
 {
     const auto n = csr.num_rows;
     const bool weighted = csr.has_values();
-    std::vector<offset_t> kept(n + 1, 0);
+    auto kept = detail::resident_vector<offset_t>(static_cast<std::size_t>(n) + 1);
 #pragma omp parallel
     {
         std::vector<std::pair<local_id, float>> buffer;
@@ -83,8 +84,8 @@ void sort_and_dedupe(Csr& csr)
         }
     }
     std::partial_sum(kept.begin(), kept.end(), kept.begin());
-    std::vector<local_id> indices(kept[n]);
-    std::vector<float> values(weighted ? kept[n] : 0);
+    auto indices = detail::resident_vector<local_id>(static_cast<std::size_t>(kept[n]));
+    auto values = detail::resident_vector<float>(static_cast<std::size_t>(weighted ? kept[n] : 0));
 #pragma omp parallel for schedule(dynamic, 1024)
     for (std::int64_t i = 0; i < n; ++i) {
         const auto len = kept[i + 1] - kept[i];
@@ -112,7 +113,7 @@ Csr build_csr(const EdgeList& edges, const BuildOptions& options)
     Csr csr;
     csr.num_rows = n;
     csr.num_cols = n;
-    csr.indptr.assign(n + 1, 0);
+    csr.indptr = detail::resident_vector<offset_t>(static_cast<std::size_t>(n) + 1);
     // Counting and placement run on all threads with atomic row cursors, so the order of a row's
     // entries before sort_and_dedupe depends on the schedule; sorting (by column, then weight) and
     // merging duplicates by max weight make the result independent of it: the same CSR bit for bit
@@ -127,9 +128,9 @@ Csr build_csr(const EdgeList& edges, const BuildOptions& options)
         }
     }
     std::partial_sum(csr.indptr.begin(), csr.indptr.end(), csr.indptr.begin());
-    csr.indices.resize(csr.indptr[n]);
+    csr.indices = detail::resident_vector<local_id>(static_cast<std::size_t>(csr.indptr[n]));
     if (weighted) {
-        csr.values.resize(csr.indptr[n]);
+        csr.values = detail::resident_vector<float>(static_cast<std::size_t>(csr.indptr[n]));
     }
     std::vector<offset_t> next(csr.indptr.begin(), csr.indptr.end() - 1);
     auto place = [&](global_id r, global_id c, std::int64_t e) {
@@ -163,7 +164,7 @@ void apply_self_loops_from(Csr& csr, SelfLoops policy, std::int64_t first_row)
     }
     const auto n = csr.num_rows;
     const bool weighted = csr.has_values();
-    std::vector<offset_t> indptr(n + 1, 0);
+    auto indptr = detail::resident_vector<offset_t>(static_cast<std::size_t>(n) + 1);
     // First pass: each row's new length.
 #pragma omp parallel for schedule(dynamic, 1024)
     for (std::int64_t i = 0; i < n; ++i) {
@@ -174,8 +175,9 @@ void apply_self_loops_from(Csr& csr, SelfLoops policy, std::int64_t first_row)
         indptr[i + 1] = policy == SelfLoops::drop ? len - (has ? 1 : 0) : len + (has ? 0 : 1);
     }
     std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
-    std::vector<local_id> indices(indptr[n]);
-    std::vector<float> values(weighted ? indptr[n] : 0);
+    auto indices = detail::resident_vector<local_id>(static_cast<std::size_t>(indptr[n]));
+    auto values =
+        detail::resident_vector<float>(static_cast<std::size_t>(weighted ? indptr[n] : 0));
 #pragma omp parallel for schedule(dynamic, 1024)
     for (std::int64_t i = 0; i < n; ++i) {
         auto out = indptr[i];
@@ -254,7 +256,7 @@ Csr build_csr_rows(std::int64_t first_row, std::int64_t num_rows, std::int64_t n
                    ") outside ", num_rows, " rows x columns [0, ", num_cols, ")");
     }
     std::partial_sum(csr.indptr.begin(), csr.indptr.end(), csr.indptr.begin());
-    csr.indices.resize(m);
+    csr.indices = detail::resident_vector<local_id>(static_cast<std::size_t>(m));
     csr.values.resize(weighted ? m : 0);
     std::vector<offset_t> next(csr.indptr.begin(), csr.indptr.end() - 1);
 #pragma omp parallel for schedule(static)
