@@ -1,6 +1,7 @@
 // Fresh host memory made resident on every core before it is written: std::vector's zero-fill
 // of a new array otherwise takes a page fault per 4 KiB page on one thread. Used by the dataset
-// reader (src/store) and the engine's host operators (src/core/operators.cpp).
+// reader (src/store), the engine's host operators (src/core/operators.cpp), the graph generators
+// and the CSR build (src/core/generators, src/core/graph/build_csr.cpp).
 #pragma once
 
 #include <cstddef>
