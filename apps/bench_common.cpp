@@ -179,7 +179,8 @@ void check_before_device(const KernelRunOptions& run, const GraphOptions& graph)
     (void)parse_self_loops(graph.self_loops);
     (void)parse_normalization(graph.normalize);
     if (run.device < 0) {
-        HALO_THROW(InputError, "--device ", run.device, ": a CUDA device index must not be negative");
+        HALO_THROW(InputError, "--device ", run.device,
+                   ": a CUDA device index must not be negative");
     }
     if (run.check_rows < 0) {
         HALO_THROW(InputError, "--check-rows ", run.check_rows, ": must be 0 (all) or positive");
