@@ -681,11 +681,13 @@ int run_spmm(const Options& o, const std::string& command)
                 rec.status = "SKIPPED";
                 rec.message = "reads fp32 features only";
             } else {
-                rec.algorithm = k.plan->algorithm();
                 try {
                     measure(k, rec, o, a, cs, buffers,
                             k.x_type == halo::FeatureType::fp32 ? refs : lowp_refs, copy_gb_per_s,
                             stream);
+                    // After the runs: a plan that decides per width (autotune, auto) names the
+                    // kernel it ran at this width.
+                    rec.algorithm = k.plan->algorithm();
                 } catch (const halo::Error& e) {
                     if (k.entry->name == kBaseline) {
                         throw;
