@@ -1,9 +1,11 @@
 // The SpMM cost model's rules (include/halo/spmm_cost_model.hpp). Host only, built with or
 // without CUDA, so that CI checks the rules on machines without a GPU.
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
 
+#include "halo/enum_names.hpp"
 #include "halo/error.hpp"
 #include "halo/spmm_cost_model.hpp"
 
@@ -14,20 +16,20 @@ OperatorShape operator_shape(const CsrView& a)
     return {a.num_rows, a.nnz(), a.num_rows == 0 ? 0 : max_row_nnz(a)};
 }
 
+namespace {
+
+constexpr std::array<EnumName<ModeledKernel>, 4> kKernelNames{{
+    {ModeledKernel::cusparse, "cusparse"},
+    {ModeledKernel::accel_gcn, "accel_gcn"},
+    {ModeledKernel::mergepath, "mergepath"},
+    {ModeledKernel::rowsplit, "rowsplit"},
+}};
+
+}  // namespace
+
 std::string to_string(ModeledKernel kernel)
 {
-    switch (kernel) {
-        case ModeledKernel::cusparse:
-            return "cusparse";
-        case ModeledKernel::accel_gcn:
-            return "accel_gcn";
-        case ModeledKernel::mergepath:
-            return "mergepath";
-        case ModeledKernel::rowsplit:
-            return "rowsplit";
-    }
-    HALO_EXPECTS(false, "unknown modeled kernel ", static_cast<int>(kernel));
-    return {};
+    return std::string(enum_name(kKernelNames, kernel));
 }
 
 ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width)
