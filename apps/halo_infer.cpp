@@ -32,8 +32,11 @@
 
 #include "app_common.hpp"
 #include "halo/backend_spec.hpp"
+#include "halo/detail/parallel_copy.hpp"
+#include "halo/detail/resident_memory.hpp"
 #include "halo/engine.hpp"
 #include "halo/exchange_spec.hpp"
+#include "halo/feature_upload.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/model_file.hpp"
@@ -483,16 +486,61 @@ halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
 
 // The medians of --repeat runs; the output is the engine's host buffer, valid until its next run.
 struct Runs {
-    std::span<const float> output;
+    std::span<const float> output;        // empty when the last run's download was deferred
+    bool deferred = false;                // the last run left its output on the device
+    std::vector<double> run_seconds;      // each run's, the last without a deferred download
     double median_seconds = 0.0;          // the whole call, upload and download included
     double forward_median_seconds = 0.0;  // the layers only, the slowest rank's
 };
 
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Features from the dataset go to the device while the rest of the part is read where that
+// pays and is safe: a device backend, float32 features into float32 layers, and a matrix of at
+// most an eighth of the device memory the engine may use, so that holding it beside the engine's
+// buffers until the first run does not change its in-memory / out-of-core decision; never with
+// an explicit memory limit or --out-of-core (the user rations the device). Null otherwise.
+std::unique_ptr<halo::FeatureUpload> feature_upload(const Job& job, const halo::DatasetInfo& info,
+                                                    halo::Backend& backend)
+{
+    const auto& o = job.o;
+    if (backend.uses_host_memory() || info.feature_dim <= 0 || o.int8_features ||
+        info.feature_type == "int8" || !o.device_memory_limit.empty() || o.out_of_core) {
+        return nullptr;
+    }
+    return std::make_unique<halo::FeatureUpload>(backend, backend.default_memory_limit() / 8);
+}
+
+std::string read_note(const halo::DatasetInfo& info, const halo::FeatureUpload* upload)
+{
+    if (info.feature_dim <= 0) {
+        return "part";
+    }
+    if (upload == nullptr) {
+        return "part, features included";
+    }
+    if (!upload->declined().empty()) {
+        return "part, features included (not uploaded during the read: " + upload->declined() +
+               ")";
+    }
+    return fmt::format(
+        "part, features included and uploaded during the read ({:.3f} GB in {:.3f} s of "
+        "copies on the reader's thread)",
+        static_cast<double>(upload->bytes()) / 1e9, upload->seconds());
+}
+
 // run: the whole call, features uploaded and outputs downloaded; forward: the layers only (sum
 // of the per-layer wall times, what a framework's forward() measures with the input already in
 // place), the slowest rank's.
+// `uploaded`: the features already on the device (FeatureUpload), used by the first run and then
+// dropped; later runs upload them from the shard, so that each run's time includes its upload.
 Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
-                 const halo::DatasetInfo& info, const halo::Model& model)
+                 const halo::DatasetInfo& info, const halo::Model& model,
+                 std::optional<halo::Matrix>& uploaded)
 {
     const auto& o = job.o;
     auto& phases = job.phases;
@@ -508,7 +556,9 @@ Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
         input_note = "int8 features from the dataset, uploaded";
     } else if (info.feature_dim > 0) {
         input_bytes = static_cast<double>(shard.features.size()) * 4.0;
-        input_note = "features from the dataset, uploaded";
+        input_note = uploaded ? "features from the dataset, uploaded during the read (the first "
+                                "run copies them on the device)"
+                              : "features from the dataset, uploaded";
     } else {
         input_bytes = static_cast<double>(shard.num_owned) * 8.0;
         input_note = job.cuda ? "random from the seed, generated on the device (ids uploaded)"
@@ -520,6 +570,11 @@ Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
     phases.add("download", 0.0, 0.0, runs_note);
     for (int r = 0; r < o.repeat; ++r) {
         HALO_MPI_TRY(MPI_Barrier(job.world.comm()));
+        // The last run's output is downloaded while it is written (write_piece).
+        runs.deferred = r + 1 == o.repeat;
+        if (runs.deferred) {
+            engine.defer_download();
+        }
         halo::app::Stopwatch watch;
         if (o.int8_features) {
             const halo::QuantizedView q{
@@ -527,6 +582,9 @@ Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
                 info.feature_dim,           info.feature_dim,
                 shard.feature_scale.data(), shard.feature_zero_point.data()};
             runs.output = engine.forward(q);
+        } else if (uploaded) {
+            runs.output = engine.forward(*uploaded);
+            uploaded.reset();
         } else if (info.feature_dim > 0) {
             runs.output = engine.forward(shard.features);
         } else {
@@ -542,10 +600,9 @@ Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
         HALO_MPI_TRY(MPI_Allreduce(&forward, &slowest, 1, MPI_DOUBLE, MPI_MAX, job.world.comm()));
         forward_seconds.push_back(slowest);
     }
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    // Out of core the output is in host memory whatever was asked.
+    runs.deferred = runs.deferred && runs.output.empty();
+    runs.run_seconds = run_seconds;
     runs.median_seconds = median(run_seconds);
     runs.forward_median_seconds = median(forward_seconds);
     // Tuning ran inside the first run's layers: its own row, out of the layers' time.
@@ -555,37 +612,118 @@ Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
     return runs;
 }
 
+// The output rows of a deferred run (Engine::defer_download) as write_result_piece asks for
+// them (halo::OutputRows): each batch downloaded into one of three page-locked buffers (a batch
+// stays readable until the call after next) and its argmax taken into `prediction`, on the
+// writer's threads while earlier batches are written. Times the two apart.
+class DeferredRows {
+public:
+    DeferredRows(const halo::Engine& engine, halo::Backend& backend, std::int64_t width,
+                 std::vector<std::int32_t>& prediction)
+        : engine_(engine), backend_(backend), width_(width), prediction_(prediction)
+    {
+    }
+
+    const float* operator()(std::int64_t first, std::int64_t count)
+    {
+        backend_.bind_thread();
+        auto& buffer = buffers_[next_];
+        next_ = (next_ + 1) % buffers_.size();
+        if (buffer.rows() < count) {
+            buffer = backend_.allocate_host(count, width_);
+        }
+        halo::app::Stopwatch watch;
+        engine_.download_rows(first, count, buffer.data());
+        download_seconds_ += watch.seconds();
+        watch.restart();
+        const auto best = halo::argmax_rows({buffer.data(), static_cast<std::size_t>(count * width_)},
+                                            width_);
+        std::copy(best.begin(), best.end(), prediction_.begin() + first);
+        argmax_seconds_ += watch.seconds();
+        return buffer.data();
+    }
+
+    double download_seconds() const { return download_seconds_; }
+    double argmax_seconds() const { return argmax_seconds_; }
+
+private:
+    const halo::Engine& engine_;
+    halo::Backend& backend_;
+    std::int64_t width_;
+    std::vector<std::int32_t>& prediction_;
+    std::array<halo::Matrix, 3> buffers_;
+    std::size_t next_ = 0;
+    double download_seconds_ = 0.0;
+    double argmax_seconds_ = 0.0;
+};
+
 // Each rank writes its own rows (with the argmax of each, and every layer's with
-// --save-layers); returns the predictions.
-std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine,
+// --save-layers); returns the predictions. A deferred last run (Runs::deferred) is downloaded
+// batch by batch while it is written: its download and argmax then count in the "download" and
+// "predictions" rows, and the rest of the write's time in "result write"; the last run's time
+// gets its download added.
+std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine, halo::Backend& backend,
                                       const halo::Shard& shard, const halo::Model& model,
-                                      std::span<const float> output)
+                                      Runs& runs)
 {
     job.step.restart();
     halo::ResultPiece piece;
     piece.part = job.rank;
     piece.num_parts = job.size;
-    piece.global_ids = shard.global_ids;
+    piece.global_ids = halo::detail::resident_vector<halo::global_id>(shard.global_ids.size());
+    halo::detail::parallel_copy(shard.global_ids.data(),
+                                static_cast<std::int64_t>(shard.global_ids.size()),
+                                piece.global_ids.data());
     piece.output_dim = model.output_dim();
-    piece.prediction = halo::argmax_rows(output, model.output_dim());
+    if (!runs.deferred) {
+        piece.prediction = halo::argmax_rows(runs.output, model.output_dim());
+    } else {
+        piece.prediction = halo::detail::resident_vector<std::int32_t>(shard.global_ids.size());
+    }
     if (job.o.save_layers) {
         piece.layers = engine.layer_outputs();
         for (const auto& layer : model.layers) {
             piece.layer_dims.push_back(layer.out_dim);
         }
     }
-    job.phases.add("predictions", job.step.seconds(), -1.0, "argmax of every output row");
+    const double prepare_seconds = job.step.seconds();
     job.step.restart();
-    halo::write_result_piece(job.o.out, piece, output,
-                             halo::ResultWriteOptions{.sync = !job.o.no_sync});
-    double written = static_cast<double>(output.size()) * 4.0 +
+    const auto write_options = halo::ResultWriteOptions{.sync = !job.o.no_sync};
+    double download_seconds = 0.0;
+    double argmax_seconds = 0.0;
+    if (runs.deferred) {
+        DeferredRows rows(engine, backend, model.output_dim(), piece.prediction);
+        halo::write_result_piece(job.o.out, piece,
+                                 halo::OutputRows([&rows](std::int64_t first, std::int64_t count) {
+                                     return rows(first, count);
+                                 }),
+                                 write_options);
+        download_seconds = rows.download_seconds();
+        argmax_seconds = rows.argmax_seconds();
+        job.phases.accumulate("download", download_seconds, -1.0,
+                              fmt::format("{} run{}, the last one batch by batch during the "
+                                          "result write",
+                                          job.o.repeat, job.o.repeat == 1 ? "" : "s"));
+        runs.run_seconds.back() += download_seconds;
+        runs.median_seconds = median(runs.run_seconds);
+    } else {
+        halo::write_result_piece(job.o.out, piece, runs.output, write_options);
+    }
+    const double write_seconds = job.step.seconds() - download_seconds - argmax_seconds;
+    job.phases.add("predictions", prepare_seconds + argmax_seconds, -1.0,
+                   runs.deferred ? "argmax of every output row, batch by batch in the write"
+                                 : "argmax of every output row");
+    double written = static_cast<double>(shard.num_owned * model.output_dim()) * 4.0 +
                      static_cast<double>(piece.global_ids.size()) * 8.0 +
                      static_cast<double>(piece.prediction.size()) * 4.0;
     for (const auto& layer : piece.layers) {
         written += static_cast<double>(layer.size()) * 4.0;
     }
-    job.phases.add("result write", job.step.seconds(), written,
-                   job.o.no_sync ? "own rows, not synced (--no-sync)" : "own rows, synced to disk");
+    std::string note = job.o.no_sync ? "own rows, not synced (--no-sync)" : "own rows, synced to disk";
+    if (runs.deferred) {
+        note += "; the last run downloaded batch by batch meanwhile (its time in download)";
+    }
+    job.phases.add("result write", write_seconds, written, note);
     return std::move(piece.prediction);
 }
 
@@ -864,20 +1002,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     }
     const auto model = load_model(job, info);
 
-    // Load and check this rank's part, then the halo plans across ranks (before any exchange).
-    job.step.restart();
-    const auto shard = halo::read_shard(o.dataset, rank);
-    const double read_seconds = info_seconds + job.step.seconds();
-    phases.add("dataset read", read_seconds, stored_bytes(shard),
-               info.feature_dim > 0 ? "part, features included" : "part");
-    job.step.restart();
-    halo::check_halo_plan(world.comm(), shard, o.dataset);
-    const double check_seconds = job.step.seconds();
-    phases.add("halo plan check", check_seconds, -1.0, "collective");
-    const double load_seconds = read_seconds + check_seconds;
-
-    // Backend and exchange; declared before the engine, whose device memory goes back to the
-    // context's pool before the context goes.
+    // The backend first, so that the features can go to the device while the part is read;
+    // declared before the engine, whose device memory goes back to the context's pool before the
+    // context goes.
     job.step.restart();
     auto spec = backend_spec(o);
     spec.local_rank = world.local_rank();
@@ -885,6 +1012,28 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     const auto backend = halo::make_backend(spec);
     phases.add("device start", job.step.seconds(), -1.0,
                job.cuda ? "CUDA context, streams, library handles" : "cpu backend");
+
+    // Load and check this rank's part, then the halo plans across ranks (before any exchange).
+    job.step.restart();
+    auto upload = feature_upload(job, info, *backend.backend);
+    halo::ShardReadOptions read_options;
+    if (upload) {
+        read_options.features = upload->callback();
+    }
+    const auto shard = halo::read_shard(o.dataset, rank, read_options);
+    std::optional<halo::Matrix> uploaded;
+    if (upload) {
+        uploaded = upload->take(shard.num_owned, info.feature_dim);
+    }
+    const double read_seconds = info_seconds + job.step.seconds();
+    phases.add("dataset read", read_seconds, stored_bytes(shard), read_note(info, upload.get()));
+    job.step.restart();
+    halo::check_halo_plan(world.comm(), shard, o.dataset);
+    const double check_seconds = job.step.seconds();
+    phases.add("halo plan check", check_seconds, -1.0, "collective");
+    const double load_seconds = read_seconds + check_seconds;
+
+    // The exchange.
     job.step.restart();
     auto exchange_spec = halo::parse_exchange_spec(o.exchange);
     exchange_spec.fixed_device = o.device >= 0;
@@ -904,8 +1053,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     phases.add("plans", setup_seconds - engine.operator_seconds(), -1.0,
                "operators to the device, kernel setup");
 
-    const auto runs = run_repeats(job, engine, shard, info, model);
-    const auto prediction = write_piece(job, engine, shard, model, runs.output);
+    auto runs = run_repeats(job, engine, shard, info, model, uploaded);
+    const auto prediction = write_piece(job, engine, *backend.backend, shard, model, runs);
     job.step.restart();
     Reports reports;
     reports.totals = accuracy(job, shard, info, prediction);

@@ -207,6 +207,10 @@ public:
     /// inputs and outputs): page-locked on the CUDA backend, so copies run at the bus's speed;
     /// plain host memory by default.
     virtual Matrix allocate_host(std::int64_t rows, std::int64_t cols);
+    /// Makes the calling thread use this backend's device (the CUDA backend: cudaSetDevice of
+    /// its context's device); a thread of one's own that calls the backend calls it first. The
+    /// default does nothing.
+    virtual void bind_thread() {}
     /// True where backend memory is host memory (the CPU backend): an exchanger for this backend
     /// then works on host matrices too.
     virtual bool uses_host_memory() const { return false; }

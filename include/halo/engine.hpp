@@ -149,8 +149,23 @@ public:
     std::span<const float> forward(const std::vector<float>& features);
     std::span<const float> forward(const QuantizedView& features);
     std::span<const float> forward_random(std::uint64_t seed);
+    /// The same on features already in backend memory (num_owned x model.input_dim(), e.g.
+    /// uploaded while the part was read: FeatureUpload): copied into the first layer's input on
+    /// the backend (out of core: into the driver's host input), so the result equals forward()
+    /// on the same values bit for bit. `features` may be dropped once this returns.
+    std::span<const float> forward(const Matrix& features);
+    /// The next run leaves its output in backend memory: forward() returns an empty span
+    /// (download_seconds() 0), and download_rows() copies rows of the output to the host until
+    /// the run after it (halo-infer downloads the rows batch by batch while it writes them). Out
+    /// of core the output is in host memory already, and the run returns it as always.
+    void defer_download();
+    /// Rows [first, first + count) of the output a deferred run left on the backend, to `host`
+    /// (count x output_dim floats; page-locked memory copies at the bus's speed). May be called
+    /// from any thread that has called Backend::bind_thread, one call at a time.
+    void download_rows(std::int64_t first, std::int64_t count, float* host) const;
     const std::vector<LayerTiming>& timings() const { return timings_; }
-    /// Wall time of the last run's input step: the features' upload, or their generation.
+    /// Wall time of the last run's input step: the features' upload, or their generation (or
+    /// their copy on the backend).
     double input_seconds() const { return input_seconds_; }
     /// Whether the last run replayed a recorded forward pass (EngineOptions::replay): then
     /// timings() holds no per-layer times, only forward_seconds().

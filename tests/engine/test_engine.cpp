@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -5,6 +6,7 @@
 #include "engine_test_util.hpp"
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
+#include "halo/feature_upload.hpp"
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
 
@@ -185,6 +187,160 @@ TEST(Engine, RunRandomEqualsARunOnTheHostGeneratorsFeatures)
             EXPECT_EQ(m[r * 5 + j], want[r * 4 + j]);
         }
         EXPECT_EQ(m[r * 5 + 4], -9.0f) << "column outside the view written in row " << r;
+    }
+}
+
+// Feature rows handed over in groups, as read_shard does (ShardReadOptions::features).
+void hand_over(halo::FeatureUpload& upload, const std::vector<float>& x, std::int64_t rows,
+               std::int64_t cols, std::int64_t group)
+{
+    for (std::int64_t r0 = 0; r0 < rows; r0 += group) {
+        halo::FeatureRowsRead g;
+        g.first_row = r0;
+        g.count = std::min(group, rows - r0);
+        g.total_rows = rows;
+        g.cols = cols;
+        g.rows = x.data() + r0 * cols;
+        upload(g);
+    }
+}
+
+TEST(Engine, FeaturesUploadedDuringTheReadGiveTheSameResult)
+{
+    const auto graph = engine_test_graph("rmat:8");
+    std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    const auto model = halo::random_model(halo::LayerType::sage, {9, 6, 3}, 4);
+    auto backend = halo::make_cpu_backend();
+    auto exchanger = halo::make_local_exchanger(shard);
+    const auto n = shard.num_owned;
+    const auto x = halo::random_node_features(shard.global_ids, 9, 21);
+    for (const bool out_of_core : {false, true}) {
+        SCOPED_TRACE(out_of_core ? "out of core" : "in memory");
+        halo::EngineOptions options;
+        if (out_of_core) {
+            options.execution = halo::Execution::row_blocks;
+            options.device_memory_limit = 1 << 20;
+        }
+        halo::Engine engine(*backend, *exchanger, shard, model, options);
+        ASSERT_EQ(engine.out_of_core(), out_of_core);
+        const auto want = engine.run(x);
+        halo::FeatureUpload upload(*backend, std::int64_t{1} << 30);
+        // Groups in reverse order: each lands at its rows.
+        for (std::int64_t r0 = (n - 1) / 7 * 7; r0 >= 0; r0 -= 7) {
+            halo::FeatureRowsRead g;
+            g.first_row = r0;
+            g.count = std::min<std::int64_t>(7, n - r0);
+            g.total_rows = n;
+            g.cols = 9;
+            g.rows = x.data() + r0 * 9;
+            upload(g);
+        }
+        EXPECT_TRUE(upload.declined().empty()) << upload.declined();
+        EXPECT_EQ(upload.bytes(), n * 9 * 4);
+        auto matrix = upload.take(n, 9);
+        ASSERT_TRUE(matrix.has_value());
+        EXPECT_FALSE(upload.take(n, 9).has_value()) << "taken twice";
+        const auto got = engine.forward(*matrix);
+        ASSERT_EQ(got.size(), want.size());
+        for (std::size_t k = 0; k < got.size(); ++k) {
+            ASSERT_EQ(got[k], want[k]) << "element " << k;
+        }
+        const halo::Matrix wrong = backend->allocate(n, 8);
+        EXPECT_THROW(engine.forward(wrong), halo::LogicError);
+    }
+}
+
+TEST(Engine, ADeferredDownloadGivesTheSameRowsBatchByBatch)
+{
+    const auto graph = engine_test_graph("rmat:8");
+    std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    const auto model = halo::random_model(halo::LayerType::gcn, {9, 6, 3}, 4);
+    auto backend = halo::make_cpu_backend();
+    auto exchanger = halo::make_local_exchanger(shard);
+    const auto n = shard.num_owned;
+    const auto x = halo::random_node_features(shard.global_ids, 9, 21);
+    {
+        halo::Engine engine(*backend, *exchanger, shard, model, {});
+        std::vector<float> got(n * 3, -7.0f);
+        EXPECT_THROW(engine.download_rows(0, 1, got.data()), halo::LogicError) << "nothing deferred";
+        const auto want = engine.run(x);
+        engine.defer_download();
+        EXPECT_TRUE(engine.forward(x).empty());
+        EXPECT_EQ(engine.download_seconds(), 0.0);
+        // Batches out of order, of several sizes.
+        for (const std::int64_t first : {std::int64_t{50}, std::int64_t{0}, std::int64_t{13}}) {
+            const auto count = first == 50 ? n - 50 : (first == 0 ? 13 : 37);
+            engine.download_rows(first, count, got.data() + first * 3);
+        }
+        for (std::size_t k = 0; k < got.size(); ++k) {
+            ASSERT_EQ(got[k], want[k]) << "element " << k;
+        }
+        EXPECT_THROW(engine.download_rows(n - 1, 2, got.data()), halo::LogicError);
+        // The next run downloads again, and the deferred output is gone.
+        EXPECT_EQ(engine.forward(x).size(), want.size());
+        EXPECT_THROW(engine.download_rows(0, 1, got.data()), halo::LogicError);
+    }
+    {
+        // Out of core the output is in host memory: the run returns it whatever was asked.
+        halo::EngineOptions options;
+        options.execution = halo::Execution::row_blocks;
+        options.device_memory_limit = 1 << 20;
+        halo::Engine engine(*backend, *exchanger, shard, model, options);
+        const auto want = engine.run(x);
+        engine.defer_download();
+        const auto got = engine.forward(x);
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
+    }
+}
+
+TEST(Engine, FeatureUploadDeclinesWhatItCannotHold)
+{
+    auto backend = halo::make_cpu_backend();
+    const std::vector<float> x(10 * 4, 1.5f);
+    {
+        halo::FeatureUpload upload(*backend, 10 * 4 * 4 - 1);
+        hand_over(upload, x, 10, 4, 3);
+        EXPECT_NE(upload.declined().find("exceed"), std::string::npos) << upload.declined();
+        EXPECT_FALSE(upload.take(10, 4).has_value());
+        EXPECT_EQ(upload.bytes(), 0);
+    }
+    {
+        halo::FeatureUpload upload(*backend, 1 << 20);
+        const std::vector<std::int8_t> q(40, 3);
+        halo::FeatureRowsRead g;
+        g.count = 10;
+        g.total_rows = 10;
+        g.cols = 4;
+        g.int8 = true;
+        g.rows = q.data();
+        upload(g);
+        EXPECT_NE(upload.declined().find("int8"), std::string::npos) << upload.declined();
+        EXPECT_FALSE(upload.take(10, 4).has_value());
+    }
+    {
+        halo::FeatureUpload upload(*backend, 1 << 20);
+        EXPECT_FALSE(upload.take(10, 4).has_value());
+        EXPECT_NE(upload.declined().find("no feature rows"), std::string::npos);
+    }
+    {
+        halo::FeatureUpload upload(*backend, 1 << 20);
+        hand_over(upload, x, 6, 4, 4);  // a 6-row matrix where the part has 10
+        EXPECT_FALSE(upload.take(10, 4).has_value());
+        EXPECT_NE(upload.declined().find("expected 10 x 4"), std::string::npos)
+            << upload.declined();
+    }
+    {
+        halo::FeatureUpload upload(*backend, 1 << 20);
+        halo::FeatureRowsRead g;
+        g.first_row = 8;
+        g.count = 3;
+        g.total_rows = 10;
+        g.cols = 4;
+        g.rows = x.data();
+        EXPECT_THROW(upload(g), halo::LogicError) << "rows past the matrix";
     }
 }
 

@@ -106,6 +106,8 @@ public:
         return Matrix(std::shared_ptr<float>(std::move(buffer), data), rows, cols);
     }
 
+    void bind_thread() override { HALO_CUDA_TRY(cudaSetDevice(ctx_.device())); }
+
     // Free device memory minus a margin (5% of the device, at least 1 GiB) for the libraries'
     // handles and workspaces that the engine's budget does not count.
     std::int64_t default_memory_limit() override

@@ -12,6 +12,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "halo/backend.hpp"
@@ -21,6 +22,7 @@
 #include "halo/dense_ops.hpp"
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
+#include "halo/feature_upload.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/model.hpp"
@@ -566,6 +568,81 @@ void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int6
     for (std::size_t k = 0; k < got.size(); ++k) {
         ASSERT_NEAR(again[k], got[k], tol) << "second run, element " << k;
     }
+}
+
+// halo-infer's path for features in the dataset: read_shard hands the rows over in groups on a
+// thread of its own (which never selected the device) while the main thread goes on; the
+// uploaded matrix holds the rows bit for bit, and a run on it equals a run on the host features.
+TEST(CudaEngine, FeaturesUploadedOnAReaderThreadGiveTheSameResult)
+{
+    HALO_REQUIRE_GPUS(1);
+    const auto graph = graph_csr("rmat", 11, 3, false);
+    const std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    const std::int64_t dim = 24;
+    const auto model = halo::random_model(halo::LayerType::gcn, {dim, 16, 5}, 11);
+    const auto x = halo::random_node_features(shard.global_ids, dim, 5);
+    const auto n = shard.num_owned;
+
+    Gpu gpu;
+    const std::size_t before = gpu.ctx.bytes_in_use();
+    halo::FeatureUpload upload(*gpu.backend, std::int64_t{1} << 30);
+    // Groups of 300 rows (the last one shorter), as the reader's 64 MiB groups.
+    std::thread reader([&] {
+        for (std::int64_t r0 = 0; r0 < n; r0 += 300) {
+            halo::FeatureRowsRead g;
+            g.first_row = r0;
+            g.count = std::min<std::int64_t>(300, n - r0);
+            g.total_rows = n;
+            g.cols = dim;
+            g.rows = x.data() + r0 * dim;
+            upload(g);
+        }
+    });
+    reader.join();
+    ASSERT_TRUE(upload.declined().empty()) << upload.declined();
+    auto matrix = upload.take(n, dim);
+    ASSERT_TRUE(matrix.has_value());
+    std::vector<float> back(x.size(), std::nanf(""));
+    gpu.backend->copy_to_host(matrix->view(), back.data());
+    ASSERT_EQ(std::memcmp(back.data(), x.data(), x.size() * sizeof(float)), 0);
+
+    {
+        auto exchanger = halo::make_local_exchanger(shard);
+        halo::Engine engine(*gpu.backend, *exchanger, shard, model, {});
+        const auto want = engine.run(x);
+        const auto out = engine.forward(*matrix);
+        const std::vector<float> got(out.begin(), out.end());
+        matrix.reset();
+        ASSERT_EQ(got.size(), want.size());
+        // A deferred download, fetched in two batches on a thread of its own into page-locked
+        // memory (halo-infer's result write), equals the run's own download.
+        engine.defer_download();
+        EXPECT_TRUE(engine.forward(x).empty());
+        const auto pinned = gpu.backend->allocate_host(n, 5);
+        std::fill_n(pinned.data(), n * 5, std::nanf(""));
+        std::thread writer([&] {
+            gpu.backend->bind_thread();
+            engine.download_rows(n / 3, n - n / 3, pinned.data() + n / 3 * 5);
+            engine.download_rows(0, n / 3, pinned.data());
+        });
+        writer.join();
+        const auto direct = engine.run(x);
+        ASSERT_EQ(direct.size(), want.size());
+        double scale = 1.0;
+        for (const auto v : want) {
+            scale = std::max(scale, static_cast<double>(std::abs(v)));
+        }
+        const auto terms = static_cast<double>(halo::max_row_nnz(graph.view()) + model.max_dim());
+        const auto tol = tolerance<float>(4.0 * terms * model.layers.size(), scale);
+        for (std::size_t k = 0; k < got.size(); ++k) {
+            ASSERT_TRUE(std::isfinite(got[k])) << k;
+            ASSERT_NEAR(got[k], want[k], tol) << "element " << k;
+            ASSERT_NEAR(pinned.data()[k], direct[k], tol) << "deferred, element " << k;
+        }
+    }
+    gpu.ctx.synchronize();
+    EXPECT_EQ(gpu.ctx.bytes_in_use(), before) << "the upload and the engine returned their memory";
 }
 
 TEST(CudaEngine, GcnMatchesTheCpuBackend)
