@@ -503,11 +503,16 @@ double median(std::vector<double> v)
 // pays and is safe: a device backend, float32 features into float32 layers, and a matrix of at
 // most an eighth of the device memory the engine may use, so that holding it beside the engine's
 // buffers until the first run does not change its in-memory / out-of-core decision; never with
-// an explicit memory limit or --out-of-core (the user rations the device). Null otherwise.
+// an explicit memory limit or --out-of-core (the user rations the device), nor with
+// HALO_FEATURE_UPLOAD=0. Null otherwise.
 std::unique_ptr<halo::FeatureUpload> feature_upload(const Job& job, const halo::DatasetInfo& info,
                                                     halo::Backend& backend)
 {
     const auto& o = job.o;
+    // HALO_FEATURE_UPLOAD=0: upload after the read, as before (a measurement switch).
+    if (const char* env = std::getenv("HALO_FEATURE_UPLOAD"); env != nullptr && env == std::string("0")) {
+        return nullptr;
+    }
     if (backend.uses_host_memory() || info.feature_dim <= 0 || o.int8_features ||
         info.feature_type == "int8" || !o.device_memory_limit.empty() || o.out_of_core) {
         return nullptr;

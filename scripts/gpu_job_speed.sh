@@ -12,10 +12,14 @@
 #           pipeline: the previous read and write path, same run), each with its phase table;
 #           halo-inspect --export of the result. BIG_RUNS picks the runs (default "cold warm
 #           serial-io"; also "host-values": --host-operator-values, the operators' values built
-#           on the host; "base": the halo-infer of BASE_BUILD, an earlier commit's build, warm;
+#           on the host; "warm2", "warm3": more warm runs; "base": the halo-infer of BASE_BUILD, an earlier commit's build, warm;
 #           "compare": halo-inspect --compare of the warm run's result against the base run's,
 #           --rtol 1e-4); BIG_LIMIT adds a run with --device-memory-limit BIG_LIMIT (and, with
 #           BASE_BUILD set, the same run of the base build); NO_EXPORT skips the export
+#   features  R-MAT FEAT_SCALE (default 24) symmetrized with FEAT_DIM (default 64) random float32
+#           features in the dataset: halo-infer with the features uploaded during the read (the
+#           default) and after it (HALO_FEATURE_UPLOAD=0), alternating, FEAT_RUNS (default 2)
+#           each, warm cache; their results compared (--rtol 1e-5)
 # Usage: scripts/gpu_job_speed.sh BUILD DATA WORK OUT STAGE... (SCALE=26 in the environment)
 # Every log and manifest lands in OUT; WORK holds datasets and results (local disk).
 set -uo pipefail
@@ -45,7 +49,7 @@ infer() {  # tag dataset [halo-infer args...]: one run, its log and manifest kep
   # The disk holds a few results of R-MAT 26 (9.4 GB each): only the warm and base ones stay
   # (export and compare read them).
   case $tag in
-  *-warm | *-base) ;;
+  *-warm | *-base | feat-*-1) ;;
   *) rm -rf "$res" ;;
   esac
 }
@@ -132,7 +136,7 @@ PY
           echo "cannot drop the page cache here: no cold-cache run"
         fi
         ;;
-      warm) infer "big$scale-warm" "$ds" ;;
+      warm | warm2 | warm3) infer "big$scale-$run" "$ds" ;;
       serial-io) HALO_SERIAL_IO=1 infer "big$scale-serial-io" "$ds" ;;
       host-values) infer "big$scale-host-values" "$ds" --host-operator-values ;;
       base) INFER_BIN=$BASE_BUILD/apps/halo-infer infer "big$scale-base" "$ds" ;;
@@ -158,6 +162,33 @@ PY
       tail -2 "$out/export-$scale.log"
       rm -f "$work/export.h5"
     fi
+    ;;
+  features)
+    fscale=${FEAT_SCALE:-24} fdim=${FEAT_DIM:-64}
+    log "features (R-MAT $fscale symmetrized, $fdim features)"
+    ds=$work/rmat${fscale}f.h5
+    if [ ! -f "$ds" ]; then
+      nodes=$((1 << fscale))
+      python3 -c "import numpy as np, sys; np.random.default_rng(5).standard_normal(($nodes, $fdim), dtype=np.float32).tofile(sys.argv[1])" \
+        "$work/features.f32" || { echo "numpy failed"; exit 1; }
+      /usr/bin/time -f "partition wall %e s, peak rss %M KiB" "$bin/halo-partition" \
+        "rmat:$fscale:16" --parts 1 --symmetrize --features "$work/features.f32" \
+        --feature-width "$fdim" -o "$ds" >"$out/partition-features.log" 2>&1
+      tail -2 "$out/partition-features.log"
+      rm -f "$work/features.f32"
+    fi
+    ls -la "$ds"
+    cat "$ds" >/dev/null
+    for k in $(seq 1 "${FEAT_RUNS:-2}"); do
+      DIMS="$fdim,64,32" infer "feat-during-$k" "$ds"
+      grep -E "^dataset read|^input features|^download|^result write" "$out/infer-feat-during-$k.log"
+      HALO_FEATURE_UPLOAD=0 DIMS="$fdim,64,32" infer "feat-after-$k" "$ds"
+    done
+    "$bin/halo-inspect" "$work/res-feat-during-1" --compare "$work/res-feat-after-1" --rtol 1e-5 \
+      >"$out/compare-features.txt" 2>&1
+    echo "-- compare during/after (exit $?)"
+    tail -2 "$out/compare-features.txt"
+    rm -rf "$work/res-feat-during-1" "$work/res-feat-after-1"
     ;;
   *)
     echo "unknown stage $stage"
