@@ -619,13 +619,12 @@ Runs run_repeats(Job& job, halo::Engine& engine, const halo::Shard& shard,
 
 // The output rows of a deferred run (Engine::defer_download) as write_result_piece asks for
 // them (halo::OutputRows): each batch downloaded into one of three page-locked buffers (a batch
-// stays readable until the call after next) and its argmax taken into `prediction`, on the
-// writer's threads while earlier batches are written. Times the two apart.
+// stays readable until the call after next), on the writer's threads while earlier batches are
+// written; the downloads timed.
 class DeferredRows {
 public:
-    DeferredRows(const halo::Engine& engine, halo::Backend& backend, std::int64_t width,
-                 std::vector<std::int32_t>& prediction)
-        : engine_(engine), backend_(backend), width_(width), prediction_(prediction)
+    DeferredRows(const halo::Engine& engine, halo::Backend& backend, std::int64_t width)
+        : engine_(engine), backend_(backend), width_(width)
     {
     }
 
@@ -637,36 +636,28 @@ public:
         if (buffer.rows() < count) {
             buffer = backend_.allocate_host(count, width_);
         }
-        halo::app::Stopwatch watch;
+        const halo::app::Stopwatch watch;
         engine_.download_rows(first, count, buffer.data());
-        download_seconds_ += watch.seconds();
-        watch.restart();
-        const auto best = halo::argmax_rows({buffer.data(), static_cast<std::size_t>(count * width_)},
-                                            width_);
-        std::copy(best.begin(), best.end(), prediction_.begin() + first);
-        argmax_seconds_ += watch.seconds();
+        seconds_ += watch.seconds();
         return buffer.data();
     }
 
-    double download_seconds() const { return download_seconds_; }
-    double argmax_seconds() const { return argmax_seconds_; }
+    double seconds() const { return seconds_; }
 
 private:
     const halo::Engine& engine_;
     halo::Backend& backend_;
     std::int64_t width_;
-    std::vector<std::int32_t>& prediction_;
     std::array<halo::Matrix, 3> buffers_;
     std::size_t next_ = 0;
-    double download_seconds_ = 0.0;
-    double argmax_seconds_ = 0.0;
+    double seconds_ = 0.0;
 };
 
 // Each rank writes its own rows (with the argmax of each, and every layer's with
 // --save-layers); returns the predictions. A deferred last run (Runs::deferred) is downloaded
-// batch by batch while it is written: its download and argmax then count in the "download" and
-// "predictions" rows, and the rest of the write's time in "result write"; the last run's time
-// gets its download added.
+// batch by batch while it is written: its download then counts in the "download"
+// row, the rest of the write's time in "result write", and the last run's time gets it added;
+// the predictions are the argmax taken on the device (Engine::deferred_predictions).
 std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine, halo::Backend& backend,
                                       const halo::Shard& shard, const halo::Model& model,
                                       Runs& runs)
@@ -684,6 +675,7 @@ std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine, halo
         piece.prediction = halo::argmax_rows(runs.output, model.output_dim());
     } else {
         piece.prediction = halo::detail::resident_vector<std::int32_t>(shard.global_ids.size());
+        engine.deferred_predictions(piece.prediction.data());
     }
     if (job.o.save_layers) {
         piece.layers = engine.layer_outputs();
@@ -695,16 +687,14 @@ std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine, halo
     job.step.restart();
     const auto write_options = halo::ResultWriteOptions{.sync = !job.o.no_sync};
     double download_seconds = 0.0;
-    double argmax_seconds = 0.0;
     if (runs.deferred) {
-        DeferredRows rows(engine, backend, model.output_dim(), piece.prediction);
+        DeferredRows rows(engine, backend, model.output_dim());
         halo::write_result_piece(job.o.out, piece,
                                  halo::OutputRows([&rows](std::int64_t first, std::int64_t count) {
                                      return rows(first, count);
                                  }),
                                  write_options);
-        download_seconds = rows.download_seconds();
-        argmax_seconds = rows.argmax_seconds();
+        download_seconds = rows.seconds();
         job.phases.accumulate("download", download_seconds, -1.0,
                               fmt::format("{} run{}, the last one batch by batch during the "
                                           "result write",
@@ -714,9 +704,9 @@ std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine, halo
     } else {
         halo::write_result_piece(job.o.out, piece, runs.output, write_options);
     }
-    const double write_seconds = job.step.seconds() - download_seconds - argmax_seconds;
-    job.phases.add("predictions", prepare_seconds + argmax_seconds, -1.0,
-                   runs.deferred ? "argmax of every output row, batch by batch in the write"
+    const double write_seconds = job.step.seconds() - download_seconds;
+    job.phases.add("predictions", prepare_seconds, -1.0,
+                   runs.deferred ? "argmax of every output row, on the device"
                                  : "argmax of every output row");
     double written = static_cast<double>(shard.num_owned * model.output_dim()) * 4.0 +
                      static_cast<double>(piece.global_ids.size()) * 8.0 +

@@ -19,7 +19,7 @@
 #   features  R-MAT FEAT_SCALE (default 24) symmetrized with FEAT_DIM (default 64) random float32
 #           features in the dataset: halo-infer with the features uploaded during the read (the
 #           default) and after it (HALO_FEATURE_UPLOAD=0), alternating, FEAT_RUNS (default 2)
-#           each, warm cache; their results compared (--rtol 1e-5)
+#           each, warm cache, after one cold-cache run of each; results compared (--rtol 1e-5)
 # Usage: scripts/gpu_job_speed.sh BUILD DATA WORK OUT STAGE... (SCALE=26 in the environment)
 # Every log and manifest lands in OUT; WORK holds datasets and results (local disk).
 set -uo pipefail
@@ -178,6 +178,15 @@ PY
       rm -f "$work/features.f32"
     fi
     ls -la "$ds"
+    for mode in during after; do  # one cold run each, where the page cache can be dropped
+      sync
+      if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+        if [ $mode = after ]; then export HALO_FEATURE_UPLOAD=0; fi
+        DIMS="$fdim,64,32" infer "feat-cold-$mode" "$ds"
+        unset HALO_FEATURE_UPLOAD
+        grep -E "^dataset read|^input features" "$out/infer-feat-cold-$mode.log"
+      fi
+    done
     cat "$ds" >/dev/null
     for k in $(seq 1 "${FEAT_RUNS:-2}"); do
       DIMS="$fdim,64,32" infer "feat-during-$k" "$ds"

@@ -207,6 +207,10 @@ public:
     /// inputs and outputs): page-locked on the CUDA backend, so copies run at the bus's speed;
     /// plain host memory by default.
     virtual Matrix allocate_host(std::int64_t rows, std::int64_t cols);
+    /// best[r] = the argmax of row r of src (host memory, src.rows entries; the first index among
+    /// equal maxima, as halo::argmax_rows), computed where src lives: on the CUDA backend only
+    /// the indices cross the bus. The default copies the rows to the host.
+    virtual void argmax_rows(DenseView<const float> src, std::int32_t* best);
     /// Makes the calling thread use this backend's device (the CUDA backend: cudaSetDevice of
     /// its context's device); a thread of one's own that calls the backend calls it first. The
     /// default does nothing.

@@ -163,6 +163,9 @@ public:
     /// (count x output_dim floats; page-locked memory copies at the bus's speed). May be called
     /// from any thread that has called Backend::bind_thread, one call at a time.
     void download_rows(std::int64_t first, std::int64_t count, float* host) const;
+    /// The argmax of every row of that output (num_owned entries at `best`, halo::argmax_rows's
+    /// values), computed on the backend (Backend::argmax_rows).
+    void deferred_predictions(std::int32_t* best) const;
     const std::vector<LayerTiming>& timings() const { return timings_; }
     /// Wall time of the last run's input step: the features' upload, or their generation (or
     /// their copy on the backend).

@@ -34,7 +34,7 @@ public:
 
     /// After the read: the uploaded rows x cols matrix when every one of `rows` rows arrived, and
     /// nullopt when the upload was declined, no group came, or rows are missing (then
-    /// declined() says so). The matrix leaves this object.
+    /// declined() says so). The matrix leaves this object; a second call is a LogicError.
     std::optional<Matrix> take(std::int64_t rows, std::int64_t cols);
 
     /// Why nothing was uploaded (empty when something was).
@@ -49,6 +49,7 @@ private:
     std::mutex mutex_;
     Matrix matrix_;
     bool allocated_ = false;
+    bool taken_ = false;
     bool bound_ = false;
     std::int64_t rows_arrived_ = 0;
     std::int64_t bytes_ = 0;

@@ -9,6 +9,7 @@
 
 #include "halo/aes.hpp"
 #include "halo/attention.hpp"
+#include "halo/detail/argmax.hpp"
 #include "halo/detail/counter_random.hpp"
 #include "halo/error.hpp"
 #include "halo/maxk.hpp"
@@ -122,6 +123,28 @@ std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const Sp
 void Backend::download_async(const Matrix& src, float* host)
 {
     copy_to_host(src.view(), host);
+}
+
+void Backend::argmax_rows(DenseView<const float> src, std::int32_t* best)
+{
+    HALO_EXPECTS(src.cols > 0 || src.rows == 0, "argmax of rows of width 0");
+    if (src.rows == 0) {
+        return;
+    }
+    HALO_EXPECTS(best != nullptr && src.ld >= src.cols, "argmax_rows needs an output and ld >= cols");
+    std::vector<float> copy;
+    const float* rows = src.data;
+    std::int64_t ld = src.ld;
+    if (!uses_host_memory()) {
+        copy.resize(static_cast<std::size_t>(src.rows * src.cols));
+        copy_to_host(src, copy.data());
+        rows = copy.data();
+        ld = src.cols;
+    }
+#pragma omp parallel for schedule(static) if (src.rows > (1 << 14))
+    for (std::int64_t i = 0; i < src.rows; ++i) {
+        best[i] = detail::argmax_row(rows + i * ld, src.cols);
+    }
 }
 
 Matrix Backend::allocate_host(std::int64_t rows, std::int64_t cols)

@@ -433,6 +433,14 @@ void Engine::download_rows(std::int64_t first, std::int64_t count, float* host) 
                                 host);
 }
 
+void Engine::deferred_predictions(std::int32_t* best) const
+{
+    auto& im = *impl_;
+    HALO_EXPECTS(im.deferred >= 0, "no run left its output on the backend (defer_download)");
+    im.ctx.backend.argmax_rows(im.ctx.view(im.deferred, im.ctx.n_owned, im.model.output_dim()),
+                               best);
+}
+
 std::span<const float> Engine::run_row_blocks(double input_seconds)
 {
     auto& im = *impl_;

@@ -25,6 +25,7 @@ void FeatureUpload::operator()(const FeatureRowsRead& group)
         declined_ = "int8 features (dequantized after the read)";
         return;
     }
+    HALO_EXPECTS(!taken_, "feature rows after the upload was taken");
     if (!allocated_) {
         const auto bytes = group.total_rows * group.cols * std::int64_t{4};
         if (bytes > max_bytes_) {
@@ -57,6 +58,7 @@ void FeatureUpload::operator()(const FeatureRowsRead& group)
 std::optional<Matrix> FeatureUpload::take(std::int64_t rows, std::int64_t cols)
 {
     const std::lock_guard lock(mutex_);
+    HALO_EXPECTS(!taken_, "the uploaded features were taken already");
     if (!declined_.empty()) {
         return std::nullopt;
     }
@@ -71,10 +73,9 @@ std::optional<Matrix> FeatureUpload::take(std::int64_t rows, std::int64_t cols)
         matrix_ = Matrix();
         return std::nullopt;
     }
+    taken_ = true;
     auto out = std::move(matrix_);
     matrix_ = Matrix();
-    allocated_ = false;
-    declined_ = "already taken";
     return out;
 }
 

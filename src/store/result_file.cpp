@@ -9,6 +9,7 @@
 #include <span>
 #include <sstream>
 
+#include "halo/detail/argmax.hpp"
 #include "halo/error.hpp"
 #include "halo/result.hpp"
 #include "hdf5_util.hpp"
@@ -128,7 +129,7 @@ std::vector<std::int32_t> argmax_rows(std::span<const float> output, std::int64_
 #pragma omp parallel for schedule(static) if (rows > (1 << 14))
     for (std::int64_t i = 0; i < rows; ++i) {
         const float* row = output.data() + i * dim;
-        best[i] = static_cast<std::int32_t>(std::max_element(row, row + dim) - row);
+        best[i] = detail::argmax_row(row, dim);
     }
     return best;
 }

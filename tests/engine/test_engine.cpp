@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine_test_util.hpp"
+#include "halo/detail/argmax.hpp"
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
 #include "halo/feature_upload.hpp"
@@ -240,7 +241,8 @@ TEST(Engine, FeaturesUploadedDuringTheReadGiveTheSameResult)
         EXPECT_EQ(upload.bytes(), n * 9 * 4);
         auto matrix = upload.take(n, 9);
         ASSERT_TRUE(matrix.has_value());
-        EXPECT_FALSE(upload.take(n, 9).has_value()) << "taken twice";
+        EXPECT_TRUE(upload.declined().empty()) << "taking is no decline";
+        EXPECT_THROW(upload.take(n, 9), halo::LogicError) << "taken twice";
         const auto got = engine.forward(*matrix);
         ASSERT_EQ(got.size(), want.size());
         for (std::size_t k = 0; k < got.size(); ++k) {
@@ -276,6 +278,11 @@ TEST(Engine, ADeferredDownloadGivesTheSameRowsBatchByBatch)
         }
         for (std::size_t k = 0; k < got.size(); ++k) {
             ASSERT_EQ(got[k], want[k]) << "element " << k;
+        }
+        std::vector<std::int32_t> best(n, -1);
+        engine.deferred_predictions(best.data());
+        for (std::int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(best[i], halo::detail::argmax_row(want.data() + i * 3, 3)) << "row " << i;
         }
         EXPECT_THROW(engine.download_rows(n - 1, 2, got.data()), halo::LogicError);
         // The next run downloads again, and the deferred output is gone.

@@ -106,6 +106,30 @@ public:
         return Matrix(std::shared_ptr<float>(std::move(buffer), data), rows, cols);
     }
 
+    void argmax_rows(DenseView<const float> src, std::int32_t* best) override
+    {
+        HALO_EXPECTS(src.cols > 0 || src.rows == 0, "argmax of rows of width 0");
+        if (src.rows == 0) {
+            return;
+        }
+        HALO_EXPECTS(best != nullptr && src.data != nullptr && src.ld >= src.cols,
+                     "argmax_rows needs an output and a device view with ld >= cols");
+        // Only the indices cross the bus (4 bytes a row instead of 4 per column).
+        const auto bytes = static_cast<std::size_t>(src.rows) * sizeof(std::int32_t);
+        auto* device_best = static_cast<std::int32_t*>(ctx_.allocate(bytes));
+        try {
+            detail::argmax_rows(ctx_.compute_stream(), src.data, src.rows, src.cols, src.ld,
+                                device_best);
+            HALO_CUDA_TRY(cudaMemcpyAsync(best, device_best, bytes, cudaMemcpyDeviceToHost,
+                                          ctx_.compute_stream()));
+            HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
+        } catch (...) {
+            ctx_.deallocate(device_best);
+            throw;
+        }
+        ctx_.deallocate(device_best);
+    }
+
     void bind_thread() override { HALO_CUDA_TRY(cudaSetDevice(ctx_.device())); }
 
     // Free device memory minus a margin (5% of the device, at least 1 GiB) for the libraries'

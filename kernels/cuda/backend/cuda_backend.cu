@@ -32,6 +32,24 @@ __global__ void axpby_kernel(std::int64_t rows, std::int64_t cols, float alpha, 
     }
 }
 
+__global__ void argmax_rows_kernel(const float* x, std::int64_t rows, std::int64_t cols,
+                                   std::int64_t ld, std::int32_t* best)
+{
+    for (std::int64_t i = first_index(); i < rows; i += stride()) {
+        const float* row = x + i * ld;
+        std::int64_t b = 0;
+        float v = row[0];
+        for (std::int64_t j = 1; j < cols; ++j) {
+            const float w = row[j];
+            if (v < w) {
+                v = w;
+                b = j;
+            }
+        }
+        best[i] = static_cast<std::int32_t>(b);
+    }
+}
+
 __global__ void bias_activation_kernel(float* y, std::int64_t rows, std::int64_t cols,
                                        std::int64_t ld, const float* bias, bool relu)
 {
@@ -73,6 +91,16 @@ void random_features(cudaStream_t stream, const std::int64_t* ids, std::int64_t 
     const auto blocks = static_cast<unsigned>(
         std::min<std::int64_t>((rows * cols + kBlock - 1) / kBlock, 16 * kMaxBlocks));
     random_features_kernel<<<blocks, kBlock, 0, stream>>>(ids, rows, cols, seed, y, ld);
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+void argmax_rows(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t cols,
+                 std::int64_t ld, std::int32_t* best)
+{
+    if (rows <= 0 || cols <= 0) {
+        return;
+    }
+    argmax_rows_kernel<<<grid_for(rows), kBlock, 0, stream>>>(x, rows, cols, ld, best);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

@@ -25,4 +25,10 @@ void bias_activation(cudaStream_t stream, float* y, std::int64_t rows, std::int6
 void random_features(cudaStream_t stream, const std::int64_t* ids, std::int64_t rows,
                      std::int64_t cols, std::uint64_t seed, float* y, std::int64_t ld);
 
+/// best[r] = the index of the largest of x[r * ld + 0 .. cols) (the first among equal maxima;
+/// an element is taken only where the best so far compares less than it, as std::max_element
+/// does, so NaN rows give what halo::argmax_rows gives), for r < rows; one thread a row.
+void argmax_rows(cudaStream_t stream, const float* x, std::int64_t rows, std::int64_t cols,
+                 std::int64_t ld, std::int32_t* best);
+
 }  // namespace halo::cuda::detail

@@ -20,6 +20,7 @@
 #include "halo/cuda/context.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/dense_ops.hpp"
+#include "halo/detail/argmax.hpp"
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
 #include "halo/feature_upload.hpp"
@@ -570,6 +571,40 @@ void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int6
     }
 }
 
+TEST(CudaBackend, ArgmaxRowsOnTheDeviceEqualsTheHosts)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const float nan = std::nanf("");
+    const float inf = std::numeric_limits<float>::infinity();
+    // Ties (the first wins), NaN first, NaN later, -inf only, one column; then random rows.
+    std::vector<std::vector<float>> rows{{1, 3, 3, 2}, {nan, 5, 6, 7}, {1, nan, 0, 4},
+                                         {-inf, -inf, -inf, -inf}, {0, -0.0f, 0, 0}};
+    for (int r = 0; r < 3000; ++r) {
+        std::vector<float> row(4);
+        for (int j = 0; j < 4; ++j) {
+            row[j] = static_cast<float>((r * 7 + j * 13) % 11) - 5.0f;
+        }
+        rows.push_back(row);
+    }
+    for (const std::int64_t cols : {std::int64_t{1}, std::int64_t{4}}) {
+        const auto n = static_cast<std::int64_t>(rows.size());
+        const std::int64_t ld = 6;  // wider than the view
+        std::vector<float> host(n * ld, 99.0f);
+        for (std::int64_t i = 0; i < n; ++i) {
+            std::copy_n(rows[i].begin(), cols, host.begin() + i * ld);
+        }
+        const auto m = gpu.backend->allocate(n, ld);
+        gpu.backend->copy_from_host(host.data(), m.view());
+        std::vector<std::int32_t> best(n, -1);
+        gpu.backend->argmax_rows(halo::DenseView<const float>{m.data(), n, cols, ld}, best.data());
+        for (std::int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(best[i], halo::detail::argmax_row(host.data() + i * ld, cols))
+                << "row " << i << ", " << cols << " columns";
+        }
+    }
+}
+
 // halo-infer's path for features in the dataset: read_shard hands the rows over in groups on a
 // thread of its own (which never selected the device) while the main thread goes on; the
 // uploaded matrix holds the rows bit for bit, and a run on it equals a run on the host features.
@@ -627,6 +662,11 @@ TEST(CudaEngine, FeaturesUploadedOnAReaderThreadGiveTheSameResult)
             engine.download_rows(0, n / 3, pinned.data());
         });
         writer.join();
+        std::vector<std::int32_t> best(n, -1);
+        engine.deferred_predictions(best.data());
+        for (std::int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(best[i], halo::detail::argmax_row(pinned.data() + i * 5, 5)) << "row " << i;
+        }
         const auto direct = engine.run(x);
         ASSERT_EQ(direct.size(), want.size());
         double scale = 1.0;
