@@ -510,7 +510,8 @@ std::unique_ptr<halo::FeatureUpload> feature_upload(const Job& job, const halo::
 {
     const auto& o = job.o;
     // HALO_FEATURE_UPLOAD=0: upload after the read, as before (a measurement switch).
-    if (const char* env = std::getenv("HALO_FEATURE_UPLOAD"); env != nullptr && env == std::string("0")) {
+    if (const char* env = std::getenv("HALO_FEATURE_UPLOAD");
+        env != nullptr && env == std::string("0")) {
         return nullptr;
     }
     if (backend.uses_host_memory() || info.feature_dim <= 0 || o.int8_features ||
@@ -714,7 +715,8 @@ std::vector<std::int32_t> write_piece(Job& job, const halo::Engine& engine, halo
     for (const auto& layer : piece.layers) {
         written += static_cast<double>(layer.size()) * 4.0;
     }
-    std::string note = job.o.no_sync ? "own rows, not synced (--no-sync)" : "own rows, synced to disk";
+    std::string note =
+        job.o.no_sync ? "own rows, not synced (--no-sync)" : "own rows, synced to disk";
     if (runs.deferred) {
         note += "; the last run downloaded batch by batch meanwhile (its time in download)";
     }

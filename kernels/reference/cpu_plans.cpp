@@ -131,7 +131,8 @@ void Backend::argmax_rows(DenseView<const float> src, std::int32_t* best)
     if (src.rows == 0) {
         return;
     }
-    HALO_EXPECTS(best != nullptr && src.ld >= src.cols, "argmax_rows needs an output and ld >= cols");
+    HALO_EXPECTS(best != nullptr && src.ld >= src.cols,
+                 "argmax_rows needs an output and ld >= cols");
     std::vector<float> copy;
     const float* rows = src.data;
     std::int64_t ld = src.ld;

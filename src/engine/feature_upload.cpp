@@ -49,8 +49,7 @@ void FeatureUpload::operator()(const FeatureRowsRead& group)
     const auto t0 = std::chrono::steady_clock::now();
     backend_.copy_from_host(static_cast<const float*>(group.rows),
                             matrix_.rows_view(group.first_row, group.first_row + group.count));
-    seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rows_arrived_ += group.count;
     bytes_ += group.count * group.cols * std::int64_t{4};
 }

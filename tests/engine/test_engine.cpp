@@ -266,7 +266,8 @@ TEST(Engine, ADeferredDownloadGivesTheSameRowsBatchByBatch)
     {
         halo::Engine engine(*backend, *exchanger, shard, model, {});
         std::vector<float> got(n * 3, -7.0f);
-        EXPECT_THROW(engine.download_rows(0, 1, got.data()), halo::LogicError) << "nothing deferred";
+        EXPECT_THROW(engine.download_rows(0, 1, got.data()), halo::LogicError)
+            << "nothing deferred";
         const auto want = engine.run(x);
         engine.defer_download();
         EXPECT_TRUE(engine.forward(x).empty());
