@@ -54,6 +54,19 @@ struct BuildOptions {
 /// when an id is outside [0, num_nodes) or num_nodes exceeds the int32 column range.
 Csr build_csr(const EdgeList& edges, const BuildOptions& options);
 
+namespace detail {
+/// The pattern part of build_csr for an unweighted build (the CSR of rows[e] -> cols[e], and
+/// cols[e] -> rows[e] too when `symmetrize`, sorted, no duplicates, self-loops as drawn), by a
+/// two-level partition instead of atomic row cursors: each thread counts its slice of the edges
+/// per block of 2^block_shift rows and scatters them into the blocks' regions of a temporary
+/// array (2 + 4 bytes an entry: the row inside its block, the column), then each block is
+/// placed, sorted and deduplicated with its rows' cursors in cache, and copied to its final
+/// place. The same CSR for any thread count and block size. Ids must be checked already.
+Csr build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vector<global_id>& rows,
+                                const std::vector<global_id>& cols, bool symmetrize,
+                                int block_shift = 14);
+}  // namespace detail
+
 /// Rows [first_row, first_row + num_rows) of a larger matrix as a num_rows-by-num_cols block, from
 /// the entries (first_row + rows[k], cols[k], weights[k]) that fall into them (rows[k] is the row
 /// inside the block) (already oriented, transposed and

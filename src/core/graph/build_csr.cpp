@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <omp.h>
+
 #include "halo/detail/resident_memory.hpp"
 #include "halo/enum_names.hpp"
 #include "halo/error.hpp"
@@ -101,6 +103,123 @@ void sort_and_dedupe(Csr& csr)
 
 }  // namespace
 
+Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vector<global_id>& rows,
+                                        const std::vector<global_id>& cols, bool symmetrize,
+                                        int block_shift)
+{
+    HALO_EXPECTS(block_shift >= 0 && block_shift <= 16, "block_shift ", block_shift,
+                 " outside [0, 16] (the row inside a block is 16 bits)");
+    const std::int64_t block_rows = std::int64_t{1} << block_shift;
+    const global_id row_mask = block_rows - 1;
+    HALO_EXPECTS(rows.size() == cols.size(), "edge arrays of ", rows.size(), " and ", cols.size());
+    const auto n = num_nodes;
+    const auto m = static_cast<std::int64_t>(rows.size());
+    const auto blocks = std::max<std::int64_t>((n + block_rows - 1) / block_rows, 1);
+    Csr csr;
+    csr.num_rows = n;
+    csr.num_cols = n;
+    csr.indptr = detail::resident_vector<offset_t>(static_cast<std::size_t>(n) + 1);
+    if (n == 0) {
+        return csr;
+    }
+    // Every edge gives one entry, and a second (its mirror) when symmetrized off the diagonal.
+    auto for_entries = [&](std::int64_t e, auto&& f) {
+        f(rows[e], cols[e]);
+        if (symmetrize && rows[e] != cols[e]) {
+            f(cols[e], rows[e]);
+        }
+    };
+    // Pass 1: per thread, entries per block over its static slice of the edges; then each
+    // (block, thread) pair's first position in the temporary arrays, blocks in order and the
+    // threads in order inside a block.
+    const int threads = omp_get_max_threads();
+    std::vector<offset_t> start(static_cast<std::size_t>(threads * blocks + 1), 0);
+    auto slice = [m, threads](int t) {
+        return std::pair{m * t / threads, m * (t + 1) / threads};
+    };
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num();
+        std::vector<offset_t> count(static_cast<std::size_t>(blocks), 0);
+        const auto [first, last] = slice(t);
+        for (std::int64_t e = first; e < last; ++e) {
+            for_entries(e, [&](global_id r, global_id) { ++count[r >> block_shift]; });
+        }
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            start[static_cast<std::size_t>(b * threads + t + 1)] = count[b];
+        }
+    }
+    std::partial_sum(start.begin(), start.end(), start.begin());
+    const auto entries = start.back();
+    auto in_block = detail::resident_vector<std::uint16_t>(static_cast<std::size_t>(entries));
+    auto column = detail::resident_vector<local_id>(static_cast<std::size_t>(entries));
+    // Pass 2: each thread scatters its slice into its own runs of the blocks' regions.
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num();
+        std::vector<offset_t> cursor(static_cast<std::size_t>(blocks));
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            cursor[b] = start[static_cast<std::size_t>(b * threads + t)];
+        }
+        const auto [first, last] = slice(t);
+        for (std::int64_t e = first; e < last; ++e) {
+            for_entries(e, [&](global_id r, global_id c) {
+                const auto k = cursor[r >> block_shift]++;
+                in_block[k] = static_cast<std::uint16_t>(r & row_mask);
+                column[k] = static_cast<local_id>(c);
+            });
+        }
+    }
+    // Pass 3: block by block, its entries placed by row (cursors of the block's rows), each row
+    // sorted and deduplicated, and the kept columns written back to the front of the block's
+    // region; indptr[r + 1] = row r's kept count.
+#pragma omp parallel num_threads(threads)
+    {
+        std::vector<offset_t> offset;
+        std::vector<local_id> placed;
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const auto begin = start[static_cast<std::size_t>(b * threads)];
+            const auto end = start[static_cast<std::size_t>((b + 1) * threads)];
+            const auto row0 = b * block_rows;
+            const auto nrows = std::min(block_rows, n - row0);
+            offset.assign(static_cast<std::size_t>(nrows) + 1, 0);
+            for (auto k = begin; k < end; ++k) {
+                ++offset[in_block[k] + 1];
+            }
+            std::partial_sum(offset.begin(), offset.end(), offset.begin());
+            placed.resize(static_cast<std::size_t>(end - begin));
+            for (auto k = begin; k < end; ++k) {
+                placed[offset[in_block[k]]++] = column[k];
+            }
+            // offset[i] is now the end of row i (the start of row i + 1).
+            auto out = begin;
+            offset_t row_begin = 0;
+            for (std::int64_t i = 0; i < nrows; ++i) {
+                const auto row_end = offset[i];
+                auto* first = placed.data() + row_begin;
+                auto* last = placed.data() + row_end;
+                std::sort(first, last);
+                last = std::unique(first, last);
+                out = std::copy(first, last, column.begin() + out) - column.begin();
+                csr.indptr[row0 + i + 1] = last - first;
+                row_begin = row_end;
+            }
+        }
+    }
+    std::partial_sum(csr.indptr.begin(), csr.indptr.end(), csr.indptr.begin());
+    in_block = {};
+    csr.indices = detail::resident_vector<local_id>(static_cast<std::size_t>(csr.indptr[n]));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const auto row0 = b * block_rows;
+        const auto row1 = std::min(row0 + block_rows, n);
+        std::copy_n(column.begin() + start[static_cast<std::size_t>(b * threads)],
+                    csr.indptr[row1] - csr.indptr[row0], csr.indices.begin() + csr.indptr[row0]);
+    }
+    return csr;
+}
+
 Csr build_csr(const EdgeList& edges, const BuildOptions& options)
 {
     check_ids(edges);
@@ -110,11 +229,17 @@ Csr build_csr(const EdgeList& edges, const BuildOptions& options)
     const auto& rows = options.transpose ? edges.dst : edges.src;
     const auto& cols = options.transpose ? edges.src : edges.dst;
 
+    if (!weighted) {
+        auto csr = detail::build_pattern_by_row_blocks(n, rows, cols, options.symmetrize);
+        apply_self_loops(csr, options.self_loops);
+        normalize(csr, options.normalization);
+        return csr;
+    }
     Csr csr;
     csr.num_rows = n;
     csr.num_cols = n;
     csr.indptr = detail::resident_vector<offset_t>(static_cast<std::size_t>(n) + 1);
-    // Counting and placement run on all threads with atomic row cursors, so the order of a row's
+    // Weighted builds: counting and placement run on all threads with atomic row cursors, so the order of a row's
     // entries before sort_and_dedupe depends on the schedule; sorting (by column, then weight) and
     // merging duplicates by max weight make the result independent of it: the same CSR bit for bit
     // for any thread count.

@@ -1,5 +1,7 @@
 #include <cmath>
 #include <cstring>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "halo/error.hpp"
@@ -234,6 +236,60 @@ TEST(BuildCsr, SameCsrForAnyThreadCount)
             }
         }
     }
+}
+
+// The unweighted build by row blocks against a row-set reference: every block size from one row
+// to 2^16 (more rows than the graph has), several thread counts, hubs, duplicates, self-loops,
+// empty rows and a graph of one node.
+TEST(BuildCsr, RowBlockPatternEqualsASetReference)
+{
+    halo::RmatOptions rmat;
+    rmat.scale = 10;
+    rmat.edge_factor = 6;
+    rmat.seed = 11;
+    auto e = halo::generate_rmat(rmat);
+    e.num_nodes += 5;  // isolated nodes at the end: empty rows
+    for (int k = 0; k < 40; ++k) {
+        e.src.push_back(k % 3);  // duplicates and self-loops
+        e.dst.push_back(k % 4);
+    }
+    for (const bool symmetrize : {false, true}) {
+        std::vector<std::set<std::int32_t>> want(static_cast<std::size_t>(e.num_nodes));
+        for (std::size_t k = 0; k < e.src.size(); ++k) {
+            want[e.src[k]].insert(static_cast<std::int32_t>(e.dst[k]));
+            if (symmetrize) {
+                want[e.dst[k]].insert(static_cast<std::int32_t>(e.src[k]));
+            }
+        }
+        for (const int shift : {0, 2, 5, 14, 16}) {
+            for (const int threads : {1, 3, 7}) {
+                SCOPED_TRACE("symmetrize " + std::to_string(symmetrize) + ", 2^" +
+                             std::to_string(shift) + " rows a block, " + std::to_string(threads) +
+                             " threads");
+                halo::testing::ThreadCount count(threads);
+                const auto csr = halo::detail::build_pattern_by_row_blocks(e.num_nodes, e.src, e.dst,
+                                                                           symmetrize, shift);
+                halo::validate(csr, "blocked");
+                ASSERT_EQ(csr.num_rows, e.num_nodes);
+                for (std::int64_t i = 0; i < e.num_nodes; ++i) {
+                    const std::vector<std::int32_t> row(csr.indices.begin() + csr.indptr[i],
+                                                        csr.indices.begin() + csr.indptr[i + 1]);
+                    ASSERT_EQ(row, std::vector<std::int32_t>(want[i].begin(), want[i].end()))
+                        << "row " << i;
+                }
+            }
+        }
+    }
+    const std::vector<std::int64_t> none;
+    const auto empty = halo::detail::build_pattern_by_row_blocks(0, none, none, true);
+    EXPECT_EQ(empty.num_rows, 0);
+    EXPECT_EQ(empty.indptr, std::vector<std::int64_t>{0});
+    const std::vector<std::int64_t> zero{0, 0};
+    const auto one = halo::detail::build_pattern_by_row_blocks(1, zero, zero, true, 3);
+    EXPECT_EQ(one.indptr, (std::vector<std::int64_t>{0, 1}));
+    EXPECT_EQ(one.indices, std::vector<std::int32_t>{0});
+    EXPECT_THROW(halo::detail::build_pattern_by_row_blocks(1, zero, zero, true, 17),
+                 halo::LogicError);
 }
 
 // slice_rows: the rows' offsets from zero, their columns and values, the same column count; an
