@@ -1,6 +1,11 @@
 #include "app_common.hpp"
 
+#include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -13,6 +18,32 @@ std::int64_t peak_rss_bytes()
         return 0;
     }
     return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::string core_binding_advice(int allowed, int online, int local_size, bool omp_set)
+{
+    if (omp_set || allowed <= 0 || online <= 1 || allowed >= online ||
+        static_cast<std::int64_t>(allowed) * local_size > online / 2) {
+        return {};
+    }
+    return "this rank may use " + std::to_string(allowed) + " of the node's " +
+           std::to_string(online) + " cores (its CPU affinity; mpirun binds each rank to a core by "
+           "default), so the host phases (dataset read, operators, result write) run on " +
+           (allowed == 1 ? std::string("one core") : std::to_string(allowed) + " cores") +
+           ": launch with `mpirun --bind-to none` or give each rank its cores (`--map-by "
+           "slot:PE=N`, SLURM `--cpus-per-task`), or set OMP_NUM_THREADS to keep this binding";
+}
+
+std::string core_binding_advice(int local_size)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return {};
+    }
+    const auto online = sysconf(_SC_NPROCESSORS_ONLN);
+    return core_binding_advice(CPU_COUNT(&set), static_cast<int>(online), local_size,
+                               std::getenv("OMP_NUM_THREADS") != nullptr);
 }
 
 std::string format_bytes(double bytes)

@@ -51,6 +51,15 @@ std::int64_t peak_rss_bytes();
 /// Human-readable byte count ("1.5 GiB").
 std::string format_bytes(double bytes);
 
+/// Advice when this process may run on few of the machine's cores: `allowed` cores in its CPU
+/// affinity of `online`, `local_size` ranks on the node, OMP_NUM_THREADS unset (`omp_set`
+/// false), and the ranks together bound to at most half of the cores (Open MPI binds each rank
+/// to one core by default for up to two ranks): the host phases (read, operators, write) then
+/// run their OpenMP threads on those cores only. Empty when there is nothing to say.
+std::string core_binding_advice(int allowed, int online, int local_size, bool omp_set);
+/// The same for this process (sched_getaffinity, the online cores, OMP_NUM_THREADS).
+std::string core_binding_advice(int local_size);
+
 /// A file-size limit (ulimit -f, a batch system's RLIMIT_FSIZE) kills a process that writes past
 /// it with SIGXFSZ, silently. Ignored, the write fails with EFBIG instead and the writer's error
 /// names the file ("File too large"), like a full disk's ENOSPC. Called first in the tools' main.

@@ -986,6 +986,12 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     const int size = job.size;
     auto& phases = job.phases;
     phases.add("mpi start", mpi_seconds);
+    if (job.lead) {
+        if (const auto advice = halo::app::core_binding_advice(world.local_size());
+            !advice.empty()) {
+            fmt::print(stderr, "halo-infer: note: {}\n", advice);
+        }
+    }
 
     // The rank count must match the dataset: every rank reads the root attributes and decides
     // alike, so a mismatch is reported once and every rank exits without any collective.

@@ -11,7 +11,8 @@
 #   7. --partitioner ptscotch under mpiexec -n 1, 2 and 3: the joined dataset passes halo-inspect
 #      --check, halo-infer on it equals halo-infer on the METIS dataset of the same graph bit for
 #      bit (rows keep global column order, so the result does not depend on the partition); bad
-#      input fails on every rank without a dataset.
+#      input fails on every rank without a dataset;
+#   8. a rank bound to one core of several is told how to launch (not with OMP_NUM_THREADS set).
 # Usage: test_cli.sh BIN_DIR MPIEXEC [DATA_DIR]
 set -uo pipefail
 bin=$1
@@ -193,6 +194,28 @@ fi
 out=$("$bin/halo-partition" rmat:11:8:5 --parts 2 --partitioner metis --symmetrize \
       -o "$work/m.h5" 2>&1)
 [ $? -eq 0 ] && pass "metis still runs without mpirun" || fail "metis without mpirun: $out"
+
+# 8. A rank bound to one core of several (and OMP_NUM_THREADS unset) is told how to launch; with
+#    OMP_NUM_THREADS set, or all cores allowed, nothing is said.
+if command -v taskset >/dev/null && [ "$(nproc --all)" -ge 2 ]; then
+  ds=$work/rmat_11_8_5-1.h5
+  out=$(env -u OMP_NUM_THREADS taskset -c 0 "$mpiexec" -n 1 --bind-to none --allow-run-as-root \
+        "$bin/halo-infer" "$ds" --random-model 24,16,5 --out "$work/out-bound" 2>&1)
+  if grep -q "note: this rank may use 1 of the node's .* --bind-to none" <<<"$out"; then
+    pass "a rank bound to one core is told: $(grep -m1 -o 'may use 1 of the node.s [0-9]* cores' <<<"$out")"
+  else
+    fail "no binding note for a rank bound to one core: $(head -5 <<<"$out")"
+  fi
+  out=$(taskset -c 0 "$mpiexec" -n 1 --bind-to none --allow-run-as-root "$bin/halo-infer" "$ds" \
+        --random-model 24,16,5 --out "$work/out-bound2" 2>&1)
+  if grep -q "may use 1 of the node" <<<"$out"; then
+    fail "binding note despite OMP_NUM_THREADS=$OMP_NUM_THREADS"
+  else
+    pass "no binding note with OMP_NUM_THREADS set"
+  fi
+else
+  echo "note: taskset missing or one core: binding note not checked"
+fi
 
 if [ $failures -eq 0 ]; then
   echo "all CLI checks passed"
