@@ -24,6 +24,8 @@ SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
 // The factories over a pattern and its scalings (ScaledSpmmPlanFactory).
 ScaledSpmmPlanFactory stored_or_modeled_scaled_factory;   // spmm/autotuned_spmm.cpp
 ScaledSpmmPlanFactory cusparse_scaled_factory;            // spmm/cusparse_spmm.cpp
+ScaledSpmmPlanFactory mergepath_scaled_factory;           // spmm/mergepath.cu
+ScaledSpmmPlanFactory rowsplit_scaled_factory;            // spmm/rowsplit.cu
 }  // namespace halo::cuda
 #define HALO_SPMM_FACTORY(name) (&halo::cuda::name)
 #else
@@ -101,7 +103,8 @@ const std::vector<SpmmKernel>& spmm_kernels()
         {.name = "mergepath",
          .description = "MergePath-SpMM: merge-path segments, plain stores, atomics for split rows",
          .uses = infer | bench | autotune,
-         .make = HALO_SPMM_FACTORY(mergepath_spmm_factory)},
+         .make = HALO_SPMM_FACTORY(mergepath_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(mergepath_scaled_factory)},
         // Larger costs (fewer, longer segments) win on large power-law graphs and lose on small
         // ones (docs/PERFORMANCE.md's cost sweep): the autotuner tunes the cost like the kernel.
         {.name = "mergepath_c200",
@@ -116,7 +119,8 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .description = "row-split SpMM: a warp (or part of one) per row, lanes across columns",
          .help = "a warp per row",
          .uses = infer | bench | autotune,
-         .make = HALO_SPMM_FACTORY(rowsplit_spmm_factory)},
+         .make = HALO_SPMM_FACTORY(rowsplit_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(rowsplit_scaled_factory)},
         {.name = "autotune",
          .description = "the fastest exact kernel per (range, width), timed on its first run",
          .help = "the fastest exact kernel per row range and width, timed on the first run, or "

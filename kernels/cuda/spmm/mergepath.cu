@@ -402,4 +402,11 @@ std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a
     return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 400});
 }
 
+std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& pattern,
+                                                   const SpmmPlanRequest& request,
+                                                   const OperatorScaling& scaling)
+{
+    return make_mergepath_spmm_plan(ctx, pattern, request.max_dim, {}, &scaling);
+}
+
 }  // namespace halo::cuda

@@ -287,4 +287,12 @@ std::unique_ptr<SpmmPlan> rowsplit_spmm_factory(Context& ctx, const Csr& a,
     return make_rowsplit_spmm_plan(ctx, a, request.max_dim);
 }
 
+std::unique_ptr<SpmmPlan> rowsplit_scaled_factory(Context& ctx, const Csr& pattern,
+                                                  const SpmmPlanRequest& request,
+                                                  const OperatorScaling& scaling)
+{
+    return make_rowsplit_spmm_plan(ctx, pattern, request.max_dim, IndexWidth::automatic,
+                                   &scaling);
+}
+
 }  // namespace halo::cuda

@@ -405,12 +405,16 @@ TEST(CusparseSpmm, ScaledPlanMakesTheValuesOnTheDevice)
     long_cols.col.assign(a.num_cols + 1, 1.0f);
     EXPECT_THROW(halo::cuda::make_scaled_cusparse_spmm_plan(gpu.ctx, a, 8, long_cols),
                  halo::LogicError);
-    // The backend's own: cuSPARSE (the default kernel) makes it; a kernel reading the host's
-    // values does not.
+    // The backend's own: cuSPARSE (the default kernel), MergePath and row-split make it;
+    // Accel-GCN, which reads the host's values, does not.
     const halo::OperatorScaling ones;
     EXPECT_NE(gpu.backend->make_scaled_spmm_plan(a, {}, ones), nullptr);
-    const auto mergepath = halo::cuda::make_cuda_backend(gpu.ctx, "mergepath");
-    EXPECT_EQ(mergepath->make_scaled_spmm_plan(a, {}, ones), nullptr);
+    for (const char* kernel : {"mergepath", "rowsplit"}) {
+        const auto backend = halo::cuda::make_cuda_backend(gpu.ctx, kernel);
+        EXPECT_NE(backend->make_scaled_spmm_plan(a, {}, ones), nullptr) << kernel;
+    }
+    const auto accel = halo::cuda::make_cuda_backend(gpu.ctx, "accel_gcn");
+    EXPECT_EQ(accel->make_scaled_spmm_plan(a, {}, ones), nullptr);
 }
 
 // cusparseSpMM with CSR_ALG2 is not bitwise reproducible from run to run: on an H200 with CUDA 13

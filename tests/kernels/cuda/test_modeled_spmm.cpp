@@ -167,6 +167,43 @@ TEST(ModeledSpmm, ScaledPlansMakeTheValuesOnTheDevice)
     }
 }
 
+// `--spmm mergepath` and `--spmm rowsplit` take the pattern and the scalings too (the registry's
+// make_scaled): the result is that of the operator with values row[i] * col[j].
+TEST(ModeledSpmm, ExplicitMergePathAndRowSplitMakeTheValuesOnTheDevice)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 34000;
+    const auto a = rmat_graph(14, 16, 9, halo::Normalization::gcn);
+    Csr pattern = a;
+    pattern.values.clear();
+    halo::OperatorScaling scaling;
+    scaling.row =
+        halo::testing::random_floats(static_cast<std::size_t>(a.num_rows), ++seed, 0.1f, 1.0f);
+    scaling.col =
+        halo::testing::random_floats(static_cast<std::size_t>(a.num_cols), ++seed, 0.1f, 1.0f);
+    Csr scaled = pattern;
+    scaled.values.resize(static_cast<std::size_t>(pattern.nnz()));
+    for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
+        for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
+            scaled.values[k] = scaling.row[i] * scaling.col[pattern.indices[k]];
+        }
+    }
+    for (const char* name : {"mergepath", "rowsplit"}) {
+        SCOPED_TRACE(name);
+        const auto* entry = halo::find_spmm_kernel(name, halo::spmm_use_infer);
+        ASSERT_NE(entry, nullptr);
+        ASSERT_NE(entry->make_scaled, nullptr);
+        const auto plan = entry->make_scaled(gpu.ctx, pattern, {128, kNoHints}, scaling);
+        ASSERT_NE(plan, nullptr);
+        EXPECT_EQ(plan->memory().values, 4 * a.nnz());
+        for (const std::int64_t d : {7, 64, 128}) {
+            check_spmm(*gpu.backend, *plan, scaled, d, {{0, a.num_rows}}, ++seed);
+        }
+    }
+    EXPECT_EQ(halo::find_spmm_kernel("accel_gcn", halo::spmm_use_infer)->make_scaled, nullptr);
+}
+
 // The registry's `auto` without stored choices is the cost model, scaled where it can be.
 TEST(ModeledSpmm, AutoWithoutStoredChoicesIsTheModel)
 {
