@@ -4,7 +4,13 @@
 #   build      configure and build BUILD (Release, sm_90) if halo-infer is not there yet
 #   partition  one METIS dataset per (scale, rank count) the runs below need, all at once in the
 #              background (each halo-partition's wall time and peak RSS kept; they share the
-#              machine's cores, so their times are an upper bound)
+#              machine's cores, so their times are an upper bound). With PARTITION_DETACH=1 the
+#              partitions run in sessions of their own (setsid) and the stage returns at once:
+#              they outlive the command (the device tool keeps such processes while it holds the
+#              machine), so that partitions longer than one command (METIS takes about 4 minutes
+#              for R-MAT 22, and more than 10 for R-MAT 24) run beside the next stages
+#   await      waits for the detached partitions (at most AWAIT_SECONDS, default 540); exits 3
+#              when some are still running (run it again in the next command), 1 if one failed
 #   strong     R-MAT $STRONG on every count of $GPUS, every layer type of $LAYERS:
 #                run       defaults (overlap, per-layer timing): forward median and layer times
 #                waiting   --step-timing: per step compute / exchange / waiting, overlap on
@@ -21,12 +27,13 @@
 #              Markdown tables (OUT/scaling.md) and, where matplotlib imports, the plots
 # Usage: scripts/scaling.sh BUILD WORK OUT [STAGE...]
 # Environment: GPUS="1 2 4" STRONG=24 WEAK="22 23 24" LAYERS="gcn sage" DIMS=128,128,128,64
+#              PARTITION_DETACH=0 AWAIT_SECONDS=540
 #              EF=16 REPEAT=10 SEED=1 OMP_THREADS=8 BACKEND=cuda (NCCL; cpu: the MPI transport, to try the
 #              script without GPUs)
 # Every log and manifest lands in OUT (tag.log, tag.json); WORK holds datasets (local disk).
 set -uo pipefail
 if [ $# -lt 3 ]; then
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$1 work=$2 out=$3
@@ -106,6 +113,18 @@ for stage in "${stages[@]}"; do
       ds=$(dataset "$scale" "$parts")
       [ -f "$ds" ] && continue
       tag=partition-rmat$scale-p$parts
+      if [ "${PARTITION_DETACH:-0}" = 1 ]; then
+        [ -f "$ds.running" ] && [ ! -f "$ds.rc" ] && continue  # still running
+        rm -f "$ds.rc"
+        touch "$ds.running"
+        # The log goes to WORK (it outlives this command's OUT); await copies it.
+        setsid bash -c '/usr/bin/time -f "wall %e s, peak rss %M KiB" "$@" >"$0.log" 2>&1
+                        echo $? >"$0.rc"' "$ds" "$bin/halo-partition" "rmat:$scale:$ef" \
+          --parts "$parts" --symmetrize -q -o "$ds" --report "$ds.report.json" \
+          </dev/null >/dev/null 2>&1 &
+        echo "-- $tag: detached"
+        continue
+      fi
       /usr/bin/time -f "wall %e s, peak rss %M KiB" "$bin/halo-partition" "rmat:$scale:$ef" \
         --parts "$parts" --symmetrize -q -o "$ds" --report "$out/$tag.json" >"$out/$tag.log" 2>&1 &
       pids+=("$!:$tag")
@@ -119,6 +138,44 @@ for stage in "${stages[@]}"; do
         echo "-- ${entry#*:}: $(tail -1 "$out/${entry#*:}.log")"
       fi
     done
+    ;;
+  await)
+    log "await: $(needed | tr '\n' ' ')"
+    deadline=$((SECONDS + ${AWAIT_SECONDS:-540}))
+    while :; do
+      pending=0 failed=0
+      while read -r scale parts; do
+        ds=$(dataset "$scale" "$parts")
+        tag=partition-rmat$scale-p$parts
+        if [ -f "$ds.rc" ]; then
+          if [ "$(cat "$ds.rc")" != 0 ] || [ ! -f "$ds" ]; then
+            failed=$((failed + 1))
+            tail -3 "$ds.log"
+          fi
+          cp "$ds.log" "$out/$tag.log" 2>/dev/null
+          cp "$ds.report.json" "$out/$tag.json" 2>/dev/null
+        elif [ -f "$ds.running" ]; then
+          pending=$((pending + 1))
+        elif [ ! -f "$ds" ]; then
+          echo "-- await: $tag was never started (run the partition stage with PARTITION_DETACH=1)"
+          failed=$((failed + 1))
+        fi
+      done < <(needed)
+      if [ $failed -gt 0 ]; then
+        echo "-- await: $failed partition(s) failed" | tee -a "$out/failures.txt"
+        exit 1
+      fi
+      [ $pending -eq 0 ] && break
+      if [ $SECONDS -ge $deadline ]; then
+        echo "-- await: $pending partition(s) still running; run the await stage again"
+        exit 3
+      fi
+      sleep 5
+    done
+    while read -r scale parts; do
+      tag=partition-rmat$scale-p$parts
+      [ -f "$out/$tag.log" ] && echo "-- $tag: $(tail -1 "$out/$tag.log")"
+    done < <(needed)
     ;;
   strong)
     for p in "${gpus[@]}"; do
