@@ -37,7 +37,14 @@ void FeatureUpload::operator()(const FeatureRowsRead& group)
             backend_.bind_thread();
             bound_ = true;
         }
-        matrix_ = backend_.allocate(group.total_rows, group.cols);
+        // The upload is an optimization: memory the backend cannot give leaves the features to
+        // the upload after the read.
+        try {
+            matrix_ = backend_.allocate(group.total_rows, group.cols);
+        } catch (const Error& e) {
+            declined_ = "the backend could not allocate them: " + e.message();
+            return;
+        }
         allocated_ = true;
     }
     HALO_EXPECTS(group.total_rows == matrix_.rows() && group.cols == matrix_.cols(),

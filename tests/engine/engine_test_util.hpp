@@ -11,6 +11,7 @@
 
 #include "halo/backend.hpp"
 #include "halo/csr.hpp"
+#include "halo/error.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
@@ -138,12 +139,17 @@ inline std::vector<double> dense_forward(const Csr& a, const Model& model,
 /// The CPU backend, but claiming to stream scaled operators: records the scalings the row-block
 /// driver hands to make_streamed_spmm (the CUDA backend's input) and runs the CPU default; with
 /// make_scaled, also makes in-memory plans from a pattern and its scalings
-/// (Backend::make_scaled_spmm_plan, the CUDA backend's cuSPARSE plans), recording them.
+/// (Backend::make_scaled_spmm_plan, the CUDA backend's cuSPARSE plans), recording them. With
+/// fail_allocations, allocate() throws halo::Error as a full device does.
 class ScalingRecorder final : public halo::Backend {
 public:
     std::string name() const override { return cpu_->name(); }
     halo::Matrix allocate(std::int64_t rows, std::int64_t cols) override
     {
+        if (fail_allocations) {
+            HALO_THROW(halo::Error, "out of device memory allocating ", rows, " x ", cols,
+                       " (test)");
+        }
         return cpu_->allocate(rows, cols);
     }
     void copy_from_host(const float* host, halo::DenseView<float> dst) override
@@ -215,6 +221,7 @@ public:
 
     std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
     bool make_scaled = false;
+    bool fail_allocations = false;
     std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;
 
 private:

@@ -334,6 +334,18 @@ TEST(Engine, FeatureUploadDeclinesWhatItCannotHold)
         EXPECT_NE(upload.declined().find("no feature rows"), std::string::npos);
     }
     {
+        // Memory the backend cannot give: declined, not an error of the read.
+        halo::testing::ScalingRecorder full;
+        full.fail_allocations = true;
+        halo::FeatureUpload upload(full, 1 << 20);
+        EXPECT_NO_THROW(hand_over(upload, x, 10, 4, 3));
+        EXPECT_NE(upload.declined().find("could not allocate them: out of device memory"),
+                  std::string::npos)
+            << upload.declined();
+        EXPECT_FALSE(upload.take(10, 4).has_value());
+        EXPECT_EQ(upload.bytes(), 0);
+    }
+    {
         halo::FeatureUpload upload(*backend, 1 << 20);
         hand_over(upload, x, 6, 4, 4);  // a 6-row matrix where the part has 10
         EXPECT_FALSE(upload.take(10, 4).has_value());
