@@ -129,17 +129,17 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
             f(cols[e], rows[e]);
         }
     };
-    // Pass 1: per thread, entries per block over its static slice of the edges; then each
-    // (block, thread) pair's first position in the temporary arrays, blocks in order and the
-    // threads in order inside a block.
+    // Pass 1: per slice of the edges (one per thread), entries per block; then each (block,
+    // slice) pair's first position in the temporary arrays, blocks in order and the slices in
+    // order inside a block. The slices are loop iterations, not thread ids: every slice is
+    // counted and scattered even where the runtime gives fewer threads than asked for.
     const int threads = omp_get_max_threads();
     std::vector<offset_t> start(static_cast<std::size_t>(threads * blocks + 1), 0);
     auto slice = [m, threads](int t) {
         return std::pair{m * t / threads, m * (t + 1) / threads};
     };
-#pragma omp parallel num_threads(threads)
-    {
-        const int t = omp_get_thread_num();
+#pragma omp parallel for schedule(static, 1)
+    for (int t = 0; t < threads; ++t) {
         std::vector<offset_t> count(static_cast<std::size_t>(blocks), 0);
         const auto [first, last] = slice(t);
         for (std::int64_t e = first; e < last; ++e) {
@@ -153,10 +153,9 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
     const auto entries = start.back();
     auto in_block = detail::resident_vector<std::uint16_t>(static_cast<std::size_t>(entries));
     auto column = detail::resident_vector<local_id>(static_cast<std::size_t>(entries));
-    // Pass 2: each thread scatters its slice into its own runs of the blocks' regions.
-#pragma omp parallel num_threads(threads)
-    {
-        const int t = omp_get_thread_num();
+    // Pass 2: each slice is scattered into its own runs of the blocks' regions.
+#pragma omp parallel for schedule(static, 1)
+    for (int t = 0; t < threads; ++t) {
         std::vector<offset_t> cursor(static_cast<std::size_t>(blocks));
         for (std::int64_t b = 0; b < blocks; ++b) {
             cursor[b] = start[static_cast<std::size_t>(b * threads + t)];
@@ -173,7 +172,7 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
     // Pass 3: block by block, its entries placed by row (cursors of the block's rows), each row
     // sorted and deduplicated, and the kept columns written back to the front of the block's
     // region; indptr[r + 1] = row r's kept count.
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel
     {
         std::vector<offset_t> offset;
         std::vector<local_id> placed;
