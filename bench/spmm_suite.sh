@@ -16,7 +16,13 @@
 #   --dims LIST         dense widths [32,64,128,256]
 #   --kernels LIST      kernels besides the cusparse baseline [cusparse]
 #   --normalize KIND    none | gcn | mean [gcn]
-#   --runs N, --warmup N, --device N   passed to halo-bench [its defaults]
+#   --self-loops KIND   keep | drop | add, passed to halo-bench [its default]
+#   --spec SPEC         also a generator graph (rmat:S:EF[:SEED] | er:N:M[:SEED]), named with
+#                       ':' as '-'; may be given several times
+#   --symmetrize-all    pass --symmetrize for the generated graphs too (the shared ones always)
+#   --mergepath-costs L, --runs N, --warmup N, --device N   passed to halo-bench [its defaults]
+#   --no-table          no TABLE.md (kernels make_table.py does not tabulate, e.g. auto)
+#   --pack FILE         pack the results directory into FILE (.tar.gz) at the end
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -38,6 +44,11 @@ kernels="cusparse"
 normalize="gcn"
 extra=()
 scales=()
+specs=()
+generated_flags=()
+table=1
+pack=""
+
 
 need_value() {
     if [[ $# -lt 2 || -z "$2" ]]; then
@@ -58,7 +69,12 @@ while [[ $# -gt 0 ]]; do
         --dims) need_value "$@"; dims="$2"; shift 2 ;;
         --kernels) need_value "$@"; kernels="$2"; shift 2 ;;
         --normalize) need_value "$@"; normalize="$2"; shift 2 ;;
-        --runs|--warmup|--device) need_value "$@"; extra+=("$1" "$2"); shift 2 ;;
+        --runs|--warmup|--device|--self-loops|--mergepath-costs)
+            need_value "$@"; extra+=("$1" "$2"); shift 2 ;;
+        --spec) need_value "$@"; specs+=("$2"); shift 2 ;;
+        --symmetrize-all) generated_flags=(--symmetrize); shift ;;
+        --no-table) table=0; shift ;;
+        --pack) need_value "$@"; pack="$2"; shift 2 ;;
         --) shift; scales+=("$@"); break ;;
         -*) echo "spmm_suite.sh: unknown option $1" >&2; usage 2 ;;
         *) scales+=("$1"); shift ;;
@@ -111,8 +127,8 @@ fi
 if [[ -d "${data}" ]]; then
     data="$(cd "${data}" && pwd)"
 fi
-if (( ${#graphs[@]} == 0 && ${#scales[@]} == 0 )); then
-    echo "spmm_suite.sh: nothing to run (no shared graphs found and no R-MAT scale given)" >&2
+if (( ${#graphs[@]} == 0 && ${#scales[@]} == 0 && ${#specs[@]} == 0 )); then
+    echo "spmm_suite.sh: nothing to run (no shared graphs found, no R-MAT scale or --spec given)" >&2
     exit 2
 fi
 
@@ -150,10 +166,18 @@ for g in "${graphs[@]+"${graphs[@]}"}"; do
     run "${g}" "${data}/${g}.el.gz" --symmetrize
 done
 for s in "${scales[@]+"${scales[@]}"}"; do
-    run "rmat-${s}-${edge_factor}" "rmat:${s}:${edge_factor}"
+    run "rmat-${s}-${edge_factor}" "rmat:${s}:${edge_factor}" \
+        "${generated_flags[@]+"${generated_flags[@]}"}"
+done
+for spec in "${specs[@]+"${specs[@]}"}"; do
+    run "${spec//:/-}" "${spec}" "${generated_flags[@]+"${generated_flags[@]}"}"
 done
 
-if (( ${#jsons[@]} > 0 )); then
+if [[ -n "${pack}" ]]; then
+    tar -C "$(dirname "${out}")" -czf "${pack}" "$(basename "${out}")"
+    echo "packed: ${pack}"
+fi
+if (( table && ${#jsons[@]} > 0 )); then
     python3 "${here}/make_table.py" --output "${out}/TABLE.md" "${jsons[@]}"
     echo
     cat "${out}/TABLE.md"
