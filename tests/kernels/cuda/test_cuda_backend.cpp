@@ -522,6 +522,20 @@ std::vector<float> run_engine(halo::Backend& backend, const halo::Shard& shard,
 void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int64_t>& dims,
                                bool device_values);
 
+// The tolerance of a CUDA engine run against `want` (the CPU backend's, or another CUDA run's):
+// as in the engine's dense test, each layer sums at most (max degree + widest layer) products per
+// output, in a different order on the GPU; rounding grows with that count and the depth.
+double engine_tolerance(const halo::Csr& graph, const halo::Model& model,
+                        const std::vector<float>& want)
+{
+    double scale = 1.0;
+    for (const auto v : want) {
+        scale = std::max(scale, static_cast<double>(std::abs(v)));
+    }
+    const auto terms = static_cast<double>(halo::max_row_nnz(graph.view()) + model.max_dim());
+    return tolerance<float>(4.0 * terms * model.layers.size(), scale);
+}
+
 // The CUDA engine against the CPU one, with the operators' values made on the device from their
 // scalings (the default) and built on the host (EngineOptions::device_operator_values).
 void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int64_t>& dims)
@@ -556,14 +570,7 @@ void expect_engine_matches_cpu(halo::LayerType type, const std::vector<std::int6
     EXPECT_EQ(gpu.ctx.bytes_in_use(), before) << "the engine returned all its device memory";
     ASSERT_EQ(got.size(), want.size());
 
-    double scale = 1.0;
-    for (const auto v : want) {
-        scale = std::max(scale, static_cast<double>(std::abs(v)));
-    }
-    // As in the engine's dense test: each layer sums at most (max degree + widest layer) products
-    // per output, in a different order on the GPU; rounding grows with that count and the depth.
-    const auto terms = static_cast<double>(halo::max_row_nnz(graph.view()) + model.max_dim());
-    const auto tol = tolerance<float>(4.0 * terms * model.layers.size(), scale);
+    const auto tol = engine_tolerance(graph, model, want);
     for (std::size_t k = 0; k < got.size(); ++k) {
         ASSERT_TRUE(std::isfinite(got[k])) << k;
         ASSERT_NEAR(got[k], want[k], tol) << "element " << k;
@@ -673,12 +680,7 @@ TEST(CudaEngine, FeaturesUploadedOnAReaderThreadGiveTheSameResult)
         }
         const auto direct = engine.run(x);
         ASSERT_EQ(direct.size(), want.size());
-        double scale = 1.0;
-        for (const auto v : want) {
-            scale = std::max(scale, static_cast<double>(std::abs(v)));
-        }
-        const auto terms = static_cast<double>(halo::max_row_nnz(graph.view()) + model.max_dim());
-        const auto tol = tolerance<float>(4.0 * terms * model.layers.size(), scale);
+        const auto tol = engine_tolerance(graph, model, want);
         for (std::size_t k = 0; k < got.size(); ++k) {
             ASSERT_TRUE(std::isfinite(got[k])) << k;
             ASSERT_NEAR(got[k], want[k], tol) << "element " << k;
