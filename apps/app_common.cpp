@@ -22,16 +22,16 @@ std::int64_t peak_rss_bytes()
 
 std::string core_binding_advice(int allowed, int online, int local_size, bool omp_set)
 {
-    if (omp_set || allowed <= 0 || online <= 1 || allowed >= online ||
-        static_cast<std::int64_t>(allowed) * local_size > online / 2) {
+    // One core is what mpirun's default binding gives; a larger set (a SLURM or container
+    // allocation) is the user's choice.
+    if (omp_set || allowed != 1 || online <= 1 || local_size > online / 2) {
         return {};
     }
-    return "this rank may use " + std::to_string(allowed) + " of the node's " +
-           std::to_string(online) + " cores (its CPU affinity; mpirun binds each rank to a core by "
-           "default), so the host phases (dataset read, operators, result write) run on " +
-           (allowed == 1 ? std::string("one core") : std::to_string(allowed) + " cores") +
-           ": launch with `mpirun --bind-to none` or give each rank its cores (`--map-by "
-           "slot:PE=N`, SLURM `--cpus-per-task`), or set OMP_NUM_THREADS to keep this binding";
+    return "this rank may use 1 of the node's " + std::to_string(online) +
+           " cores (its CPU affinity; mpirun binds each rank to a core by default), so the host "
+           "phases (dataset read, operators, result write) run on one core: launch with `mpirun "
+           "--bind-to none` or give each rank its cores (`--map-by slot:PE=N`, SLURM "
+           "`--cpus-per-task`), or set OMP_NUM_THREADS to keep this binding";
 }
 
 std::string core_binding_advice(int local_size)

@@ -51,11 +51,12 @@ std::int64_t peak_rss_bytes();
 /// Human-readable byte count ("1.5 GiB").
 std::string format_bytes(double bytes);
 
-/// Advice when this process may run on few of the machine's cores: `allowed` cores in its CPU
-/// affinity of `online`, `local_size` ranks on the node, OMP_NUM_THREADS unset (`omp_set`
-/// false), and the ranks together bound to at most half of the cores (Open MPI binds each rank
-/// to one core by default for up to two ranks): the host phases (read, operators, write) then
-/// run their OpenMP threads on those cores only. Empty when there is nothing to say.
+/// Advice when this process may run on one core of several: `allowed` cores in its CPU affinity
+/// of `online`, `local_size` ranks on the node (at most half as many as the cores: others stand
+/// idle), OMP_NUM_THREADS unset (`omp_set` false); Open MPI binds each rank to one core by
+/// default for up to two ranks, and the host phases (read, operators, write) then run their
+/// OpenMP threads on that core only. A larger affinity set (a SLURM or container allocation) is
+/// taken as chosen. Empty when there is nothing to say.
 std::string core_binding_advice(int allowed, int online, int local_size, bool omp_set);
 /// The same for this process (sched_getaffinity, the online cores, OMP_NUM_THREADS).
 std::string core_binding_advice(int local_size);
