@@ -83,15 +83,27 @@ struct Engine::Impl {
         ctx.allocate_shared();
     }
 
+    // The owned rows of the model's output in `buffer`.
+    DenseView<float> output_view(int buffer)
+    {
+        return ctx.view(buffer, ctx.n_owned, model.output_dim());
+    }
+
+    // The output a deferred run left on the backend (Engine::defer_download).
+    DenseView<float> deferred_output()
+    {
+        HALO_EXPECTS(deferred >= 0, "no run left its output on the backend (defer_download)");
+        return output_view(deferred);
+    }
+
     std::span<const float> download(int buffer)
     {
-        const auto out_w = model.output_dim();
-        const auto count = static_cast<std::size_t>(ctx.n_owned * out_w);
+        const auto count = static_cast<std::size_t>(ctx.n_owned * model.output_dim());
         if (host_output_size != count) {
             host_output.reset(new float[count > 0 ? count : 1]);
             host_output_size = count;
         }
-        ctx.backend.copy_to_host(ctx.view(buffer, ctx.n_owned, out_w), host_output.get());
+        ctx.backend.copy_to_host(output_view(buffer), host_output.get());
         return {host_output.get(), count};
     }
 
@@ -424,21 +436,17 @@ void Engine::defer_download()
 void Engine::download_rows(std::int64_t first, std::int64_t count, float* host) const
 {
     auto& im = *impl_;
-    HALO_EXPECTS(im.deferred >= 0, "no run left its output on the backend (defer_download)");
-    HALO_EXPECTS(first >= 0 && count >= 0 && first + count <= im.ctx.n_owned, "rows [", first,
-                 ", ", first + count, ") outside the ", im.ctx.n_owned, " output rows");
-    const auto out_w = im.model.output_dim();
-    const auto rows = im.ctx.view(im.deferred, im.ctx.n_owned, out_w);
-    im.ctx.backend.copy_to_host(DenseView<const float>{rows.row(first), count, out_w, rows.ld},
+    const auto rows = im.deferred_output();
+    HALO_EXPECTS(first >= 0 && count >= 0 && first + count <= rows.rows, "rows [", first, ", ",
+                 first + count, ") outside the ", rows.rows, " output rows");
+    im.ctx.backend.copy_to_host(DenseView<const float>{rows.row(first), count, rows.cols, rows.ld},
                                 host);
 }
 
 void Engine::deferred_predictions(std::int32_t* best) const
 {
     auto& im = *impl_;
-    HALO_EXPECTS(im.deferred >= 0, "no run left its output on the backend (defer_download)");
-    im.ctx.backend.argmax_rows(im.ctx.view(im.deferred, im.ctx.n_owned, im.model.output_dim()),
-                               best);
+    im.ctx.backend.argmax_rows(im.deferred_output(), best);
 }
 
 std::span<const float> Engine::run_row_blocks(double input_seconds)

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -159,17 +160,35 @@ TEST(Engine, RandomFeaturesDependOnGlobalIdAndSeedOnly)
     }
 }
 
+// R-MAT 8 as one part, a 9-6-3 model of `type`, the CPU backend, a local exchanger and seeded
+// 9-wide features of the part's rows.
+struct OnePart {
+    explicit OnePart(halo::LayerType type)
+        : graph(engine_test_graph("rmat:8")),
+          shard(halo::build_shard(graph, std::vector<std::int32_t>(graph.num_rows, 0), 1, 0)),
+          model(halo::random_model(type, {9, 6, 3}, 4)),
+          exchanger(halo::make_local_exchanger(shard)),
+          n(shard.num_owned),
+          x(halo::random_node_features(shard.global_ids, 9, 21))
+    {
+    }
+    halo::Csr graph;
+    halo::Shard shard;
+    halo::Model model;
+    std::unique_ptr<halo::Backend> backend = halo::make_cpu_backend();
+    std::unique_ptr<halo::HaloExchanger> exchanger;
+    std::int64_t n = 0;
+    std::vector<float> x;
+};
+
 TEST(Engine, RunRandomEqualsARunOnTheHostGeneratorsFeatures)
 {
     // The features generated in place (Backend::fill_random_features) are the host generator's,
     // so the outputs are equal bit for bit; and the generator writes only the view's columns.
-    const auto graph = engine_test_graph("rmat:8");
-    std::vector<std::int32_t> owner(graph.num_rows, 0);
-    const auto shard = halo::build_shard(graph, owner, 1, 0);
-    const auto model = halo::random_model(halo::LayerType::gcn, {9, 6, 3}, 4);
-    auto backend = halo::make_cpu_backend();
-    auto exchanger = halo::make_local_exchanger(shard);
-    halo::Engine engine(*backend, *exchanger, shard, model, {});
+    OnePart c(halo::LayerType::gcn);
+    const auto& shard = c.shard;
+    auto& backend = c.backend;
+    halo::Engine engine(*backend, *c.exchanger, shard, c.model, {});
     for (const std::uint64_t seed : {1u, 77u}) {
         const auto host = halo::random_node_features(shard.global_ids, 9, seed);
         const auto want = engine.run(host);
@@ -191,11 +210,14 @@ TEST(Engine, RunRandomEqualsARunOnTheHostGeneratorsFeatures)
     }
 }
 
-// Feature rows handed over in groups, as read_shard does (ShardReadOptions::features).
+// Feature rows handed over in groups, as read_shard does (ShardReadOptions::features); with
+// `reverse`, the last group first.
 void hand_over(halo::FeatureUpload& upload, const std::vector<float>& x, std::int64_t rows,
-               std::int64_t cols, std::int64_t group)
+               std::int64_t cols, std::int64_t group, bool reverse = false)
 {
-    for (std::int64_t r0 = 0; r0 < rows; r0 += group) {
+    const std::int64_t groups = (rows + group - 1) / group;
+    for (std::int64_t k = 0; k < groups; ++k) {
+        const auto r0 = (reverse ? groups - 1 - k : k) * group;
         halo::FeatureRowsRead g;
         g.first_row = r0;
         g.count = std::min(group, rows - r0);
@@ -208,14 +230,10 @@ void hand_over(halo::FeatureUpload& upload, const std::vector<float>& x, std::in
 
 TEST(Engine, FeaturesUploadedDuringTheReadGiveTheSameResult)
 {
-    const auto graph = engine_test_graph("rmat:8");
-    std::vector<std::int32_t> owner(graph.num_rows, 0);
-    const auto shard = halo::build_shard(graph, owner, 1, 0);
-    const auto model = halo::random_model(halo::LayerType::sage, {9, 6, 3}, 4);
-    auto backend = halo::make_cpu_backend();
-    auto exchanger = halo::make_local_exchanger(shard);
-    const auto n = shard.num_owned;
-    const auto x = halo::random_node_features(shard.global_ids, 9, 21);
+    OnePart c(halo::LayerType::sage);
+    const auto n = c.n;
+    const auto& x = c.x;
+    auto& backend = c.backend;
     for (const bool out_of_core : {false, true}) {
         SCOPED_TRACE(out_of_core ? "out of core" : "in memory");
         halo::EngineOptions options;
@@ -223,20 +241,11 @@ TEST(Engine, FeaturesUploadedDuringTheReadGiveTheSameResult)
             options.execution = halo::Execution::row_blocks;
             options.device_memory_limit = 1 << 20;
         }
-        halo::Engine engine(*backend, *exchanger, shard, model, options);
+        halo::Engine engine(*backend, *c.exchanger, c.shard, c.model, options);
         ASSERT_EQ(engine.out_of_core(), out_of_core);
         const auto want = engine.run(x);
         halo::FeatureUpload upload(*backend, std::int64_t{1} << 30);
-        // Groups in reverse order: each lands at its rows.
-        for (std::int64_t r0 = (n - 1) / 7 * 7; r0 >= 0; r0 -= 7) {
-            halo::FeatureRowsRead g;
-            g.first_row = r0;
-            g.count = std::min<std::int64_t>(7, n - r0);
-            g.total_rows = n;
-            g.cols = 9;
-            g.rows = x.data() + r0 * 9;
-            upload(g);
-        }
+        hand_over(upload, x, n, 9, 7, true);  // in reverse order: each group lands at its rows
         EXPECT_TRUE(upload.declined().empty()) << upload.declined();
         EXPECT_EQ(upload.bytes(), n * 9 * 4);
         auto matrix = upload.take(n, 9);
@@ -255,14 +264,13 @@ TEST(Engine, FeaturesUploadedDuringTheReadGiveTheSameResult)
 
 TEST(Engine, ADeferredDownloadGivesTheSameRowsBatchByBatch)
 {
-    const auto graph = engine_test_graph("rmat:8");
-    std::vector<std::int32_t> owner(graph.num_rows, 0);
-    const auto shard = halo::build_shard(graph, owner, 1, 0);
-    const auto model = halo::random_model(halo::LayerType::gcn, {9, 6, 3}, 4);
-    auto backend = halo::make_cpu_backend();
-    auto exchanger = halo::make_local_exchanger(shard);
-    const auto n = shard.num_owned;
-    const auto x = halo::random_node_features(shard.global_ids, 9, 21);
+    OnePart c(halo::LayerType::gcn);
+    const auto n = c.n;
+    const auto& x = c.x;
+    auto& backend = c.backend;
+    auto& exchanger = c.exchanger;
+    const auto& shard = c.shard;
+    const auto& model = c.model;
     {
         halo::Engine engine(*backend, *exchanger, shard, model, {});
         std::vector<float> got(n * 3, -7.0f);

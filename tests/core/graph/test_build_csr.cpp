@@ -199,11 +199,7 @@ TEST(BuildCsr, SameCsrForAnyThreadCount)
 {
     // An R-MAT multigraph with hubs, duplicates and self-loops, weighted with ties, so that the
     // atomic placement really interleaves and the merge of duplicates (max weight) matters.
-    halo::RmatOptions rmat;
-    rmat.scale = 12;
-    rmat.edge_factor = 8;
-    rmat.seed = 7;
-    auto e = halo::generate_rmat(rmat);
+    auto e = halo::generate_rmat({.scale = 12, .edge_factor = 8, .seed = 7});
     e.weights.resize(e.src.size());
     for (std::size_t k = 0; k < e.weights.size(); ++k) {
         e.weights[k] = static_cast<float>((k * 2654435761ULL) % 5);
@@ -243,11 +239,7 @@ TEST(BuildCsr, SameCsrForAnyThreadCount)
 // empty rows and a graph of one node.
 TEST(BuildCsr, RowBlockPatternEqualsASetReference)
 {
-    halo::RmatOptions rmat;
-    rmat.scale = 10;
-    rmat.edge_factor = 6;
-    rmat.seed = 11;
-    auto e = halo::generate_rmat(rmat);
+    auto e = halo::generate_rmat({.scale = 10, .edge_factor = 6, .seed = 11});
     e.num_nodes += 5;  // isolated nodes at the end: empty rows
     for (int k = 0; k < 40; ++k) {
         e.src.push_back(k % 3);  // duplicates and self-loops
