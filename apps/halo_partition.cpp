@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,6 +40,8 @@ struct Options {
     std::int64_t num_nodes = -1;
     std::string output;
     std::string save_csr;
+    std::string owner_from;  // --owner: the assignment from a file instead of a partitioner
+    std::string save_owner;
     std::string report;
     bool quiet = false;
     std::vector<std::string> kernel_metadata;
@@ -48,6 +51,38 @@ struct Options {
     int refine_passes = 8;
     std::int64_t chunk_entries = std::int64_t{1} << 24;
 };
+
+// True when `path` starts with the HDF5 signature (a dataset rather than a text part file).
+bool has_hdf5_signature(const std::string& path)
+{
+    static constexpr char signature[] = "\x89HDF\r\n\x1a\n";
+    std::ifstream in(path, std::ios::binary);
+    char head[8] = {};
+    return in.read(head, sizeof(head)) && std::equal(head, head + 8, signature);
+}
+
+// --owner FILE: the owner array of a dataset (any partitioner's; its name is returned in
+// `partitioner`) or of a gpmetis-style part file ("file"), checked against the graph.
+std::vector<std::int32_t> read_owner_from(const Options& o, std::int64_t num_nodes,
+                                          std::string& partitioner)
+{
+    if (!has_hdf5_signature(o.owner_from)) {
+        partitioner = "file";
+        return halo::read_part_file(o.owner_from, num_nodes, o.parts);
+    }
+    const auto source = halo::read_dataset_info(o.owner_from);
+    if (source.num_nodes != num_nodes) {
+        HALO_THROW(halo::InputError, o.owner_from, ": the dataset has ", source.num_nodes,
+                   " nodes, but the graph has ", num_nodes, " (--owner takes the assignment of "
+                   "the same graph)");
+    }
+    if (source.num_parts != o.parts) {
+        HALO_THROW(halo::InputError, o.owner_from, ": the dataset has ", source.num_parts,
+                   " parts, but --parts is ", o.parts);
+    }
+    partitioner = source.partitioner;
+    return halo::read_owner(o.owner_from);
+}
 
 bool is_generator_spec(const std::string& input)
 {
@@ -127,10 +162,12 @@ int run_distributed(const Options& o, const std::string& command)
             std::fflush(stdout);
         }
     };
-    if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty()) {
+    if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty() ||
+        !o.save_owner.empty()) {
         HALO_THROW(halo::InputError,
-                   "--partitioner ptscotch does not take --features, --labels, --quantize or "
-                   "--save-csr yet; partition with metis, or add node data in a later step");
+                   "--partitioner ptscotch does not take --features, --labels, --quantize, "
+                   "--save-csr or --save-owner yet; partition with metis, or add node data in a "
+                   "later step");
     }
     halo::DistributedOptions dopt;
     dopt.num_parts = o.parts;
@@ -285,16 +322,27 @@ int run(const Options& o, const std::string& command)
         }
     }
 
-    // 4. Partition.
-    halo::PartitionOptions popt;
-    popt.method = halo::parse_partitioner(o.partitioner);
-    popt.num_parts = o.parts;
-    popt.seed = o.seed;
-    popt.imbalance = o.imbalance;
-    step(fmt::format("partitioning into {} parts with {}", o.parts, o.partitioner));
+    // 4. Partition (or take the assignment from --owner).
+    std::string partitioner = o.partitioner;
     Stopwatch partition_time;
-    const auto owner = halo::partition_graph(csr.view(), popt);
+    std::vector<std::int32_t> owner;
+    if (!o.owner_from.empty()) {
+        step(fmt::format("reading the {}-part assignment from {}", o.parts, o.owner_from));
+        owner = read_owner_from(o, csr.num_rows, partitioner);
+    } else {
+        halo::PartitionOptions popt;
+        popt.method = halo::parse_partitioner(o.partitioner);
+        popt.num_parts = o.parts;
+        popt.seed = o.seed;
+        popt.imbalance = o.imbalance;
+        step(fmt::format("partitioning into {} parts with {}", o.parts, o.partitioner));
+        owner = halo::partition_graph(csr.view(), popt);
+    }
     const double partition_seconds = partition_time.seconds();
+    if (!o.save_owner.empty()) {
+        halo::write_part_file(o.save_owner, owner);
+        step("wrote " + o.save_owner);
+    }
     const auto quality = halo::partition_quality(csr.view(), owner, o.parts);
 
     // 5. Shards, written one at a time.
@@ -302,7 +350,7 @@ int run(const Options& o, const std::string& command)
     info.num_nodes = csr.num_rows;
     info.num_nonzeros = csr.nnz();
     info.num_parts = o.parts;
-    info.partitioner = o.partitioner;
+    info.partitioner = partitioner;
     info.normalization = o.normalize;
     info.self_loops = o.self_loops;
     info.feature_dim = features.cols;
@@ -362,7 +410,8 @@ int run(const Options& o, const std::string& command)
                                        {"num_nodes", csr.num_rows},
                                        {"num_nonzeros", csr.nnz()},
                                        {"parts", o.parts},
-                                       {"partitioner", o.partitioner},
+                                       {"partitioner", partitioner},
+                                       {"owner_from", o.owner_from},
                                        {"seconds",
                                         {{"read_and_build", graph_seconds},
                                          {"partition", partition_seconds},
@@ -410,6 +459,13 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--num-nodes", o.num_nodes, "node count (ids must be below it)");
     app.add_option("--save-csr", o.save_csr, "also write the global CSR as binary .hcsr");
+    auto* owner_option =
+        app.add_option("--owner", o.owner_from,
+                       "take the assignment instead of partitioning: a dataset of the same graph "
+                       "(its /partition/owner) or one part id per line in node order (gpmetis's "
+                       "graph.part.P)");
+    app.add_option("--save-owner", o.save_owner,
+                   "also write the assignment, one part id per line (what --owner reads)");
     app.add_option("-o,--output", o.output, "dataset file to write (.h5)")->required();
     std::string known;
     for (const auto& k : halo::offline_metadata_kernels()) {
@@ -448,6 +504,11 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     CLI11_PARSE(app, argc, argv);
+    if (owner_option->count() > 0 && o.partitioner == "ptscotch") {
+        fmt::print(stderr, "halo-partition: error: --owner replaces the partitioner; it does not "
+                           "go with --partitioner ptscotch\n");
+        return 2;
+    }
     const auto command = halo::app::command_line(argc, argv);
     if (o.partitioner != "ptscotch") {
         return halo::app::run_guarded("halo-partition", [&] { return run(o, command); });

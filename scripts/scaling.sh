@@ -9,6 +9,12 @@
 #              they outlive the command (the device tool keeps such processes while it holds the
 #              machine), so that partitions longer than one command (METIS takes about 4 minutes
 #              for R-MAT 22, and more than 10 for R-MAT 24) run beside the next stages
+#              With OWNERS=DIR, a pair whose assignment DIR holds (rmat-SCALE-efEF-pPARTS.part, or
+#              .part.xz; what `halo-partition --save-owner` writes) takes it with --owner instead
+#              of running METIS again: partition the big graphs once, on any machine (METIS is
+#              serial: R-MAT 24 takes over 24 GiB and minutes there), and only build the shards
+#              here. With SAVE_OWNERS=DIR every METIS partition also writes its assignment there
+#              (--save-owner), for OWNERS in a later run
 #   await      waits for the detached partitions (at most AWAIT_SECONDS, default 540); exits 3
 #              when some are still running (run it again in the next command), 1 if one failed
 #   strong     R-MAT $STRONG on every count of $GPUS, every layer type of $LAYERS:
@@ -27,13 +33,13 @@
 #              Markdown tables (OUT/scaling.md) and, where matplotlib imports, the plots
 # Usage: scripts/scaling.sh BUILD WORK OUT [STAGE...]
 # Environment: GPUS="1 2 4" STRONG=24 WEAK="22 23 24" LAYERS="gcn sage" DIMS=128,128,128,64
-#              PARTITION_DETACH=0 AWAIT_SECONDS=540
+#              PARTITION_DETACH=0 AWAIT_SECONDS=540 OWNERS= SAVE_OWNERS=
 #              EF=16 REPEAT=10 SEED=1 OMP_THREADS=8 BACKEND=cuda (NCCL; cpu: the MPI transport, to try the
 #              script without GPUs)
 # Every log and manifest lands in OUT (tag.log, tag.json); WORK holds datasets (local disk).
 set -uo pipefail
 if [ $# -lt 3 ]; then
-  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$1 work=$2 out=$3
@@ -113,20 +119,31 @@ for stage in "${stages[@]}"; do
       ds=$(dataset "$scale" "$parts")
       [ -f "$ds" ] && continue
       tag=partition-rmat$scale-p$parts
+      args=("rmat:$scale:$ef" --parts "$parts" --symmetrize -q -o "$ds")
+      owner=${OWNERS:+$OWNERS/rmat-$scale-ef$ef-p$parts.part}
+      if [ -n "$owner" ] && [ -f "$owner.xz" ] && [ ! -f "$owner" ]; then
+        xz -dc "$owner.xz" >"$work/${owner##*/}" && owner=$work/${owner##*/}
+      fi
+      if [ -n "$owner" ] && [ -f "$owner" ]; then
+        args+=(--owner "$owner")
+        echo "-- $tag: the assignment from $owner"
+      elif [ -n "${SAVE_OWNERS:-}" ] && [ "$parts" -gt 1 ]; then
+        mkdir -p "$SAVE_OWNERS"
+        args+=(--save-owner "$SAVE_OWNERS/rmat-$scale-ef$ef-p$parts.part")
+      fi
       if [ "${PARTITION_DETACH:-0}" = 1 ]; then
         [ -f "$ds.running" ] && [ ! -f "$ds.rc" ] && continue  # still running
         rm -f "$ds.rc"
         touch "$ds.running"
         # The log goes to WORK (it outlives this command's OUT); await copies it.
         setsid bash -c '/usr/bin/time -f "wall %e s, peak rss %M KiB" "$@" >"$0.log" 2>&1
-                        echo $? >"$0.rc"' "$ds" "$bin/halo-partition" "rmat:$scale:$ef" \
-          --parts "$parts" --symmetrize -q -o "$ds" --report "$ds.report.json" \
-          </dev/null >/dev/null 2>&1 &
+                        echo $? >"$0.rc"' "$ds" "$bin/halo-partition" "${args[@]}" \
+          --report "$ds.report.json" </dev/null >/dev/null 2>&1 &
         echo "-- $tag: detached"
         continue
       fi
-      /usr/bin/time -f "wall %e s, peak rss %M KiB" "$bin/halo-partition" "rmat:$scale:$ef" \
-        --parts "$parts" --symmetrize -q -o "$ds" --report "$out/$tag.json" >"$out/$tag.log" 2>&1 &
+      /usr/bin/time -f "wall %e s, peak rss %M KiB" "$bin/halo-partition" "${args[@]}" \
+        --report "$out/$tag.json" >"$out/$tag.log" 2>&1 &
       pids+=("$!:$tag")
     done < <(needed)
     for entry in "${pids[@]}"; do

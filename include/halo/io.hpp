@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,6 +117,16 @@ std::vector<std::int32_t> read_labels(const std::filesystem::path& path);
 /// num_nodes >= 0 every id must also lie below it.
 std::vector<global_id> read_index_list(const std::filesystem::path& path,
                                        std::int64_t num_nodes = -1);
+
+/// Reads a partition vector as METIS's gpmetis writes it (`graph.part.P`): one part id per line in
+/// node order (plain or gzip; blank and '#'/'%' comment lines skipped). There must be exactly
+/// num_nodes ids, each in [0, num_parts), and every part must own a node; otherwise
+/// halo::InputError names the file, line and value.
+std::vector<std::int32_t> read_part_file(const std::filesystem::path& path, std::int64_t num_nodes,
+                                         int num_parts);
+
+/// Writes `owner` in the format read_part_file reads, atomically.
+void write_part_file(const std::filesystem::path& path, std::span<const std::int32_t> owner);
 
 /// Writes `contents` to `path` atomically: a temporary file in the same directory, flushed and
 /// renamed over the target (manifests, small text outputs). Throws halo::IoError naming the file.

@@ -163,6 +163,12 @@ bad "partition: unknown kernel metadata" "kernel-metadata|bogus" -- "${P[@]}" "$
 bad "partition: output directory missing" "/nonexistent/dir/g\.h5" -- "${P[@]}" "$d/tri.el" --parts 1 -o /nonexistent/dir/g.h5
 bad "partition: no -o" "output.*required|required" -- "${P[@]}" "$d/tri.el" --parts 1
 bad "partition: imbalance below 1" "imbalance|0\.5" -- "${P[@]}" "$d/tri.el" --parts 1 --imbalance 0.5 -o g.h5
+printf '0\n3\n1\n' >"$d/tri3.part"
+printf '1\n1\n1\n' >"$d/tri-one.part"
+bad "partition: --owner part id past --parts" "tri3\.part:2: part id '3' of node 1 is outside \[0, 2\)" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri3.part" -o g.h5
+bad "partition: --owner leaves a part empty" "tri-one\.part: part 0 of 2 owns no node" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri-one.part" -o g.h5
+bad "partition: --owner from another graph's dataset" "g2\.h5: the dataset has 1024 nodes, but the graph has 3" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/g2.h5" -o g.h5
+bad "partition: --owner with --partitioner ptscotch" "owner replaces the partitioner.*ptscotch" --option-error -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri3.part" --partitioner ptscotch -o g.h5
 # ---- halo-partition: node data -----------------------------------------------------------------
 bad "partition: features bad .npy magic" "magic\.npy" -- "${P[@]}" "$d/tri.el" --parts 1 --features "$d/magic.npy" -o g.h5
 if [ -f "$d/three_d.npy" ]; then

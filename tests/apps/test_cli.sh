@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the command-line tools under mpiexec (ctest label mpi):
 #   1. partition an R-MAT graph and Cora into 1, 2 and 3 parts; halo-inspect --check each;
+#      the 3-part assignment saved with --save-owner and taken back with --owner (the part file,
+#      or the dataset) gives the same shards;
 #   2. halo-infer on 2 and 3 ranks equals 1 rank bit for bit (halo-inspect --compare --tolerance 0);
 #   3. a rank count different from the dataset's parts fails with a clear message;
 #   4. an injected fault on one rank makes the job exit non-zero within 30 s, with no manifest;
@@ -41,6 +43,22 @@ for g in "${graphs[@]}"; do
       pass "partition $name into $p parts and check it"
     else
       fail "partition $name into $p parts"; cat "$work/inspect.log"
+    fi
+  done
+  # The part table (rows, nonzeros, interior, halo, send rows per part) of every way to the same
+  # assignment.
+  parts_table() { "$bin/halo-inspect" "$1" | grep -E '^ +[0-9]+ '; }
+  "$bin/halo-partition" "$g" --parts 3 --symmetrize -q -o "$work/$name-saved.h5" \
+    --save-owner "$work/$name.part.3" >/dev/null
+  for from in "$work/$name.part.3" "$work/$name-3.h5"; do
+    if "$bin/halo-partition" "$g" --parts 3 --symmetrize -q -o "$work/$name-owner.h5" \
+         --owner "$from" >/dev/null &&
+       "$bin/halo-inspect" "$work/$name-owner.h5" --check >"$work/inspect.log" &&
+       [ "$(parts_table "$work/$name-owner.h5")" = "$(parts_table "$work/$name-3.h5")" ] &&
+       [ "$(wc -l <"$work/$name.part.3")" -gt 0 ]; then
+      pass "$name: --owner $(basename "$from") gives the same 3 parts"
+    else
+      fail "$name: --owner $from"; cat "$work/inspect.log"
     fi
   done
   for layer in gcn sage gin; do

@@ -1,5 +1,8 @@
 // One-integer-per-line node data: class labels and node id lists (e.g. a test split).
+#include <algorithm>
 #include <limits>
+#include <span>
+#include <string>
 
 #include "halo/io.hpp"
 #include "io_detail.hpp"
@@ -73,6 +76,54 @@ std::vector<global_id> read_index_list(const std::filesystem::path& path, std::i
         ids.push_back(value);
     });
     return ids;
+}
+
+std::vector<std::int32_t> read_part_file(const std::filesystem::path& path, std::int64_t num_nodes,
+                                         int num_parts)
+{
+    const auto name = path.string();
+    HALO_EXPECTS(num_parts >= 1, "read_part_file needs at least one part, got ", num_parts);
+    const auto text = io_detail::read_text(path);
+    std::vector<std::int32_t> owner;
+    owner.reserve(static_cast<std::size_t>(std::max<std::int64_t>(num_nodes, 0)));
+    std::vector<std::int64_t> owned(static_cast<std::size_t>(num_parts), 0);
+    const auto count = for_each_value(text, name, "part id", [&](std::string_view token,
+                                                                 std::int64_t ln) {
+        const auto value = io_detail::int_field(token, name, ln, "part id");
+        if (value < 0 || value >= num_parts) {
+            HALO_INPUT_ERROR_AT(name, ln, "part id ", io_detail::quote(token), " of node ",
+                                owner.size(), " is outside [0, ", num_parts, ") (--parts ",
+                                num_parts, ")");
+        }
+        if (static_cast<std::int64_t>(owner.size()) == num_nodes) {
+            HALO_INPUT_ERROR_AT(name, ln, "more part ids than the graph's ", num_nodes,
+                                " nodes (one line per node, in node order)");
+        }
+        owner.push_back(static_cast<std::int32_t>(value));
+        ++owned[static_cast<std::size_t>(value)];
+    });
+    if (count != num_nodes) {
+        HALO_THROW(InputError, name, ": ", count, " part ids, but the graph has ", num_nodes,
+                   " nodes (one line per node, in node order)");
+    }
+    for (int p = 0; p < num_parts; ++p) {
+        if (owned[static_cast<std::size_t>(p)] == 0) {
+            HALO_THROW(InputError, name, ": part ", p, " of ", num_parts,
+                       " owns no node (every part becomes a rank's shard and must be non-empty)");
+        }
+    }
+    return owner;
+}
+
+void write_part_file(const std::filesystem::path& path, std::span<const std::int32_t> owner)
+{
+    std::string text;
+    text.reserve(owner.size() * 2);
+    for (const auto part : owner) {
+        text += std::to_string(part);
+        text += '\n';
+    }
+    write_file_atomic(path, text);
 }
 
 }  // namespace halo

@@ -322,6 +322,21 @@ std::vector<BadInput> cases()
     c.push_back({"IndexListAboveNodeCount", "i.txt", text("4\n10\n"),
                  [](const fs::path& p) { halo::read_index_list(p, 10); }, 2,
                  "node id '10' is not below the node count 10"});
+    const Reader parts = [](const fs::path& p) { halo::read_part_file(p, 4, 2); };
+    c.push_back({"PartFileIdAboveParts", "g.part.2", text("0\n1\n2\n0\n"), parts, 3,
+                 "part id '2' of node 2 is outside [0, 2)"});
+    c.push_back({"PartFileNegativeId", "g.part.2", gzipped("0\n-1\n"), parts, 2,
+                 "part id '-1' of node 1 is outside [0, 2)"});
+    c.push_back({"PartFileNotAnInteger", "g.part.2", text("0\n1\nx\n"), parts, 3, "'x'"});
+    c.push_back({"PartFileTwoFields", "g.part.2", text("0\n1 1\n"), parts, 2,
+                 "one part id per line"});
+    c.push_back({"PartFileTooFew", "g.part.2", text("0\n1\n1\n"), parts, 0,
+                 "3 part ids, but the graph has 4 nodes"});
+    c.push_back({"PartFileTooMany", "g.part.2", text("0\n1\n1\n0\n1\n"), parts, 5,
+                 "more part ids than the graph's 4 nodes"});
+    c.push_back({"PartFileEmptyPart", "g.part.2", text("1\n1\n% comment\n1\n1\n"), parts, 0,
+                 "part 0 of 2 owns no node"});
+    c.push_back({"PartFileEmpty", "g.part.2", text(""), parts, 0, "the file is empty"});
     return c;
 }
 

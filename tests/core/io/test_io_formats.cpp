@@ -337,4 +337,15 @@ TEST(Labels, LabelsAndIndexListsPlainOrGzip)
     EXPECT_EQ(halo::read_index_list(dir / "i.txt.gz", 10), (std::vector<halo::global_id>{5, 0, 9}));
 }
 
+TEST(Labels, PartFilesRoundTripAndReadGpmetisOutput)
+{
+    const auto dir = halo::testing::scratch_dir("io-part");
+    const std::vector<std::int32_t> owner{2, 0, 1, 1, 0, 2, 2};
+    halo::write_part_file(dir / "g.part.3", owner);
+    EXPECT_EQ(halo::read_part_file(dir / "g.part.3", 7, 3), owner);
+    // gpmetis's files: one id per line, nothing else; gzip, blank and comment lines are read too.
+    write_file(dir / "g.part.gz", gzip("% from gpmetis\n1\n\n0\n1\n"));
+    EXPECT_EQ(halo::read_part_file(dir / "g.part.gz", 3, 2), (std::vector<std::int32_t>{1, 0, 1}));
+}
+
 }  // namespace
