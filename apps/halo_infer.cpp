@@ -759,9 +759,9 @@ nlohmann::json report_layers(Job& job, const halo::Engine& engine, const halo::M
     const auto size = job.size;
     nlohmann::json layers_json = nlohmann::json::array();
     if (job.lead) {
-        fmt::print("{:>5} {:>6} {:>10} | {:>21} | {:>21} | {:>21} | {:>11}\n", "layer", "type",
-                   "width", "total ms (max/mean)", "compute ms (max/mean)",
-                   "exchange ms (max/mean)", "waiting max");
+        fmt::print("{:>5} {:>6} {:>10} | {:>21} | {:>21} | {:>21} | {:>11} | {:>9}\n", "layer",
+                   "type", "width", "total ms (max/mean)", "compute ms (max/mean)",
+                   "exchange ms (max/mean)", "waiting max", "skew max");
     }
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const auto& t = engine.timings()[l];
@@ -769,6 +769,7 @@ nlohmann::json report_layers(Job& job, const halo::Engine& engine, const halo::M
         const auto comp = reduce_stat(comm, t.compute * 1e3, size);
         const auto exch = reduce_stat(comm, t.exchange * 1e3, size);
         const auto wait = reduce_stat(comm, t.waiting * 1e3, size);
+        const auto skew = reduce_stat(comm, t.skew * 1e3, size);
         const auto bytes = reduce_stat(comm, static_cast<double>(t.exchanged_bytes), size);
         const auto fp32_bytes = reduce_stat(comm, static_cast<double>(t.fp32_exchange_bytes), size);
         exchanged_total += bytes.mean * size;
@@ -783,10 +784,13 @@ nlohmann::json report_layers(Job& job, const halo::Engine& engine, const halo::M
             };
             const bool layer_measured = !engine.replayed();
             const bool step_measured = layer_measured && step_timing;
-            fmt::print("{:>5} {:>6} {:>4}->{:<5} | {} | {} | {} | {:>11}\n", l,
+            const auto max_ms = [&](const Stat& v) {
+                return step_measured ? fmt::format("{:.3f}", v.max) : std::string("n/a");
+            };
+            fmt::print("{:>5} {:>6} {:>4}->{:<5} | {} | {} | {} | {:>11} | {:>9}\n", l,
                        halo::to_string(layer.type), layer.in_dim, layer.out_dim,
                        ms(tot, layer_measured), ms(comp, step_measured), ms(exch, step_measured),
-                       step_measured ? fmt::format("{:.3f}", wait.max) : std::string("n/a"));
+                       max_ms(wait), max_ms(skew));
         }
         layers_json.push_back(
             {{"layer", l},
@@ -801,6 +805,7 @@ nlohmann::json report_layers(Job& job, const halo::Engine& engine, const halo::M
              {"compute_ms", {{"max", comp.max}, {"mean", comp.mean}}},
              {"exchange_ms", {{"max", exch.max}, {"mean", exch.mean}}},
              {"waiting_ms", {{"max", wait.max}, {"mean", wait.mean}}},
+             {"skew_ms", {{"max", skew.max}, {"mean", skew.mean}}},
              {"exchanged_bytes_per_rank", {{"max", bytes.max}, {"mean", bytes.mean}}},
              {"fp32_exchange_bytes_per_rank",
               {{"max", fp32_bytes.max}, {"mean", fp32_bytes.mean}}}});

@@ -36,6 +36,7 @@ public:
     void start(DenseView<float> x) override;
     void finish() override;
     const ExchangeStats& stats() const override;
+    void barrier() override { inner_->barrier(); }
     std::int64_t fp32_bytes_sent() const override { return fp32_sent_; }
     std::int64_t fp32_bytes_received() const override { return fp32_received_; }
 

@@ -62,6 +62,7 @@ public:
 
     void start(DenseView<float> x) override;
     void finish() override;
+    void barrier() override { messenger_.barrier(); }
 
 private:
     cuda::Context& ctx_;

@@ -28,6 +28,7 @@ public:
 
     void start(DenseView<float> x) override;
     void finish() override;
+    void barrier() override { messenger_.barrier(); }
 
 private:
     // First, so that the plan is checked before anything is sized from it.

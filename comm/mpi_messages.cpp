@@ -139,6 +139,12 @@ bool MpiMessenger::abandon() noexcept
     return !send_pieces_.empty();
 }
 
+void MpiMessenger::barrier() const
+{
+    HALO_EXPECTS(!in_flight_, "barrier() during an exchange");
+    HALO_MPI_TRY(MPI_Barrier(comm_));
+}
+
 void MpiMessenger::add_stats(ExchangeStats& stats) const
 {
     const auto row_bytes = cols_ * static_cast<std::int64_t>(sizeof(float));

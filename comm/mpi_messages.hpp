@@ -47,6 +47,9 @@ public:
     /// whether any send may still read its buffer: the owner must then leak that buffer.
     bool abandon() noexcept;
 
+    /// MPI_Barrier over the communicator (HaloExchanger::barrier). Throws halo::MpiError.
+    void barrier() const;
+
     /// Adds the bytes and messages of the exchange posted last to `stats`.
     void add_stats(ExchangeStats& stats) const;
 

@@ -18,7 +18,7 @@
 
 namespace halo {
 
-NcclComm::NcclComm(MPI_Comm comm, const cuda::Context& ctx)
+NcclComm::NcclComm(MPI_Comm comm, const cuda::Context& ctx) : mpi_comm_(comm)
 {
     HALO_MPI_TRY(MPI_Comm_rank(comm, &rank_));
     HALO_MPI_TRY(MPI_Comm_size(comm, &size_));
@@ -78,6 +78,11 @@ NcclComm::~NcclComm()
     if (comm_ != nullptr) {
         static_cast<void>(ncclCommDestroy(comm_));  // a destructor must not throw
     }
+}
+
+void NcclComm::barrier() const
+{
+    HALO_MPI_TRY(MPI_Barrier(mpi_comm_));
 }
 
 void NcclComm::abort() noexcept

@@ -49,6 +49,7 @@ public:
 
     void start(DenseView<float> x) override;
     void finish() override;
+    void barrier() override { comm_.barrier(); }
 
 private:
     // The grouped receives into `halo` (num_halo x cols, contiguous) and sends of the packed rows;

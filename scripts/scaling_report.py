@@ -18,6 +18,9 @@ Definitions (per run, summed over layers, maxima over ranks):
   interior share the nonzeros of interior rows (no halo column) over all nonzeros, summed over
                  parts, from the partition report: the work that can run while halo rows travel
   imbalance      compute max / compute mean over ranks (--step-timing, overlap on)
+  skew           time in the barrier --step-timing puts before each exchange, waiting for the
+                 slowest peer (the no-overlap run; manifests since 2026-11-27, else "nan"); the
+                 exchange times leave it out from then on
 """
 import csv
 import json
@@ -29,6 +32,9 @@ NAME = re.compile(r"^(strong|weak|int8)-rmat(\d+)-(\w+)-g(\d+)-(run|waiting|alon
 
 
 def layer_sum(manifest, key, stat="max"):
+    """Sum over layers; nan where a manifest predates `key`."""
+    if any(key not in layer for layer in manifest["layers"]):
+        return float("nan")
     return sum(layer[key][stat] for layer in manifest["layers"])
 
 
@@ -56,7 +62,7 @@ def load(out):
 def write_csv(out, runs):
     fields = ["experiment", "scale", "layer_type", "gpus", "kind", "exchange", "layer", "width",
               "forward_ms", "total_ms_max", "compute_ms_max", "compute_ms_mean",
-              "exchange_ms_max", "waiting_ms_max", "exchanged_bytes_per_rank_max",
+              "exchange_ms_max", "waiting_ms_max", "skew_ms_max", "exchanged_bytes_per_rank_max",
               "fp32_bytes_per_rank_max", "read_s_max", "total_s_max", "device_bytes_max"]
     with open(out / "scaling.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
@@ -76,6 +82,7 @@ def write_csv(out, runs):
                             "compute_ms_mean": layer["compute_ms"]["mean"],
                             "exchange_ms_max": layer["exchange_ms"]["max"],
                             "waiting_ms_max": layer["waiting_ms"]["max"],
+                            "skew_ms_max": layer.get("skew_ms", {}).get("max"),
                             "exchanged_bytes_per_rank_max":
                                 layer["exchanged_bytes_per_rank"]["max"],
                             "fp32_bytes_per_rank_max":
@@ -98,13 +105,14 @@ def strong_rows(runs):
                    "read_s": phase(run, "dataset read"),
                    "device_gib": run.get("device_memory", {}).get("max_total_over_ranks", 0) / 2**30,
                    "alone_ms": float("nan"), "waiting_ms": float("nan"), "hidden": float("nan"),
-                   "saved": float("nan"),
+                   "saved": float("nan"), "skew_ms": float("nan"),
                    "imbalance": float("nan"), "mb_per_rank": 0.0}
             waiting = runs.get(("strong", scale, ltype, gpus, "waiting"))
             alone = runs.get(("strong", scale, ltype, gpus, "alone"))
             if waiting and alone:
                 row["alone_ms"] = layer_sum(alone, "exchange_ms")
                 row["waiting_ms"] = layer_sum(waiting, "waiting_ms")
+                row["skew_ms"] = layer_sum(alone, "skew_ms")
                 if row["alone_ms"] > 0:
                     row["hidden"] = 1.0 - row["waiting_ms"] / row["alone_ms"]
                     row["saved"] = (layer_sum(alone, "total_ms") - layer_sum(waiting, "total_ms")) \
@@ -146,6 +154,8 @@ def int8_rows(runs):
                      "int8_mb": layer_sum(m, "exchanged_bytes_per_rank") / 1e6,
                      "fp32_mb": layer_sum(fp32, "exchanged_bytes_per_rank") / 1e6 if fp32 else float("nan"),
                      "int8_ms": layer_sum(m, "exchange_ms"),
+                     "int8_skew": layer_sum(m, "skew_ms"),
+                     "fp32_skew": layer_sum(fp32, "skew_ms") if fp32 else float("nan"),
                      "fp32_ms": layer_sum(fp32, "exchange_ms") if fp32 else float("nan"),
                      "int8_fwd": m["forward_seconds_median"] * 1e3,
                      "fp32_fwd": fp32["forward_seconds_median"] * 1e3 if fp32 else float("nan")})
@@ -184,6 +194,7 @@ def markdown(strong, weak, int8, parts):
         ("graph", graph), ("layer", lambda r: r["layer"]), ("GPUs", lambda r: str(r["gpus"])),
         ("forward ms", num("forward_ms")), ("speed-up", num("speedup", 2, "x")),
         ("layers ms (sum of max)", num("layers_ms")), ("exchange alone ms", num("alone_ms")),
+        ("arrival skew ms", num("skew_ms")),
         ("waiting ms", num("waiting_ms")), ("hidden", pct("hidden")), ("saved", pct("saved")),
         ("compute imbalance", num("imbalance", 3)), ("exchanged MB/rank", num("mb_per_rank", 1)),
         ("device GiB/rank", num("device_gib")), ("read s", num("read_s"))], strong)
@@ -202,6 +213,7 @@ def markdown(strong, weak, int8, parts):
         ("graph", graph), ("layer", lambda r: r["layer"]), ("GPUs", lambda r: str(r["gpus"])),
         ("fp32 MB/rank", num("fp32_mb", 1)), ("int8 MB/rank", num("int8_mb", 1)),
         ("fp32 exchange ms", num("fp32_ms")), ("int8 exchange ms", num("int8_ms")),
+        ("fp32 skew ms", num("fp32_skew")), ("int8 skew ms", num("int8_skew")),
         ("fp32 forward ms", num("fp32_fwd")), ("int8 forward ms", num("int8_fwd"))], int8)
     lines += table("Partitions (METIS, all built at once: times share the cores)", [
         ("dataset", lambda p: p["name"]), ("nonzeros", lambda p: f"{p['num_nonzeros']:,}"),

@@ -33,6 +33,9 @@ struct LayerTiming {
     double dense = 0.0;                // GEMM and element-wise steps
     double exchange = 0.0;             // time in start() and finish() of the exchange
     double waiting = 0.0;              // part of `exchange` spent blocked in finish()
+    /// --step-timing only: time in a barrier before each exchange, waiting for the slowest peer
+    /// to arrive (the ranks' compute imbalance); `exchange` leaves it out.
+    double skew = 0.0;
     std::int64_t exchanged_bytes = 0;  // sent + received, as the exchanger moved them
     /// What the layer's exchanges would have moved as fp32 rows of the exchanged width (sent +
     /// received): exchanged_bytes is smaller when rows travel compressed (maxk's CBSR records,

@@ -39,6 +39,13 @@ public:
     virtual void finish() = 0;
 
     virtual const ExchangeStats& stats() const = 0;
+
+    /// Returns once every rank of the exchange has called it (a host barrier over the ranks'
+    /// communicator; one part has no peers and returns at once). For measurements only: called
+    /// before start() with the device idle, the time spent here is how much later the slowest
+    /// peer arrived (arrival skew), which the exchange's own time then leaves out. Every rank
+    /// must call it at the same point; never between start() and finish().
+    virtual void barrier() {}
 };
 
 /// The base of the exchangers that keep their own counters: not copyable; stats() reads stats_.

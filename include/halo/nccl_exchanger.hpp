@@ -45,8 +45,11 @@ public:
     int rank() const noexcept { return rank_; }
     int size() const noexcept { return size_; }
     void abort() noexcept;
+    /// MPI_Barrier over the communicator it was bootstrapped on (HaloExchanger::barrier).
+    void barrier() const;
 
 private:
+    MPI_Comm mpi_comm_;
     ncclComm_t comm_ = nullptr;
     int rank_ = 0;
     int size_ = 1;

@@ -366,6 +366,9 @@ void StepContext::exchange_around(DenseView<float> exchanged, std::int64_t width
     }
     backend.synchronize();
     auto t0 = std::chrono::steady_clock::now();
+    exchanger.barrier();  // the peers' late arrival, apart from the exchange's own time
+    t.skew += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
     exchanger.start(exchanged);
     t.exchange += seconds_since(t0);
     if (options.overlap) {

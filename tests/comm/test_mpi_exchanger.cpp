@@ -8,11 +8,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -241,6 +243,34 @@ TEST(MpiExchanger, RepeatedExchangesReuseOneExchanger)
     }
     EXPECT_EQ(exchanger->stats().exchanges, 8);
     EXPECT_EQ(exchanger->stats().bytes_received, bytes);
+}
+
+TEST(MpiExchanger, BarrierReturnsOnceTheLastRankArrives)
+{
+    halo::MpiWorld world(nullptr, nullptr);
+    const auto all = graphs();
+    const auto shards = shards_for(all[1].csr, Partitioner::metis, world.size());
+    const Shard& shard = shards[world.rank()];
+    auto exchanger = halo::make_mpi_exchanger(world.comm(), shard, kMaxDim);
+    // The last rank arrives 200 ms late: every other rank waits that long in barrier() (the arrival
+    // skew --step-timing reports), and the exchanges before and after are untouched by it.
+    const bool late = world.rank() == world.size() - 1;
+    for (int round = 0; round < 2; ++round) {
+        if (late) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        exchanger->barrier();
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!late) {
+            EXPECT_GE(waited, 0.15) << "rank " << world.rank() << " round " << round;
+        }
+        auto f = make_features(shard, 7, 7, round);
+        exchanger->start(f.view);
+        exchanger->finish();
+        EXPECT_TRUE(holds_exchanged_values(shard, f, round)) << "round " << round;
+    }
 }
 
 TEST(MpiExchanger, OverlappingExchangesOnOneCommunicatorKeepApartByTag)
