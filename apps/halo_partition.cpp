@@ -37,6 +37,7 @@ struct Options {
     std::string labels;
     std::uint64_t seed = 1;
     double imbalance = 1.03;
+    std::string balance = "nnz";
     std::int64_t num_nodes = -1;
     std::string output;
     std::string save_csr;
@@ -335,6 +336,7 @@ int run(const Options& o, const std::string& command)
         popt.num_parts = o.parts;
         popt.seed = o.seed;
         popt.imbalance = o.imbalance;
+        popt.balance_rows = o.balance == "rows+nnz";
         step(fmt::format("partitioning into {} parts with {}", o.parts, o.partitioner));
         owner = halo::partition_graph(csr.view(), popt);
     }
@@ -412,6 +414,7 @@ int run(const Options& o, const std::string& command)
                                        {"parts", o.parts},
                                        {"partitioner", partitioner},
                                        {"owner_from", o.owner_from},
+                                       {"balance", o.balance},
                                        {"seconds",
                                         {{"read_and_build", graph_seconds},
                                          {"partition", partition_seconds},
@@ -456,6 +459,11 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--imbalance", o.imbalance, "METIS load imbalance tolerance (max/mean)")
         ->check(CLI::Range(1.0, 10.0))
+        ->capture_default_str();
+    app.add_option("--balance", o.balance,
+                   "what METIS balances across parts: nnz (one weight per node, 1 + degree) | "
+                   "rows+nnz (two constraints, rows and 1 + degree, each within --imbalance)")
+        ->check(CLI::IsMember({"nnz", "rows+nnz"}))
         ->capture_default_str();
     app.add_option("--num-nodes", o.num_nodes, "node count (ids must be below it)");
     app.add_option("--save-csr", o.save_csr, "also write the global CSR as binary .hcsr");
@@ -504,6 +512,12 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     CLI11_PARSE(app, argc, argv);
+    if (o.balance != "nnz" && (o.partitioner != "metis" || owner_option->count() > 0)) {
+        fmt::print(stderr, "halo-partition: error: --balance {} is a METIS option (not with "
+                           "--partitioner {}{})\n",
+                   o.balance, o.partitioner, owner_option->count() > 0 ? " or --owner" : "");
+        return 2;
+    }
     if (owner_option->count() > 0 && o.partitioner == "ptscotch") {
         fmt::print(stderr, "halo-partition: error: --owner replaces the partitioner; it does not "
                            "go with --partitioner ptscotch\n");

@@ -64,10 +64,16 @@ std::vector<std::int32_t> metis_partition(const CsrView& a, const PartitionOptio
     std::vector<idx_t> adjncy;
     metis_graph(a, xadj, adjncy);
     idx_t n = static_cast<idx_t>(a.num_rows);
-    idx_t ncon = 1;
+    idx_t ncon = options.balance_rows ? 2 : 1;
     idx_t nparts = options.num_parts;
     std::vector<idx_t> vwgt;
-    if (options.weight_by_degree) {
+    if (options.balance_rows) {
+        vwgt.resize(2 * static_cast<std::size_t>(n));  // per node: rows, then nonzeros
+        for (idx_t i = 0; i < n; ++i) {
+            vwgt[2 * static_cast<std::size_t>(i)] = 1;
+            vwgt[2 * static_cast<std::size_t>(i) + 1] = 1 + (xadj[i + 1] - xadj[i]);
+        }
+    } else if (options.weight_by_degree) {
         vwgt.resize(n);
         for (idx_t i = 0; i < n; ++i) {
             vwgt[i] = 1 + (xadj[i + 1] - xadj[i]);
@@ -79,11 +85,15 @@ std::vector<std::int32_t> metis_partition(const CsrView& a, const PartitionOptio
     metis_options[METIS_OPTION_UFACTOR] =
         static_cast<idx_t>(std::lround(std::max(0.0, options.imbalance - 1.0) * 1000.0));
     metis_options[METIS_OPTION_NUMBERING] = 0;
+    // ubvec: each constraint's tolerance (METIS's default for ncon > 1 is 1.05, not UFACTOR).
+    std::vector<real_t> ubvec(static_cast<std::size_t>(ncon),
+                              static_cast<real_t>(std::max(1.001, options.imbalance)));
     idx_t objval = 0;
     std::vector<idx_t> part(n, 0);
     const int status = METIS_PartGraphKway(
         &n, &ncon, xadj.data(), adjncy.data(), vwgt.empty() ? nullptr : vwgt.data(), nullptr,
-        nullptr, &nparts, nullptr, nullptr, metis_options, &objval, part.data());
+        nullptr, &nparts, nullptr, ncon > 1 ? ubvec.data() : nullptr, metis_options, &objval,
+        part.data());
     if (status != METIS_OK) {
         HALO_THROW(Error, "METIS_PartGraphKway failed with status ", status,
                    status == METIS_ERROR_MEMORY ? " (out of memory)" : "",

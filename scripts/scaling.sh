@@ -33,7 +33,7 @@
 #              Markdown tables (OUT/scaling.md) and, where matplotlib imports, the plots
 # Usage: scripts/scaling.sh BUILD WORK OUT [STAGE...]
 # Environment: GPUS="1 2 4" STRONG=24 WEAK="22 23 24" LAYERS="gcn sage" DIMS=128,128,128,64
-#              PARTITION_DETACH=0 AWAIT_SECONDS=540 OWNERS= SAVE_OWNERS=
+#              PARTITION_DETACH=0 AWAIT_SECONDS=540 OWNERS= SAVE_OWNERS= BALANCE=nnz
 #              EF=16 REPEAT=10 SEED=1 OMP_THREADS=8 BACKEND=cuda (NCCL; cpu: the MPI transport, to try the
 #              script without GPUs)
 # Every log and manifest lands in OUT (tag.log, tag.json); WORK holds datasets (local disk).
@@ -59,7 +59,11 @@ if [ ${#weak[@]} -ne ${#gpus[@]} ]; then
   exit 2
 fi
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
-dataset() { echo "$work/rmat-$1-ef$ef-p$2.h5"; }
+# BALANCE=rows+nnz: METIS balances rows and nonzeros (halo-partition --balance); its datasets and
+# assignments are named apart (-rows).
+balance=${BALANCE:-nnz}
+case $balance in nnz) bsuffix= ;; rows+nnz) bsuffix=-rows ;; *) echo "BALANCE: nnz or rows+nnz" >&2; exit 2 ;; esac
+dataset() { echo "$work/rmat-$1-ef$ef-p$2$bsuffix.h5"; }
 failures=0
 
 # The (scale, parts) pairs the selected stages need, one per line (partition alone: those of
@@ -120,7 +124,7 @@ for stage in "${stages[@]}"; do
       [ -f "$ds" ] && continue
       tag=partition-rmat$scale-p$parts
       args=("rmat:$scale:$ef" --parts "$parts" --symmetrize -q -o "$ds")
-      owner=${OWNERS:+$OWNERS/rmat-$scale-ef$ef-p$parts.part}
+      owner=${OWNERS:+$OWNERS/rmat-$scale-ef$ef-p$parts$bsuffix.part}
       if [ -n "$owner" ] && [ -f "$owner.xz" ] && [ ! -f "$owner" ]; then
         xz -dc "$owner.xz" >"$work/${owner##*/}" && owner=$work/${owner##*/}
       fi
@@ -129,8 +133,10 @@ for stage in "${stages[@]}"; do
         echo "-- $tag: the assignment from $owner"
       elif [ -n "${SAVE_OWNERS:-}" ] && [ "$parts" -gt 1 ]; then
         mkdir -p "$SAVE_OWNERS"
-        args+=(--save-owner "$SAVE_OWNERS/rmat-$scale-ef$ef-p$parts.part")
+        args+=(--save-owner "$SAVE_OWNERS/rmat-$scale-ef$ef-p$parts$bsuffix.part")
       fi
+      [ "$balance" != nnz ] && [ "$parts" -gt 1 ] && [ "${args[-2]}" != --owner ] &&
+        args+=(--balance "$balance")
       if [ "${PARTITION_DETACH:-0}" = 1 ]; then
         [ -f "$ds.running" ] && [ ! -f "$ds.rc" ] && continue  # still running
         rm -f "$ds.rc"

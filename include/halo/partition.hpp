@@ -29,6 +29,10 @@ struct PartitionOptions {
     double imbalance = 1.03;       // METIS ufactor = (imbalance - 1) * 1000: max part weight / mean
     std::uint64_t seed = 1;        // METIS_OPTION_SEED, and the random partitioner's seed
     bool weight_by_degree = true;  // METIS vertex weights 1 + degree (else 1)
+    /// METIS with two balance constraints, rows (weight 1) and nonzeros (weight 1 + degree), each
+    /// within `imbalance`, instead of the one weight above: for work that grows with a part's rows
+    /// as well as its nonzeros (the dense transform, the output rows). Ignores weight_by_degree.
+    bool balance_rows = false;
 };
 
 /// owner[v] in [0, num_parts) for every node v of `adjacency` (square). The adjacency should be

@@ -163,6 +163,7 @@ bad "partition: unknown kernel metadata" "kernel-metadata|bogus" -- "${P[@]}" "$
 bad "partition: output directory missing" "/nonexistent/dir/g\.h5" -- "${P[@]}" "$d/tri.el" --parts 1 -o /nonexistent/dir/g.h5
 bad "partition: no -o" "output.*required|required" -- "${P[@]}" "$d/tri.el" --parts 1
 bad "partition: imbalance below 1" "imbalance|0\.5" -- "${P[@]}" "$d/tri.el" --parts 1 --imbalance 0.5 -o g.h5
+bad "partition: --balance rows+nnz with the block partitioner" "balance rows\+nnz is a METIS option" --option-error -- "${P[@]}" "$d/tri.el" --parts 2 --balance rows+nnz --partitioner block -o g.h5
 printf '0\n3\n1\n' >"$d/tri3.part"
 printf '1\n1\n1\n' >"$d/tri-one.part"
 bad "partition: --owner part id past --parts" "tri3\.part:2: part id '3' of node 1 is outside \[0, 2\)" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri3.part" -o g.h5
