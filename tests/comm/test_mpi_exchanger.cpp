@@ -256,6 +256,7 @@ TEST(MpiExchanger, BarrierReturnsOnceTheLastRankArrives)
     // skew --step-timing reports), and the exchanges before and after are untouched by it.
     const bool late = world.rank() == world.size() - 1;
     for (int round = 0; round < 2; ++round) {
+        ASSERT_EQ(MPI_Barrier(world.comm()), MPI_SUCCESS);  // all start the round together
         if (late) {
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
