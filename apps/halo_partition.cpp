@@ -471,7 +471,8 @@ int main(int argc, char** argv)
         app.add_option("--owner", o.owner_from,
                        "take the assignment instead of partitioning: a dataset of the same graph "
                        "(its /partition/owner) or one part id per line in node order (gpmetis's "
-                       "graph.part.P)");
+                       "graph.part.P)")
+            ->check(CLI::ExistingFile);
     app.add_option("--save-owner", o.save_owner,
                    "also write the assignment, one part id per line (what --owner reads)");
     app.add_option("-o,--output", o.output, "dataset file to write (.h5)")->required();

@@ -169,6 +169,7 @@ printf '1\n1\n1\n' >"$d/tri-one.part"
 bad "partition: --owner part id past --parts" "tri3\.part:2: part id '3' of node 1 is outside \[0, 2\)" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri3.part" -o g.h5
 bad "partition: --owner leaves a part empty" "tri-one\.part: part 0 of 2 owns no node" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri-one.part" -o g.h5
 bad "partition: --owner from another graph's dataset" "g2\.h5: the dataset has 1024 nodes, but the graph has 3" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/g2.h5" -o g.h5
+bad "partition: --owner file missing (before the graph is built)" "owner: File does not exist: .*missing\.part" --option-error -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/missing.part" -o g.h5
 bad "partition: --owner with --partitioner ptscotch" "owner replaces the partitioner.*ptscotch" --option-error -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri3.part" --partitioner ptscotch -o g.h5
 # ---- halo-partition: node data -----------------------------------------------------------------
 bad "partition: features bad .npy magic" "magic\.npy" -- "${P[@]}" "$d/tri.el" --parts 1 --features "$d/magic.npy" -o g.h5
