@@ -131,12 +131,13 @@ for stage in "${stages[@]}"; do
       if [ -n "$owner" ] && [ -f "$owner" ]; then
         args+=(--owner "$owner")
         echo "-- $tag: the assignment from $owner"
-      elif [ -n "${SAVE_OWNERS:-}" ] && [ "$parts" -gt 1 ]; then
-        mkdir -p "$SAVE_OWNERS"
-        args+=(--save-owner "$SAVE_OWNERS/rmat-$scale-ef$ef-p$parts$bsuffix.part")
+      elif [ "$parts" -gt 1 ]; then  # METIS runs
+        [ "$balance" != nnz ] && args+=(--balance "$balance")
+        if [ -n "${SAVE_OWNERS:-}" ]; then
+          mkdir -p "$SAVE_OWNERS"
+          args+=(--save-owner "$SAVE_OWNERS/rmat-$scale-ef$ef-p$parts$bsuffix.part")
+        fi
       fi
-      [ "$balance" != nnz ] && [ "$parts" -gt 1 ] && [ "${args[-2]}" != --owner ] &&
-        args+=(--balance "$balance")
       if [ "${PARTITION_DETACH:-0}" = 1 ]; then
         [ -f "$ds.running" ] && [ ! -f "$ds.rc" ] && continue  # still running
         rm -f "$ds.rc"
