@@ -180,6 +180,10 @@ Measured measure(const std::string& path, const LoadBenchOptions& o, cuda::Conte
     m.file_bytes = static_cast<std::int64_t>(std::filesystem::file_size(path));
     // The first read sizes the device buffers and is checked; it is not timed.
     const auto first = read_stored_features(path, o.part);
+    if (first.feature_type != "float32" && first.feature_type != "int8") {
+        HALO_THROW(InputError, path, " holds ", first.feature_type,
+                   " features; halo-bench load times float32 and int8 datasets");
+    }
     m.type = first.feature_type;
     m.rows = first.rows;
     m.cols = first.cols;

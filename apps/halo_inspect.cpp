@@ -217,7 +217,9 @@ int inspect_dataset(const Options& o)
                info.num_nonzeros, info.num_parts, info.partitioner);
     fmt::print("  normalization {}  self-loops {}  values {}  features {}  labels {}\n",
                info.normalization, info.self_loops, info.has_values ? "yes" : "no (pattern)",
-               info.feature_dim, info.has_labels ? "yes" : "no");
+               info.feature_dim > 0 ? fmt::format("{} ({})", info.feature_dim, info.feature_type)
+                                    : std::string("0"),
+               info.has_labels ? "yes" : "no");
     fmt::print("  created by: {}\n\n", info.created_by);
     if (o.part >= info.num_parts) {
         HALO_THROW(halo::InputError, o.path, ": part ", o.part, " requested, the dataset has ",

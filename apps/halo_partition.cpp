@@ -17,6 +17,7 @@
 #include "halo/io.hpp"
 #include "halo/kernel_metadata_build.hpp"
 #include "halo/partition.hpp"
+#include "halo/feature_type.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
@@ -368,6 +369,25 @@ int run(const Options& o, const std::string& command)
             halo::dense_view<const float>(features.values.data(), features.rows, features.cols),
             o.features.c_str());
         info.feature_type = "int8";
+    } else if (o.quantize != "none") {
+        // fp16 / bf16: the writer rounds each part's rows; a value beyond the type's range is
+        // found here first, over all nodes, before anything is written.
+        if (features.cols == 0) {
+            HALO_THROW(halo::InputError, "--quantize ", o.quantize, " needs --features");
+        }
+        const auto type = halo::parse_feature_type(o.quantize);
+        step("checking features against " + o.quantize + "'s range");
+        std::vector<std::uint16_t> bits(features.values.size());
+        const auto bad = halo::encode_features(features.values, type, bits);
+        if (bad >= 0) {
+            HALO_THROW(halo::InputError, o.features, ": feature ",
+                       features.values[static_cast<std::size_t>(bad)], " of node ",
+                       bad / features.cols, " (column ", bad % features.cols, ") is beyond ",
+                       o.quantize, "'s range (largest ",
+                       type == halo::FeatureType::fp16 ? "65504" : "3.39e38",
+                       "); use --quantize bf16 (fp32's range) or none");
+        }
+        info.feature_type = halo::stored_feature_type_name(type);
     }
     info.has_labels = !labels.empty();
     info.created_by = "halo-partition: " + command;
@@ -486,9 +506,10 @@ int main(int argc, char** argv)
         ->delimiter(',')
         ->check(CLI::IsMember(halo::offline_metadata_kernels()));
     app.add_option("--quantize", o.quantize,
-                   "store the features as: none (float32) | int8 (per-column scale and zero "
+                   "store the features as: none (float32) | fp16 | bf16 (16-bit floats, "
+                   "rounded to nearest even, 2x smaller) | int8 (per-column scale and zero "
                    "point, 4x smaller; docs/FORMAT.md)")
-        ->check(CLI::IsMember({"none", "int8"}))
+        ->check(CLI::IsMember({"none", "fp16", "bf16", "int8"}))
         ->capture_default_str();
     app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
     app.add_option("--scotch-strategy", o.scotch_strategy,

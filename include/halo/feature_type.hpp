@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,5 +38,21 @@ float bf16_bits_to_float(std::uint16_t bits);
 float round_feature(float value, FeatureType type);
 /// round_feature() on every element, in place.
 void round_features(std::span<float> values, FeatureType type);
+
+/// Encodes `values` as fp16 or bf16 bit patterns into `bits` (same length), rounding as
+/// float_to_half_bits / float_to_bf16_bits, on every core. Returns the index of the first finite
+/// value whose encoding is infinite (fp16: |value| >= 65520; bf16: beyond 3.3895e38), or -1 when
+/// there is none; every element is encoded either way.
+std::int64_t encode_features(std::span<const float> values, FeatureType type,
+                             std::span<std::uint16_t> bits);
+/// Widens fp16 or bf16 bit patterns exactly into `values` (same length), on every core.
+void decode_features(std::span<const std::uint16_t> bits, FeatureType type,
+                     std::span<float> values);
+
+/// The name of a stored feature type in a dataset's root attribute feature_type
+/// (docs/FORMAT.md): "float32", "float16", "bfloat16"; and back (nullopt for another name,
+/// "int8" included).
+std::string stored_feature_type_name(FeatureType type);
+std::optional<FeatureType> feature_type_from_stored_name(std::string_view name);
 
 }  // namespace halo

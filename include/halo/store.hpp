@@ -22,7 +22,8 @@ inline constexpr const char* dataset_format_name = "halo-dataset";
 /// (docs/FORMAT.md, "Joined datasets"). Not a dataset by itself.
 inline constexpr const char* dataset_parts_format_name = "halo-dataset-parts";
 /// Version 2 added the root attribute feature_type and int8 features; version-1 files (float32
-/// features, no feature_type) are still read.
+/// features, no feature_type) are still read. The 16-bit feature types came later within version
+/// 2: a reader that predates them refuses such a dataset by naming its feature_type.
 inline constexpr int dataset_format_version = 2;
 
 /// Root attributes of a dataset (docs/FORMAT.md, "Root").
@@ -36,7 +37,9 @@ struct DatasetInfo {
     std::string normalization;     // none | gcn | mean
     std::string self_loops;        // keep | drop | add
     std::int64_t feature_dim = 0;  // 0: no features
-    /// "float32" or "int8" (per-column scale and zero point; read_shard dequantizes them).
+    /// "float32", "float16" / "bfloat16" (16-bit storage; the writer rounds to nearest even,
+    /// read_shard widens exactly) or "int8" (per-column scale and zero point; read_shard
+    /// dequantizes them).
     std::string feature_type = "float32";
     bool has_labels = false;
     bool has_values = false;  // parts store csr/values (else a pattern matrix). The writer

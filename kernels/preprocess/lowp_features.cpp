@@ -1,9 +1,12 @@
 // Host half of the low-precision feature support (include/halo/feature_type.hpp): parsing and the
 // bit-exact fp32 -> fp16 / bf16 rounding that the device conversion (lowp_convert.cu) performs,
-// so CPU references and unit tests see the same rounded features. No CUDA needed.
+// so CPU references and unit tests see the same rounded features; the stored fp16 / bf16 features'
+// encoding and decoding (the dataset reader and writer). No CUDA needed.
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "halo/error.hpp"
@@ -120,6 +123,66 @@ void round_features(std::span<float> values, FeatureType type)
     for (float& v : values) {
         v = round_feature(v, type);
     }
+}
+
+std::int64_t encode_features(std::span<const float> values, FeatureType type,
+                             std::span<std::uint16_t> bits)
+{
+    HALO_EXPECTS(type != FeatureType::fp32, "encode_features: fp32 is not a 16-bit type");
+    HALO_EXPECTS(bits.size() == values.size(), "encode_features: ", values.size(),
+                 " values into ", bits.size(), " elements");
+    const auto n = static_cast<std::int64_t>(values.size());
+    const auto encode = type == FeatureType::fp16 ? float_to_half_bits : float_to_bf16_bits;
+    // Infinity: exponent all ones, significand zero, either sign (the same mask in both types).
+    const std::uint16_t exponent_mask = type == FeatureType::fp16 ? 0x7C00u : 0x7F80u;
+    std::int64_t first_overflow = n;
+#pragma omp parallel for schedule(static) reduction(min : first_overflow)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float v = values[static_cast<std::size_t>(i)];
+        const std::uint16_t b = encode(v);
+        bits[static_cast<std::size_t>(i)] = b;
+        if ((b & 0x7FFFu) == exponent_mask && std::isfinite(v) && i < first_overflow) {
+            first_overflow = i;
+        }
+    }
+    return first_overflow == n ? -1 : first_overflow;
+}
+
+void decode_features(std::span<const std::uint16_t> bits, FeatureType type,
+                     std::span<float> values)
+{
+    HALO_EXPECTS(type != FeatureType::fp32, "decode_features: fp32 is not a 16-bit type");
+    HALO_EXPECTS(bits.size() == values.size(), "decode_features: ", bits.size(),
+                 " elements into ", values.size(), " values");
+    const auto n = static_cast<std::int64_t>(bits.size());
+    const auto decode = type == FeatureType::fp16 ? half_bits_to_float : bf16_bits_to_float;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+        values[static_cast<std::size_t>(i)] = decode(bits[static_cast<std::size_t>(i)]);
+    }
+}
+
+std::string stored_feature_type_name(FeatureType type)
+{
+    switch (type) {
+        case FeatureType::fp32:
+            return "float32";
+        case FeatureType::fp16:
+            return "float16";
+        case FeatureType::bf16:
+            return "bfloat16";
+    }
+    HALO_THROW(LogicError, "unknown feature type ", static_cast<int>(type));
+}
+
+std::optional<FeatureType> feature_type_from_stored_name(std::string_view name)
+{
+    for (const auto type : {FeatureType::fp32, FeatureType::fp16, FeatureType::bf16}) {
+        if (name == stored_feature_type_name(type)) {
+            return type;
+        }
+    }
+    return std::nullopt;
 }
 
 }  // namespace halo

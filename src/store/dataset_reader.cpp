@@ -189,9 +189,9 @@ DatasetReader::DatasetReader(const std::filesystem::path& path)
     info_.feature_dim = read_count(h, root, "feature_dim");
     if (info_.version >= 2) {
         info_.feature_type = read_string_attribute(h, root, "feature_type");
-        if (!is_one_of(info_.feature_type, {"float32", "int8"})) {
+        if (!is_one_of(info_.feature_type, {"float32", "int8", "float16", "bfloat16"})) {
             HALO_THROW(InputError, root.str(), ": attribute feature_type: '", info_.feature_type,
-                       "' is not float32 or int8");
+                       "' is not float32, float16, bfloat16 or int8");
         }
     }
     info_.has_labels = read_flag(h, root, "has_labels");
@@ -379,6 +379,16 @@ Shard DatasetReader::part(int part, const ShardReadOptions& options) const
         shard.features_int8 = std::move(q.data);
         shard.feature_scale = std::move(q.scale);
         shard.feature_zero_point = std::move(q.zero_point);
+    } else if (const auto type16 = feature_type_from_stored_name(info_.feature_type);
+               info_.feature_dim > 0 && type16 && *type16 != FeatureType::fp32) {
+        // fp16 / bf16: widened exactly after the read, so not told to options.features.
+        const auto features = open_group(g, where, "features");
+        shard.feature_dim = info_.feature_dim;
+        const auto bits = read_matrix16(features.get(), where.child("features"), "values", *type16,
+                                        shard.num_owned, info_.feature_dim,
+                                        "attribute num_owned x root attribute feature_dim");
+        shard.features = resident_vector<float>(bits.size());
+        decode_features(bits, *type16, shard.features);
     } else if (info_.feature_dim > 0) {
         const auto features = open_group(g, where, "features");
         shard.feature_dim = info_.feature_dim;

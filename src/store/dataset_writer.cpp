@@ -2,6 +2,7 @@
 
 #include "dataset_ledger.hpp"
 #include "halo/error.hpp"
+#include "halo/feature_type.hpp"
 #include "halo/quantize.hpp"
 #include "halo/store.hpp"
 #include "hdf5_util.hpp"
@@ -102,8 +103,8 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
     store::write_attribute_string(h, root, "normalization", info.normalization);
     store::write_attribute_string(h, root, "self_loops", info.self_loops);
     store::write_attribute<std::int64_t>(h, root, "feature_dim", info.feature_dim);
-    HALO_EXPECTS(info.feature_type == "float32" || info.feature_type == "int8", f,
-                 ": feature_type '", info.feature_type, "'");
+    HALO_EXPECTS(info.feature_type == "int8" || feature_type_from_stored_name(info.feature_type),
+                 f, ": feature_type '", info.feature_type, "'");
     store::write_attribute_string(h, root, "feature_type", info.feature_type);
     store::write_attribute<std::int8_t>(h, root, "has_labels", info.has_labels ? 1 : 0);
     store::write_attribute_string(
@@ -159,6 +160,25 @@ void DatasetWriter::write_part(const Shard& shard)
         HALO_EXPECTS(shard.feature_scale == w.int8_scale &&
                          shard.feature_zero_point == w.int8_zero_point,
                      where, ": int8 feature scales or zero points differ from the first part's");
+    }
+    // fp16 / bf16: encoded before anything of the part is written, so that a value beyond the
+    // type's range fails the part cleanly.
+    const auto type16 = feature_type_from_stored_name(w.info.feature_type);
+    const bool store16 = shard.feature_dim > 0 && type16 && *type16 != FeatureType::fp32;
+    std::vector<std::uint16_t> features16;
+    if (store16) {
+        features16.resize(shard.features.size());
+        const auto bad = encode_features(span_of(shard.features), *type16, features16);
+        if (bad >= 0) {
+            const auto row = bad / shard.feature_dim;
+            HALO_THROW(InputError, where, ": feature ",
+                       shard.features[static_cast<std::size_t>(bad)], " of node ",
+                       shard.global_ids[static_cast<std::size_t>(row)], " (column ",
+                       bad % shard.feature_dim, ") is beyond ", to_string(*type16),
+                       "'s range and would be stored as infinity",
+                       *type16 == FeatureType::fp16 ? " (fp16's largest is 65504; bf16 has fp32's range)"
+                                                    : "");
+        }
     }
     const auto nnz = shard.csr.nnz();
     if (nnz > 0) {
@@ -220,6 +240,10 @@ void DatasetWriter::write_part(const Shard& shard)
                             shard.num_owned, shard.feature_dim);
         store::write_array(features.get(), fw, "scale", span_of(shard.feature_scale));
         store::write_array(features.get(), fw, "zero_point", span_of(shard.feature_zero_point));
+    } else if (store16) {
+        const auto features = store::create_group(g, pw, "features");
+        store::write_matrix16(features.get(), pw.child("features"), "values", *type16,
+                              span_of(features16), shard.num_owned, shard.feature_dim);
     } else if (shard.feature_dim > 0) {
         const auto features = store::create_group(g, pw, "features");
         store::write_matrix(features.get(), pw.child("features"), "values", span_of(shard.features),

@@ -13,6 +13,9 @@ std::int64_t StoredFeatures::bytes() const noexcept
     if (feature_type == "int8") {
         return rows * cols + cols * static_cast<std::int64_t>(sizeof(float) + sizeof(std::int32_t));
     }
+    if (feature_type == "float16" || feature_type == "bfloat16") {
+        return rows * cols * static_cast<std::int64_t>(sizeof(std::uint16_t));
+    }
     return rows * cols * static_cast<std::int64_t>(sizeof(float));
 }
 
@@ -57,6 +60,10 @@ StoredFeatures read_stored_features(const std::filesystem::path& path, int part)
         out.int8.zero_point = read_array<std::int32_t>(
             features.get(), fw, "zero_point", {info.feature_dim, "root attribute feature_dim"});
         validate(out.int8, fw.str().c_str());
+    } else if (const auto type16 = feature_type_from_stored_name(info.feature_type);
+               type16 && *type16 != FeatureType::fp32) {
+        out.bits16 =
+            read_matrix16(features.get(), fw, "values", *type16, rows, info.feature_dim, shape);
     } else {
         out.fp32 = read_matrix<float>(features.get(), fw, "values", rows, info.feature_dim, shape);
     }

@@ -562,6 +562,62 @@ void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, voi
     }
 }
 
+Handle float16_type(FeatureType type, const std::string& where)
+{
+    HALO_EXPECTS(type != FeatureType::fp32, where, ": float16_type of fp32");
+    // Fields: sign bit, exponent position and size, significand position and size.
+    const bool half = type == FeatureType::fp16;
+    const std::size_t exponent_bits = half ? 5 : 8;
+    const std::size_t significand_bits = half ? 10 : 7;
+    Handle t(HALO_HDF5_TRY(H5Tcopy(H5T_IEEE_F32LE), where), H5Tclose);
+    HALO_HDF5_TRY(H5Tset_fields(t.get(), 15, significand_bits, exponent_bits, 0, significand_bits),
+                  where);
+    HALO_HDF5_TRY(H5Tset_size(t.get(), 2), where);
+    HALO_HDF5_TRY(H5Tset_precision(t.get(), 16), where);
+    HALO_HDF5_TRY(H5Tset_ebias(t.get(), half ? 15 : 127), where);
+    HALO_HDF5_TRY(H5Tset_norm(t.get(), H5T_NORM_IMPLIED), where);
+    return t;
+}
+
+void write_matrix16(hid_t loc, const Where& loc_where, const char* name, FeatureType type,
+                    std::span<const std::uint16_t> bits, std::int64_t rows, std::int64_t cols)
+{
+    const auto type16 = float16_type(type, loc_where.child(name).str());
+    const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+    write_dataset(loc, loc_where, name, type16.get(), type16.get(), sizeof(std::uint16_t),
+                  bits.data(), dims);
+}
+
+std::vector<std::uint16_t> read_matrix16(hid_t loc, const Where& loc_where, const char* name,
+                                         FeatureType type, std::int64_t rows, std::int64_t cols,
+                                         const char* expected_what)
+{
+    const auto where = loc_where.child(name);
+    const auto expected = stored_feature_type_name(type);
+    const auto ds = open_dataset(loc, loc_where, name, ElementClass::floating, 2,
+                                 expected.c_str(), 2);
+    const auto type16 = float16_type(type, where.str());
+    const Handle stored(HALO_HDF5_TRY(H5Dget_type(ds.dataset.get()), where.str()), H5Tclose);
+    if (HALO_HDF5_TRY(H5Tequal(stored.get(), type16.get()), where.str()) <= 0) {
+        const auto other = type == FeatureType::fp16 ? FeatureType::bf16 : FeatureType::fp16;
+        const auto other_type = float16_type(other, where.str());
+        const bool is_other =
+            HALO_HDF5_TRY(H5Tequal(stored.get(), other_type.get()), where.str()) > 0;
+        HALO_THROW(InputError, where.str(), ": stored as ",
+                   is_other ? stored_feature_type_name(other)
+                            : "a 16-bit floating-point type of another layout",
+                   ", expected ", expected, " (the root attribute feature_type)");
+    }
+    if (static_cast<std::int64_t>(ds.dims[0]) != rows ||
+        static_cast<std::int64_t>(ds.dims[1]) != cols) {
+        HALO_THROW(InputError, where.str(), ": shape [", ds.dims[0], ", ", ds.dims[1],
+                   "], expected [", rows, ", ", cols, "] (", expected_what, ")");
+    }
+    auto out = resident_vector<std::uint16_t>(static_cast<std::size_t>(rows * cols));
+    read_into(ds, where, type16.get(), out.data());
+    return out;
+}
+
 // ---- attributes ----------------------------------------------------------------------------
 
 void write_scalar_attribute(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,

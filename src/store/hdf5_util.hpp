@@ -23,6 +23,7 @@
 
 #include "halo/detail/resident_memory.hpp"
 #include "halo/error.hpp"
+#include "halo/feature_type.hpp"
 
 namespace halo::store {
 
@@ -386,6 +387,23 @@ std::vector<T> read_matrix(hid_t loc, const Where& loc_where, const char* name, 
     read_into(ds, where, H5Type<T>::memory(), out.data(), on_rows);
     return out;
 }
+
+/// The HDF5 type of stored 16-bit features (docs/FORMAT.md), both little-endian floating-point
+/// types that any HDF5 reader widens exactly: fp16 is IEEE binary16 (h5py reads it as numpy's
+/// float16), bf16 is bfloat16 (sign, 8-bit exponent with bias 127, 7-bit significand: fp32's
+/// upper half). Used as file and memory type alike, so the bits move unconverted.
+Handle float16_type(FeatureType type, const std::string& where);
+
+/// write_matrix for 16-bit features: `bits` (rows x cols, encode_features) as float16_type(type).
+void write_matrix16(hid_t loc, const Where& loc_where, const char* name, FeatureType type,
+                    std::span<const std::uint16_t> bits, std::int64_t rows, std::int64_t cols);
+
+/// read_matrix for 16-bit features: the bit patterns of a rows x cols dataset stored exactly as
+/// float16_type(type); any other type (fp32, the other 16-bit layout, an integer) is a
+/// halo::InputError naming the dataset, what it holds and what was expected.
+std::vector<std::uint16_t> read_matrix16(hid_t loc, const Where& loc_where, const char* name,
+                                         FeatureType type, std::int64_t rows, std::int64_t cols,
+                                         const char* expected_what);
 
 // ---- attributes ----------------------------------------------------------------------------
 

@@ -112,6 +112,7 @@ printf '# 3 2 1\n0 0 1.0\n' >"$d/coo.txt"
 printf '# 1000000000000 1000 1\n0 0 1.0\n' >"$d/coo-huge.txt"
 printf '# 3 2 1\n0 5 1.0\n' >"$d/coo-range.txt"
 printf '# 3 2 1\n0 0 inf\n' >"$d/coo-inf.txt"
+printf '# 3 2 1\n2 1 70000\n' >"$d/coo-fp16.txt"
 printf 'abcd' >"$d/raw.bin"
 printf '0\n1\nx\n' >"$d/labels-token.txt"
 printf '0\n1\n' >"$d/labels-short.txt"
@@ -158,6 +159,8 @@ bad "partition: --parts 0" "parts.*0|0.*parts" -- "${P[@]}" "$d/tri.el" --parts 
 bad "partition: more parts than nodes" "3 nodes|parts" -- "${P[@]}" "$d/tri.el" --parts 5 -o g.h5
 bad "partition: unknown partitioner" "partitioner.*foo|foo" -- "${P[@]}" "$d/tri.el" --parts 1 --partitioner foo -o g.h5
 bad "partition: unknown quantization" "quantize.*int4|int4" -- "${P[@]}" "$d/tri.el" --parts 1 --quantize int4 -o g.h5
+bad "partition: --quantize fp16 of a value past 65504" "coo-fp16\.txt.*70000.*node 2 \(column 1\).*fp16.*65504.*bf16" -- "${P[@]}" "$d/tri.el" --parts 1 --features "$d/coo-fp16.txt" --quantize fp16 -o g.h5
+bad "partition: --quantize bf16 without features" "quantize bf16 needs --features" -- "${P[@]}" "$d/tri.el" --parts 1 --quantize bf16 -o g.h5
 bad "partition: --symmetrize with --no-symmetrize" "symmetrize.*excludes|excludes" -- "${P[@]}" rmat:8:4 --symmetrize --no-symmetrize --parts 1 -o g.h5
 bad "partition: unknown kernel metadata" "kernel-metadata|bogus" -- "${P[@]}" "$d/tri.el" --parts 1 --kernel-metadata bogus -o g.h5
 bad "partition: output directory missing" "/nonexistent/dir/g\.h5" -- "${P[@]}" "$d/tri.el" --parts 1 -o /nonexistent/dir/g.h5

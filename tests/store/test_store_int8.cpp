@@ -141,9 +141,9 @@ TEST_F(StoreInt8, DamagedScalesAndZeroPointsAreRefused)
 
 TEST_F(StoreInt8, UnknownFeatureTypeIsRefused)
 {
-    set_string_attribute(path_, "/", "feature_type", "float16");
+    set_string_attribute(path_, "/", "feature_type", "float8");
     expect_error<InputError>([&] { read_dataset_info(path_); },
-                             {path_.string(), "feature_type", "'float16'"});
+                             {path_.string(), "feature_type", "'float8'"});
 }
 
 TEST_F(StoreInt8, WriterRefusesPartsWithOtherParameters)
