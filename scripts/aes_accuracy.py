@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Accuracy of AES-SpMM and int8 features on real graphs and features (docs/AES.md).
+"""Accuracy of AES-SpMM and int8 / fp16 / bf16 features on real graphs and features (docs/AES.md).
 
     scripts/aes_accuracy.py BIN_DIR DATA_DIR OUT [--datasets cora,citeseer]
         [--model DATASET=MODEL.h5 ...] [--export-dir DIR] [--random-model 16,CLASSES]
         [--backends cpu,cuda] [--ws 16,32,...,1024] [--scalings sample_sum,rescaled]
-        [--no-int8] [--ranks 1] [--keep]
+        [--features fp32,int8,fp16,bf16] [--no-int8] [--ranks 1] [--keep]
 
 BIN_DIR holds halo-partition and halo-infer (a build directory or its apps/). DATA_DIR holds
 <name>.el.gz, <name>.feat.coo.txt.gz, <name>.labels.txt.gz and <name>.test_index.txt.gz (the
 shared data). Each dataset is partitioned as scripts/pyg_agreement.sh does (--symmetrize
---self-loops keep --normalize none), once with float32 features and once with --quantize int8.
+--self-loops keep --normalize none), once per feature type of --features (float32, then
+--quantize int8 / fp16 / bf16). --ws "" measures the feature types alone (exact SpMM only).
 Everything runs through halo-infer, so it measures our kernels (--spmm aes:W[:scaling] against the
 exact SpMM, on the backend named):
 
@@ -129,6 +130,9 @@ def main():
     p.add_argument("--ws", default=",".join(map(str, DEFAULT_WS)))
     p.add_argument("--scalings", default="sample_sum")
     p.add_argument("--operators", default="gcn,mean")
+    p.add_argument("--features", default="fp32,int8",
+                   help="stored feature types to compare, comma-separated, fp32 first: fp32, "
+                        "int8, fp16, bf16 (halo-partition --quantize)")
     p.add_argument("--no-int8", action="store_true", help="float32 features only")
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--graph-suffix", default=".el.gz",
@@ -158,7 +162,12 @@ def main():
     for o in operators:
         if o not in ("gcn", "mean"):
             fail_usage(f"unknown operator '{o}' (gcn, mean)")
-    feature_types = ["fp32"] if a.no_int8 else ["fp32", "int8"]
+    feature_types = ["fp32"] if a.no_int8 else [t for t in a.features.split(",") if t]
+    if not feature_types or feature_types[0] != "fp32":
+        fail_usage(f"--features {a.features}: fp32 must come first (the reference)")
+    for t in feature_types:
+        if t not in ("fp32", "int8", "fp16", "bf16"):
+            fail_usage(f"--features: unknown feature type '{t}' (fp32, int8, fp16, bf16)")
     mpi = []
     if a.ranks > 1:
         mpi = [os.environ.get("MPIEXEC", "mpirun"), "-n", str(a.ranks)]
@@ -228,7 +237,7 @@ def main():
                      "--symmetrize", "--self-loops", "keep", "--normalize", "none",
                      "--num-nodes", str(num_nodes), "--features", str(feats),
                      "--labels", str(labels), "--seed", str(a.seed),
-                     "--quantize", "int8" if ft == "int8" else "none", "-q", "-o", str(h5[ft])],
+                     "--quantize", "none" if ft == "fp32" else ft, "-q", "-o", str(h5[ft])],
                     work / f"log-partition-{ds}-{ft}.txt")
         except RuntimeError as e:
             fail(ds, e)

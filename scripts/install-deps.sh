@@ -17,6 +17,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   zlib1g-dev
   python3-numpy python3-h5py  # tools/export_pyg.py's torch-free path, its agreement test
+  python3-scipy  # tools/train_numpy.py (trained models without PyTorch), test_train_numpy
   clang libclang-rt-dev libomp-dev  # libFuzzer targets (scripts/fuzz.sh, -DHALO_FUZZ=ON)
 )
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/aes_accuracy.py on a small generated graph (docs/AES.md, "Accuracy harness"), CPU
-# backend, W = 16 and 1024, fp32 and int8 features, a random 2-layer GCN. Checks the invariants:
+# backend, W = 16 and 1024, fp32 and int8 features, a random 2-layer GCN; then fp16 and bf16
+# features with the exact SpMM (their error bounded by the unit roundoff). Checks the invariants:
 # every error is finite and in [0, 1.5]; at W = 1024 (above the longest row) AES keeps every
 # nonzero, so the fp32 SpMM error is at most the rounding of fused against separate multiply-adds
 # (1e-6) and no prediction changes; at W = 16 the hub rows lose nonzeros (error > 0).
@@ -84,3 +85,36 @@ for p in problems:
 print(f"{len(spmm)} spmm rows, {len(model)} model rows, {len(problems)} problem(s)")
 sys.exit(1 if problems else 0)
 PY
+status=$?
+
+# The stored 16-bit feature types (halo-partition --quantize fp16 / bf16), exact SpMM only: the
+# features lie in [0, 1) and A >= 0, so |A (round(X) - X)| <= u A X elementwise and the relative
+# Frobenius error is in (0, u]: u = 2^-11 for fp16, 2^-8 for bf16 (plus the fp32 sums' rounding).
+"$python" "$repo/scripts/aes_accuracy.py" "$bin" "$work/data" "$work/out16" --datasets tiny \
+  --ws "" --features fp32,fp16,bf16 --backends cpu --random-model 8,4 --layer gcn \
+  >"$work/log16" 2>&1 || { cat "$work/log16"; echo "FAIL - aes_accuracy.py --features fp16,bf16"; exit 1; }
+cat "$work/log16"
+"$python" - "$work/out16/aes_accuracy.json" <<'PY' || status=1
+import json, math, sys
+doc = json.load(open(sys.argv[1]))
+problems = list(doc["failures"])
+spmm = {(r["operator"], r["features"]): r["rel_frobenius_error"]
+        for r in doc["rows"] if r["kind"] == "spmm"}
+model = [r for r in doc["rows"] if r["kind"] == "model"]
+if len(spmm) != 6 or len(model) != 3:
+    problems.append(f"{len(spmm)} spmm rows and {len(model)} model rows, expected 6 and 3")
+for (op, ft), e in sorted(spmm.items()):
+    u = {"fp32": 0.0, "fp16": 2.0 ** -11, "bf16": 2.0 ** -8}[ft]
+    if ft == "fp32":
+        ok = e == 0
+    else:
+        ok = math.isfinite(e) and 0 < e <= u * (1 + 1e-3) + 1e-7
+    if not ok:
+        problems.append(f"{op} {ft}: relative error {e}, expected in (0, {u:.3g}]")
+if ("gcn", "fp16") in spmm and ("gcn", "bf16") in spmm and not spmm[("gcn", "fp16")] < spmm[("gcn", "bf16")]:
+    problems.append("fp16's error is not below bf16's (fp16 keeps 3 more significand bits)")
+for p in problems:
+    print("FAIL - " + p)
+print(f"16-bit features: {len(spmm)} spmm rows, {len(model)} model rows, {len(problems)} problem(s)")
+PY
+exit $status
