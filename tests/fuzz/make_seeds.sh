@@ -54,6 +54,11 @@ printf '5\n0\n999\n' >"$c/fuzz_labels/index.txt"
 
 # HDF5: a dataset (2 parts, features, labels), a model, a result piece and a manifest.
 "$bin/halo-partition" rmat:5:4:1 --parts 2 -q -o "$c/fuzz_dataset/rmat5-2.h5" >/dev/null
+# The same kind of graph with fp16 features (the 16-bit read path, docs/FORMAT.md "Versioning").
+"$py" -c "import numpy as np, sys; np.save(sys.argv[1], (np.random.default_rng(3).standard_normal((32, 4)) * 100).astype(np.float32))" "$c/f32.npy"
+"$bin/halo-partition" rmat:5:2:1 --parts 2 --features "$c/f32.npy" --quantize fp16 -q \
+  -o "$c/fuzz_dataset/rmat5-2-fp16.h5" >/dev/null
+rm -f "$c/f32.npy"
 "$py" - "$c" <<'PY'
 import sys, numpy as np, h5py
 c = sys.argv[1]
