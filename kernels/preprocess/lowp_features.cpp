@@ -82,19 +82,26 @@ std::uint16_t float_to_bf16_bits(float value)
     return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
 }
 
-float half_bits_to_float(std::uint16_t bits)
+namespace {
+
+// fp16 -> fp32 without branches, so that a loop of it vectorizes: the exponent and significand
+// shifted into fp32's places read as a float 2^112 too small (fp32's bias 127 against fp16's 15),
+// for subnormals too (m * 2^-136 * 2^112 = m * 2^-24); the product by 2^112 is exact. Infinity
+// and NaN (exponent all ones) get fp32's all-ones exponent and keep their significand.
+inline float half_to_float(std::uint16_t bits)
 {
     const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
-    const std::uint32_t exponent = (bits >> 10) & 0x1Fu;
-    const std::uint32_t mantissa = bits & 0x3FFu;
-    if (exponent == 0) {
-        const float magnitude = static_cast<float>(mantissa) / 16777216.0f;  // m * 2^-24, exact
-        return sign != 0 ? -magnitude : magnitude;
-    }
-    if (exponent == 0x1Fu) {
-        return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
-    }
-    return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+    const std::uint32_t magnitude = bits & 0x7FFFu;
+    const float scaled = std::bit_cast<float>(magnitude << 13) * 0x1p112f;
+    const std::uint32_t special = magnitude >= 0x7C00u ? 0x7F800000u : 0u;
+    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(scaled) | special | sign);
+}
+
+}  // namespace
+
+float half_bits_to_float(std::uint16_t bits)
+{
+    return half_to_float(bits);
 }
 
 float bf16_bits_to_float(std::uint16_t bits)
@@ -132,18 +139,25 @@ std::int64_t encode_features(std::span<const float> values, FeatureType type,
     HALO_EXPECTS(bits.size() == values.size(), "encode_features: ", values.size(),
                  " values into ", bits.size(), " elements");
     const auto n = static_cast<std::int64_t>(values.size());
-    const auto encode = type == FeatureType::fp16 ? float_to_half_bits : float_to_bf16_bits;
-    // Infinity: exponent all ones, significand zero, either sign (the same mask in both types).
-    const std::uint16_t exponent_mask = type == FeatureType::fp16 ? 0x7C00u : 0x7F80u;
+    // Infinity: exponent all ones, significand zero, either sign.
+    const std::uint16_t infinity = type == FeatureType::fp16 ? 0x7C00u : 0x7F80u;
     std::int64_t first_overflow = n;
+    // The conversion as a lambda, not a function pointer, so that it is inlined into the loop.
+    auto encode_all = [&](auto encode) {
 #pragma omp parallel for schedule(static) reduction(min : first_overflow)
-    for (std::int64_t i = 0; i < n; ++i) {
-        const float v = values[static_cast<std::size_t>(i)];
-        const std::uint16_t b = encode(v);
-        bits[static_cast<std::size_t>(i)] = b;
-        if ((b & 0x7FFFu) == exponent_mask && std::isfinite(v) && i < first_overflow) {
-            first_overflow = i;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const float v = values[static_cast<std::size_t>(i)];
+            const std::uint16_t b = encode(v);
+            bits[static_cast<std::size_t>(i)] = b;
+            if ((b & 0x7FFFu) == infinity && std::isfinite(v) && i < first_overflow) {
+                first_overflow = i;
+            }
         }
+    };
+    if (type == FeatureType::fp16) {
+        encode_all([](float v) { return float_to_half_bits(v); });
+    } else {
+        encode_all([](float v) { return float_to_bf16_bits(v); });
     }
     return first_overflow == n ? -1 : first_overflow;
 }
@@ -155,10 +169,18 @@ void decode_features(std::span<const std::uint16_t> bits, FeatureType type,
     HALO_EXPECTS(bits.size() == values.size(), "decode_features: ", bits.size(),
                  " elements into ", values.size(), " values");
     const auto n = static_cast<std::int64_t>(bits.size());
-    const auto decode = type == FeatureType::fp16 ? half_bits_to_float : bf16_bits_to_float;
+    auto decode_all = [&](auto decode) {
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-        values[static_cast<std::size_t>(i)] = decode(bits[static_cast<std::size_t>(i)]);
+        for (std::int64_t i = 0; i < n; ++i) {
+            values[static_cast<std::size_t>(i)] = decode(bits[static_cast<std::size_t>(i)]);
+        }
+    };
+    if (type == FeatureType::fp16) {
+        decode_all([](std::uint16_t b) { return half_to_float(b); });
+    } else {
+        decode_all([](std::uint16_t b) {
+            return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+        });
     }
 }
 

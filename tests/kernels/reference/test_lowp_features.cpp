@@ -52,6 +52,37 @@ TEST(FeatureType, EveryHalfRoundTrips)
     EXPECT_EQ(halo::half_bits_to_float(0x8400), -std::ldexp(1.0f, -14));
 }
 
+// Every fp16 bit pattern widened by half_bits_to_float and by decode_features (the store's
+// vectorized loop) equals the value the format defines, computed another way: ldexp of the
+// integer significand, all-ones exponents mapped by hand.
+TEST(FeatureType, EveryHalfWidensToItsDefinedValue)
+{
+    std::vector<std::uint16_t> all(0x10000);
+    for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+        all[h] = static_cast<std::uint16_t>(h);
+    }
+    std::vector<float> decoded(all.size());
+    halo::decode_features(all, halo::FeatureType::fp16, decoded);
+    for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+        const bool negative = (h & 0x8000u) != 0;
+        const int exponent = static_cast<int>((h >> 10) & 0x1Fu);
+        const int significand = static_cast<int>(h & 0x3FFu);
+        std::uint32_t want = 0;
+        if (exponent == 0x1F) {
+            want = 0x7F800000u | (static_cast<std::uint32_t>(significand) << 13);
+        } else {
+            const float magnitude = exponent == 0 ? std::ldexp(float(significand), -24)
+                                                  : std::ldexp(float(1024 + significand),
+                                                               exponent - 25);
+            want = std::bit_cast<std::uint32_t>(magnitude);
+        }
+        want |= negative ? 0x80000000u : 0u;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(halo::half_bits_to_float(all[h])), want)
+            << "half 0x" << std::hex << h;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(decoded[h]), want) << "half 0x" << std::hex << h;
+    }
+}
+
 TEST(FeatureType, HalfRoundsToNearestEven)
 {
     // Midpoints between consecutive finite halves of one sign go to the even one.
