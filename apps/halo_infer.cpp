@@ -514,10 +514,8 @@ std::unique_ptr<halo::FeatureUpload> feature_upload(const Job& job, const halo::
         env != nullptr && env == std::string("0")) {
         return nullptr;
     }
-    // int8, fp16 and bf16 features are converted after the read: only float32 rows can go
-    // to the device as they arrive.
     if (backend.uses_host_memory() || info.feature_dim <= 0 || o.int8_features ||
-        info.feature_type != "float32" || !o.device_memory_limit.empty() || o.out_of_core) {
+        info.feature_type == "int8" || !o.device_memory_limit.empty() || o.out_of_core) {
         return nullptr;
     }
     return std::make_unique<halo::FeatureUpload>(backend, backend.default_memory_limit() / 8);

@@ -104,7 +104,8 @@ Shard read_shard(const std::filesystem::path& path, int part);
 
 /// A group of a part's input features, told while the part is read: rows [first_row,
 /// first_row + count) of /parts/<p>/features/values (total_rows x cols) as stored (float32, or
-/// int8 in an int8 dataset: `int8`), at their final place in the shard that read_shard returns
+/// int8 in an int8 dataset: `int8`; fp16 and bf16 rows widened to float32 as they arrive), at
+/// their final place in the shard that read_shard returns
 /// (Shard::features or Shard::features_int8), which stays there as long as that vector lives
 /// (moving a vector keeps its storage).
 struct FeatureRowsRead {

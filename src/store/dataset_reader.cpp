@@ -381,14 +381,23 @@ Shard DatasetReader::part(int part, const ShardReadOptions& options) const
         shard.feature_zero_point = std::move(q.zero_point);
     } else if (const auto type16 = feature_type_from_stored_name(info_.feature_type);
                info_.feature_dim > 0 && type16 && *type16 != FeatureType::fp32) {
-        // fp16 / bf16: widened exactly after the read, so not told to options.features.
+        // fp16 / bf16: each group widened exactly as it arrives, into the float32 array that
+        // options.features is then told of, as for a float32 dataset.
         const auto features = open_group(g, where, "features");
         shard.feature_dim = info_.feature_dim;
-        const auto bits = read_matrix16(features.get(), where.child("features"), "values", *type16,
-                                        shard.num_owned, info_.feature_dim,
-                                        "attribute num_owned x root attribute feature_dim");
-        shard.features = resident_vector<float>(bits.size());
-        decode_features(bits, *type16, shard.features);
+        const auto cols = static_cast<std::size_t>(info_.feature_dim);
+        shard.features = resident_vector<float>(static_cast<std::size_t>(shard.num_owned) * cols);
+        const RowsRead widen = [&](std::uint64_t first, std::uint64_t count, const void* rows) {
+            const std::span<float> out(shard.features.data() + first * cols, count * cols);
+            decode_features({static_cast<const std::uint16_t*>(rows), count * cols}, *type16,
+                            out);
+            if (on_features) {
+                on_features(first, count, out.data());
+            }
+        };
+        read_matrix16(features.get(), where.child("features"), "values", *type16,
+                      shard.num_owned, info_.feature_dim,
+                      "attribute num_owned x root attribute feature_dim", widen);
     } else if (info_.feature_dim > 0) {
         const auto features = open_group(g, where, "features");
         shard.feature_dim = info_.feature_dim;

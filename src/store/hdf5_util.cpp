@@ -590,7 +590,7 @@ void write_matrix16(hid_t loc, const Where& loc_where, const char* name, Feature
 
 std::vector<std::uint16_t> read_matrix16(hid_t loc, const Where& loc_where, const char* name,
                                          FeatureType type, std::int64_t rows, std::int64_t cols,
-                                         const char* expected_what)
+                                         const char* expected_what, const RowsRead& on_rows)
 {
     const auto where = loc_where.child(name);
     const auto expected = stored_feature_type_name(type);
@@ -614,7 +614,7 @@ std::vector<std::uint16_t> read_matrix16(hid_t loc, const Where& loc_where, cons
                    "], expected [", rows, ", ", cols, "] (", expected_what, ")");
     }
     auto out = resident_vector<std::uint16_t>(static_cast<std::size_t>(rows * cols));
-    read_into(ds, where, type16.get(), out.data());
+    read_into(ds, where, type16.get(), out.data(), on_rows);
     return out;
 }
 

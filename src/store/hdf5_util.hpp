@@ -403,7 +403,8 @@ void write_matrix16(hid_t loc, const Where& loc_where, const char* name, Feature
 /// halo::InputError naming the dataset, what it holds and what was expected.
 std::vector<std::uint16_t> read_matrix16(hid_t loc, const Where& loc_where, const char* name,
                                          FeatureType type, std::int64_t rows, std::int64_t cols,
-                                         const char* expected_what);
+                                         const char* expected_what,
+                                         const RowsRead& on_rows = {});
 
 // ---- attributes ----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 // read_shard's features reader (ShardReadOptions::features): told of every feature row once, in
-// order, as stored (float32 or int8) and where the returned shard keeps them, on a thread of its
+// order, as stored (float32 or int8; fp16 / bf16 widened) and where the returned shard keeps them, on a thread of its
 // own while the graph is read; in several groups on a large part; its exception fails the read;
 // the shard is the one read_shard returns without it.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "halo/feature_type.hpp"
 #include "halo/graph.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
@@ -101,13 +102,14 @@ TEST(FeatureRows, SmallPartsFloatAndInt8)
     }
 }
 
-TEST(FeatureRows, LargePartInGroupsAndFailures)
+// A one-part dataset of an n-node path with dim features a node (0, 1, 2, ... in row order).
+struct PathDataset {
+    std::vector<Shard> shards;
+    DatasetInfo info;
+};
+
+PathDataset make_path_dataset(std::int64_t n, std::int64_t dim)
 {
-    // One part of a 300000-node path with 64 features a node: 77 MB of features, read in groups
-    // of about 64 MiB (two or more), on the parallel reader's path.
-    const ScratchDir dir{"feature-rows"};
-    const std::int64_t n = 300000;
-    const std::int64_t dim = 64;
     EdgeList e;
     e.num_nodes = n;
     for (std::int64_t v = 0; v + 1 < n; ++v) {
@@ -115,18 +117,52 @@ TEST(FeatureRows, LargePartInGroupsAndFailures)
         e.dst.push_back(v + 1);
     }
     const auto g = build_csr(e, {});
-    auto shards = build_shards(g, std::vector<std::int32_t>(n, 0), 1);
+    PathDataset d;
+    d.shards = build_shards(g, std::vector<std::int32_t>(n, 0), 1);
     std::vector<float> features(static_cast<std::size_t>(n * dim));
     std::iota(features.begin(), features.end(), 0.0f);
-    attach_node_data(shards[0], features, dim, {});
-    DatasetInfo info;
-    info.num_nodes = n;
-    info.num_nonzeros = g.nnz();
-    info.num_parts = 1;
-    info.partitioner = "block";
-    info.normalization = "none";
-    info.self_loops = "keep";
-    info.feature_dim = dim;
+    attach_node_data(d.shards[0], features, dim, {});
+    d.info.num_nodes = n;
+    d.info.num_nonzeros = g.nnz();
+    d.info.num_parts = 1;
+    d.info.partitioner = "block";
+    d.info.normalization = "none";
+    d.info.self_loops = "keep";
+    d.info.feature_dim = dim;
+    return d;
+}
+
+TEST(FeatureRows, SixteenBitRowsAreToldWidenedInGroups)
+{
+    // 72 MB of bf16 features: two groups of the parallel reader, each widened to float32 where
+    // the shard keeps it before it is told, each value the rounding of the written one.
+    const ScratchDir dir{"feature-rows"};
+    const std::int64_t n = 140000;
+    const std::int64_t dim = 256;
+    auto d = make_path_dataset(n, dim);
+    d.info.feature_type = "bfloat16";
+    const auto file = dir.file("large-bf16.h5");
+    write_dataset(file, d.info, std::vector<std::int32_t>(n, 0), d.shards);
+    std::vector<Told> told;
+    const auto s = read_telling(file, 0, dim * sizeof(float), told);
+    EXPECT_GE(told.size(), 2u) << "one group: the offsets of later groups are not tested";
+    expect_told_in_order(told, s.features.data(), n, dim, false);
+    auto rounded = d.shards[0].features;
+    round_features(rounded, FeatureType::bf16);
+    EXPECT_TRUE(s.features == rounded);
+    EXPECT_FALSE(s.features == d.shards[0].features) << "iota past 256 needs rounding in bf16";
+}
+
+TEST(FeatureRows, LargePartInGroupsAndFailures)
+{
+    // One part of a 300000-node path with 64 features a node: 77 MB of features, read in groups
+    // of about 64 MiB (two or more), on the parallel reader's path.
+    const ScratchDir dir{"feature-rows"};
+    const std::int64_t n = 300000;
+    const std::int64_t dim = 64;
+    const auto d = make_path_dataset(n, dim);
+    const auto& shards = d.shards;
+    const auto& info = d.info;
     const auto file = dir.file("large.h5");
     write_dataset(file, info, std::vector<std::int32_t>(n, 0), shards);
 
