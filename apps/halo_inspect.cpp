@@ -213,8 +213,8 @@ int inspect_dataset(const Options& o)
 {
     const auto info = halo::read_dataset_info(o.path);
     fmt::print("{}: {} v{}\n", o.path, info.format, info.version);
-    fmt::print("  nodes {}  nonzeros {}  parts {}  partitioner {}\n", info.num_nodes,
-               info.num_nonzeros, info.num_parts, info.partitioner);
+    fmt::print("  nodes {}  nonzeros {}  parts {}  partitioner {}  row order {}\n", info.num_nodes,
+               info.num_nonzeros, info.num_parts, info.partitioner, info.row_order);
     fmt::print("  normalization {}  self-loops {}  values {}  features {}  labels {}\n",
                info.normalization, info.self_loops, info.has_values ? "yes" : "no (pattern)",
                info.feature_dim > 0 ? fmt::format("{} ({})", info.feature_dim, info.feature_type)

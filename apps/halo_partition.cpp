@@ -39,6 +39,7 @@ struct Options {
     std::uint64_t seed = 1;
     double imbalance = 1.03;
     std::string balance = "nnz";
+    std::string row_order = "global";
     std::int64_t num_nodes = -1;
     std::string output;
     std::string save_csr;
@@ -391,12 +392,21 @@ int run(const Options& o, const std::string& command)
     }
     info.has_labels = !labels.empty();
     info.created_by = "halo-partition: " + command;
+    // --row-order rcm: every part's rows reordered for locality, computed once for all parts
+    // (a part's halo columns follow its peers' local rows).
+    std::vector<std::int64_t> order_keys;
+    if (o.row_order != "global") {
+        step("ordering each part's rows (" + o.row_order + ")");
+        order_keys = halo::row_order_keys(csr, owner, o.parts, halo::parse_row_order(o.row_order));
+        info.row_order = o.row_order;
+    }
     halo::DatasetWriter writer(o.output, info, owner);
     std::vector<std::int64_t> interior(o.parts, 0);
     std::vector<std::int64_t> interior_nnz(o.parts, 0);  // what a rank can aggregate while
                                                          // its halo rows are on their way
     for (int p = 0; p < o.parts; ++p) {
-        auto shard = halo::build_shard(csr, owner, o.parts, p);
+        auto shard = halo::build_shard(csr, owner, o.parts, p,
+                                       order_keys.empty() ? nullptr : &order_keys);
         halo::attach_node_data(shard, features.values, features.cols, labels);
         if (!quantized.scale.empty()) {
             const auto dim = quantized.cols;
@@ -435,6 +445,7 @@ int run(const Options& o, const std::string& command)
                                        {"partitioner", partitioner},
                                        {"owner_from", o.owner_from},
                                        {"balance", o.balance},
+                                       {"row_order", o.row_order},
                                        {"seconds",
                                         {{"read_and_build", graph_seconds},
                                          {"partition", partition_seconds},
@@ -484,6 +495,12 @@ int main(int argc, char** argv)
                    "what METIS balances across parts: nnz (one weight per node, 1 + degree) | "
                    "rows+nnz (two constraints, rows and 1 + degree, each within --imbalance)")
         ->check(CLI::IsMember({"nnz", "rows+nnz"}))
+        ->capture_default_str();
+    app.add_option("--row-order", o.row_order,
+                   "order of each part's rows inside its interior and boundary groups: global "
+                   "(ascending global id) | rcm (reverse Cuthill-McKee over the part's own edges, "
+                   "for locality of the SpMM's reads; docs/FORMAT.md)")
+        ->check(CLI::IsMember({"global", "rcm"}))
         ->capture_default_str();
     app.add_option("--num-nodes", o.num_nodes, "node count (ids must be below it)");
     app.add_option("--save-csr", o.save_csr, "also write the global CSR as binary .hcsr");
@@ -538,6 +555,12 @@ int main(int argc, char** argv)
         fmt::print(stderr, "halo-partition: error: --balance {} is a METIS option (not with "
                            "--partitioner {}{})\n",
                    o.balance, o.partitioner, owner_option->count() > 0 ? " or --owner" : "");
+        return 2;
+    }
+    if (o.row_order != "global" && o.partitioner == "ptscotch") {
+        fmt::print(stderr, "halo-partition: error: --row-order {} is not available with "
+                           "--partitioner ptscotch yet (its shards are built by every rank)\n",
+                   o.row_order);
         return 2;
     }
     if (owner_option->count() > 0 && o.partitioner == "ptscotch") {

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct Layout {
     std::vector<std::int64_t> num_interior;          // per part
     std::vector<local_id> local_row;                 // local_row[v]: v's row id on its owner
     std::vector<std::vector<global_id>> global_ids;  // per part, in local order (if asked for)
+    bool rows_in_global_order = true;                // no order keys given
 };
 
 // Loops over a part's rows or nonzeros below these sizes run serially: cheaper than waking the
@@ -63,7 +66,8 @@ void check_inputs(const Csr& global, const std::vector<std::int32_t>& owner, int
 // also list the global ids of part `only_part` (-1: of every part). Few parallel regions on
 // purpose: with more threads than free cores, each barrier can cost a scheduler time slice.
 Layout make_layout(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
-                   int only_part, const std::vector<std::uint8_t>* given_boundary = nullptr)
+                   int only_part, const std::vector<std::uint8_t>* given_boundary = nullptr,
+                   const std::vector<std::int64_t>* order_keys = nullptr)
 {
     check_inputs(global, owner, num_parts);
     const auto n = global.num_rows;
@@ -123,17 +127,38 @@ Layout make_layout(const Csr& global, const std::vector<std::int32_t>& owner, in
             layout.global_ids[p].resize(layout.num_owned[p]);
         }
     }
-    // Interior rows first, then boundary rows, each in ascending global id.
+    // Interior rows first, then boundary rows, each in ascending global id, or in ascending
+    // order key (ties by global id) where keys are given.
     std::vector<std::int64_t> next_interior(num_parts, 0);
     std::vector<std::int64_t> next_boundary(layout.num_interior);
     layout.local_row.resize(n);
-    for (std::int64_t v = 0; v < n; ++v) {
+    auto place = [&](std::int64_t v) {
         const auto p = owner[v];
         const auto l = boundary[v] == 0 ? next_interior[p]++ : next_boundary[p]++;
         layout.local_row[v] = static_cast<local_id>(l);
         if (only_part < 0 || p == only_part) {
             layout.global_ids[p][l] = v;
         }
+    };
+    if (order_keys == nullptr) {
+        for (std::int64_t v = 0; v < n; ++v) {
+            place(v);
+        }
+        return layout;
+    }
+    HALO_EXPECTS(static_cast<std::int64_t>(order_keys->size()) == n, "row order keys: ",
+                 order_keys->size(), " for ", n, " nodes");
+    layout.rows_in_global_order = false;
+    std::vector<global_id> by_key(static_cast<std::size_t>(n));
+    for (std::int64_t v = 0; v < n; ++v) {
+        by_key[static_cast<std::size_t>(v)] = v;
+    }
+    const auto& key = *order_keys;
+    std::sort(by_key.begin(), by_key.end(), [&key](global_id a, global_id b) {
+        return key[a] != key[b] ? key[a] < key[b] : a < b;
+    });
+    for (const auto v : by_key) {
+        place(v);
     }
     return layout;
 }
@@ -150,6 +175,7 @@ Shard build_part(const Csr& global, const std::vector<std::int32_t>& owner, cons
     shard.num_owned = layout.num_owned[part];
     shard.num_interior = layout.num_interior[part];
     shard.global_ids = std::move(global_ids);
+    shard.rows_in_global_order = layout.rows_in_global_order;
     const auto num_owned = shard.num_owned;
     const auto& ids = shard.global_ids;
 #pragma omp parallel for if (num_owned >= min_parallel_rows)
@@ -322,10 +348,10 @@ void build_send_plan(const Csr& global, const std::vector<std::int32_t>& owner,
 }  // namespace
 
 Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
-                  int part)
+                  int part, const std::vector<std::int64_t>* order_keys)
 {
     HALO_EXPECTS(part >= 0 && part < num_parts, "part ", part, " outside [0, ", num_parts, ")");
-    auto layout = make_layout(global, owner, num_parts, part);
+    auto layout = make_layout(global, owner, num_parts, part, nullptr, order_keys);
     std::vector<local_id> column_of(layout.num_nodes, unmarked);
     auto shard =
         build_part(global, owner, layout, part, std::move(layout.global_ids[part]), column_of);
@@ -343,9 +369,9 @@ Shard build_shard_rows(const Csr& rows, const std::vector<std::int32_t>& owner, 
 }
 
 std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_t>& owner,
-                                int num_parts)
+                                int num_parts, const std::vector<std::int64_t>* order_keys)
 {
-    auto layout = make_layout(global, owner, num_parts, -1);
+    auto layout = make_layout(global, owner, num_parts, -1, nullptr, order_keys);
     std::vector<local_id> column_of(layout.num_nodes, unmarked);
     std::vector<Shard> shards;
     shards.reserve(num_parts);
@@ -367,6 +393,92 @@ std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_
         }
     }
     return shards;
+}
+
+RowOrder parse_row_order(std::string_view text)
+{
+    if (text == "global") {
+        return RowOrder::global;
+    }
+    if (text == "rcm") {
+        return RowOrder::rcm;
+    }
+    HALO_THROW(InputError, "row order '", std::string(text), "' is not global or rcm");
+}
+
+std::string to_string(RowOrder order)
+{
+    return order == RowOrder::rcm ? "rcm" : "global";
+}
+
+std::vector<std::int64_t> row_order_keys(const Csr& global, const std::vector<std::int32_t>& owner,
+                                         int num_parts, RowOrder order)
+{
+    check_inputs(global, owner, num_parts);
+    const auto n = global.num_rows;
+    std::vector<std::int64_t> key(static_cast<std::size_t>(n));
+    if (order == RowOrder::global) {
+        for (std::int64_t v = 0; v < n; ++v) {
+            key[static_cast<std::size_t>(v)] = v;
+        }
+        return key;
+    }
+    // Reverse Cuthill-McKee (Cuthill and McKee 1969; reversed as George 1971 proposed) on each
+    // part's own edges: the stored entries between two nodes of one part, self-loops left out
+    // (a directed graph: its out-edges). Each component starts at its node of least degree; a
+    // visited node's unvisited neighbours join the queue by increasing degree, ties by id.
+    std::vector<std::int64_t> degree(static_cast<std::size_t>(n), 0);
+#pragma omp parallel for schedule(dynamic, 2048)
+    for (std::int64_t v = 0; v < n; ++v) {
+        std::int64_t d = 0;
+        for (auto k = global.indptr[v]; k < global.indptr[v + 1]; ++k) {
+            const auto u = global.indices[k];
+            d += (u != v && owner[u] == owner[v]) ? 1 : 0;
+        }
+        degree[static_cast<std::size_t>(v)] = d;
+    }
+    auto before = [&](global_id a, global_id b) {
+        return degree[a] != degree[b] ? degree[a] < degree[b] : a < b;
+    };
+    std::vector<global_id> starts(static_cast<std::size_t>(n));
+    for (std::int64_t v = 0; v < n; ++v) {
+        starts[static_cast<std::size_t>(v)] = v;
+    }
+    std::sort(starts.begin(), starts.end(), [&](global_id a, global_id b) {
+        return owner[a] != owner[b] ? owner[a] < owner[b] : before(a, b);
+    });
+    std::vector<std::uint8_t> visited(static_cast<std::size_t>(n), 0);
+    std::vector<std::int64_t> position(num_parts, 0);  // Cuthill-McKee positions handed out
+    std::vector<global_id> queue;
+    std::vector<global_id> next;
+    for (const auto s : starts) {
+        if (visited[s] != 0) {
+            continue;
+        }
+        const auto p = owner[s];
+        visited[s] = 1;
+        queue.assign(1, s);
+        for (std::size_t head = 0; head < queue.size(); ++head) {
+            const auto v = queue[head];
+            key[static_cast<std::size_t>(v)] = position[p]++;
+            next.clear();
+            for (auto k = global.indptr[v]; k < global.indptr[v + 1]; ++k) {
+                const auto u = global.indices[k];
+                if (owner[u] == p && visited[u] == 0) {
+                    visited[u] = 1;
+                    next.push_back(u);
+                }
+            }
+            std::sort(next.begin(), next.end(), before);
+            queue.insert(queue.end(), next.begin(), next.end());
+        }
+    }
+    // Reversed within each part: the last node Cuthill-McKee placed comes first.
+#pragma omp parallel for schedule(static)
+    for (std::int64_t v = 0; v < n; ++v) {
+        key[static_cast<std::size_t>(v)] = position[owner[v]] - 1 - key[static_cast<std::size_t>(v)];
+    }
+    return key;
 }
 
 void attach_node_data(Shard& shard, const std::vector<float>& features, std::int64_t dim,

@@ -3,7 +3,8 @@
 // (halo/shard_builder.hpp).
 //
 // Local numbering. Owned rows come first, [0, num_owned), ordered interior first (rows that
-// reference no halo column) then boundary, each group in ascending global id. Halo columns follow,
+// reference no halo column) then boundary, each group in ascending global id (or in a locality
+// order: rows_in_global_order false). Halo columns follow,
 // [num_owned, num_owned + num_halo), grouped by owning rank in ascending rank order, and inside a
 // group in the order that rank sends them (ascending local row id on the owner). A received block
 // therefore lands directly in the halo region of the feature matrix: no unpack copy.
@@ -58,6 +59,10 @@ struct Shard {
     std::vector<float> feature_scale;              // feature_dim entries when int8
     std::vector<std::int32_t> feature_zero_point;  // feature_dim entries when int8
     std::vector<std::int32_t> labels;              // num_owned, local order; empty: none (-1: none)
+    /// Rows of each group (interior, boundary) in ascending global id, as validate_shard then
+    /// checks; false for a locality order (halo-partition --row-order rcm, the dataset's root
+    /// attribute row_order), where only distinct ids are required.
+    bool rows_in_global_order = true;
 
     RowRange interior_rows() const { return {0, num_interior}; }
     RowRange boundary_rows() const { return {num_interior, num_owned}; }

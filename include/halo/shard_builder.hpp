@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/csr.hpp"
@@ -18,8 +20,12 @@ namespace halo {
 /// Time O(nnz log(max degree) + num_nodes + H log H), H the total halo size (rows keep global
 /// column order); the send lists are derived from the peers' receive blocks, so the two agree
 /// by construction.
+/// `order_keys` (row_order_keys; null: ascending global id) orders the rows inside each group
+/// (interior, boundary) of every part by ascending key, ties by global id; halo columns and send
+/// lists follow the owners' local rows as always.
 std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_t>& owner,
-                                int num_parts);
+                                int num_parts,
+                                const std::vector<std::int64_t>* order_keys = nullptr);
 
 /// Builds the shard of one part only (same result as build_shards(...)[part]); lets a writer
 /// stream parts without holding all of them. Two OpenMP-parallel passes over the global CSR (one
@@ -27,7 +33,23 @@ std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_
 /// the rows other parts read from this one: in a directed graph these are not this part's halo),
 /// O(num_nodes) scratch and otherwise memory proportional to the part.
 Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
-                  int part);
+                  int part, const std::vector<std::int64_t>* order_keys = nullptr);
+
+/// How the rows inside each group of a shard are ordered: `global` (ascending global id) or
+/// `rcm` (reverse Cuthill-McKee within the part, so that rows with common neighbours sit close
+/// and an SpMM's reads of X rows gather from nearby memory).
+enum class RowOrder { global, rcm };
+/// "global" | "rcm"; anything else is a halo::InputError naming it.
+RowOrder parse_row_order(std::string_view text);
+std::string to_string(RowOrder order);
+
+/// Per node, the key that orders it among its part's rows (build_shards' order_keys): its global
+/// id for RowOrder::global; for RowOrder::rcm its position in its part's reverse Cuthill-McKee
+/// order over the part's own stored edges (self-loops left out; each component from its node of
+/// least degree, neighbours by increasing degree, ties by id): deterministic, O(num_nodes log
+/// num_nodes + nnz log max degree), serial over the BFS.
+std::vector<std::int64_t> row_order_keys(const Csr& global, const std::vector<std::int32_t>& owner,
+                                         int num_parts, RowOrder order);
 
 /// Builds part `part` from `rows`, a num_nodes-square CSR indexed by global id that holds at least
 /// that part's rows (other rows may be empty), and `boundary`, num_nodes flags computed from the

@@ -41,6 +41,10 @@ struct DatasetInfo {
     /// read_shard widens exactly) or "int8" (per-column scale and zero point; read_shard
     /// dequantizes them).
     std::string feature_type = "float32";
+    /// How each part's rows are ordered inside their group: "global" (ascending global id) or
+    /// "rcm" (reverse Cuthill-McKee, halo-partition --row-order rcm); absent in older files:
+    /// global. Every shard written must agree (Shard::rows_in_global_order).
+    std::string row_order = "global";
     bool has_labels = false;
     bool has_values = false;  // parts store csr/values (else a pattern matrix). The writer
                               // derives it from the shards and ignores this field.

@@ -221,10 +221,11 @@ void check_ids(const Shard& s, const std::string& where)
         if (g < 0) {
             HALO_SHARD_FAIL("global_ids[", l, "] = ", g, " is negative");
         }
-        if (l > 0 && l != s.num_interior && g <= s.global_ids[l - 1]) {
+        if (s.rows_in_global_order && l > 0 && l != s.num_interior && g <= s.global_ids[l - 1]) {
             HALO_SHARD_FAIL("global_ids[", l, "] = ", g, " not above global_ids[", l - 1,
                             "] = ", s.global_ids[l - 1], " (",
-                            l < s.num_interior ? "interior" : "boundary", " rows must ascend)");
+                            l < s.num_interior ? "interior" : "boundary",
+                            " rows must ascend where the rows are in global order)");
         }
     }
     for (std::int64_t h = 0; h < s.num_halo; ++h) {
@@ -233,15 +234,19 @@ void check_ids(const Shard& s, const std::string& where)
         }
     }
     // Owned and halo ids must all differ: a halo copy of an owned row, or a node received twice,
-    // would be a second, stale copy of one row. The interior and the boundary ids ascend (checked
-    // above); when the halo ids ascend too, the three runs are compared pairwise by merge walks
-    // (one part: a single run, nothing to compare). Otherwise the ids alone are sorted on every
-    // core. Only when two are equal are they sorted again with their positions, to name both.
+    // would be a second, stale copy of one row. Where the interior, the boundary and the halo ids
+    // each ascend (rows in global order, the default), the three runs are compared pairwise by
+    // merge walks (one part: a single run, nothing to compare). Otherwise (rows in a locality
+    // order, halo-partition --row-order rcm) the ids alone are sorted on every core. Only when
+    // two are equal are they sorted again with their positions, to name both.
     const std::span<const global_id> interior(s.global_ids.data(), s.num_interior);
     const std::span<const global_id> boundary(s.global_ids.data() + s.num_interior,
                                               s.num_owned - s.num_interior);
     const std::span<const global_id> halo(s.halo_global_ids);
-    if (std::adjacent_find(halo.begin(), halo.end(), std::greater_equal<>()) == halo.end()) {
+    auto ascends = [](std::span<const global_id> run) {
+        return std::adjacent_find(run.begin(), run.end(), std::greater_equal<>()) == run.end();
+    };
+    if (ascends(interior) && ascends(boundary) && ascends(halo)) {
         if (disjoint(interior, boundary) && disjoint(interior, halo) && disjoint(boundary, halo)) {
             return;
         }

@@ -208,6 +208,14 @@ DatasetReader::DatasetReader(const std::filesystem::path& path)
                    "' is not keep, drop or add");
     }
     info_.created_by = read_string_attribute(h, root, "created_by");
+    // Absent in files written before locality orders: rows in global order.
+    if (has_attribute(h, root, "row_order")) {
+        info_.row_order = read_string_attribute(h, root, "row_order");
+        if (!is_one_of(info_.row_order, {"global", "rcm"})) {
+            HALO_THROW(InputError, root.str(), ": attribute row_order: '", info_.row_order,
+                       "' is not global or rcm");
+        }
+    }
 
     // /parts must hold exactly the groups "0" .. "num_parts - 1": a reader trusts num_parts to
     // size its communicator, and a stray or missing part would surface only on some rank.
@@ -259,6 +267,7 @@ Shard DatasetReader::part(int part, const ShardReadOptions& options) const
 
     Shard shard;
     shard.part = part;
+    shard.rows_in_global_order = info_.row_order == "global";
     shard.num_parts = info_.num_parts;
     shard.num_owned = read_count(g, where, "num_owned");
     shard.num_halo = read_count(g, where, "num_halo");

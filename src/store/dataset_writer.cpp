@@ -106,6 +106,9 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
     HALO_EXPECTS(info.feature_type == "int8" || feature_type_from_stored_name(info.feature_type),
                  f, ": feature_type '", info.feature_type, "'");
     store::write_attribute_string(h, root, "feature_type", info.feature_type);
+    HALO_EXPECTS(info.row_order == "global" || info.row_order == "rcm", f, ": row_order '",
+                 info.row_order, "'");
+    store::write_attribute_string(h, root, "row_order", info.row_order);
     store::write_attribute<std::int8_t>(h, root, "has_labels", info.has_labels ? 1 : 0);
     store::write_attribute_string(
         h, root, "created_by",
@@ -142,6 +145,9 @@ void DatasetWriter::write_part(const Shard& shard)
                  shard.labels.empty() ? " has no labels but has_labels is set"
                                       : " has labels but has_labels is not set");
     const std::string where = f + ": /parts/" + std::to_string(p);
+    HALO_EXPECTS(shard.rows_in_global_order == (w.info.row_order == "global"), where,
+                 shard.rows_in_global_order ? ": rows in global order" : ": rows in a locality order",
+                 " in a dataset whose row_order is ", w.info.row_order);
     validate_shard(shard, where);
     if (w.info.feature_type == "int8" && shard.feature_dim > 0) {
         // Int8 parts share their columns' parameters, so that a row means the same on every

@@ -158,6 +158,8 @@ bad "partition: --num-nodes below an id" "tri\.el.*(2|node)" -- "${P[@]}" "$d/tr
 bad "partition: --parts 0" "parts.*0|0.*parts" -- "${P[@]}" "$d/tri.el" --parts 0 -o g.h5
 bad "partition: more parts than nodes" "3 nodes|parts" -- "${P[@]}" "$d/tri.el" --parts 5 -o g.h5
 bad "partition: unknown partitioner" "partitioner.*foo|foo" -- "${P[@]}" "$d/tri.el" --parts 1 --partitioner foo -o g.h5
+bad "partition: unknown row order" "row-order.*spiral|spiral" --option-error -- "${P[@]}" "$d/tri.el" --parts 1 --row-order spiral -o g.h5
+bad "partition: --row-order rcm with ptscotch" "row-order rcm.*ptscotch" -- "${P[@]}" "$d/tri.el" --parts 1 --partitioner ptscotch --row-order rcm -o g.h5
 bad "partition: unknown quantization" "quantize.*int4|int4" -- "${P[@]}" "$d/tri.el" --parts 1 --quantize int4 -o g.h5
 bad "partition: --quantize fp16 of a value past 65504" "coo-fp16\.txt.*70000.*node 2 \(column 1\).*fp16.*65504.*bf16" -- "${P[@]}" "$d/tri.el" --parts 1 --features "$d/coo-fp16.txt" --quantize fp16 -o g.h5
 bad "partition: --quantize bf16 without features" "quantize bf16 needs --features" -- "${P[@]}" "$d/tri.el" --parts 1 --quantize bf16 -o g.h5

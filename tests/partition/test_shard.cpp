@@ -3,6 +3,7 @@
 // in particular a row lists its columns by ascending *global* id, which is not ascending local id
 // once halo columns (numbered after the owned rows) or reordered owned rows are involved.
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -236,6 +237,97 @@ TEST(Shard, OnePartHasNoHaloAndOnlyInteriorRows)
     EXPECT_EQ(s.plan.num_send(), 0);
     expect_same_csr(s.csr, g);
     EXPECT_NO_THROW(halo::validate_halo_plans(shards, "one part"));
+}
+
+// A path whose ids are scrambled: 0 - 5 - 2 - 7 - 4 - 1 - 6 - 3 (the multiples of 5 mod 8).
+halo::Csr scrambled_path()
+{
+    halo::EdgeList e;
+    e.num_nodes = 8;
+    for (int k = 0; k + 1 < 8; ++k) {
+        e.src.push_back((5 * k) % 8);
+        e.dst.push_back((5 * (k + 1)) % 8);
+    }
+    halo::BuildOptions b;
+    b.symmetrize = true;
+    return halo::build_csr(e, b);
+}
+
+// Largest |local row - local column| over the owned columns: what RCM keeps small.
+std::int64_t owned_bandwidth(const halo::Shard& s)
+{
+    std::int64_t w = 0;
+    for (std::int64_t i = 0; i < s.num_owned; ++i) {
+        for (auto k = s.csr.indptr[i]; k < s.csr.indptr[i + 1]; ++k) {
+            if (s.csr.indices[k] < s.num_owned) {
+                w = std::max<std::int64_t>(w, std::abs(s.csr.indices[k] - i));
+            }
+        }
+    }
+    return w;
+}
+
+TEST(ShardRowOrder, RcmOrdersAScrambledPathAlongThePath)
+{
+    const auto g = scrambled_path();
+    const auto keys = halo::row_order_keys(g, i32(8, 0), 1, halo::RowOrder::rcm);
+    const auto global = halo::build_shards(g, i32(8, 0), 1);
+    const auto rcm = halo::build_shards(g, i32(8, 0), 1, &keys);
+    EXPECT_EQ(owned_bandwidth(global[0]), 5);  // 0 and 5, 2 and 7, 1 and 6 are neighbours
+    EXPECT_EQ(owned_bandwidth(rcm[0]), 1);
+    // Cuthill-McKee starts at an end of least degree (0 and 3 have degree 1: 0, the lower id),
+    // walks the path, and the order is reversed.
+    EXPECT_EQ(rcm[0].global_ids, (ids{3, 6, 1, 4, 7, 2, 5, 0}));
+    EXPECT_FALSE(rcm[0].rows_in_global_order);
+    EXPECT_NO_THROW(halo::validate_shard(rcm[0], "rcm"));
+    expect_same_csr(halo::reassemble(rcm, 8), g);
+    EXPECT_EQ(halo::row_order_keys(g, i32(8, 0), 1, halo::RowOrder::global),
+              (i64{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(ShardRowOrder, RcmKeepsGroupsAndPlansAcrossParts)
+{
+    // Three parts of the scrambled path: interior rows still first, plans pairwise equal, the
+    // shards reassemble the graph, and each group follows the keys.
+    const auto g = scrambled_path();
+    const i32 owner = {0, 1, 2, 1, 0, 0, 2, 2};
+    const auto keys = halo::row_order_keys(g, owner, 3, halo::RowOrder::rcm);
+    const auto shards = halo::build_shards(g, owner, 3, &keys);
+    const auto plain = halo::build_shards(g, owner, 3);
+    EXPECT_NO_THROW(halo::validate_halo_plans(shards, "rcm"));
+    expect_same_csr(halo::reassemble(shards, 8), g);
+    for (int p = 0; p < 3; ++p) {
+        const auto& s = shards[p];
+        EXPECT_EQ(s.num_interior, plain[p].num_interior) << "part " << p;
+        EXPECT_EQ(s.num_halo, plain[p].num_halo) << "part " << p;
+        for (std::int64_t l = 1; l < s.num_owned; ++l) {
+            if (l != s.num_interior) {
+                EXPECT_LT(keys[s.global_ids[l - 1]], keys[s.global_ids[l]]) << "part " << p;
+            }
+        }
+        // One shard built alone equals the one of the whole set.
+        const auto alone = halo::build_shard(g, owner, 3, p, &keys);
+        EXPECT_EQ(alone.global_ids, s.global_ids);
+        EXPECT_EQ(alone.halo_global_ids, s.halo_global_ids);
+        EXPECT_EQ(alone.plan.send_rows, s.plan.send_rows);
+    }
+    // The validator's ascending-ids check applies to datasets in global order only.
+    auto flagged = shards;
+    flagged[0].rows_in_global_order = true;
+    bool any_descent = false;
+    for (const auto& s : shards) {
+        any_descent = any_descent || !std::is_sorted(s.global_ids.begin(), s.global_ids.end());
+    }
+    if (any_descent) {
+        EXPECT_THROW(
+            {
+                for (auto& s : flagged) {
+                    s.rows_in_global_order = true;
+                    halo::validate_shard(s, "flagged");
+                }
+            },
+            halo::InputError);
+    }
 }
 
 TEST(Shard, EmptyPartAndBadOwnersAreRejected)
