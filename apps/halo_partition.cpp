@@ -378,8 +378,7 @@ int run(const Options& o, const std::string& command)
         }
         const auto type = halo::parse_feature_type(o.quantize);
         step("checking features against " + o.quantize + "'s range");
-        std::vector<std::uint16_t> bits(features.values.size());
-        const auto bad = halo::encode_features(features.values, type, bits);
+        const auto bad = halo::first_out_of_range(features.values, type);
         if (bad >= 0) {
             HALO_THROW(halo::InputError, o.features, ": feature ",
                        features.values[static_cast<std::size_t>(bad)], " of node ",

@@ -45,6 +45,9 @@ void round_features(std::span<float> values, FeatureType type);
 /// there is none; every element is encoded either way.
 std::int64_t encode_features(std::span<const float> values, FeatureType type,
                              std::span<std::uint16_t> bits);
+/// encode_features' range check alone, without storing anything: the index of the first finite
+/// value that `type` would store as infinity, or -1.
+std::int64_t first_out_of_range(std::span<const float> values, FeatureType type);
 /// Widens fp16 or bf16 bit patterns exactly into `values` (same length), on every core.
 void decode_features(std::span<const std::uint16_t> bits, FeatureType type,
                      std::span<float> values);

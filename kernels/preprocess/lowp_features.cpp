@@ -132,11 +132,15 @@ void round_features(std::span<float> values, FeatureType type)
     }
 }
 
-std::int64_t encode_features(std::span<const float> values, FeatureType type,
+namespace {
+
+// encode_features, or with bits empty only its range check.
+std::int64_t encode_or_check(std::span<const float> values, FeatureType type,
                              std::span<std::uint16_t> bits)
 {
     HALO_EXPECTS(type != FeatureType::fp32, "encode_features: fp32 is not a 16-bit type");
-    HALO_EXPECTS(bits.size() == values.size(), "encode_features: ", values.size(),
+    const bool store = !bits.empty();
+    HALO_EXPECTS(!store || bits.size() == values.size(), "encode_features: ", values.size(),
                  " values into ", bits.size(), " elements");
     const auto n = static_cast<std::int64_t>(values.size());
     // Infinity: exponent all ones, significand zero, either sign.
@@ -148,7 +152,9 @@ std::int64_t encode_features(std::span<const float> values, FeatureType type,
         for (std::int64_t i = 0; i < n; ++i) {
             const float v = values[static_cast<std::size_t>(i)];
             const std::uint16_t b = encode(v);
-            bits[static_cast<std::size_t>(i)] = b;
+            if (store) {
+                bits[static_cast<std::size_t>(i)] = b;
+            }
             if ((b & 0x7FFFu) == infinity && std::isfinite(v) && i < first_overflow) {
                 first_overflow = i;
             }
@@ -160,6 +166,21 @@ std::int64_t encode_features(std::span<const float> values, FeatureType type,
         encode_all([](float v) { return float_to_bf16_bits(v); });
     }
     return first_overflow == n ? -1 : first_overflow;
+}
+
+}  // namespace
+
+std::int64_t encode_features(std::span<const float> values, FeatureType type,
+                             std::span<std::uint16_t> bits)
+{
+    HALO_EXPECTS(!bits.empty() || values.empty(), "encode_features: ", values.size(),
+                 " values into 0 elements");
+    return encode_or_check(values, type, bits);
+}
+
+std::int64_t first_out_of_range(std::span<const float> values, FeatureType type)
+{
+    return encode_or_check(values, type, {});
 }
 
 void decode_features(std::span<const std::uint16_t> bits, FeatureType type,

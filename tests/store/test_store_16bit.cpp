@@ -190,7 +190,9 @@ TEST(Store16Encode, FirstOverflowIsReportedAndNaNIsNotAnOverflow)
     EXPECT_EQ(encode_features(x, FeatureType::fp16, bits), 3);
     EXPECT_EQ(bits[2], 0x7BFFu);  // 65519 rounds down to 65504
     EXPECT_EQ(bits[3], 0x7C00u);
+    EXPECT_EQ(first_out_of_range(x, FeatureType::fp16), 3);
     EXPECT_EQ(encode_features(x, FeatureType::bf16, bits), -1);
+    EXPECT_EQ(first_out_of_range(x, FeatureType::bf16), -1);
     const std::vector<float> big = {3.4e38f, -3.3895313e38f};
     std::vector<std::uint16_t> big_bits(big.size());
     EXPECT_EQ(encode_features(big, FeatureType::bf16, big_bits), 0);
