@@ -395,8 +395,12 @@ Shard DatasetReader::part(int part, const ShardReadOptions& options) const
         const auto features = open_group(g, where, "features");
         shard.feature_dim = info_.feature_dim;
         const auto cols = static_cast<std::size_t>(info_.feature_dim);
-        shard.features = resident_vector<float>(static_cast<std::size_t>(shard.num_owned) * cols);
         const RowsRead widen = [&](std::uint64_t first, std::uint64_t count, const void* rows) {
+            // Allocated at the first group, once the dataset's type and shape are checked.
+            if (shard.features.empty()) {
+                shard.features =
+                    resident_vector<float>(static_cast<std::size_t>(shard.num_owned) * cols);
+            }
             const std::span<float> out(shard.features.data() + first * cols, count * cols);
             decode_features({static_cast<const std::uint16_t*>(rows), count * cols}, *type16,
                             out);
