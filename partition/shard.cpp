@@ -406,11 +406,6 @@ RowOrder parse_row_order(std::string_view text)
     HALO_THROW(InputError, "row order '", std::string(text), "' is not global or rcm");
 }
 
-std::string to_string(RowOrder order)
-{
-    return order == RowOrder::rcm ? "rcm" : "global";
-}
-
 std::vector<std::int64_t> row_order_keys(const Csr& global, const std::vector<std::int32_t>& owner,
                                          int num_parts, RowOrder order)
 {

@@ -41,7 +41,6 @@ Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int
 enum class RowOrder { global, rcm };
 /// "global" | "rcm"; anything else is a halo::InputError naming it.
 RowOrder parse_row_order(std::string_view text);
-std::string to_string(RowOrder order);
 
 /// Per node, the key that orders it among its part's rows (build_shards' order_keys): its global
 /// id for RowOrder::global; for RowOrder::rcm its position in its part's reverse Cuthill-McKee
