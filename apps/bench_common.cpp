@@ -16,6 +16,7 @@
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
+#include "halo/row_order.hpp"
 
 #ifndef HALO_GIT_COMMIT
 #define HALO_GIT_COMMIT "unknown"
@@ -167,6 +168,12 @@ void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required)
     app::add_graph_build_options(cmd, o.symmetrize, o.no_symmetrize, o.self_loops, o.normalize,
                                  "use A | A^T (the default for generated graphs)",
                                  "none (pattern, or the file's weights) | gcn | mean");
+    cmd.add_option("--row-order", o.row_order,
+                   "renumber the graph's nodes before timing (P A P^T, every kernel and cuSPARSE "
+                   "alike): global (as built) | rcm (reverse Cuthill-McKee) | rabbit (Rabbit "
+                   "order's communities); docs/PARTITION.md")
+        ->check(CLI::IsMember({"global", "rcm", "rabbit"}))
+        ->capture_default_str();
 }
 
 void check_before_device(const KernelRunOptions& run, const GraphOptions& graph)
@@ -178,6 +185,7 @@ void check_before_device(const KernelRunOptions& run, const GraphOptions& graph)
     }
     (void)parse_self_loops(graph.self_loops);
     (void)parse_normalization(graph.normalize);
+    (void)parse_row_order(graph.row_order);
     if (run.device < 0) {
         HALO_THROW(InputError, "--device ", run.device,
                    ": a CUDA device index must not be negative");
@@ -234,6 +242,14 @@ BenchGraph load_graph(const GraphOptions& o)
         HALO_THROW(InputError, g.source, ": the graph has ", g.csr.num_rows, " rows and ",
                    g.csr.nnz(), " nonzeros; nothing to benchmark");
     }
+    if (const auto order = parse_row_order(o.row_order); order != RowOrder::global) {
+        const auto start = std::chrono::steady_clock::now();
+        const auto keys =
+            row_order_keys(g.csr, std::vector<std::int32_t>(g.csr.num_rows, 0), 1, order);
+        g.csr = permute_by_keys(g.csr, keys);
+        fmt::print("renumbered the nodes in {} order: {:.2f} s\n", o.row_order,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
     return g;
 }
 
@@ -251,7 +267,8 @@ Json graph_json(const BenchGraph& g, const GraphOptions& o)
             {"values", a.has_values() ? "float32" : "pattern"},
             {"symmetrized", g.symmetrized},
             {"self_loops", o.self_loops},
-            {"normalize", o.normalize}};
+            {"normalize", o.normalize},
+            {"row_order", o.row_order}};
 }
 
 CheckSet make_check_set(const Csr& a, std::int64_t sample_rows, std::uint64_t seed)

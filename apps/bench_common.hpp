@@ -139,10 +139,11 @@ struct GraphOptions {
     bool no_symmetrize = false;
     std::string self_loops = "keep";
     std::string normalize = "none";
+    std::string row_order = "global";  // renumbering of the whole graph (halo/row_order.hpp)
 };
 
 /// Adds --graph (required when `graph_required`), --symmetrize / --no-symmetrize, --self-loops
-/// and --normalize to `cmd`.
+/// --normalize and --row-order to `cmd`.
 void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required = true);
 
 struct BenchGraph {

@@ -497,9 +497,10 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--row-order", o.row_order,
                    "order of each part's rows inside its interior and boundary groups: global "
-                   "(ascending global id) | rcm (reverse Cuthill-McKee over the part's own edges, "
-                   "for locality of the SpMM's reads; docs/FORMAT.md)")
-        ->check(CLI::IsMember({"global", "rcm"}))
+                   "(ascending global id) | rcm (reverse Cuthill-McKee over the part's own "
+                   "edges) | rabbit (Rabbit order: communities of the part's own edges, each a "
+                   "range of rows), for locality of the SpMM's reads; docs/PARTITION.md")
+        ->check(CLI::IsMember({"global", "rcm", "rabbit"}))
         ->capture_default_str();
     app.add_option("--num-nodes", o.num_nodes, "node count (ids must be below it)");
     app.add_option("--save-csr", o.save_csr, "also write the global CSR as binary .hcsr");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "halo/csr.hpp"
+#include "halo/row_order.hpp"
 #include "halo/shard.hpp"
 
 namespace halo {
@@ -35,20 +36,7 @@ std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_
 Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
                   int part, const std::vector<std::int64_t>* order_keys = nullptr);
 
-/// How the rows inside each group of a shard are ordered: `global` (ascending global id) or
-/// `rcm` (reverse Cuthill-McKee within the part, so that rows with common neighbours sit close
-/// and an SpMM's reads of X rows gather from nearby memory).
-enum class RowOrder { global, rcm };
-/// "global" | "rcm"; anything else is a halo::InputError naming it.
-RowOrder parse_row_order(std::string_view text);
-
-/// Per node, the key that orders it among its part's rows (build_shards' order_keys): its global
-/// id for RowOrder::global; for RowOrder::rcm its position in its part's reverse Cuthill-McKee
-/// order over the part's own stored edges (self-loops left out; each component from its node of
-/// least degree, neighbours by increasing degree, ties by id): deterministic, O(num_nodes log
-/// num_nodes + nnz log max degree), serial over the BFS.
-std::vector<std::int64_t> row_order_keys(const Csr& global, const std::vector<std::int32_t>& owner,
-                                         int num_parts, RowOrder order);
+// RowOrder, parse_row_order and row_order_keys (the order_keys above): halo/row_order.hpp.
 
 /// Builds part `part` from `rows`, a num_nodes-square CSR indexed by global id that holds at least
 /// that part's rows (other rows may be empty), and `boundary`, num_nodes flags computed from the

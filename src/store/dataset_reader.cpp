@@ -211,9 +211,9 @@ DatasetReader::DatasetReader(const std::filesystem::path& path)
     // Absent in files written before locality orders: rows in global order.
     if (has_attribute(h, root, "row_order")) {
         info_.row_order = read_string_attribute(h, root, "row_order");
-        if (!is_one_of(info_.row_order, {"global", "rcm"})) {
+        if (!is_one_of(info_.row_order, {"global", "rcm", "rabbit"})) {
             HALO_THROW(InputError, root.str(), ": attribute row_order: '", info_.row_order,
-                       "' is not global or rcm");
+                       "' is not global, rcm or rabbit");
         }
     }
 

@@ -106,8 +106,9 @@ DatasetWriter::DatasetWriter(const std::filesystem::path& path, const DatasetInf
     HALO_EXPECTS(info.feature_type == "int8" || feature_type_from_stored_name(info.feature_type),
                  f, ": feature_type '", info.feature_type, "'");
     store::write_attribute_string(h, root, "feature_type", info.feature_type);
-    HALO_EXPECTS(info.row_order == "global" || info.row_order == "rcm", f, ": row_order '",
-                 info.row_order, "'");
+    HALO_EXPECTS(
+        info.row_order == "global" || info.row_order == "rcm" || info.row_order == "rabbit", f,
+        ": row_order '", info.row_order, "'");
     store::write_attribute_string(h, root, "row_order", info.row_order);
     store::write_attribute<std::int8_t>(h, root, "has_labels", info.has_labels ? 1 : 0);
     store::write_attribute_string(

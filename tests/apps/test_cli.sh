@@ -154,26 +154,30 @@ else
   fail "--spmm aes:9 accepted: $out"
 fi
 
-# Rows in reverse Cuthill-McKee order (--row-order rcm): a valid dataset whose results equal the
-# global order's bit for bit (a row's sum runs in global column order either way), on 1 to 3
-# ranks, for gcn, sage and gin; out of core too.
+# Rows in reverse Cuthill-McKee order and in Rabbit order (--row-order rcm | rabbit): a valid
+# dataset whose results equal the global order's bit for bit (a row's sum runs in global column
+# order either way), on 1 to 3 ranks, for gcn, sage and gin.
+for order in rcm rabbit; do
 for p in 1 2 3; do
   ok=1
-  "$bin/halo-partition" rmat:11:8:5 --parts "$p" --symmetrize --row-order rcm -q \
-    -o "$work/rcm-$p.h5" >/dev/null && "$bin/halo-inspect" "$work/rcm-$p.h5" --check >"$work/inspect.log" &&
-    grep -q "row order rcm" "$work/inspect.log" || ok=0
+  "$bin/halo-partition" rmat:11:8:5 --parts "$p" --symmetrize --row-order "$order" -q \
+    -o "$work/$order-$p.h5" >/dev/null &&
+    "$bin/halo-inspect" "$work/$order-$p.h5" --check >"$work/inspect.log" &&
+    grep -q "row order $order" "$work/inspect.log" || ok=0
   for layer in gcn sage gin; do
     [ "$ok" = 1 ] || break
-    mpirun_n "$p" "$bin/halo-infer" "$work/rcm-$p.h5" --random-model 24,16,5 --layer "$layer" \
-      --seed 3 --out "$work/out-rcm-$layer-$p" -q >"$work/rcm.log" 2>&1 &&
-      "$bin/halo-inspect" "$work/out-rcm-$layer-$p" --compare "$work/out-rmat_11_8_5-$layer-1" \
+    mpirun_n "$p" "$bin/halo-infer" "$work/$order-$p.h5" --random-model 24,16,5 --layer "$layer" \
+      --seed 3 --out "$work/out-$order-$layer-$p" -q >"$work/order.log" 2>&1 &&
+      "$bin/halo-inspect" "$work/out-$order-$layer-$p" --compare "$work/out-rmat_11_8_5-$layer-1" \
         --tolerance 0 >"$work/cmp.log" || ok=0
   done
   if [ "$ok" = 1 ]; then
-    pass "--row-order rcm on $p ranks: valid, gcn/sage/gin equal the global order bit for bit"
+    pass "--row-order $order on $p ranks: valid, gcn/sage/gin equal the global order bit for bit"
   else
-    fail "--row-order rcm on $p ranks"; cat "$work/inspect.log" "$work/rcm.log" "$work/cmp.log" 2>/dev/null
+    fail "--row-order $order on $p ranks"
+    cat "$work/inspect.log" "$work/order.log" "$work/cmp.log" 2>/dev/null
   fi
+done
 done
 
 # Out of core (row blocks under --device-memory-limit) equals in memory bit for bit on
