@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <numeric>
 #include <random>
 #include <unordered_set>
 
@@ -174,6 +175,10 @@ void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required)
                    "order's communities); docs/PARTITION.md")
         ->check(CLI::IsMember({"global", "rcm", "rabbit"}))
         ->capture_default_str();
+    cmd.add_option("--shuffle-ids", o.shuffle_ids,
+                   "renumber the nodes by a random permutation of this seed first (before "
+                   "--row-order): the same graph with ids that carry no locality")
+        ->check(CLI::NonNegativeNumber);
 }
 
 void check_before_device(const KernelRunOptions& run, const GraphOptions& graph)
@@ -242,6 +247,14 @@ BenchGraph load_graph(const GraphOptions& o)
         HALO_THROW(InputError, g.source, ": the graph has ", g.csr.num_rows, " rows and ",
                    g.csr.nnz(), " nonzeros; nothing to benchmark");
     }
+    if (o.shuffle_ids >= 0) {
+        std::vector<std::int64_t> keys(static_cast<std::size_t>(g.csr.num_rows));
+        std::iota(keys.begin(), keys.end(), std::int64_t{0});
+        std::shuffle(keys.begin(), keys.end(),
+                     std::mt19937_64(static_cast<std::uint64_t>(o.shuffle_ids)));
+        g.csr = permute_by_keys(g.csr, keys);
+        fmt::print("renumbered the nodes by a random permutation (seed {})\n", o.shuffle_ids);
+    }
     if (const auto order = parse_row_order(o.row_order); order != RowOrder::global) {
         const auto start = std::chrono::steady_clock::now();
         const auto keys =
@@ -268,7 +281,8 @@ Json graph_json(const BenchGraph& g, const GraphOptions& o)
             {"symmetrized", g.symmetrized},
             {"self_loops", o.self_loops},
             {"normalize", o.normalize},
-            {"row_order", o.row_order}};
+            {"row_order", o.row_order},
+            {"shuffle_ids", o.shuffle_ids}};
 }
 
 CheckSet make_check_set(const Csr& a, std::int64_t sample_rows, std::uint64_t seed)

@@ -140,10 +140,11 @@ struct GraphOptions {
     std::string self_loops = "keep";
     std::string normalize = "none";
     std::string row_order = "global";  // renumbering of the whole graph (halo/row_order.hpp)
+    std::int64_t shuffle_ids = -1;     // >= 0: seed of a random renumbering before row_order
 };
 
 /// Adds --graph (required when `graph_required`), --symmetrize / --no-symmetrize, --self-loops
-/// --normalize and --row-order to `cmd`.
+/// --normalize, --row-order and --shuffle-ids to `cmd`.
 void add_graph_options(CLI::App& cmd, GraphOptions& o, bool graph_required = true);
 
 struct BenchGraph {
