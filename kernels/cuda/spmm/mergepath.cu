@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // device_scaled_values
+#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -62,7 +62,9 @@ template <typename T>
 struct KernelArgs {
     const std::int64_t* indptr;
     const std::int32_t* indices;
-    const float* values;  // null: pattern matrix
+    const float* values;     // null: pattern matrix
+    const float* row_scale;  // null, or y's row i scaled by row_scale[i] (OperatorScaling)
+    const float* col_scale;  // null, or x's row j scaled by col_scale[j] in the gather
     const std::int64_t* segment_rows;
     std::int64_t num_segments;
     std::int64_t cost;
@@ -77,11 +79,16 @@ struct KernelArgs {
     std::int64_t ldy;
 };
 
+// What a nonzero multiplies its x row by: 1 (a pattern), its stored value, or the column scaling
+// of a pattern operator (a[i, j] = row_scale[i] * col_scale[j]: no values array is stored or
+// read; the row scaling is applied once per row sum, scale_row).
+enum Entries : int { kPattern = 0, kValues = 1, kColumnScaled = 2 };
+
 // A lane's kVec columns: kVec == 1, or one 16-byte load of x (4 fp32 or 8 fp16/bf16 columns)
 // when feature_vec.hpp's lane_columns() allows it; fp32 accumulators and fp32 y either way.
-template <bool kValued, int kVec, typename T>
+template <int kEntries, int kVec, typename T>
 __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t from, std::int64_t to,
-                                        std::int64_t col, float (&acc)[kVec])
+                                        std::int64_t col, std::int64_t row, float (&acc)[kVec])
 {
     // Unrolled so that several independent index -> x gathers are in flight per lane; x, the
     // matrix and the schedule are read-only for the whole kernel (read-only cache loads).
@@ -92,10 +99,10 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
 #pragma unroll 4
     for (std::int64_t j = from; j < to; ++j) {
         float xv[kVec];
-        load_features<T, kVec>(
-            k.x + static_cast<std::int64_t>(__ldg(k.indices + j)) * k.ldx + col, xv);
-        if constexpr (kValued) {
-            const float a = __ldg(k.values + j);
+        const std::int32_t c = __ldg(k.indices + j);
+        load_features<T, kVec>(k.x + static_cast<std::int64_t>(c) * k.ldx + col, xv);
+        if constexpr (kEntries != kPattern) {
+            const float a = kEntries == kValues ? __ldg(k.values + j) : __ldg(k.col_scale + c);
 #pragma unroll
             for (int i = 0; i < kVec; ++i) {
                 acc[i] = fmaf(a, xv[i], acc[i]);
@@ -107,9 +114,16 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
             }
         }
     }
+    if (k.row_scale != nullptr) {  // a part of a split row too: the parts' sum scales alike
+        const float s = __ldg(k.row_scale + row);
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+            acc[i] *= s;
+        }
+    }
 }
 
-template <bool kValued, int kVec, typename T>
+template <int kEntries, int kVec, typename T>
 __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const KernelArgs<T> k)
 {
     const std::int64_t total = k.num_segments * k.lanes;
@@ -134,18 +148,18 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
             if (r == row_begin && j > __ldg(k.indptr + r)) {
                 // Partial start row (Algorithm 2, lines 2-10): zeroed by the pre-pass.
                 if (j < next) {
-                    row_sum<kValued, kVec>(k, j, next, col, acc);
+                    row_sum<kEntries, kVec>(k, j, next, col, r, acc);
                     atomic_add_results<kVec>(out, acc);
                 }
             } else {
-                row_sum<kValued, kVec>(k, j, next, col, acc);
+                row_sum<kEntries, kVec>(k, j, next, col, r, acc);
                 store_results<kVec>(out, acc);
             }
             j = next;
         }
         if (j < nz_end) {
             // Partial end row (lines 11-13), continued by the next segment(s).
-            row_sum<kValued, kVec>(k, j, nz_end, col, acc);
+            row_sum<kEntries, kVec>(k, j, nz_end, col, row_end, acc);
             atomic_add_results<kVec>(k.y + row_end * k.ldy + col, acc);
         }
     }
@@ -169,22 +183,29 @@ std::int64_t lanes_per_segment(std::int64_t width)
     return lanes;
 }
 
-template <typename T>
-void launch_kernel(cudaStream_t stream, unsigned int grid, bool valued, int vec,
-                   const KernelArgs<T>& args)
+template <int kEntries, typename T>
+void launch_entries(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
 {
     constexpr int kWide = vector_columns(std::is_same_v<T, float> ? FeatureType::fp32
                                                                    : FeatureType::fp16);
-    if (valued && vec > 1) {
-        mergepath_spmm_kernel<true, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
-    } else if (valued) {
-        mergepath_spmm_kernel<true, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
-    } else if (vec > 1) {
-        mergepath_spmm_kernel<false, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
+    if (vec > 1) {
+        mergepath_spmm_kernel<kEntries, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
     } else {
-        mergepath_spmm_kernel<false, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
+        mergepath_spmm_kernel<kEntries, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
     }
     HALO_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_kernel(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
+{
+    if (args.values != nullptr) {
+        launch_entries<kValues>(stream, grid, vec, args);
+    } else if (args.col_scale != nullptr) {
+        launch_entries<kColumnScaled>(stream, grid, vec, args);
+    } else {
+        launch_entries<kPattern>(stream, grid, vec, args);
+    }
 }
 
 class MergePathSpmmPlan final : public FeatureSpmmPlan {
@@ -218,8 +239,15 @@ public:
         indptr_d_ = detail::upload(ctx_, indptr_);
         indices_d_ = detail::upload(ctx_, a.indices);
         if (scaling != nullptr) {
-            values_d_ = detail::device_scaled_values(ctx_, a, indptr_d_.data(), indices_d_.data(),
-                                                     *scaling);
+            // Pattern-only: the scalings (rows + columns floats) instead of a values array.
+            // The pattern's own values, if any, are ignored (Backend::make_scaled_spmm_plan).
+            detail::check_scaling(a, *scaling);
+            if (!scaling->row.empty()) {
+                row_scale_d_ = detail::upload(ctx_, scaling->row);
+            }
+            if (!scaling->col.empty()) {
+                col_scale_d_ = detail::upload(ctx_, scaling->col);
+            }
             scaled_ = true;
         } else if (a.has_values()) {
             values_d_ = detail::upload(ctx_, a.values);
@@ -258,16 +286,13 @@ public:
         const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
         const std::int64_t lanes = lanes_per_segment(width / vec);
         const unsigned int grid = grid_for(p.host.num_segments() * lanes);
-        const bool valued = values_d_.data() != nullptr;
         switch (x.type) {
             case FeatureType::fp32:
-                return launch_kernel(stream, grid, valued, vec,
-                                     kernel_args<float>(p, lanes, x, y));
+                return launch_kernel(stream, grid, vec, kernel_args<float>(p, lanes, x, y));
             case FeatureType::fp16:
-                return launch_kernel(stream, grid, valued, vec,
-                                     kernel_args<__half>(p, lanes, x, y));
+                return launch_kernel(stream, grid, vec, kernel_args<__half>(p, lanes, x, y));
             case FeatureType::bf16:
-                return launch_kernel(stream, grid, valued, vec,
+                return launch_kernel(stream, grid, vec,
                                      kernel_args<__nv_bfloat16>(p, lanes, x, y));
         }
         HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
@@ -281,7 +306,7 @@ public:
             name += " (cost " + std::to_string(options_.wide_cost) + " from d = " +
                     std::to_string(options_.wide_from) + ")";
         }
-        return scaled_ ? name + ", values made on the device" : name;
+        return scaled_ ? name + ", pattern with scalings" : name;
     }
 
 private:
@@ -300,6 +325,8 @@ private:
         return {indptr_d_.data(),
                 indices_d_.data(),
                 values_d_.data(),
+                row_scale_d_.data(),
+                col_scale_d_.data(),
                 p.segment_rows.data(),
                 p.host.num_segments(),
                 p.host.cost,
@@ -349,7 +376,9 @@ public:
         MemoryReport r;
         r.row_pointers = static_cast<std::int64_t>(indptr_d_.bytes());
         r.indices = static_cast<std::int64_t>(indices_d_.bytes());
-        r.values = static_cast<std::int64_t>(values_d_.bytes());  // 0: a pattern operator
+        // 0 for a pattern operator; the scalings of a scaled one (rows + columns floats).
+        r.values = static_cast<std::int64_t>(values_d_.bytes() + row_scale_d_.bytes() +
+                                             col_scale_d_.bytes());
         r.nonzeros = static_cast<std::int64_t>(indices_d_.size());
         for (const auto& [key, p] : prepared_) {  // the merge-path schedules
             r.kernel_metadata +=
@@ -364,11 +393,13 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     MergePathOptions options_;
-    bool scaled_ = false;           // values made on the device from an OperatorScaling
+    bool scaled_ = false;           // a pattern with an OperatorScaling: no values array
     std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
     DeviceBuffer<std::int64_t> indptr_d_;
     DeviceBuffer<std::int32_t> indices_d_;
-    DeviceBuffer<float> values_d_;  // empty for a pattern matrix
+    DeviceBuffer<float> values_d_;  // empty for a pattern matrix or a scaled plan
+    DeviceBuffer<float> row_scale_d_;  // a scaled plan's scalings (each may be empty: ones)
+    DeviceBuffer<float> col_scale_d_;
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Prepared>>
         prepared_;
 };

@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // device_scaled_values
+#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -59,7 +59,9 @@ struct Args {
     std::int64_t width;
     std::int64_t chunks;
     const std::int32_t* columns;
-    const float* values;  // null: pattern matrix
+    const float* values;     // null: pattern matrix
+    const float* row_scale;  // null, or each row sum scaled by row_scale[row] (OperatorScaling)
+    const float* col_scale;  // null, or x's row j scaled by col_scale[j] (when values is null)
 };
 
 // A lane's Vec fp32 sums; x read as T, Vec columns per load (feature_load.cuh).
@@ -73,6 +75,13 @@ struct Acc {
 #pragma unroll
         for (int i = 0; i < Vec; ++i) {
             v[i] = fmaf(a, b[i], v[i]);
+        }
+    }
+    __device__ void scale(float s)
+    {
+#pragma unroll
+        for (int i = 0; i < Vec; ++i) {
+            v[i] *= s;
         }
     }
     __device__ void store(float* y) const { store_results<Vec>(y, v); }
@@ -91,6 +100,7 @@ __global__ void __launch_bounds__(kBlock)
     const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
     const std::int32_t* __restrict__ columns = a.columns;
     const float* __restrict__ values = a.values;
+    const float* __restrict__ col_scale = a.col_scale;
 
     for (std::int64_t row = a.row_begin + thread / Group; row < a.row_end; row += groups) {
         const Offset start = offsets[row];
@@ -106,7 +116,9 @@ __global__ void __launch_bounds__(kBlock)
                 float v = 0.0f;
                 if (k < stop) {
                     c = __ldg(columns + k);
-                    v = values != nullptr ? __ldg(values + k) : 1.0f;
+                    v = values != nullptr      ? __ldg(values + k)
+                        : col_scale != nullptr ? __ldg(col_scale + c)
+                                               : 1.0f;
                 }
                 const int n = stop - base < Group ? static_cast<int>(stop - base) : Group;
 #pragma unroll 4
@@ -119,6 +131,9 @@ __global__ void __launch_bounds__(kBlock)
                 }
             }
             if (active) {
+                if (a.row_scale != nullptr) {
+                    acc.scale(__ldg(a.row_scale + row));
+                }
                 acc.store(a.y + row * a.ldy + col);
             }
         }
@@ -188,10 +203,15 @@ public:
         }
         columns_ = detail::upload(ctx_, a.indices);
         if (scaling != nullptr) {
-            values_ = wide_ ? detail::device_scaled_values(ctx_, a, offsets64_.data(),
-                                                           columns_.data(), *scaling)
-                            : detail::device_scaled_values(ctx_, a, offsets32_.data(),
-                                                           columns_.data(), *scaling);
+            // Pattern-only: the scalings (rows + columns floats) instead of a values array; the
+            // pattern's own values, if any, are ignored (Backend::make_scaled_spmm_plan).
+            detail::check_scaling(a, *scaling);
+            if (!scaling->row.empty()) {
+                row_scale_ = detail::upload(ctx_, scaling->row);
+            }
+            if (!scaling->col.empty()) {
+                col_scale_ = detail::upload(ctx_, scaling->col);
+            }
             scaled_ = true;
         } else if (a.has_values()) {
             values_ = detail::upload(ctx_, a.values);
@@ -227,7 +247,7 @@ public:
     std::string algorithm() const override
     {
         return std::string(wide_ ? "rowsplit-i64" : "rowsplit") +
-               (scaled_ ? ", values made on the device" : "");
+               (scaled_ ? ", pattern with scalings" : "");
     }
 
 private:
@@ -236,7 +256,8 @@ private:
                  RowRange rows) const
     {
         return {static_cast<const T*>(x.data), x.ld, y.data, y.ld, rows.begin, rows.end,
-                x.cols, layout.chunks, columns_.data(), values_.data()};
+                x.cols, layout.chunks, columns_.data(), values_.data(), row_scale_.data(),
+                col_scale_.data()};
     }
 
 public:
@@ -245,7 +266,9 @@ public:
         MemoryReport r;
         r.row_pointers = static_cast<std::int64_t>(offsets32_.bytes() + offsets64_.bytes());
         r.indices = static_cast<std::int64_t>(columns_.bytes());
-        r.values = static_cast<std::int64_t>(values_.bytes());  // 0: a pattern operator
+        // 0 for a pattern operator; the scalings of a scaled one (rows + columns floats).
+        r.values =
+            static_cast<std::int64_t>(values_.bytes() + row_scale_.bytes() + col_scale_.bytes());
         r.nonzeros = static_cast<std::int64_t>(columns_.size());
         return r;
     }
@@ -266,11 +289,13 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     bool wide_ = false;
-    bool scaled_ = false;  // values made on the device from an OperatorScaling
+    bool scaled_ = false;  // a pattern with an OperatorScaling: no values array
     DeviceBuffer<std::int32_t> offsets32_;
     DeviceBuffer<std::int64_t> offsets64_;
     DeviceBuffer<std::int32_t> columns_;
-    DeviceBuffer<float> values_;  // empty for a pattern matrix
+    DeviceBuffer<float> values_;     // empty for a pattern matrix or a scaled plan
+    DeviceBuffer<float> row_scale_;  // a scaled plan's scalings (each may be empty: ones)
+    DeviceBuffer<float> col_scale_;
 };
 
 }  // namespace
