@@ -30,6 +30,9 @@ struct BackendSpec {
     /// This rank's rank among the ranks of its node, and their number (MpiWorld).
     int local_rank = 0;
     int local_size = 1;
+    /// cuda: MergePath and row-split keep scaled operators as the pattern and both scalings
+    /// (SpmmPlanRequest::pattern_operators; halo-infer --pattern-operators).
+    bool pattern_operators = false;
 };
 
 /// A backend made from a BackendSpec, with the CUDA context it runs on (null on the CPU). The

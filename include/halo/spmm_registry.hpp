@@ -54,6 +54,10 @@ struct SpmmPlanRequest {
     /// Accel-GCN's partition of this operator, already loaded from hints.stored (the autotuner
     /// loads it once for all its candidates and reports it); null: accel_gcn loads it itself.
     std::shared_ptr<const AccelGcnPartition> accel_gcn_partition{};
+    /// Scaled plans (make_scaled) of MergePath and row-split keep the pattern and both scalings
+    /// even where the columns are scaled (cuda::ScaledForm::pattern: 4 bytes per nonzero less
+    /// device memory, slower on gcn); false: cuda::ScaledForm::automatic.
+    bool pattern_operators = false;
 };
 
 /// A kernel's factory: its plan over `a` for widths up to request.max_dim, preprocessing
@@ -123,6 +127,8 @@ struct SpmmChoice {
     const SpmmKernel* kernel = nullptr;
     /// Set for a kernel that took arguments (AES-SpMM's sampling).
     std::optional<AesOptions> aes;
+    /// SpmmPlanRequest::pattern_operators of every plan (halo-infer --pattern-operators).
+    bool pattern_operators = false;
 };
 
 /// Resolves `text` among the kernels with `use`. Throws halo::InputError: "unknown SpMM kernel

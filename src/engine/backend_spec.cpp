@@ -27,6 +27,11 @@ void check_backend_spec(const BackendSpec& spec)
     // any device or data is touched.
     const auto choice = parse_spmm_choice(spec.spmm.empty() ? "auto" : spec.spmm);
     const auto& aes = choice.aes;
+    if (!cuda && spec.pattern_operators) {
+        HALO_THROW(InputError,
+                   "--pattern-operators needs --backend cuda (the cpu backend's "
+                   "reference SpMM reads the values)");
+    }
     if (!cuda && !spec.spmm.empty() && spec.spmm != "auto" && !aes) {
         HALO_THROW(InputError, "--spmm ", spec.spmm,
                    " needs --backend cuda (the cpu backend runs the reference SpMM, or "
@@ -58,7 +63,9 @@ BackendInstance make_backend(const BackendSpec& spec)
     options.local_rank = spec.local_rank;
     options.local_size = spec.local_size;
     out.context = std::make_shared<cuda::Context>(options);
-    out.backend = cuda::make_cuda_backend(*out.context, spec.spmm.empty() ? "auto" : spec.spmm);
+    auto choice = parse_spmm_choice(spec.spmm.empty() ? "auto" : spec.spmm);
+    choice.pattern_operators = spec.pattern_operators;
+    out.backend = cuda::make_cuda_backend(*out.context, choice);
 #endif
     return out;
 }

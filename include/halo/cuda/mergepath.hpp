@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "halo/backend.hpp"
+#include "halo/cuda/backend.hpp"
 #include "halo/cuda/context.hpp"
 
 namespace halo::cuda {
@@ -30,6 +31,8 @@ struct MergePathOptions {
     /// setup (true), or each (range, cost) on its first run only (false: the cost model's plan,
     /// which runs few widths of many possible; the engine's first run is never recorded).
     bool prepare_at_setup = true;
+    /// How a plan given an OperatorScaling holds it (ScaledForm, halo/cuda/backend.hpp).
+    ScaledForm scaled_form = ScaledForm::automatic;
 };
 
 /// The plan uploads `a` and prepares the merge-path schedule of the full row range for every cost
@@ -41,8 +44,9 @@ struct MergePathOptions {
 /// run to run. Throws halo::InputError when `a` is not a valid CSR matrix or options are invalid.
 /// The plan is a FeatureSpmmPlan (as_feature_plan()): fp16/bf16 features, 8 columns per lane
 /// where aligned. With `scaling`, `a` is read as a pattern and the values are
-/// scaling.row[i] * scaling.col[j], made on the device (the host's values, if any, are not read;
-/// Backend::make_scaled_spmm_plan).
+/// scaling.row[i] * scaling.col[j] (the host's values, if any, are not read;
+/// Backend::make_scaled_spmm_plan): made on the device, or never formed (the scalings applied in
+/// the kernel), as options.scaled_form says.
 std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                    const MergePathOptions& options = {},
                                                    const OperatorScaling* scaling = nullptr);

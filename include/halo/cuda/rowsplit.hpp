@@ -22,9 +22,11 @@ namespace halo::cuda {
 /// Throws halo::InputError when `a` is not a valid CSR matrix. The plan is a FeatureSpmmPlan
 /// (as_feature_plan()): fp16/bf16 features, 8 columns per lane where aligned, fp32 sums in the
 /// same order as for fp32 features. With `scaling`, `a` is read as a pattern and the values are
-/// scaling.row[i] * scaling.col[j], made on the device (Backend::make_scaled_spmm_plan).
+/// scaling.row[i] * scaling.col[j] (Backend::make_scaled_spmm_plan): made on the device, or never
+/// formed (the scalings applied in the kernel), as `form` says (ScaledForm).
 std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                   IndexWidth offsets = IndexWidth::automatic,
-                                                  const OperatorScaling* scaling = nullptr);
+                                                  const OperatorScaling* scaling = nullptr,
+                                                  ScaledForm form = ScaledForm::automatic);
 
 }  // namespace halo::cuda

@@ -236,9 +236,9 @@ public:
         if (spmm_.kernel->make_scaled == nullptr) {
             return nullptr;
         }
-        return spmm_.kernel->make_scaled(
-            ctx_, pattern, SpmmPlanRequest{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})},
-            scaling);
+        SpmmPlanRequest request{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})};
+        request.pattern_operators = spmm_.pattern_operators;
+        return spmm_.kernel->make_scaled(ctx_, pattern, request, scaling);
     }
 
     std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,

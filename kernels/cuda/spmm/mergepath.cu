@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling
+#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling, device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -238,17 +238,22 @@ public:
         const cudaStream_t stream = ctx_.compute_stream();
         indptr_d_ = detail::upload(ctx_, indptr_);
         indices_d_ = detail::upload(ctx_, a.indices);
-        if (scaling != nullptr) {
+        if (scaling != nullptr && !scaling->col.empty() &&
+            options.scaled_form == ScaledForm::automatic) {
+            values_d_ = detail::device_scaled_values(ctx_, a, indptr_d_.data(), indices_d_.data(),
+                                                     *scaling);
+            scaled_ = true;
+        } else if (scaling != nullptr) {
             // Pattern-only: the scalings (rows + columns floats) instead of a values array.
             // The pattern's own values, if any, are ignored (Backend::make_scaled_spmm_plan).
             detail::check_scaling(a, *scaling);
+            pattern_scaled_ = true;
             if (!scaling->row.empty()) {
                 row_scale_d_ = detail::upload(ctx_, scaling->row);
             }
             if (!scaling->col.empty()) {
                 col_scale_d_ = detail::upload(ctx_, scaling->col);
             }
-            scaled_ = true;
         } else if (a.has_values()) {
             values_d_ = detail::upload(ctx_, a.values);
         }
@@ -306,7 +311,9 @@ public:
             name += " (cost " + std::to_string(options_.wide_cost) + " from d = " +
                     std::to_string(options_.wide_from) + ")";
         }
-        return scaled_ ? name + ", pattern with scalings" : name;
+        return pattern_scaled_ ? name + ", pattern with scalings"
+               : scaled_       ? name + ", values made on the device"
+                               : name;
     }
 
 private:
@@ -393,7 +400,8 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     MergePathOptions options_;
-    bool scaled_ = false;           // a pattern with an OperatorScaling: no values array
+    bool scaled_ = false;           // values made on the device from an OperatorScaling
+    bool pattern_scaled_ = false;   // a pattern with an OperatorScaling: no values array
     std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
     DeviceBuffer<std::int64_t> indptr_d_;
     DeviceBuffer<std::int32_t> indices_d_;
@@ -437,7 +445,10 @@ std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& patt
                                                    const SpmmPlanRequest& request,
                                                    const OperatorScaling& scaling)
 {
-    return make_mergepath_spmm_plan(ctx, pattern, request.max_dim, {}, &scaling);
+    MergePathOptions options;
+    options.scaled_form =
+        request.pattern_operators ? ScaledForm::pattern : ScaledForm::automatic;
+    return make_mergepath_spmm_plan(ctx, pattern, request.max_dim, options, &scaling);
 }
 
 }  // namespace halo::cuda

@@ -132,16 +132,20 @@ private:
                                            const OperatorScaling* scaling, ModeledKernel kernel,
                                            const MergePathOptions& mergepath)
     {
+        const auto form = request.pattern_operators ? ScaledForm::pattern : ScaledForm::automatic;
         switch (kernel) {
             case ModeledKernel::cusparse:
                 return scaling != nullptr
                            ? make_scaled_cusparse_spmm_plan(ctx, a, request.max_dim, *scaling)
                            : make_cusparse_spmm_plan(ctx, a, request.max_dim);
-            case ModeledKernel::mergepath:
-                return make_mergepath_spmm_plan(ctx, a, request.max_dim, mergepath, scaling);
+            case ModeledKernel::mergepath: {
+                auto options = mergepath;
+                options.scaled_form = form;
+                return make_mergepath_spmm_plan(ctx, a, request.max_dim, options, scaling);
+            }
             case ModeledKernel::rowsplit:
                 return make_rowsplit_spmm_plan(ctx, a, request.max_dim, IndexWidth::automatic,
-                                               scaling);
+                                               scaling, form);
             case ModeledKernel::accel_gcn: {
                 // Its host preprocessing reorders the values: no scaled form (the factory of a
                 // scaled plan declines where Accel-GCN may be picked).

@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling
+#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling, device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -186,7 +186,7 @@ void launch_layout(cudaStream_t stream, const rowsplit::Layout& layout, const Of
 class RowsplitSpmmPlan final : public FeatureSpmmPlan {
 public:
     RowsplitSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth offsets,
-                     const OperatorScaling* scaling)
+                     const OperatorScaling* scaling, ScaledForm form)
         : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
@@ -202,7 +202,13 @@ public:
             offsets32_ = detail::upload(ctx_, narrow);
         }
         columns_ = detail::upload(ctx_, a.indices);
-        if (scaling != nullptr) {
+        if (scaling != nullptr && !scaling->col.empty() && form == ScaledForm::automatic) {
+            values_ = wide_ ? detail::device_scaled_values(ctx_, a, offsets64_.data(),
+                                                           columns_.data(), *scaling)
+                            : detail::device_scaled_values(ctx_, a, offsets32_.data(),
+                                                           columns_.data(), *scaling);
+            scaled_ = true;
+        } else if (scaling != nullptr) {
             // Pattern-only: the scalings (rows + columns floats) instead of a values array; the
             // pattern's own values, if any, are ignored (Backend::make_scaled_spmm_plan).
             detail::check_scaling(a, *scaling);
@@ -212,7 +218,7 @@ public:
             if (!scaling->col.empty()) {
                 col_scale_ = detail::upload(ctx_, scaling->col);
             }
-            scaled_ = true;
+            pattern_scaled_ = true;
         } else if (a.has_values()) {
             values_ = detail::upload(ctx_, a.values);
         }
@@ -247,7 +253,9 @@ public:
     std::string algorithm() const override
     {
         return std::string(wide_ ? "rowsplit-i64" : "rowsplit") +
-               (scaled_ ? ", pattern with scalings" : "");
+               (pattern_scaled_ ? ", pattern with scalings"
+                : scaled_        ? ", values made on the device"
+                                 : "");
     }
 
 private:
@@ -289,7 +297,8 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     bool wide_ = false;
-    bool scaled_ = false;  // a pattern with an OperatorScaling: no values array
+    bool scaled_ = false;          // values made on the device from an OperatorScaling
+    bool pattern_scaled_ = false;  // a pattern with an OperatorScaling: no values array
     DeviceBuffer<std::int32_t> offsets32_;
     DeviceBuffer<std::int64_t> offsets64_;
     DeviceBuffer<std::int32_t> columns_;
@@ -301,9 +310,10 @@ private:
 }  // namespace
 
 std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                  IndexWidth offsets, const OperatorScaling* scaling)
+                                                  IndexWidth offsets, const OperatorScaling* scaling,
+                                                  ScaledForm form)
 {
-    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets, scaling);
+    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets, scaling, form);
 }
 
 std::unique_ptr<SpmmPlan> rowsplit_spmm_factory(Context& ctx, const Csr& a,
@@ -316,8 +326,9 @@ std::unique_ptr<SpmmPlan> rowsplit_scaled_factory(Context& ctx, const Csr& patte
                                                   const SpmmPlanRequest& request,
                                                   const OperatorScaling& scaling)
 {
-    return make_rowsplit_spmm_plan(ctx, pattern, request.max_dim, IndexWidth::automatic,
-                                   &scaling);
+    return make_rowsplit_spmm_plan(
+        ctx, pattern, request.max_dim, IndexWidth::automatic, &scaling,
+        request.pattern_operators ? ScaledForm::pattern : ScaledForm::automatic);
 }
 
 }  // namespace halo::cuda

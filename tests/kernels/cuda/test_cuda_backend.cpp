@@ -13,11 +13,14 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "halo/backend.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda/context.hpp"
+#include "halo/cuda/mergepath.hpp"
+#include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/dense_ops.hpp"
 #include "halo/detail/argmax.hpp"
@@ -30,6 +33,7 @@
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
 #include "halo/spmm.hpp"
+#include "halo/spmm_registry.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
 
@@ -417,17 +421,23 @@ TEST(CusparseSpmm, ScaledPlanMakesTheValuesOnTheDevice)
     EXPECT_EQ(accel->make_scaled_spmm_plan(a, {}, ones), nullptr);
 }
 
-// MergePath and row-split take the pattern and its scalings and store no values: a nonzero's
-// x row is scaled by c_j in the gather and each row sum by r_i (the values are never formed), for
-// every combination of sides, row ranges split across launches, widths 1 to 256 and fp32 lanes of
-// 1 and 4 columns; the device holds the pattern plus rows + columns floats.
-TEST(ScaledPatternSpmm, MergePathAndRowSplitReadNoValues)
+// MergePath and row-split scaled plans. ScaledForm::pattern keeps the pattern and its scalings and
+// stores no values (c_j applied in the gather, r_i per row sum), for every combination of sides,
+// row ranges split across launches and widths 1 to 256; the device holds the pattern plus rows +
+// columns floats. The backend's plans (ScaledForm::automatic) do so where only rows are scaled and
+// make the values on the device where columns are scaled too, unless the choice asks for
+// pattern operators (halo-infer --pattern-operators).
+TEST(ScaledPatternSpmm, MergePathAndRowSplitKeepThePatternAndItsScalings)
 {
     HALO_REQUIRE_GPUS(1);
     Gpu gpu;
     std::uint64_t seed = 3300;
+    using halo::cuda::ScaledForm;
     for (const char* kernel : {"mergepath", "rowsplit"}) {
-        const auto backend = halo::cuda::make_cuda_backend(gpu.ctx, kernel);
+        const auto automatic = halo::cuda::make_cuda_backend(gpu.ctx, kernel);
+        auto choice = halo::parse_spmm_choice(kernel);
+        choice.pattern_operators = true;
+        const auto lean = halo::cuda::make_cuda_backend(gpu.ctx, choice);
         for (const int sides : {0, 1, 2, 3}) {  // bit 0: row scaling, bit 1: column scaling
             SCOPED_TRACE(std::string(kernel) + ", sides " + std::to_string(sides));
             const auto pattern = graph_csr("rmat", 10, ++seed, false);
@@ -448,18 +458,38 @@ TEST(ScaledPatternSpmm, MergePathAndRowSplitReadNoValues)
                         scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
                 }
             }
-            const auto plan = backend->make_scaled_spmm_plan(pattern, {}, scaling);
-            ASSERT_NE(plan, nullptr);
-            EXPECT_NE(plan->algorithm().find("pattern with scalings"), std::string::npos)
-                << plan->algorithm();
-            const auto memory = plan->memory();
-            EXPECT_EQ(memory.values,
-                      static_cast<std::int64_t>(4 * (scaling.row.size() + scaling.col.size())))
-                << "no values array, only the scalings";
-            const auto n = pattern.num_rows;
-            for (const std::int64_t width : {1, 7, 64, 256}) {
-                check_spmm(*gpu.backend, *plan, expected, width, {{0, n}}, ++seed);
-                check_spmm(*gpu.backend, *plan, expected, width, {{n / 3, n}, {0, n / 3}}, ++seed);
+            const auto scalings =
+                static_cast<std::int64_t>(4 * (scaling.row.size() + scaling.col.size()));
+            const bool columns = !scaling.col.empty();
+            std::vector<std::pair<std::string, std::unique_ptr<halo::SpmmPlan>>> plans;
+            if (std::string(kernel) == "mergepath") {
+                halo::cuda::MergePathOptions options;
+                options.scaled_form = ScaledForm::pattern;
+                plans.emplace_back("pattern", halo::cuda::make_mergepath_spmm_plan(
+                                                  gpu.ctx, pattern, 256, options, &scaling));
+            } else {
+                plans.emplace_back("pattern",
+                                   halo::cuda::make_rowsplit_spmm_plan(
+                                       gpu.ctx, pattern, 256, halo::cuda::IndexWidth::automatic,
+                                       &scaling, ScaledForm::pattern));
+            }
+            plans.emplace_back("lean backend", lean->make_scaled_spmm_plan(pattern, {}, scaling));
+            plans.emplace_back(columns ? "automatic" : "pattern",
+                               automatic->make_scaled_spmm_plan(pattern, {}, scaling));
+            for (auto& [form, plan] : plans) {
+                ASSERT_NE(plan, nullptr) << form;
+                const bool kept = form != "automatic";
+                EXPECT_NE(plan->algorithm().find(kept ? "pattern with scalings"
+                                                      : "values made on the device"),
+                          std::string::npos)
+                    << form << ": " << plan->algorithm();
+                EXPECT_EQ(plan->memory().values, kept ? scalings : 4 * pattern.nnz()) << form;
+                const auto n = pattern.num_rows;
+                for (const std::int64_t width : {1, 7, 64, 256}) {
+                    check_spmm(*gpu.backend, *plan, expected, width, {{0, n}}, ++seed);
+                    check_spmm(*gpu.backend, *plan, expected, width, {{n / 3, n}, {0, n / 3}},
+                               ++seed);
+                }
             }
         }
     }
