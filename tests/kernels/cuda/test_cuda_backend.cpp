@@ -359,6 +359,29 @@ TEST(CusparseSpmm, ThirtyTwoBitPiecesGiveTheSameResults)
     }
 }
 
+// The scalings of `sides` of `pattern` (bit 0: rows, bit 1: columns; seeded uniform in [lo, hi))
+// and the matrix whose values they make, r_i c_j (a missing side counts as ones).
+std::pair<halo::OperatorScaling, halo::Csr> scaled_operator(const halo::Csr& pattern, int sides,
+                                                            std::uint64_t& seed, float lo, float hi)
+{
+    halo::OperatorScaling scaling;
+    if ((sides & 1) != 0) {
+        scaling.row = halo::testing::random_floats(pattern.num_rows, ++seed, lo, hi);
+    }
+    if ((sides & 2) != 0) {
+        scaling.col = halo::testing::random_floats(pattern.num_cols, ++seed, lo, hi);
+    }
+    auto expected = pattern;
+    expected.values.assign(pattern.indices.size(), 1.0f);
+    for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
+        for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
+            const float r = scaling.row.empty() ? 1.0f : scaling.row[i];
+            expected.values[k] = scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
+        }
+    }
+    return {std::move(scaling), std::move(expected)};
+}
+
 // The pattern and its scalings in, the values r_i c_j made on the device: the same results as a
 // plan given those values from the host, for every index layout; the pattern's own values (if
 // any) are not read; scalings of the wrong length are refused before anything is uploaded.
@@ -373,22 +396,7 @@ TEST(CusparseSpmm, ScaledPlanMakesTheValuesOnTheDevice)
             SCOPED_TRACE("index width " + std::to_string(static_cast<int>(width)) + ", sides " +
                          std::to_string(sides));
             auto pattern = graph_csr("rmat", 10, ++seed, sides == 3);  // values to be ignored
-            halo::OperatorScaling scaling;
-            if ((sides & 1) != 0) {
-                scaling.row = halo::testing::random_floats(pattern.num_rows, ++seed);
-            }
-            if ((sides & 2) != 0) {
-                scaling.col = halo::testing::random_floats(pattern.num_cols, ++seed);
-            }
-            auto expected = pattern;
-            expected.values.assign(pattern.indices.size(), 1.0f);
-            for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
-                for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
-                    const float r = scaling.row.empty() ? 1.0f : scaling.row[i];
-                    expected.values[k] =
-                        scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
-                }
-            }
+            const auto [scaling, expected] = scaled_operator(pattern, sides, seed, -1.0f, 1.0f);
             const auto plan =
                 halo::cuda::make_scaled_cusparse_spmm_plan(gpu.ctx, pattern, 256, scaling, width);
             EXPECT_NE(plan->algorithm().find("values made on the device"), std::string::npos)
@@ -442,22 +450,7 @@ TEST(ScaledPatternSpmm, MergePathAndRowSplitKeepThePatternAndItsScalings)
             SCOPED_TRACE(std::string(kernel) + ", sides " + std::to_string(sides));
             const auto pattern = graph_csr("rmat", 10, ++seed, false);
             ASSERT_FALSE(pattern.has_values());
-            halo::OperatorScaling scaling;
-            if ((sides & 1) != 0) {
-                scaling.row = halo::testing::random_floats(pattern.num_rows, ++seed, 0.1f, 1.0f);
-            }
-            if ((sides & 2) != 0) {
-                scaling.col = halo::testing::random_floats(pattern.num_cols, ++seed, 0.1f, 1.0f);
-            }
-            auto expected = pattern;
-            expected.values.assign(pattern.indices.size(), 1.0f);
-            for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
-                for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
-                    const float r = scaling.row.empty() ? 1.0f : scaling.row[i];
-                    expected.values[k] =
-                        scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
-                }
-            }
+            const auto [scaling, expected] = scaled_operator(pattern, sides, seed, 0.1f, 1.0f);
             const auto scalings =
                 static_cast<std::int64_t>(4 * (scaling.row.size() + scaling.col.size()));
             const bool columns = !scaling.col.empty();
