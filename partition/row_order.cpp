@@ -110,16 +110,17 @@ std::vector<std::int64_t> rcm_keys(const Csr& g, const std::vector<std::int32_t>
 }
 
 // Rabbit order (J. Arai, H. Shiokawa, T. Yamamuro, M. Onizuka, S. Kawanaka: "Rabbit Order:
-// Just-in-Time Parallel Reordering for Fast Graph Analysis", IPDPS 2016), serial, on each part's
-// own edges. Community detection by incremental aggregation: every node is visited once, by
-// increasing degree; at its visit a node u is still the root of its community (nodes merge only
-// when visited), whose edges are u's own plus the aggregated edge lists its merged children left.
-// The neighbouring community c of largest modularity gain takes u's community if the gain
-// 2m * w(u, c) - d(u) * d(c) (dQ scaled by (2m)^2) is positive; otherwise u stays a root of the
-// merge tree. A node merged into a community not yet visited leaves its aggregated edges for that
-// community's visit; one merged into a visited root leaves none (nobody reads them). Ordering: a
-// pre-order depth-first walk of the merge tree, children in merge order, roots in visiting order,
-// so every community and every community of communities is one consecutive range.
+// Just-in-Time Parallel Reordering for Fast Graph Analysis", IPDPS 2016) on each part's own
+// edges, serial within a part (the parts on separate threads). Community detection by
+// incremental aggregation: every node is visited once, by increasing degree; at its visit a node
+// u is still the root of its community (nodes merge only when visited), whose edges are u's own
+// plus the aggregated edge lists its merged children left. The neighbouring community c of
+// largest modularity gain takes u's community if the gain 2m * w(u, c) - d(u) * d(c) (dQ scaled
+// by (2m)^2) is positive; otherwise u stays a root of the merge tree. A node merged into a
+// community not yet visited leaves its aggregated edges for that community's visit; one merged
+// into a visited root leaves none (nobody reads them). Ordering: a pre-order depth-first walk of
+// the merge tree, children in merge order, roots in visiting order, so every community and every
+// community of communities is one consecutive range.
 class RabbitOrder {
 public:
     RabbitOrder(const Csr& g, const std::vector<std::int32_t>& owner, int num_parts)
@@ -146,36 +147,48 @@ public:
 
     std::vector<std::int64_t> keys(int num_parts)
     {
-        std::vector<global_id> visit(static_cast<std::size_t>(n_));
+        // Parts share no edge here and every array is indexed by node: the parts aggregate on
+        // separate threads, each over its own nodes by increasing degree, ties by id.
+        std::vector<std::vector<global_id>> visit(static_cast<std::size_t>(num_parts));
         for (std::int64_t v = 0; v < n_; ++v) {
-            visit[v] = v;
+            visit[owner_[v]].push_back(v);
         }
-        std::sort(visit.begin(), visit.end(), [&](global_id a, global_id b) {
-            return degree_[a] != degree_[b] ? degree_[a] < degree_[b] : a < b;
-        });
-        std::vector<global_id> tops;
-        for (const auto u : visit) {
-            if (!aggregate(u)) {
-                tops.push_back(u);
+        std::vector<std::vector<global_id>> tops(static_cast<std::size_t>(num_parts));
+#pragma omp parallel
+        {
+            std::vector<global_id> touched;
+#pragma omp for schedule(dynamic, 1)
+            for (int p = 0; p < num_parts; ++p) {
+                auto& order = visit[p];
+                std::sort(order.begin(), order.end(), [&](global_id a, global_id b) {
+                    return degree_[a] != degree_[b] ? degree_[a] < degree_[b] : a < b;
+                });
+                for (const auto u : order) {
+                    if (!aggregate(u, touched)) {
+                        tops[p].push_back(u);
+                    }
+                }
+                std::vector<global_id>().swap(order);
             }
         }
         // Pre-order walk of each root's tree: a node, then its children's trees in merge order.
         std::vector<std::int64_t> key(static_cast<std::size_t>(n_));
-        std::vector<std::int64_t> position(num_parts, 0);
         std::vector<global_id> stack;
-        for (const auto t : tops) {
-            auto& next = position[owner_[t]];
-            stack.assign(1, t);
-            while (!stack.empty()) {
-                const auto v = stack.back();
-                stack.pop_back();
-                key[v] = next++;
-                // Children pushed last-first, so that the first merged is walked first.
-                const auto from = stack.size();
-                for (auto c = first_child_[v]; c >= 0; c = next_sibling_[c]) {
-                    stack.push_back(c);
+        for (int p = 0; p < num_parts; ++p) {
+            std::int64_t next = 0;
+            for (const auto t : tops[p]) {
+                stack.assign(1, t);
+                while (!stack.empty()) {
+                    const auto v = stack.back();
+                    stack.pop_back();
+                    key[v] = next++;
+                    // Children pushed last-first, so that the first merged is walked first.
+                    const auto from = stack.size();
+                    for (auto c = first_child_[v]; c >= 0; c = next_sibling_[c]) {
+                        stack.push_back(c);
+                    }
+                    std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(from), stack.end());
                 }
-                std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(from), stack.end());
             }
         }
         return key;
@@ -191,40 +204,40 @@ private:
         return v;
     }
 
-    void add(global_id u, global_id x, std::int64_t w)
+    void add(global_id u, global_id x, std::int64_t w, std::vector<global_id>& touched)
     {
         const auto c = find(x);
         if (c == u) {
             return;  // inside u's own community
         }
         if (weight_[c] == 0) {
-            touched_.push_back(c);
+            touched.push_back(c);
         }
         weight_[c] += w;
     }
 
     // Visits u: gathers its community's edges by neighbouring community, merges it into the best
     // neighbour if the gain is positive. Returns whether u merged.
-    bool aggregate(global_id u)
+    bool aggregate(global_id u, std::vector<global_id>& touched)
     {
         const auto p = owner_[u];
-        touched_.clear();
+        touched.clear();
         for (auto k = g_.indptr[u]; k < g_.indptr[u + 1]; ++k) {
             const auto x = g_.indices[k];
             if (x != u && owner_[x] == p) {
-                add(u, x, 1);
+                add(u, x, 1, touched);
             }
         }
         for (auto c = first_child_[u]; c >= 0; c = next_sibling_[c]) {
             for (const auto& [x, w] : left_[c]) {
-                add(u, x, w);
+                add(u, x, w, touched);
             }
             std::vector<std::pair<global_id, std::int64_t>>().swap(left_[c]);
         }
         const double two_m = part_volume_[p];
         global_id best = -1;
         double best_gain = 0.0;
-        for (const auto c : touched_) {
+        for (const auto c : touched) {
             const double gain = two_m * static_cast<double>(weight_[c]) - volume_[u] * volume_[c];
             if (gain > best_gain) {
                 best_gain = gain;
@@ -242,15 +255,15 @@ private:
             last_child_[best] = u;
             if (visited_[best] == 0) {
                 auto& left = left_[u];
-                left.reserve(touched_.size() - 1);
-                for (const auto c : touched_) {
+                left.reserve(touched.size() - 1);
+                for (const auto c : touched) {
                     if (c != best) {
                         left.emplace_back(c, weight_[c]);
                     }
                 }
             }
         }
-        for (const auto c : touched_) {
+        for (const auto c : touched) {
             weight_[c] = 0;
         }
         visited_[u] = 1;
@@ -270,7 +283,6 @@ private:
     std::vector<std::uint8_t> visited_;
     std::vector<std::vector<std::pair<global_id, std::int64_t>>> left_;  // edges for the parent
     std::vector<double> part_volume_;                                    // 2m of each part
-    std::vector<global_id> touched_;
 };
 
 }  // namespace

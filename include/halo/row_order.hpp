@@ -32,8 +32,9 @@ RowOrder parse_row_order(std::string_view text);
 ///   (itself and the communities merged into it) joins the neighbouring community of largest
 ///   modularity gain, if that gain is positive (2m * w(u, c) > d(u) * d(c), m the part's edges);
 ///   the order is a pre-order depth-first walk of the merge tree, children in merge order, roots
-///   in visiting order. O(nnz alpha(n)) plus the sort, serial; scratch O(num_nodes) plus the
-///   merged communities' edge lists (at most the part's edges).
+///   in visiting order. O(nnz alpha(n)) plus the sort, serial within a part, the parts in
+///   parallel (the same keys for any thread count); scratch O(num_nodes) plus the merged
+///   communities' edge lists (at most the part's edges).
 /// Throws halo::InputError for an owner outside [0, num_parts) or an owner array of another size.
 std::vector<std::int64_t> row_order_keys(const Csr& global, const std::vector<std::int32_t>& owner,
                                          int num_parts, RowOrder order);

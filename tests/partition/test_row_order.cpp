@@ -1,6 +1,7 @@
 // Row orders (halo/row_order.hpp): Rabbit order keeps communities in one range of rows, every
 // order is a permutation of each part's rows, the shards built with it are valid, and
 // permute_by_keys renumbers a matrix exactly.
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
 #include "halo_test.hpp"
+#include "thread_count.hpp"
 
 namespace {
 
@@ -155,6 +157,24 @@ TEST(RowOrder, RabbitWorksInsideEachPartOnly)
         const auto [lo, hi] = std::minmax_element(ks.begin(), ks.end());
         EXPECT_EQ(*hi - *lo, static_cast<std::int64_t>(m.size()) - 1);
     }
+}
+
+TEST(RowOrder, RabbitGivesTheSameKeysOnAnyNumberOfThreads)
+{
+    // The parts aggregate on separate threads; the keys must not depend on how many there are.
+    const auto g = rmat(12, 8);
+    i32 owner(g.num_rows);
+    std::mt19937 rng(13);
+    for (auto& o : owner) {
+        o = static_cast<std::int32_t>(rng() % 5);
+    }
+    auto keys = [&](int threads) {
+        const halo::testing::ThreadCount count(threads);
+        return halo::row_order_keys(g, owner, 5, halo::RowOrder::rabbit);
+    };
+    const auto one = keys(1);
+    EXPECT_EQ(keys(4), one);
+    expect_positions(one, owner, 5, "rabbit on 5 parts");
 }
 
 TEST(RowOrder, EveryOrderGivesValidShardsThatReassembleTheGraph)
