@@ -81,7 +81,7 @@ struct KernelArgs {
 
 // What a nonzero multiplies its x row by: 1 (a pattern), its stored value, or the column scaling
 // of a pattern operator (a[i, j] = row_scale[i] * col_scale[j]: no values array is stored or
-// read; the row scaling is applied once per row sum, scale_row).
+// read; the row scaling is applied once per row sum, at the end of row_sum).
 enum Entries : int { kPattern = 0, kValues = 1, kColumnScaled = 2 };
 
 // A lane's kVec columns: kVec == 1, or one 16-byte load of x (4 fp32 or 8 fp16/bf16 columns)
@@ -405,7 +405,7 @@ private:
     std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
     DeviceBuffer<std::int64_t> indptr_d_;
     DeviceBuffer<std::int32_t> indices_d_;
-    DeviceBuffer<float> values_d_;  // empty for a pattern matrix or a scaled plan
+    DeviceBuffer<float> values_d_;  // empty for a pattern matrix or a pattern-scaled plan
     DeviceBuffer<float> row_scale_d_;  // a scaled plan's scalings (each may be empty: ones)
     DeviceBuffer<float> col_scale_d_;
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Prepared>>

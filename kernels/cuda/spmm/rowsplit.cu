@@ -302,7 +302,7 @@ private:
     DeviceBuffer<std::int32_t> offsets32_;
     DeviceBuffer<std::int64_t> offsets64_;
     DeviceBuffer<std::int32_t> columns_;
-    DeviceBuffer<float> values_;     // empty for a pattern matrix or a scaled plan
+    DeviceBuffer<float> values_;     // empty for a pattern matrix or a pattern-scaled plan
     DeviceBuffer<float> row_scale_;  // a scaled plan's scalings (each may be empty: ones)
     DeviceBuffer<float> col_scale_;
 };
