@@ -1221,10 +1221,10 @@ int main(int argc, char** argv)
                  "default the CUDA backend's cuSPARSE plans take the pattern and make the "
                  "values on the device from row and column scalings)");
     app.add_flag("--pattern-operators", o.pattern_operators,
-                 "cuda: MergePath and row-split plans keep the gcn operator as its pattern and "
-                 "its row and column scalings, with no values array (4 bytes per nonzero less "
-                 "device memory, about 9% slower gcn layers; the mean operator of sage is kept "
-                 "so always)");
+                 "cuda: MergePath, row-split and Accel-GCN plans keep the gcn operator as its "
+                 "pattern and its row and column scalings, with no values array (4 bytes per "
+                 "nonzero less device memory, about 9% slower gcn layers; the mean operator of "
+                 "sage is kept so always)");
     app.add_option("--eval-nodes", o.eval_nodes,
                    "node ids (one per line) to report accuracy on, against the dataset's labels");
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")

@@ -24,6 +24,7 @@ SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
 // The factories over a pattern and its scalings (ScaledSpmmPlanFactory).
 ScaledSpmmPlanFactory stored_or_modeled_scaled_factory;   // spmm/autotuned_spmm.cpp
 ScaledSpmmPlanFactory cusparse_scaled_factory;            // spmm/cusparse_spmm.cpp
+ScaledSpmmPlanFactory accel_gcn_scaled_factory;           // spmm/accel_gcn.cpp
 ScaledSpmmPlanFactory mergepath_scaled_factory;           // spmm/mergepath.cu
 ScaledSpmmPlanFactory rowsplit_scaled_factory;            // spmm/rowsplit.cu
 }  // namespace halo::cuda
@@ -90,7 +91,8 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .metadata = SpmmMetadataKind::offline,
          .metadata_group = "accel_gcn",
          .uses = infer | bench | autotune,
-         .make = HALO_SPMM_FACTORY(accel_gcn_spmm_factory)},
+         .make = HALO_SPMM_FACTORY(accel_gcn_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(accel_gcn_scaled_factory)},
         {.name = "accel_gcn_nosort",
          .description = "Accel-GCN ablation: no degree sort (blocks take runs of equal degree)",
          .uses = bench,

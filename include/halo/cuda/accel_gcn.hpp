@@ -54,8 +54,12 @@ struct AccelGcnOptions {
 /// ctx.compute_stream(); x and y are device views. The plan is a FeatureSpmmPlan
 /// (as_feature_plan()): fp16/bf16 features are read one column per lane, as fp32 ones. Throws
 /// halo::InputError when `a` is not a valid CSR matrix, has more than 2^31 - 1 nonzeros (int4
-/// metadata), the options are invalid or a stored partition does not match.
+/// metadata), the options are invalid or a stored partition does not match. With `scaling`, `a`
+/// is read as a pattern (its values, if any, ignored) and the entries are scaling.row[i] *
+/// scaling.col[j], never formed: the kernel multiplies x's row j by col[j] in the gather and
+/// each row's result by row[i] (cuda::ScaledForm::pattern; no values array on the device).
 std::unique_ptr<SpmmPlan> make_accel_gcn_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                   const AccelGcnOptions& options = {});
+                                                   const AccelGcnOptions& options = {},
+                                                   const OperatorScaling* scaling = nullptr);
 
 }  // namespace halo::cuda

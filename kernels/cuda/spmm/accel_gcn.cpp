@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/primitives/upload.hpp"
 #include "cuda/primitives/zero_rows.hpp"
@@ -48,15 +49,16 @@ struct Prepared {
     DeviceBuffer<float> values;
     DeviceBuffer<std::int32_t> split_rows;
 
-    Prepared(Context& ctx, const AccelGcnPartition& p)
+    // `pattern`: the partition's values, if any, are left behind (a scaled plan).
+    Prepared(Context& ctx, const AccelGcnPartition& p, bool pattern)
         : segment_rows(p.segment_rows),
           segment_blocks(p.segment_blocks),
           segment_split_rows(p.segment_split_rows),
-          valued(!p.values.empty()),
+          valued(!pattern && !p.values.empty()),
           blocks(upload(ctx, p.blocks)),
           sorted_rows(upload(ctx, p.sorted_rows)),
           indices(upload(ctx, p.indices)),
-          values(upload(ctx, p.values)),
+          values(valued ? upload(ctx, p.values) : DeviceBuffer<float>{}),
           split_rows(upload(ctx, p.split_rows))
     {
     }
@@ -64,30 +66,45 @@ struct Prepared {
 
 class AccelGcnPlan final : public FeatureSpmmPlan {
 public:
-    AccelGcnPlan(Context& ctx, const Csr& a, std::int64_t max_dim, const AccelGcnOptions& options)
+    AccelGcnPlan(Context& ctx, const Csr& a, std::int64_t max_dim, const AccelGcnOptions& options,
+                 const OperatorScaling* scaling)
         : ctx_(ctx),
           a_(a),
           max_dim_(max_dim),
-          options_{options.warps_per_block, options.deg_bound, options.degree_sort}
+          options_{options.warps_per_block, options.deg_bound, options.degree_sort},
+          scaled_(scaling != nullptr)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
         validate(a_, "the operator of an Accel-GCN SpMM plan");
         validate(options_);
+        if (scaling != nullptr) {
+            // A pattern with its scalings: the pattern's own values, if any, are ignored
+            // (Backend::make_scaled_spmm_plan), and no values array is made.
+            detail::check_scaling(a_, *scaling);
+            a_.values.clear();
+            a_.values.shrink_to_fit();
+            if (!scaling->row.empty()) {
+                row_scale_ = upload(ctx_, scaling->row);
+            }
+            if (!scaling->col.empty()) {
+                col_scale_ = upload(ctx_, scaling->col);
+            }
+        }
         if (options.partition != nullptr) {
             const AccelGcnPartition& stored = *options.partition;
             check_stored_accel_gcn_partition(a_.view(), stored, options_, options.ranges);
             if (stored.indices.size() == static_cast<std::size_t>(a_.nnz())) {
-                main_ = std::make_unique<Prepared>(ctx_, stored);
+                main_ = std::make_unique<Prepared>(ctx_, stored, scaled_);
             } else {
                 // Stored without its nonzeros (derived data): gather them from the matrix.
                 AccelGcnPartition full = stored;
                 accel_gcn_gather_nonzeros(a_.view(), full);
-                main_ = std::make_unique<Prepared>(ctx_, full);
+                main_ = std::make_unique<Prepared>(ctx_, full, scaled_);
             }
         } else {
             const std::vector<RowRange> segments = accel_gcn_segments(a_.num_rows, options.ranges);
             main_ = std::make_unique<Prepared>(
-                ctx_, build_accel_gcn_partition(a_.view(), segments, options_));
+                ctx_, build_accel_gcn_partition(a_.view(), segments, options_), scaled_);
         }
         launch_ = {options_.warps_per_block, options_.deg_bound, options_.warp_nonzeros(),
                    detail::accel_gcn_tile_cap(options_.warps_per_block), options.combined_warps};
@@ -123,14 +140,16 @@ public:
         detail::accel_gcn_spmm(stream, launch_, prep->blocks.data() + block_begin,
                                prep->segment_blocks[s1] - block_begin, prep->sorted_rows.data(),
                                prep->indices.data(), prep->valued ? prep->values.data() : nullptr,
-                               x.data, x.type, x.ld, y.data, y.ld, d);
+                               row_scale_.data(), col_scale_.data(), x.data, x.type, x.ld, y.data,
+                               y.ld, d);
     }
 
     std::string algorithm() const override
     {
         return "accel-gcn-w" + std::to_string(options_.warps_per_block) + "-b" +
                std::to_string(options_.deg_bound) + (options_.degree_sort ? "" : "-nosort") +
-               (launch_.combined_warps ? "" : "-nocombine");
+               (launch_.combined_warps ? "" : "-nocombine") +
+               (scaled_ ? ", pattern with scalings" : "");
     }
 
     // Accel-GCN holds no CSR offsets: its block metadata (blocks, sorted rows, split rows) stands
@@ -148,6 +167,8 @@ public:
             add(*main_);
             r.nonzeros = static_cast<std::int64_t>(main_->indices.size());
         }
+        // A scaled plan's scalings stand in for its values (rows + columns floats).
+        r.values += static_cast<std::int64_t>(row_scale_.bytes() + col_scale_.bytes());
         for (const auto& [key, p] : extra_) {
             add(*p);
         }
@@ -163,11 +184,12 @@ private:
         auto found = extra_.find(key);
         if (found == extra_.end()) {
             const RowRange segment[] = {rows};
-            found = extra_
-                        .emplace(key,
-                                 std::make_unique<Prepared>(
-                                     ctx_, build_accel_gcn_partition(a_.view(), segment, options_)))
-                        .first;
+            found =
+                extra_
+                    .emplace(key, std::make_unique<Prepared>(
+                                      ctx_, build_accel_gcn_partition(a_.view(), segment, options_),
+                                      scaled_))
+                    .first;
         }
         return found->second.get();
     }
@@ -177,6 +199,9 @@ private:
     std::int64_t max_dim_ = 0;
     AccelGcnPartitionOptions options_;
     detail::AccelGcnLaunch launch_;
+    bool scaled_ = false;            // a pattern with an OperatorScaling: no values array
+    DeviceBuffer<float> row_scale_;  // its scalings (each may be empty: ones)
+    DeviceBuffer<float> col_scale_;
     std::unique_ptr<Prepared> main_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Prepared>> extra_;
 };
@@ -220,9 +245,10 @@ private:
 }  // namespace
 
 std::unique_ptr<SpmmPlan> make_accel_gcn_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                   const AccelGcnOptions& options)
+                                                   const AccelGcnOptions& options,
+                                                   const OperatorScaling* scaling)
 {
-    return std::make_unique<AccelGcnPlan>(ctx, a, max_dim, options);
+    return std::make_unique<AccelGcnPlan>(ctx, a, max_dim, options, scaling);
 }
 
 std::shared_ptr<const AccelGcnPartition> detail::stored_accel_gcn_partition(
@@ -250,22 +276,46 @@ std::shared_ptr<const AccelGcnPartition> detail::stored_accel_gcn_partition(
 
 // The registry's factories (halo/spmm_registry.hpp).
 
-std::unique_ptr<SpmmPlan> accel_gcn_spmm_factory(Context& ctx, const Csr& a,
-                                                 const SpmmPlanRequest& request)
+namespace {
+
+std::unique_ptr<SpmmPlan> accel_gcn_plan(Context& ctx, const Csr& a, const SpmmPlanRequest& request,
+                                         const OperatorScaling* scaling)
 {
     AccelGcnOptions options;
     options.ranges = request.hints.ranges;
     options.partition = request.accel_gcn_partition;
     if (options.partition != nullptr) {
-        return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
+        return make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options, scaling);
     }
     std::vector<std::string> notes;
     options.partition = detail::stored_accel_gcn_partition(a, request.hints, notes);
-    auto plan = make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options);
+    auto plan = make_accel_gcn_spmm_plan(ctx, a, request.max_dim, options, scaling);
     if (notes.empty()) {
         return plan;
     }
     return std::make_unique<NotedPlan>(std::move(plan), std::move(notes));
+}
+
+}  // namespace
+
+std::unique_ptr<SpmmPlan> accel_gcn_spmm_factory(Context& ctx, const Csr& a,
+                                                 const SpmmPlanRequest& request)
+{
+    return accel_gcn_plan(ctx, a, request, nullptr);
+}
+
+// Its partition puts the nonzeros in block order on the host, so it cannot make the values on
+// the device from the CSR order: where the columns are scaled (gcn) it declines unless pattern
+// operators are asked for (the engine then builds the values on the host, as before); where only
+// the rows are (mean) it keeps the pattern and the row scaling (cuda::ScaledForm).
+std::unique_ptr<SpmmPlan> accel_gcn_scaled_factory(Context& ctx, const Csr& pattern,
+                                                   const SpmmPlanRequest& request,
+                                                   const OperatorScaling& scaling)
+{
+    if (!scaling.col.empty() && !request.pattern_operators) {
+        return nullptr;
+    }
+    return accel_gcn_plan(ctx, pattern, request, &scaling);
 }
 
 // The ablations of halo-bench (paper 001, Fig. 8).

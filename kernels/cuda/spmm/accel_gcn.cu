@@ -36,12 +36,18 @@ int shared_rows(int warps_per_block)
     return std::max(1, warps_per_block / 2);
 }
 
-template <bool kValued, bool kCombined, typename T>
+// What a nonzero multiplies its x row by: 1 (a pattern), its stored value, or the column scaling
+// of a pattern operator (no values array; the row scaling multiplies each row's result).
+enum Entries : int { kPattern = 0, kValues = 1, kColumnScaled = 2 };
+
+template <int kEntries, bool kCombined, typename T>
 __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
                                  const int* __restrict__ sorted_rows,
                                  const int* __restrict__ indices, const float* __restrict__ values,
-                                 const T* __restrict__ x, long long ldx, float* __restrict__ y,
-                                 long long ldy, int d, int tile, int deg_bound, int warp_cap)
+                                 const float* __restrict__ row_scale,
+                                 const float* __restrict__ col_scale, const T* __restrict__ x,
+                                 long long ldx, float* __restrict__ y, long long ldy, int d,
+                                 int tile, int deg_bound, int warp_cap)
 {
     extern __shared__ float shared[];
     const int4 m = blocks[blockIdx.x];
@@ -92,13 +98,18 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
         const T* xc = x + col0 + lane;
         float sum = 0.0f;
         for (long long k = first + b; k < first + e; ++k) {
-            const float v = kValued ? values[k] : 1.0f;
-            sum += v * load_feature(xc + static_cast<long long>(indices[k]) * ldx);
+            const int c = indices[k];
+            const float v = kEntries == kValues          ? values[k]
+                            : kEntries == kColumnScaled ? col_scale[c]
+                                                        : 1.0f;
+            sum += v * load_feature(xc + static_cast<long long>(c) * ldx);
         }
         if (use_shared) {
             atomicAdd_block(&shared[r * width + lane], sum);
         } else {
-            y[static_cast<long long>(sorted_rows[m.y + r]) * ldy + col0 + lane] = sum;
+            const int row = sorted_rows[m.y + r];
+            y[static_cast<long long>(row) * ldy + col0 + lane] =
+                row_scale != nullptr ? sum * row_scale[row] : sum;
         }
     };
     if constexpr (kCombined) {
@@ -120,12 +131,14 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
     if (use_shared) {
         __syncthreads();
         for (int i = threadIdx.x; i < rows * width; i += blockDim.x) {
-            const int r = i / width;
-            float* dst = y + static_cast<long long>(sorted_rows[m.y + r]) * ldy + col0 + i % width;
+            const int row = sorted_rows[m.y + i / width];
+            float* dst = y + static_cast<long long>(row) * ldy + col0 + i % width;
+            // A split row's chunks each scale their part: the sum scales alike.
+            const float sum = row_scale != nullptr ? shared[i] * row_scale[row] : shared[i];
             if (split) {
-                atomicAdd(dst, shared[i]);
+                atomicAdd(dst, sum);
             } else {
-                *dst = shared[i];
+                *dst = sum;
             }
         }
     }
@@ -149,6 +162,8 @@ struct KernelArgs {
     const std::int32_t* sorted_rows;
     const std::int32_t* indices;
     const float* values;
+    const float* row_scale;
+    const float* col_scale;
     std::int64_t ldx;
     float* y;
     std::int64_t ldy;
@@ -158,26 +173,33 @@ struct KernelArgs {
     int warp_cap;
 };
 
-template <bool kValued, bool kCombined, typename T>
+template <int kEntries, bool kCombined, typename T>
 void launch(const KernelArgs& k, const void* x)
 {
-    accel_gcn_kernel<kValued, kCombined, T><<<k.grid, k.block, k.shared_bytes, k.stream>>>(
-        k.blocks, k.sorted_rows, k.indices, k.values, static_cast<const T*>(x), k.ldx, k.y, k.ldy,
-        k.d, k.tile, k.deg_bound, k.warp_cap);
+    accel_gcn_kernel<kEntries, kCombined, T><<<k.grid, k.block, k.shared_bytes, k.stream>>>(
+        k.blocks, k.sorted_rows, k.indices, k.values, k.row_scale, k.col_scale,
+        static_cast<const T*>(x), k.ldx, k.y, k.ldy, k.d, k.tile, k.deg_bound, k.warp_cap);
+}
+
+template <int kEntries, typename T>
+void launch_mapping(const KernelArgs& k, bool combined, const void* x)
+{
+    if (combined) {
+        launch<kEntries, true, T>(k, x);
+    } else {
+        launch<kEntries, false, T>(k, x);
+    }
 }
 
 template <typename T>
 void launch_type(const KernelArgs& k, bool combined, const void* x)
 {
-    const bool valued = k.values != nullptr;
-    if (valued && combined) {
-        launch<true, true, T>(k, x);
-    } else if (valued) {
-        launch<true, false, T>(k, x);
-    } else if (combined) {
-        launch<false, true, T>(k, x);
+    if (k.values != nullptr) {
+        launch_mapping<kValues, T>(k, combined, x);
+    } else if (k.col_scale != nullptr) {
+        launch_mapping<kColumnScaled, T>(k, combined, x);
     } else {
-        launch<false, false, T>(k, x);
+        launch_mapping<kPattern, T>(k, combined, x);
     }
 }
 
@@ -185,9 +207,9 @@ void launch_type(const KernelArgs& k, bool combined, const void* x)
 
 void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const void* blocks,
                     std::int64_t block_count, const std::int32_t* sorted_rows,
-                    const std::int32_t* indices, const float* values, const void* x,
-                    FeatureType x_type, std::int64_t ldx, float* y, std::int64_t ldy,
-                    std::int64_t d)
+                    const std::int32_t* indices, const float* values, const float* row_scale,
+                    const float* col_scale, const void* x, FeatureType x_type, std::int64_t ldx,
+                    float* y, std::int64_t ldy, std::int64_t d)
 {
     if (block_count == 0 || d == 0) {
         return;
@@ -208,6 +230,8 @@ void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const voi
         sorted_rows,
         indices,
         values,
+        row_scale,
+        values == nullptr ? col_scale : nullptr,
         ldx,
         y,
         ldy,

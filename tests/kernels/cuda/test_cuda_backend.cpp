@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "halo/backend.hpp"
+#include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/mergepath.hpp"
@@ -417,37 +418,41 @@ TEST(CusparseSpmm, ScaledPlanMakesTheValuesOnTheDevice)
     long_cols.col.assign(a.num_cols + 1, 1.0f);
     EXPECT_THROW(halo::cuda::make_scaled_cusparse_spmm_plan(gpu.ctx, a, 8, long_cols),
                  halo::LogicError);
-    // The backend's own: cuSPARSE (the default kernel), MergePath and row-split make it;
-    // Accel-GCN, which reads the host's values, does not.
+    // The backend's own: cuSPARSE (the default kernel), MergePath, row-split and Accel-GCN make
+    // it; Accel-GCN, whose partition orders the nonzeros on the host, declines a column scaling
+    // unless pattern operators are asked for (ScaledPatternSpmm below).
     const halo::OperatorScaling ones;
     EXPECT_NE(gpu.backend->make_scaled_spmm_plan(a, {}, ones), nullptr);
-    for (const char* kernel : {"mergepath", "rowsplit"}) {
+    for (const char* kernel : {"mergepath", "rowsplit", "accel_gcn"}) {
         const auto backend = halo::cuda::make_cuda_backend(gpu.ctx, kernel);
         EXPECT_NE(backend->make_scaled_spmm_plan(a, {}, ones), nullptr) << kernel;
     }
+    halo::OperatorScaling columns;
+    columns.col.assign(a.num_cols, 0.5f);
     const auto accel = halo::cuda::make_cuda_backend(gpu.ctx, "accel_gcn");
-    EXPECT_EQ(accel->make_scaled_spmm_plan(a, {}, ones), nullptr);
+    EXPECT_EQ(accel->make_scaled_spmm_plan(a, {}, columns), nullptr);
 }
 
-// MergePath and row-split scaled plans. ScaledForm::pattern keeps the pattern and its scalings and
-// stores no values (c_j applied in the gather, r_i per row sum), for every combination of sides,
-// row ranges split across launches and widths 1 to 256; the device holds the pattern plus rows +
-// columns floats. The backend's plans (ScaledForm::automatic) do so where only rows are scaled and
-// make the values on the device where columns are scaled too, unless the choice asks for
-// pattern operators (halo-infer --pattern-operators).
-TEST(ScaledPatternSpmm, MergePathAndRowSplitKeepThePatternAndItsScalings)
+// MergePath, row-split and Accel-GCN scaled plans. The pattern form keeps the pattern and its
+// scalings and stores no values (c_j applied in the gather, r_i per row sum), for every
+// combination of sides, row ranges split across launches and widths 1 to 256; the device holds
+// the pattern plus rows + columns floats. The backend's plans (ScaledForm::automatic) do so where
+// only rows are scaled; where columns are scaled too MergePath and row-split make the values on
+// the device and Accel-GCN declines (the host builds them), unless the choice asks for pattern
+// operators (halo-infer --pattern-operators).
+TEST(ScaledPatternSpmm, ExactKernelsKeepThePatternAndItsScalings)
 {
     HALO_REQUIRE_GPUS(1);
     Gpu gpu;
     std::uint64_t seed = 3300;
     using halo::cuda::ScaledForm;
-    for (const char* kernel : {"mergepath", "rowsplit"}) {
+    for (const std::string kernel : {"mergepath", "rowsplit", "accel_gcn"}) {
         const auto automatic = halo::cuda::make_cuda_backend(gpu.ctx, kernel);
         auto choice = halo::parse_spmm_choice(kernel);
         choice.pattern_operators = true;
         const auto lean = halo::cuda::make_cuda_backend(gpu.ctx, choice);
         for (const int sides : {0, 1, 2, 3}) {  // bit 0: row scaling, bit 1: column scaling
-            SCOPED_TRACE(std::string(kernel) + ", sides " + std::to_string(sides));
+            SCOPED_TRACE(kernel + ", sides " + std::to_string(sides));
             const auto pattern = graph_csr("rmat", 10, ++seed, false);
             ASSERT_FALSE(pattern.has_values());
             const auto [scaling, expected] = scaled_operator(pattern, sides, seed, 0.1f, 1.0f);
@@ -455,11 +460,14 @@ TEST(ScaledPatternSpmm, MergePathAndRowSplitKeepThePatternAndItsScalings)
                 static_cast<std::int64_t>(4 * (scaling.row.size() + scaling.col.size()));
             const bool columns = !scaling.col.empty();
             std::vector<std::pair<std::string, std::unique_ptr<halo::SpmmPlan>>> plans;
-            if (std::string(kernel) == "mergepath") {
+            if (kernel == "mergepath") {
                 halo::cuda::MergePathOptions options;
                 options.scaled_form = ScaledForm::pattern;
                 plans.emplace_back("pattern", halo::cuda::make_mergepath_spmm_plan(
                                                   gpu.ctx, pattern, 256, options, &scaling));
+            } else if (kernel == "accel_gcn") {
+                plans.emplace_back("pattern", halo::cuda::make_accel_gcn_spmm_plan(
+                                                  gpu.ctx, pattern, 256, {}, &scaling));
             } else {
                 plans.emplace_back("pattern",
                                    halo::cuda::make_rowsplit_spmm_plan(
@@ -467,8 +475,12 @@ TEST(ScaledPatternSpmm, MergePathAndRowSplitKeepThePatternAndItsScalings)
                                        &scaling, ScaledForm::pattern));
             }
             plans.emplace_back("lean backend", lean->make_scaled_spmm_plan(pattern, {}, scaling));
-            plans.emplace_back(columns ? "automatic" : "pattern",
-                               automatic->make_scaled_spmm_plan(pattern, {}, scaling));
+            auto chosen = automatic->make_scaled_spmm_plan(pattern, {}, scaling);
+            if (kernel == "accel_gcn" && columns) {
+                EXPECT_EQ(chosen, nullptr) << "Accel-GCN declines a column scaling by default";
+            } else {
+                plans.emplace_back(columns ? "automatic" : "pattern", std::move(chosen));
+            }
             for (auto& [form, plan] : plans) {
                 ASSERT_NE(plan, nullptr) << form;
                 const bool kept = form != "automatic";
