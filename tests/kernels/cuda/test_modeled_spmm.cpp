@@ -170,7 +170,8 @@ TEST(ModeledSpmm, ScaledPlansMakeTheValuesOnTheDevice)
 }
 
 // `--spmm mergepath` and `--spmm rowsplit` take the pattern and the scalings too (the registry's
-// make_scaled): the result is that of the operator with values row[i] * col[j].
+// make_scaled): the result is that of the operator with values row[i] * col[j]; `--spmm
+// accel_gcn` only with pattern operators.
 TEST(ModeledSpmm, ExplicitMergePathAndRowSplitMakeTheValuesOnTheDevice)
 {
     HALO_REQUIRE_GPUS(1);
@@ -203,7 +204,17 @@ TEST(ModeledSpmm, ExplicitMergePathAndRowSplitMakeTheValuesOnTheDevice)
             check_spmm(*gpu.backend, *plan, scaled, d, {{0, a.num_rows}}, ++seed);
         }
     }
-    EXPECT_EQ(halo::find_spmm_kernel("accel_gcn", halo::spmm_use_infer)->make_scaled, nullptr);
+    // Accel-GCN orders the nonzeros on the host: it declines a column scaling unless pattern
+    // operators are asked for (then it keeps the pattern and both scalings).
+    const auto* accel = halo::find_spmm_kernel("accel_gcn", halo::spmm_use_infer);
+    ASSERT_NE(accel->make_scaled, nullptr);
+    EXPECT_EQ(accel->make_scaled(gpu.ctx, pattern, {128, kNoHints}, scaling), nullptr);
+    halo::SpmmPlanRequest lean{128, kNoHints};
+    lean.pattern_operators = true;
+    const auto plan = accel->make_scaled(gpu.ctx, pattern, lean, scaling);
+    ASSERT_NE(plan, nullptr);
+    EXPECT_EQ(plan->memory().values, 4 * (a.num_rows + a.num_cols));
+    check_spmm(*gpu.backend, *plan, scaled, 64, {{0, a.num_rows}}, ++seed);
 }
 
 // The registry's `auto` without stored choices is the cost model, scaled where it can be.
