@@ -203,12 +203,12 @@ void check_options(const Options& o)
                    "--save-tuning needs --spmm autotune (only the autotuner "
                    "makes choices worth storing)");
     }
-    halo::check_backend_spec(backend_spec(o));
     if (o.pattern_operators && o.host_values) {
         HALO_THROW(halo::InputError,
                    "--pattern-operators with --host-operator-values: the host's values leave no "
                    "pattern to keep; drop one of the two");
     }
+    halo::check_backend_spec(backend_spec(o));
     if (o.int8_features && int8_rows) {
         HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
                    ": the first layer already exchanges int8 rows, and re-quantizing them would "

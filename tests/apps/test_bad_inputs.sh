@@ -204,6 +204,7 @@ bad "infer: --int8-features with --exchange mpi-int8" "int8-features with --exch
 bad "infer: --cuda-graph on the cpu backend" "cuda-graph needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --cuda-graph --out out
 bad "infer: --device on the cpu backend" "device needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --device 0 --out out
 bad "infer: --pattern-operators on the cpu backend" "pattern-operators needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --pattern-operators --out out
+bad "infer: --pattern-operators with --host-operator-values" "pattern-operators with --host-operator-values" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --backend cuda --pattern-operators --host-operator-values --out out
 bad "infer: neither --model nor --random-model" "model or --random-model" --option-error -- "${I[@]}" "$d/g2.h5" --out out
 bad "infer: --model with --random-model" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --model m.h5 --random-model 16,8 --out out
 bad "infer: --random-model 16,x" "16,x|'x'" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,x --out out
