@@ -36,6 +36,7 @@
 #include "halo/detail/resident_memory.hpp"
 #include "halo/engine.hpp"
 #include "halo/exchange_spec.hpp"
+#include "halo/feature_type.hpp"
 #include "halo/feature_upload.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
@@ -358,16 +359,21 @@ void install_termination_report(int rank)
 }
 
 // Bytes of a part as the dataset stores them (what its read moved from the file).
-double stored_bytes(const halo::Shard& s)
+// The bytes of the shard as stored: a 16-bit feature dataset (halo-partition --quantize fp16 |
+// bf16) is read as 2 bytes a value, though the shard holds them widened to float32.
+double stored_bytes(const halo::Shard& s, const halo::DatasetInfo& info)
 {
     const auto b = [](const auto& v) { return static_cast<double>(v.size() * sizeof(v[0])); };
     double total = b(s.global_ids) + b(s.halo_global_ids) + b(s.csr.indptr) + b(s.csr.indices) +
                    b(s.csr.values) + b(s.plan.recv_ranks) + b(s.plan.recv_offsets) +
                    b(s.plan.send_ranks) + b(s.plan.send_offsets) + b(s.plan.send_rows) +
                    b(s.labels);
-    total += s.features_int8.empty()
-                 ? b(s.features)
-                 : b(s.features_int8) + b(s.feature_scale) + b(s.feature_zero_point);
+    const auto stored = halo::feature_type_from_stored_name(info.feature_type);
+    const bool bits16 = stored.has_value() && *stored != halo::FeatureType::fp32;
+    total += !s.features_int8.empty()
+                 ? b(s.features_int8) + b(s.feature_scale) + b(s.feature_zero_point)
+             : bits16 ? b(s.features) / 2
+                      : b(s.features);
     return total;
 }
 
@@ -1041,7 +1047,8 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
         uploaded = upload->take(shard.num_owned, info.feature_dim);
     }
     const double read_seconds = info_seconds + job.step.seconds();
-    phases.add("dataset read", read_seconds, stored_bytes(shard), read_note(info, upload.get()));
+    phases.add("dataset read", read_seconds, stored_bytes(shard, info),
+               read_note(info, upload.get()));
     job.step.restart();
     halo::check_halo_plan(world.comm(), shard, o.dataset);
     const double check_seconds = job.step.seconds();
