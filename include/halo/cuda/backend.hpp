@@ -50,6 +50,12 @@ enum class ScaledForm {
     pattern,
 };
 
+/// The form a request asks of a scaled plan (SpmmPlanRequest::pattern_operators).
+inline ScaledForm scaled_form(const SpmmPlanRequest& request)
+{
+    return request.pattern_operators ? ScaledForm::pattern : ScaledForm::automatic;
+}
+
 /// cuSPARSE SpMM (cusparseSpMM, CSR_ALG2, row-major dense operands) over a device copy of `a`,
 /// for dense widths up to `max_dim` (wider runs throw halo::LogicError). The upload happens here;
 /// the descriptor of a row range and the workspace of a (range, width) are made on their first

@@ -211,6 +211,19 @@ void check_scaling(const Csr& a, const OperatorScaling& scaling)
                  " columns");
 }
 
+DeviceScaling upload_scaling(Context& ctx, const Csr& pattern, const OperatorScaling& scaling)
+{
+    check_scaling(pattern, scaling);
+    DeviceScaling out;
+    if (!scaling.row.empty()) {
+        out.row = detail::upload(ctx, scaling.row);
+    }
+    if (!scaling.col.empty()) {
+        out.col = detail::upload(ctx, scaling.col);
+    }
+    return out;
+}
+
 namespace {
 
 template <typename Offset>

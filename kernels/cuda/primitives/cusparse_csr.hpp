@@ -140,6 +140,17 @@ std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
 /// Throws halo::LogicError unless each non-empty side of `scaling` has a's row or column count.
 void check_scaling(const Csr& a, const OperatorScaling& scaling);
 
+/// A pattern operator's scalings on the device, what the pattern-only kernels (MergePath,
+/// row-split, Accel-GCN; cuda::ScaledForm) read instead of a values array; a side is empty (null
+/// data) where it is ones.
+struct DeviceScaling {
+    DeviceBuffer<float> row;
+    DeviceBuffer<float> col;
+    std::size_t bytes() const { return row.bytes() + col.bytes(); }
+};
+/// Checks `scaling` against `pattern` (check_scaling) and uploads its non-empty sides.
+DeviceScaling upload_scaling(Context& ctx, const Csr& pattern, const OperatorScaling& scaling);
+
 /// The values scaling.row[i] * scaling.col[j] of the nonzeros (i, j) of `pattern`, made on the
 /// device from its offsets and columns already there (the device copies of pattern.indptr and
 /// pattern.indices): checks the scalings against `pattern`, uploads them, makes the values on the

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling
+#include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/primitives/upload.hpp"
 #include "cuda/primitives/zero_rows.hpp"
@@ -80,15 +80,9 @@ public:
         if (scaling != nullptr) {
             // A pattern with its scalings: the pattern's own values, if any, are ignored
             // (Backend::make_scaled_spmm_plan), and no values array is made.
-            detail::check_scaling(a_, *scaling);
+            scaling_ = detail::upload_scaling(ctx_, a_, *scaling);
             a_.values.clear();
             a_.values.shrink_to_fit();
-            if (!scaling->row.empty()) {
-                row_scale_ = upload(ctx_, scaling->row);
-            }
-            if (!scaling->col.empty()) {
-                col_scale_ = upload(ctx_, scaling->col);
-            }
         }
         if (options.partition != nullptr) {
             const AccelGcnPartition& stored = *options.partition;
@@ -140,8 +134,8 @@ public:
         detail::accel_gcn_spmm(stream, launch_, prep->blocks.data() + block_begin,
                                prep->segment_blocks[s1] - block_begin, prep->sorted_rows.data(),
                                prep->indices.data(), prep->valued ? prep->values.data() : nullptr,
-                               row_scale_.data(), col_scale_.data(), x.data, x.type, x.ld, y.data,
-                               y.ld, d);
+                               scaling_.row.data(), scaling_.col.data(), x.data, x.type, x.ld,
+                               y.data, y.ld, d);
     }
 
     std::string algorithm() const override
@@ -168,7 +162,7 @@ public:
             r.nonzeros = static_cast<std::int64_t>(main_->indices.size());
         }
         // A scaled plan's scalings stand in for its values (rows + columns floats).
-        r.values += static_cast<std::int64_t>(row_scale_.bytes() + col_scale_.bytes());
+        r.values += static_cast<std::int64_t>(scaling_.bytes());
         for (const auto& [key, p] : extra_) {
             add(*p);
         }
@@ -200,8 +194,7 @@ private:
     AccelGcnPartitionOptions options_;
     detail::AccelGcnLaunch launch_;
     bool scaled_ = false;            // a pattern with an OperatorScaling: no values array
-    DeviceBuffer<float> row_scale_;  // its scalings (each may be empty: ones)
-    DeviceBuffer<float> col_scale_;
+    detail::DeviceScaling scaling_;  // its scalings
     std::unique_ptr<Prepared> main_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Prepared>> extra_;
 };

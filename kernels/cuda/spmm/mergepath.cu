@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling, device_scaled_values
+#include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling, device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -246,14 +246,8 @@ public:
         } else if (scaling != nullptr) {
             // Pattern-only: the scalings (rows + columns floats) instead of a values array.
             // The pattern's own values, if any, are ignored (Backend::make_scaled_spmm_plan).
-            detail::check_scaling(a, *scaling);
+            scaling_d_ = detail::upload_scaling(ctx_, a, *scaling);
             pattern_scaled_ = true;
-            if (!scaling->row.empty()) {
-                row_scale_d_ = detail::upload(ctx_, scaling->row);
-            }
-            if (!scaling->col.empty()) {
-                col_scale_d_ = detail::upload(ctx_, scaling->col);
-            }
         } else if (a.has_values()) {
             values_d_ = detail::upload(ctx_, a.values);
         }
@@ -332,8 +326,8 @@ private:
         return {indptr_d_.data(),
                 indices_d_.data(),
                 values_d_.data(),
-                row_scale_d_.data(),
-                col_scale_d_.data(),
+                scaling_d_.row.data(),
+                scaling_d_.col.data(),
                 p.segment_rows.data(),
                 p.host.num_segments(),
                 p.host.cost,
@@ -384,8 +378,7 @@ public:
         r.row_pointers = static_cast<std::int64_t>(indptr_d_.bytes());
         r.indices = static_cast<std::int64_t>(indices_d_.bytes());
         // 0 for a pattern operator; the scalings of a scaled one (rows + columns floats).
-        r.values = static_cast<std::int64_t>(values_d_.bytes() + row_scale_d_.bytes() +
-                                             col_scale_d_.bytes());
+        r.values = static_cast<std::int64_t>(values_d_.bytes() + scaling_d_.bytes());
         r.nonzeros = static_cast<std::int64_t>(indices_d_.size());
         for (const auto& [key, p] : prepared_) {  // the merge-path schedules
             r.kernel_metadata +=
@@ -406,8 +399,7 @@ private:
     DeviceBuffer<std::int64_t> indptr_d_;
     DeviceBuffer<std::int32_t> indices_d_;
     DeviceBuffer<float> values_d_;  // empty for a pattern matrix or a pattern-scaled plan
-    DeviceBuffer<float> row_scale_d_;  // a scaled plan's scalings (each may be empty: ones)
-    DeviceBuffer<float> col_scale_d_;
+    detail::DeviceScaling scaling_d_;  // a pattern-scaled plan's scalings
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Prepared>>
         prepared_;
 };
@@ -446,8 +438,7 @@ std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& patt
                                                    const OperatorScaling& scaling)
 {
     MergePathOptions options;
-    options.scaled_form =
-        request.pattern_operators ? ScaledForm::pattern : ScaledForm::automatic;
+    options.scaled_form = scaled_form(request);
     return make_mergepath_spmm_plan(ctx, pattern, request.max_dim, options, &scaling);
 }
 

@@ -132,7 +132,7 @@ private:
                                            const OperatorScaling* scaling, ModeledKernel kernel,
                                            const MergePathOptions& mergepath)
     {
-        const auto form = request.pattern_operators ? ScaledForm::pattern : ScaledForm::automatic;
+        const auto form = scaled_form(request);
         switch (kernel) {
             case ModeledKernel::cusparse:
                 return scaling != nullptr

@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // check_scaling, device_scaled_values
+#include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling, device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
@@ -211,13 +211,7 @@ public:
         } else if (scaling != nullptr) {
             // Pattern-only: the scalings (rows + columns floats) instead of a values array; the
             // pattern's own values, if any, are ignored (Backend::make_scaled_spmm_plan).
-            detail::check_scaling(a, *scaling);
-            if (!scaling->row.empty()) {
-                row_scale_ = detail::upload(ctx_, scaling->row);
-            }
-            if (!scaling->col.empty()) {
-                col_scale_ = detail::upload(ctx_, scaling->col);
-            }
+            scaling_ = detail::upload_scaling(ctx_, a, *scaling);
             pattern_scaled_ = true;
         } else if (a.has_values()) {
             values_ = detail::upload(ctx_, a.values);
@@ -264,8 +258,8 @@ private:
                  RowRange rows) const
     {
         return {static_cast<const T*>(x.data), x.ld, y.data, y.ld, rows.begin, rows.end,
-                x.cols, layout.chunks, columns_.data(), values_.data(), row_scale_.data(),
-                col_scale_.data()};
+                x.cols, layout.chunks, columns_.data(), values_.data(), scaling_.row.data(),
+                scaling_.col.data()};
     }
 
 public:
@@ -275,8 +269,7 @@ public:
         r.row_pointers = static_cast<std::int64_t>(offsets32_.bytes() + offsets64_.bytes());
         r.indices = static_cast<std::int64_t>(columns_.bytes());
         // 0 for a pattern operator; the scalings of a scaled one (rows + columns floats).
-        r.values =
-            static_cast<std::int64_t>(values_.bytes() + row_scale_.bytes() + col_scale_.bytes());
+        r.values = static_cast<std::int64_t>(values_.bytes() + scaling_.bytes());
         r.nonzeros = static_cast<std::int64_t>(columns_.size());
         return r;
     }
@@ -303,8 +296,7 @@ private:
     DeviceBuffer<std::int64_t> offsets64_;
     DeviceBuffer<std::int32_t> columns_;
     DeviceBuffer<float> values_;     // empty for a pattern matrix or a pattern-scaled plan
-    DeviceBuffer<float> row_scale_;  // a scaled plan's scalings (each may be empty: ones)
-    DeviceBuffer<float> col_scale_;
+    detail::DeviceScaling scaling_;  // a pattern-scaled plan's scalings
 };
 
 }  // namespace
@@ -326,9 +318,8 @@ std::unique_ptr<SpmmPlan> rowsplit_scaled_factory(Context& ctx, const Csr& patte
                                                   const SpmmPlanRequest& request,
                                                   const OperatorScaling& scaling)
 {
-    return make_rowsplit_spmm_plan(
-        ctx, pattern, request.max_dim, IndexWidth::automatic, &scaling,
-        request.pattern_operators ? ScaledForm::pattern : ScaledForm::automatic);
+    return make_rowsplit_spmm_plan(ctx, pattern, request.max_dim, IndexWidth::automatic, &scaling,
+                                   scaled_form(request));
 }
 
 }  // namespace halo::cuda
