@@ -273,10 +273,11 @@ Shard DatasetReader::part(int part, const ShardReadOptions& options) const
     shard.num_halo = read_count(g, where, "num_halo");
     shard.num_interior = read_count(g, where, "num_interior");
     const auto nnz = read_count(g, where, "nnz");
-    if (shard.num_owned + shard.num_halo > std::numeric_limits<local_id>::max()) {
-        HALO_THROW(InputError, where.str(),
-                   ": num_owned + num_halo = ", shard.num_owned + shard.num_halo,
-                   " exceeds the int32 local id range");
+    // Compared side by side: their sum may overflow int64 in a corrupt file (fuzz_dataset).
+    constexpr std::int64_t id_max = std::numeric_limits<local_id>::max();
+    if (shard.num_owned > id_max || shard.num_halo > id_max - shard.num_owned) {
+        HALO_THROW(InputError, where.str(), ": num_owned ", shard.num_owned, " + num_halo ",
+                   shard.num_halo, " exceeds the int32 local id range");
     }
     if (shard.num_interior > shard.num_owned) {
         HALO_THROW(InputError, where.str(), ": num_interior = ", shard.num_interior,
