@@ -31,6 +31,7 @@
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
 #include "halo/feature_type.hpp"
+#include "halo/gather_model.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/spmm.hpp"
@@ -85,6 +86,8 @@ struct Options {
     KernelRunOptions run;
     bool e2e = false;
     E2eOptions e2e_model;
+    // Caches of the gather model in MiB (empty: the device's L2; a single 0: no model).
+    std::vector<double> gather_cache_mib;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -243,20 +246,123 @@ struct Record {
     double gb_per_s = 0;
     double floor_ms = 0;
     double roofline_fraction = 0;
+    // The gather model's bytes for each modelled cache (the first one gives the two fields after).
+    struct Gather {
+        std::int64_t cache_bytes = 0;
+        std::int64_t min_bytes = 0;  // A, Y and the X rows Belady's MIN misses: the limit
+        std::int64_t lru_bytes = 0;  // the same with an LRU cache's misses
+    };
+    std::vector<Gather> gather;
+    double gather_floor_ms = 0;  // gather[0].min_bytes / copy bandwidth
+    double gather_fraction = 0;  // gather_floor_ms / median ms
     std::optional<double> speedup;
     CheckResult check;
 };
+
+// The matrix read once and Y written once in fp32.
+std::int64_t matrix_and_y_bytes(const halo::Csr& a, std::int64_t dim)
+{
+    const std::int64_t matrix = (a.num_rows + 1) * std::int64_t{sizeof(halo::offset_t)} +
+                                a.nnz() * std::int64_t{sizeof(halo::local_id)} +
+                                (a.has_values() ? a.nnz() * std::int64_t{sizeof(float)} : 0);
+    return matrix + a.num_rows * dim * std::int64_t{sizeof(float)};
+}
+
+std::int64_t x_row_bytes(std::int64_t dim, halo::FeatureType x_type)
+{
+    return dim * static_cast<std::int64_t>(halo::feature_bytes(x_type));
+}
 
 // X read once in its element type, Y written once in fp32, the matrix read once.
 std::int64_t compulsory_bytes(const halo::Csr& a, std::int64_t dim,
                               halo::FeatureType x_type = halo::FeatureType::fp32)
 {
-    const std::int64_t matrix = (a.num_rows + 1) * std::int64_t{sizeof(halo::offset_t)} +
-                                a.nnz() * std::int64_t{sizeof(halo::local_id)} +
-                                (a.has_values() ? a.nnz() * std::int64_t{sizeof(float)} : 0);
-    return matrix + a.num_cols * dim * static_cast<std::int64_t>(halo::feature_bytes(x_type)) +
-           a.num_rows * dim * std::int64_t{sizeof(float)};
+    return matrix_and_y_bytes(a, dim) + a.num_cols * x_row_bytes(dim, x_type);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The gather-bound limit (include/halo/gather_model.hpp, bench/README.md): the X-row misses of
+// A's gathers in CSR order through each modelled cache, for every X row width the run times.
+
+class GatherModel {
+public:
+    GatherModel(const halo::Csr& a, const std::vector<double>& cache_mib,
+                std::int64_t l2_cache_bytes, const std::vector<std::int64_t>& dims,
+                const std::vector<halo::FeatureType>& types)
+    {
+        if (cache_mib.size() == 1 && cache_mib.front() == 0) {
+            fmt::print("gather model: off (--gather-cache-mib 0)\n");
+            return;
+        }
+        if (cache_mib.empty()) {
+            caches_.push_back(l2_cache_bytes);
+        }
+        for (const auto mib : cache_mib) {
+            if (!(mib > 0) || mib > 1 << 20) {
+                HALO_THROW(halo::InputError, "--gather-cache-mib: ", mib,
+                           " MiB is not a cache size in (0, 1048576]");
+            }
+            caches_.push_back(static_cast<std::int64_t>(mib * double(1 << 20)));
+        }
+        for (const auto dim : dims) {
+            for (const auto type : types) {
+                const auto row = x_row_bytes(dim, type);
+                if (std::find(row_bytes_.begin(), row_bytes_.end(), row) == row_bytes_.end()) {
+                    row_bytes_.push_back(row);
+                }
+            }
+        }
+        std::vector<std::int64_t> capacities;
+        for (const auto row : row_bytes_) {
+            for (const auto cache : caches_) {
+                capacities.push_back(halo::cache_capacity_rows(cache, row));
+            }
+        }
+        halo::app::Stopwatch time;
+        traffic_ = halo::gather_traffic(a.view(), capacities);
+        fmt::print(
+            "gather model: {} distinct X rows read by {} nonzeros in CSR order, {} cache(s) x {} "
+            "row width(s) in {:.1f} s\n",
+            traffic_.empty() ? 0 : traffic_.front().distinct, a.nnz(), caches_.size(),
+            row_bytes_.size(), time.seconds());
+        for (std::size_t r = 0; r < row_bytes_.size(); ++r) {
+            for (std::size_t c = 0; c < caches_.size(); ++c) {
+                const auto& t = traffic_[r * caches_.size() + c];
+                fmt::print(
+                    "  rows of {} B, cache {} ({} rows): misses MIN {} ({:.2f} per row read), "
+                    "LRU {} ({:.2f})\n",
+                    row_bytes_[r], halo::app::format_bytes(double(caches_[c])), t.capacity_rows,
+                    t.min_misses,
+                    double(t.min_misses) / double(std::max<std::int64_t>(1, t.distinct)),
+                    t.lru_misses,
+                    double(t.lru_misses) / double(std::max<std::int64_t>(1, t.distinct)));
+            }
+        }
+    }
+
+    // The record's gather bytes for each cache (none when the model is off).
+    std::vector<Record::Gather> bytes(const halo::Csr& a, std::int64_t dim,
+                                      halo::FeatureType type) const
+    {
+        std::vector<Record::Gather> out;
+        const auto row = x_row_bytes(dim, type);
+        const auto r = std::find(row_bytes_.begin(), row_bytes_.end(), row);
+        if (r == row_bytes_.end()) {
+            return out;
+        }
+        const auto base = matrix_and_y_bytes(a, dim);
+        for (std::size_t c = 0; c < caches_.size(); ++c) {
+            const auto& t = traffic_[(r - row_bytes_.begin()) * caches_.size() + c];
+            out.push_back({caches_[c], base + t.min_misses * row, base + t.lru_misses * row});
+        }
+        return out;
+    }
+
+private:
+    std::vector<std::int64_t> caches_;
+    std::vector<std::int64_t> row_bytes_;
+    std::vector<halo::GatherTraffic> traffic_;  // row width major, cache minor
+};
 
 struct Kernel {
     const KernelEntry* entry = nullptr;
@@ -293,7 +399,7 @@ struct BufferSets {
 // refs: the references of the first and last set for the kernel's X type.
 void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a, const CheckSet& cs,
              const BufferSets& sets, const std::vector<Reference>& refs, double copy_gb_per_s,
-             cudaStream_t stream)
+             const GatherModel& gather, cudaStream_t stream)
 {
     const auto dim = rec.dim;
     const auto last = sets.count - 1;
@@ -340,6 +446,12 @@ void measure(Kernel& kernel, Record& rec, const Options& o, const halo::Csr& a, 
     rec.gb_per_s = bytes / (rec.ms.median * 1e6);
     rec.floor_ms = bytes / (copy_gb_per_s * 1e6);
     rec.roofline_fraction = rec.gb_per_s / copy_gb_per_s;
+    rec.gather = gather.bytes(a, dim, kernel.x_type);
+    if (!rec.gather.empty()) {
+        rec.gather_floor_ms =
+            static_cast<double>(rec.gather.front().min_bytes) / (copy_gb_per_s * 1e6);
+        rec.gather_fraction = rec.gather_floor_ms / rec.ms.median;
+    }
     rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
 }
 
@@ -351,34 +463,42 @@ std::string format_speedup(const Record& r)
     return r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-";
 }
 
+std::string format_gather(const Record& r)
+{
+    return r.gather.empty() ? "-" : fmt::format("{:.1f}%", 100.0 * r.gather_fraction);
+}
+
 void print_table(const std::vector<Record>& records)
 {
     fmt::print(
-        "\n{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+        "\n{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>7} {:>8} "
         "{:>9} {:>8} {}\n",
         "kernel", "x", "d", "sets", "median ms", "min ms", "max ms", "floor ms", "GFLOP/s", "GB/s",
-        "%copy", "speedup", "max rel", "bad", "status");
+        "%copy", "%gather", "speedup", "max rel", "bad", "status");
     bool lowp = false;
     for (const auto& r : records) {
         lowp = lowp || r.feature_type != "fp32";
         if (r.status == "ERROR" || r.status == "SKIPPED") {
             fmt::print(
-                "{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>8} "
+                "{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>7} "
+                "{:>8} "
                 "{:>9} {:>8} {}: {}\n",
                 r.kernel, r.feature_type, r.dim, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                "-", r.status, r.message);
+                "-", "-", r.status, r.message);
             continue;
         }
         fmt::print(
             "{:<20} {:>4} {:>5} {:>5} {:>10.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8.1f} "
-            "{:>5.1f}% {:>8} {:>9.2e} {:>8} {}\n",
+            "{:>5.1f}% {:>7} {:>8} {:>9.2e} {:>8} {}\n",
             r.kernel, r.feature_type, r.dim, r.sets, r.ms.median, r.ms.min, r.ms.max, r.floor_ms,
-            r.gflops, r.gb_per_s, 100.0 * r.roofline_fraction, format_speedup(r),
+            r.gflops, r.gb_per_s, 100.0 * r.roofline_fraction, format_gather(r), format_speedup(r),
             r.check.max_rel_error, r.check.bad, r.status);
     }
     fmt::print(
         "x: the element type each kernel reads X as{}; floor: compulsory bytes (X in that type) "
-        "/ copy bandwidth;\n%copy: achieved GB/s over the copy's; "
+        "/ copy bandwidth;\n%copy: achieved GB/s over the copy's; %gather: the gather-bound "
+        "limit (A, Y and the X rows Belady's MIN misses in the first modelled cache, over the "
+        "copy bandwidth) / median;\n"
         "speedup: {} median / this median (same run);\nmax rel: max |y - ref| / "
         "sum_k |a_ik x_kj| (ref on X rounded to the kernel's type); bad: elements outside the "
         "tolerance or not finite (bench/README.md)\n",
@@ -411,6 +531,17 @@ Json record_json(const Record& r)
     j["gb_per_s"] = r.gb_per_s;
     j["floor_ms"] = r.floor_ms;
     j["roofline_fraction"] = r.roofline_fraction;
+    if (!r.gather.empty()) {
+        Json caches = Json::array();
+        for (const auto& g : r.gather) {
+            caches.push_back({{"cache_bytes", g.cache_bytes},
+                              {"min_bytes", g.min_bytes},
+                              {"lru_bytes", g.lru_bytes}});
+        }
+        j["gather_model"] = std::move(caches);
+        j["gather_floor_ms"] = r.gather_floor_ms;
+        j["gather_fraction"] = r.gather_fraction;
+    }
     j["speedup_vs_baseline"] = r.speedup ? Json(*r.speedup) : Json(nullptr);
     j["check"] = {{"runs", r.check.runs},
                   {"rows", r.check.rows},
@@ -544,6 +675,14 @@ int run_spmm(const Options& o, const std::string& command)
         return run_e2e(o.run, o.e2e_model, o.graph.normalize, ctx, a, graph.source, date, command,
                        copy_gb_per_s);
     }
+
+    // 2. The gather model, for the X types the kernels read.
+    std::vector<halo::FeatureType> x_types{halo::FeatureType::fp32};
+    if (feature_type != halo::FeatureType::fp32) {
+        x_types.push_back(feature_type);
+    }
+    const GatherModel gather(a, o.gather_cache_mib, info.l2_cache_bytes, o.dims, x_types);
+    std::fflush(stdout);
 
     // 3. Plans: each kernel's preprocessing, once, for the widest d.
     const auto max_dim = *std::max_element(o.dims.begin(), o.dims.end());
@@ -684,7 +823,7 @@ int run_spmm(const Options& o, const std::string& command)
                 try {
                     measure(k, rec, o, a, cs, buffers,
                             k.x_type == halo::FeatureType::fp32 ? refs : lowp_refs, copy_gb_per_s,
-                            stream);
+                            gather, stream);
                     // After the runs: a plan that decides per width (autotune, auto) names the
                     // kernel it ran at this width.
                     rec.algorithm = k.plan->algorithm();
@@ -701,9 +840,10 @@ int run_spmm(const Options& o, const std::string& command)
             } else {
                 fmt::print(
                     "  {:<20} {} median {:.4f} ms, {:.1f} GFLOP/s, {:.1f} GB/s ({:.1f}% of "
-                    "copy), {} bad of {} checked elements: {}\n",
+                    "copy, {} of the gather-bound limit), {} bad of {} checked elements: {}\n",
                     rec.kernel, rec.feature_type, rec.ms.median, rec.gflops, rec.gb_per_s,
-                    100.0 * rec.roofline_fraction, rec.check.bad, rec.check.elements, rec.status);
+                    100.0 * rec.roofline_fraction, format_gather(rec), rec.check.bad,
+                    rec.check.elements, rec.status);
             }
             std::fflush(stdout);
             records.push_back(std::move(rec));
@@ -778,6 +918,10 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
     app.add_option("--mergepath-costs", o->mergepath_costs,
                    "merge-path cost sweep: adds a kernel mergepath(cost=N) per cost, "
                    "comma-separated")
+        ->delimiter(',');
+    app.add_option("--gather-cache-mib", o->gather_cache_mib,
+                   "caches of the gather model in MiB, comma-separated (default: the device's L2; "
+                   "0: no model); the first gives the %gather column (bench/README.md)")
         ->delimiter(',');
     app.add_option("--warmup", o->run.warmup, "untimed launches per kernel and width")
         ->check(CLI::Range(0, 1 << 20))

@@ -66,8 +66,10 @@ def table(runs):
     baselines = sorted({doc["settings"]["baseline"] for _, doc in runs})
     lines = [
         "| graph | operator | rows | nonzeros | avg deg | kernel | d | median ms | GFLOP/s "
-        "| GB/s | % of copy | speed-up vs {} | check |".format("/".join(baselines)),
-        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| GB/s | % of copy | % of gather limit | speed-up vs {} | check |".format(
+            "/".join(baselines)),
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| --- |",
     ]
     for _, doc in runs:
         graph = doc["graph"]
@@ -76,13 +78,15 @@ def table(runs):
                      str(graph["nnz"]),
                      "{:.1f}".format(graph["avg_degree"]), r["kernel"], str(r["dim"])]
             if r["status"] in ("ERROR", "SKIPPED"):
-                cells += ["-"] * 5
+                cells += ["-"] * 6
             else:
                 speedup = r.get("speedup_vs_baseline")
                 cells += ["{:.4f}".format(r["time_ms"]["median"]),
                           "{:.1f}".format(r["gflop_per_s"]),
                           "{:.0f}".format(r["gb_per_s"]),
                           "{:.1f}%".format(100.0 * r["roofline_fraction"]),
+                          "{:.1f}%".format(100.0 * r["gather_fraction"])
+                          if "gather_fraction" in r else "-",
                           "{:.2f}x".format(speedup) if speedup is not None else "-"]
             cells.append(check_text(r, doc["settings"]))
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
@@ -106,7 +110,10 @@ def main():
     out = ["## " + args.title, ""]
     out.append("Device {}; commit {}; {} to {}. Device-to-device copy bandwidth (read + written) "
                "measured by each run: {:.0f} to {:.0f} GB/s; \"% of copy\" divides the achieved "
-               "bandwidth over the compulsory bytes by the same run's copy bandwidth. Median of "
+               "bandwidth over the compulsory bytes by the same run's copy bandwidth; \"% of gather "
+               "limit\" divides the time the gather-bound bytes (A, Y and the X rows that "
+               "Belady's MIN misses in a cache of the L2's size, CSR order) take at that "
+               "bandwidth by the median. Median of "
                "{} timed launches (after {} warm-up launches), input/output buffers rotated "
                "beyond twice the L2 cache. Definitions: bench/README.md.".format(
                    ", ".join(devices), ", ".join(commits), dates[0], dates[-1], min(copy),

@@ -5,7 +5,8 @@ Each argument is ORDER=DIR, DIR a results directory of bench/spmm_suite.sh run w
 `--row-order ORDER`; the first is the reference order. Per graph and width: cuSPARSE's and the
 other kernel's median time in every order, each order's time against the reference order's (above
 1: faster), the kernel against cuSPARSE in each order, and the kernel's compulsory bytes over its
-time as a fraction of the copy bandwidth. A last block gives geometric means. Standard library
+time as a fraction of the copy bandwidth and of its gather-bound limit (where the records carry
+the gather model). A last block gives geometric means. Standard library
 only.
 
     bench/order_table.py --kernel autotune global=r/global rcm=r/rcm rabbit=r/rabbit
@@ -71,6 +72,8 @@ def main():
         head += ["{} vs {} ({})".format(args.kernel, args.baseline, order)]
     for order, _, _ in orders:
         head += ["{} % copy ({})".format(args.kernel, order)]
+    for order, _, _ in orders:
+        head += ["{} % gather limit ({})".format(args.kernel, order)]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     gains = {o: ([], []) for o, _, _ in orders[1:]}
     versus = {o: [] for o, _, _ in orders}
@@ -102,6 +105,10 @@ def main():
         for order, _, _ in orders:
             k = times[order][2]
             row.append("{:.1f}%".format(100.0 * k["roofline_fraction"]) if k else "-")
+        for order, _, _ in orders:
+            k = times[order][2]
+            row.append("{:.1f}%".format(100.0 * k["gather_fraction"])
+                       if k and "gather_fraction" in k else "-")
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines.append("Geometric means over the {} (graph, d) pairs:".format(len(keys)))
