@@ -18,6 +18,7 @@ SpmmPlanFactory accel_gcn_nocombine_spmm_factory;  // spmm/accel_gcn.cpp
 SpmmPlanFactory mergepath_spmm_factory;            // spmm/mergepath.cu
 SpmmPlanFactory mergepath_c200_spmm_factory;       // spmm/mergepath.cu
 SpmmPlanFactory mergepath_c400_spmm_factory;       // spmm/mergepath.cu
+SpmmPlanFactory mergepath_c400_t128_spmm_factory;  // spmm/column_tiled.cpp
 SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
 SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
 SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
@@ -117,6 +118,13 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .description = "MergePath-SpMM, 400 merge items per segment at every width",
          .uses = autotune,
          .make = HALO_SPMM_FACTORY(mergepath_c400_spmm_factory)},
+        // Column slices: where X outgrows L2, slices of 128 features let twice (at d = 256) as
+        // many X rows stay in L2 between their reads (docs/PERFORMANCE.md "The gather-bound
+        // limit"); at d <= 128 it is mergepath_c400 itself.
+        {.name = "mergepath_c400_t128",
+         .description = "MergePath-SpMM, cost 400, run over slices of 128 feature columns",
+         .uses = bench | autotune,
+         .make = HALO_SPMM_FACTORY(mergepath_c400_t128_spmm_factory)},
         {.name = "rowsplit",
          .description = "row-split SpMM: a warp (or part of one) per row, lanes across columns",
          .help = "a warp per row",

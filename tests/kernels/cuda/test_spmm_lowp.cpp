@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "halo/cuda/accel_gcn.hpp"
 #include "halo/cuda/backend.hpp"
-#include "bench_util.hpp"
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
@@ -24,6 +24,7 @@
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/feature_type.hpp"
+#include "halo/spmm_registry.hpp"
 #include "halo_test.hpp"
 #include "spmm_exact_check.hpp"
 #include "spmm_fixtures.hpp"
@@ -50,11 +51,16 @@ Plans make_plans(Context& ctx, const Csr& a)
     combined.ranges = {{0, n / 3}, {n / 3, n}};
     halo::cuda::AccelGcnOptions plain = combined;
     plain.combined_warps = false;
-    p.names = {"accel_gcn", "accel_gcn_nocombine", "mergepath", "rowsplit"};
+    p.names = {"accel_gcn", "accel_gcn_nocombine", "mergepath", "rowsplit", "mergepath_c400_t128"};
     p.plans.push_back(halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, combined));
     p.plans.push_back(halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, plain));
     p.plans.push_back(halo::cuda::make_mergepath_spmm_plan(ctx, a, kMaxDim));
     p.plans.push_back(halo::cuda::make_rowsplit_spmm_plan(ctx, a, kMaxDim));
+    // MergePath over slices of 128 columns (widths above 128 run in several slices, each
+    // reading X at an offset into its rows).
+    static const halo::SpmmPlanHints none;
+    const auto* tiled = halo::find_spmm_kernel("mergepath_c400_t128", halo::spmm_use_bench);
+    p.plans.push_back(tiled->make(ctx, a, halo::SpmmPlanRequest{kMaxDim, none}));
     return p;
 }
 
