@@ -4,8 +4,8 @@
 Each argument is CSV=JSON: the `ncu --csv --metrics dram__bytes_read.sum,...` output of one
 `halo-bench --runs 1 --warmup 0 --json JSON` run. The launches are matched to the JSON's records
 in the order halo-bench makes them (widths outer, kernels inner; per record the check launch, the
-timed launch and, with several buffer sets, the second check). For each record: the median DRAM
-bytes read over its launches, and the bytes the model says the kernel reads (A, and the X rows
+timed launch and, with several buffer sets, the second check; a kernel named ..._tN launches once
+per slice of N columns in each). For each record: the median DRAM bytes read over its calls, and the bytes the model says the kernel reads (A, and the X rows
 Belady's MIN or an LRU cache misses; Y is written, not read) for each modelled cache. Standard
 library only.
 
@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -35,7 +36,14 @@ def kernel_matches(record, name):
     k = record["kernel"]
     if k == "cusparse":
         return "cusparse" in name
-    return k.split("(")[0].replace("_", "") in name.replace("_", "")
+    family = re.match(r"[a-z]+", k).group(0)  # mergepath_c400_t128, mergepath(cost=400): mergepath
+    return family in name.replace("_", "")
+
+
+def launches_per_call(record):
+    """A column-tiled kernel (name ending in _tN) launches once per slice of N columns."""
+    m = re.search(r"_t(\d+)$", record["kernel"])
+    return -(-record["dim"] // int(m.group(1))) if m else 1
 
 
 def main():
@@ -59,13 +67,18 @@ def main():
         for r in doc["records"]:
             if r["status"] in ("ERROR", "SKIPPED"):
                 continue
-            n = 2 + (1 if r["buffer_sets"] > 1 else 0)
+            calls = 2 + (1 if r["buffer_sets"] > 1 else 0)
+            per_call = launches_per_call(r)
+            n = calls * per_call
             mine = ls[i:i + n]
             i += n
             if len(mine) != n or not all(kernel_matches(r, l["name"]) for l in mine):
                 sys.exit("gather_check.py: {}: launches {}..{} are not {}'s".format(
                     csv_path, i - n, i - 1, r["kernel"]))
-            dram = statistics.median(l["metrics"]["dram__bytes_read.sum"] for l in mine)
+            # Per call: the sum over its launches (the slices of a tiled kernel); then the median.
+            dram = statistics.median(
+                sum(l["metrics"]["dram__bytes_read.sum"] for l in mine[c * per_call:(c + 1) * per_call])
+                for c in range(calls))
             hit = statistics.median(l["metrics"].get("lts__t_sector_hit_rate.pct", float("nan"))
                                     for l in mine)
             y = g["rows"] * r["dim"] * 4
