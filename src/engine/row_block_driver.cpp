@@ -139,6 +139,36 @@ void RowBlockDriver::plan_all()
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         split_layer(l);
     }
+    plan_fusion();
+}
+
+// Layer l's resident aggregation blocks take layer l + 1's transform where both keep z resident
+// and layer l + 1 transforms first with a step that reads only z: each block then also holds its
+// rows of the next z (kHeldBlocks blocks at a time, as its output rows), and is split again.
+void RowBlockDriver::plan_fusion()
+{
+    const auto n = plans_.size();
+    fused_.assign(n, false);
+    for (std::size_t l = 0; l + 1 < n; ++l) {
+        auto& p = plans_[l];
+        const auto& q = plans_[l + 1];
+        if (p.op == nullptr || p.compact || q.op == nullptr || q.compact || q.agg_first ||
+            !steps_[l + 1]->fuses_transform()) {
+            continue;
+        }
+        Cost agg = p.agg;
+        agg.per_row += kHeldBlocks * f32 * q.wz;
+        std::int64_t worst = 0;
+        for (std::int64_t i = 0; i < n_owned_; ++i) {
+            worst = std::max(worst, agg.bytes(1, p.op->row_nnz(i), 0));
+        }
+        if (worst > limit_) {
+            continue;  // not one row more: unfused
+        }
+        p.agg = agg;
+        p.agg_blocks = split(p.op, p.agg, false, std::numeric_limits<std::int32_t>::max());
+        fused_[l] = true;
+    }
 }
 
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
@@ -500,7 +530,7 @@ void RowBlockDriver::run_aggregation(std::size_t l, const Matrix& x, const Matri
 // place while the interior blocks run, and the aggregation blocks stream the operator's rows
 // (block b + 1's copy queued before block b runs) and download their outputs asynchronously.
 void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& out,
-                                  LayerTiming& t)
+                                  const Matrix* z_in, const Matrix* z_next, LayerTiming& t)
 {
     const auto& p = plans_[l];
     const auto& step = *steps_[l];
@@ -510,7 +540,14 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
     auto& streamed = *streamed_.at(p.op);
     const auto copied_before = streamed.copied_bytes();
     auto z = backend_.allocate(n_total_, wz);
-    if (!p.agg_first) {
+    if (z_in != nullptr) {  // the previous layer's blocks made z's owned rows
+        if (n_owned_ > 0) {
+            const auto t0 = std::chrono::steady_clock::now();
+            backend_.copy_from_host(z_in->data(), z.rows_view(0, n_owned_));
+            t.transfer += seconds_since(t0);
+            t.transferred_bytes += f32 * n_owned_ * wz;
+        }
+    } else if (!p.agg_first) {
         for (const auto& b : p.pre_blocks) {
             const auto r = b.rows.size();
             auto xb = upload_timed(backend_, x.data() + b.rows.begin * in_w, r, in_w, t);
@@ -571,6 +608,23 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
                      t};
         run.streamed = &streamed;
         step.aggregate(run);
+        if (z_next != nullptr) {  // the next layer's transform of these rows, sent instead
+            const auto& next = *steps_[l + 1];
+            const auto wn = z_next->cols();
+            auto zn = backend_.allocate(r, wn);
+            const auto t1 = std::chrono::steady_clock::now();
+            backend_.gemm(o.view(), next.weights().weight.view(), zn.view(), 1.0f, 0.0f);
+            next.transform_epilogue(backend_, zn.view(), r);
+            if (ctx_.options.step_timing) {
+                backend_.synchronize();
+                t.dense += seconds_since(t1);
+            }
+            const auto t0 = std::chrono::steady_clock::now();
+            backend_.download_async(zn, z_next->data() + blk.rows.begin * wn);
+            t.transfer += seconds_since(t0);
+            t.transferred_bytes += f32 * r * wn;
+            continue;
+        }
         const auto t0 = std::chrono::steady_clock::now();
         backend_.download_async(o, out.data() + blk.rows.begin * out_w);
         t.transfer += seconds_since(t0);
@@ -596,6 +650,8 @@ std::span<const float> RowBlockDriver::run(std::vector<LayerTiming>& timings,
     timings.assign(model_.layers.size(), {});
     int in_slot = 0;
     Matrix h = host_matrix(n_total_, model_.input_dim(), in_slot);
+    // z of the current layer made by the previous layer's blocks (plan_fusion), or empty.
+    Matrix z_in;
     for (std::size_t l = 0; l < model_.layers.size(); ++l) {
         const auto& layer = model_.layers[l];
         const auto& p = plans_[l];
@@ -606,7 +662,17 @@ std::span<const float> RowBlockDriver::run(std::vector<LayerTiming>& timings,
         if (p.op == nullptr) {  // linear: the transform is the layer
             run_pre(l, h, out, t);
         } else if (!p.compact) {
-            run_resident(l, h, out, t);
+            // Layer l + 1's z rows, where this layer's blocks make them, read by layer l + 1
+            // only (not the slot of z_in: the next layer reads that one while writing this).
+            const bool fuse = fused_[l] && keep == nullptr;
+            Matrix z_next;
+            if (fuse) {
+                z_next = host_matrix(n_total_, plans_[l + 1].wz,
+                                     kFusedSlot + static_cast<int>(l % 2));
+            }
+            run_resident(l, h, out, z_in.data() != nullptr ? &z_in : nullptr,
+                         fuse ? &z_next : nullptr, t);
+            z_in = std::move(z_next);
         } else {
             const auto z = p.agg_first ? h : host_matrix(n_total_, p.wz, kTransformSlot);
             if (!p.agg_first) {
@@ -624,6 +690,9 @@ std::span<const float> RowBlockDriver::run(std::vector<LayerTiming>& timings,
                             (exchanger_.stats().bytes_received - stats_before.bytes_received);
         if (keep != nullptr) {
             keep->emplace_back(out.data(), out.data() + n_owned_ * layer.out_dim);
+        }
+        if (p.op == nullptr || p.compact) {
+            z_in = Matrix();
         }
         h = std::move(out);
         in_slot = 1 - in_slot;
@@ -644,6 +713,10 @@ std::string RowBlockDriver::report() const
         if (p.op != nullptr) {
             out += std::to_string(p.agg_blocks.size()) + " aggregation blocks, " +
                    (p.compact ? "referenced rows gathered per block" : "all rows resident");
+        }
+        if (l < fused_.size() && fused_[l]) {
+            out += ", layer " + std::to_string(l + 1) +
+                   "'s transform fused into its blocks (unless every layer's output is kept)";
         }
         out += " (limit " + format_bytes(limit_) + ")\n";
     }

@@ -34,6 +34,12 @@ namespace halo::detail {
 ///     (columns renumbered in ascending order, so every row keeps its summation order) or all of
 ///     z when z takes at most half of the budget, go up; the aggregation and the rest of the
 ///     layer run on the block; its output rows come down into the layer's host output.
+///  4. where layers l and l + 1 both keep z resident and layer l + 1 transforms first with a
+///     step that reads nothing of its input but z (BlockStep::fuses_transform: gcn), layer l's
+///     blocks also compute layer l + 1's z rows from their output rows while these are on the
+///     backend and send those down instead; layer l + 1 then skips its transform phase and
+///     uploads them (z narrower than the output: fewer bytes down, and z instead of x up).
+///     Not when every layer's output is kept (EngineOptions::keep_layers).
 ///
 /// Every step is the in-memory engine's step on a subset of rows, with the same kernels and
 /// the same per-row arithmetic, so on the CPU backend the result equals the in-memory run bit for
@@ -110,7 +116,9 @@ private:
     void exchange_finish(LayerTiming& t);
     void run_aggregation(std::size_t l, const Matrix& x, const Matrix& z, const Matrix& out,
                          bool exchanging, LayerTiming& t);
-    void run_resident(std::size_t l, const Matrix& x, const Matrix& out, LayerTiming& t);
+    void run_resident(std::size_t l, const Matrix& x, const Matrix& out, const Matrix* z_in,
+                      const Matrix* z_next, LayerTiming& t);
+    void plan_fusion();
     Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
 
@@ -126,6 +134,9 @@ private:
     std::int64_t minimum_ = 0;
     std::vector<std::unique_ptr<BlockStep>> steps_;  // each layer's, from its LayerKind
     std::vector<LayerPlan> plans_;
+    // fused_[l]: layer l's aggregation blocks also compute layer l + 1's transform (z = x W of
+    // their output rows) and send those rows down instead of their output (plan_fusion).
+    std::vector<bool> fused_;
     // The streamed operator of each distinct operator a resident layer aggregates with (made
     // once: the CUDA backend page-locks the operator for its lifetime).
     std::map<const Csr*, std::unique_ptr<StreamedSpmm>> streamed_;
@@ -134,10 +145,12 @@ private:
     const Csr no_block_{};  // BlockRun::block of a streamed block
     double streamed_seconds_ = 0.0;  // making streamed_ (page-locking on the CUDA backend)
     // Host matrices by slot: 0 and 1 a layer's input and output in turn, then z, then the
-    // gathered rows of a block.
+    // gathered rows of a block, then the z rows of fused layers (4 and 5 in turn: one layer
+    // reads one while its blocks write the other).
     static constexpr int kTransformSlot = 2;
     static constexpr int kStagingSlot = 3;
-    std::array<std::shared_ptr<Matrix>, 4> host_cache_;
+    static constexpr int kFusedSlot = 4;
+    std::array<std::shared_ptr<Matrix>, 6> host_cache_;
     std::vector<std::int64_t> stamp_;  // per local column: the block that last counted it
     std::int64_t stamp_id_ = 0;
     MemoryReport report_;

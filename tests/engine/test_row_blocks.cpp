@@ -39,14 +39,14 @@ halo::Shard single_shard(const halo::Csr& graph)
 }
 
 Run run(const halo::Shard& shard, const halo::Model& model, halo::Execution execution,
-        std::int64_t limit)
+        std::int64_t limit, bool keep_layers = true)
 {
     auto backend = halo::make_cpu_backend();
     auto exchanger = halo::make_local_exchanger(shard);
     halo::EngineOptions o;
     o.execution = execution;
     o.device_memory_limit = limit;
-    o.keep_layers = true;
+    o.keep_layers = keep_layers;
     halo::Engine engine(*backend, *exchanger, shard, model, o);
     const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 5);
     Run r;
@@ -149,6 +149,41 @@ void expect_row_blocks_equal(halo::LayerType type, const std::vector<std::int64_
 TEST(RowBlocks, GcnEqualsInMemory)
 {
     expect_row_blocks_equal(halo::LayerType::gcn, {16, 32, 8});  // aggregate first, then not
+}
+
+// gcn layers that transform first take their z from the previous layer's resident blocks (the
+// transform fused into them; z rows down instead of the output) where no layer output is kept:
+// still bit for bit, over a chain of fused layers (the fused z alternates between two slots).
+TEST(RowBlocks, GcnFusedTransformsEqualInMemory)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const auto shard = single_shard(graph);
+    for (const auto& dims : std::vector<std::vector<std::int64_t>>{{16, 32, 8}, {8, 32, 24, 16, 4}}) {
+        const auto model = halo::random_model(halo::LayerType::gcn, dims, 23);
+        const auto what = "gcn of " + std::to_string(dims.size() - 1) + " layers";
+        const auto memory = run(shard, model, halo::Execution::in_memory, 0, false);
+        const auto smallest = smallest_limit(shard, model);
+        const auto roomy_limit =
+            2 * (shard.num_owned + shard.num_halo) * model.max_dim() * 4 + 2 * smallest;
+        const auto fused = run(shard, model, halo::Execution::row_blocks, roomy_limit, false);
+        EXPECT_TRUE(fused.out_of_core) << what;
+        EXPECT_EQ(differing(fused.out, memory.out), 0) << what << ": output differs";
+        EXPECT_LE(fused.memory.total(), roomy_limit) << what;
+        for (std::size_t l = 0; l + 2 < dims.size(); ++l) {
+            EXPECT_NE(fused.report.find("layer " + std::to_string(l + 1) +
+                                        "'s transform fused into its blocks"),
+                      std::string::npos)
+                << what << ": " << fused.report;
+        }
+        EXPECT_GT(fused.memory.row_blocks, 1) << fused.report;
+        // Kept layers: nothing fused, the same result (each layer's output is needed).
+        const auto kept = run(shard, model, halo::Execution::row_blocks, roomy_limit, true);
+        EXPECT_EQ(differing(kept.out, memory.out), 0) << what << " with every layer kept";
+        // At the smallest limit the layers gather per block: nothing to fuse, same result.
+        const auto tiny = run(shard, model, halo::Execution::row_blocks, smallest, false);
+        EXPECT_EQ(differing(tiny.out, memory.out), 0) << what << " at the smallest limit";
+        EXPECT_EQ(tiny.report.find("fused"), std::string::npos) << tiny.report;
+    }
 }
 
 TEST(RowBlocks, SageEqualsInMemory)

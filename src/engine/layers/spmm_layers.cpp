@@ -43,6 +43,7 @@ public:
     // The aggregated rows before the GEMM.
     std::int64_t row_floats() const override { return aggregate_first() ? layer_.in_dim : 0; }
     bool z_may_stay() const override { return true; }
+    bool fuses_transform() const override { return true; }  // out = act(A z + b): z alone
     std::string_view spmm_operator() const override { return kernel_operator_gcn; }
 
     void aggregate(BlockRun& run) const override
