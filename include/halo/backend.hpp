@@ -172,6 +172,13 @@ public:
     /// Bytes copied to the backend so far (offsets, columns and values of the blocks).
     virtual std::int64_t copied_bytes() const = 0;
     virtual std::string algorithm() const = 0;
+    /// Whether run() reads x with row j already multiplied by the operator's column scaling c_j
+    /// (made so by scale_input), applying the row scaling alone: an operator asked for it and
+    /// given a column scaling (the CUDA backend). Otherwise x is read as given.
+    virtual bool scaled_input() const { return false; }
+    /// x's row j times c_j, in place (x: every column of A as its rows, backend memory),
+    /// ordered before the runs issued after it. Only where scaled_input().
+    virtual void scale_input(DenseView<float> x);
 };
 
 class Backend {
@@ -247,9 +254,13 @@ public:
     /// block as its one range) with a's values, so that a block's rows see the same kernel and
     /// arithmetic as in memory; the CUDA backend streams the rows into cuSPARSE, the pattern
     /// alone where `scaling` is given (the values made on the device).
+    /// With `scaled_input`, the caller will scale x by the column scaling itself where the
+    /// result says it wants that (StreamedSpmm::scaled_input: the CUDA backend, where the values
+    /// then cost no gather of c_j); the default ignores it.
     virtual std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a,
                                                              const SpmmPlanHints& hints,
-                                                             const OperatorScaling* scaling);
+                                                             const OperatorScaling* scaling,
+                                                             bool scaled_input = false);
 
     /// MaxK aggregation over `a` (the gcn operator) for CBSR rows of `dim` with k entries.
     /// Backends without MaxK kernels throw halo::InputError naming themselves.

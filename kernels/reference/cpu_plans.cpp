@@ -114,10 +114,19 @@ std::unique_ptr<SpmmPlan> Backend::make_scaled_spmm_plan(const Csr& pattern,
 }
 
 std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,
-                                                          const OperatorScaling* scaling)
+                                                          const OperatorScaling* scaling,
+                                                          bool scaled_input)
 {
     static_cast<void>(scaling);  // a's values, as in memory
+    static_cast<void>(scaled_input);
     return std::make_unique<SlicedSpmm>(*this, a, hints);
+}
+
+void StreamedSpmm::scale_input(DenseView<float> x)
+{
+    static_cast<void>(x);
+    HALO_THROW(LogicError, "scale_input on a streamed operator (", algorithm(),
+               ") that reads x as given");
 }
 
 void Backend::download_async(const Matrix& src, float* host)

@@ -373,9 +373,10 @@ public:
     /// and the operator it then streams (kernel_operator_gcn or kernel_operator_adjacency).
     virtual bool z_may_stay() const { return false; }
     virtual std::string_view spmm_operator() const { return kernel_operator_adjacency; }
-    /// Whether, transforming first, the aggregation reads nothing of the layer's input but z
-    /// (BlockRun::x unused), so that the previous layer's blocks may compute z from their output
-    /// rows and the input itself is never needed (RowBlockDriver, fused transforms).
+    /// Whether the aggregation reads nothing of the layer's input but z, and z only through its
+    /// SpMM (BlockRun::x and z_rows unused): then the previous layer's blocks may compute z from
+    /// their output rows (a layer that transforms first never needs its input), and a streamed
+    /// operator may read z scaled by its column scaling (RowBlockDriver).
     virtual bool fuses_transform() const { return false; }
     /// After z = x W on a block of `rows` rows (maxk: + b; linear: the whole layer).
     virtual void transform_epilogue(Backend& backend, DenseView<float> z, std::int64_t rows) const

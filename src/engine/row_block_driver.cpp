@@ -102,8 +102,17 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
             hints.op = std::string(steps_[l]->spmm_operator());
             const auto t0 = std::chrono::steady_clock::now();
             const auto& scaling = scalings_.at(p.op);
+            // z's rows scaled by the column scaling once per layer instead of a gather of c_j
+            // per nonzero: where no exchange writes z's halo rows (one part, or no peers) and
+            // every resident layer of this operator reads z through its SpMM alone.
+            bool scaled_input = !ctx_.has_peers && scaling.has_value();
+            for (std::size_t m = 0; m < model.layers.size(); ++m) {
+                if (plans_[m].op == p.op && !plans_[m].compact) {
+                    scaled_input = scaled_input && steps_[m]->fuses_transform();
+                }
+            }
             streamed_.emplace(p.op, backend_.make_streamed_spmm(
-                                        *p.op, hints, scaling ? &*scaling : nullptr));
+                                        *p.op, hints, scaling ? &*scaling : nullptr, scaled_input));
             streamed_seconds_ += seconds_since(t0);
         }
     }
@@ -565,6 +574,9 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
         backend_.copy_from_host(x.data(), z.rows_view(0, n_owned_));
         t.transfer += seconds_since(t0);
         t.transferred_bytes += f32 * n_owned_ * wz;
+    }
+    if (streamed.scaled_input()) {  // no peers: z is whole here
+        streamed.scale_input(z.view());
     }
     t.fp32_exchange_bytes +=
         (shard_.plan.num_send() + shard_.plan.num_recv()) * wz * static_cast<std::int64_t>(f32);

@@ -187,12 +187,13 @@ public:
         operators_.push_back(std::move(valued));
         return cpu_->make_spmm_plan(operators_.back(), hints);
     }
-    std::unique_ptr<halo::StreamedSpmm> make_streamed_spmm(
-        const halo::Csr& a, const halo::SpmmPlanHints& hints,
-        const halo::OperatorScaling* scaling) override
+    std::unique_ptr<halo::StreamedSpmm> make_streamed_spmm(const halo::Csr& a,
+                                                           const halo::SpmmPlanHints& hints,
+                                                           const halo::OperatorScaling* scaling,
+                                                           bool scaled_input) override
     {
         recorded.emplace_back(&a, scaling != nullptr ? std::optional(*scaling) : std::nullopt);
-        return cpu_->make_streamed_spmm(a, hints, scaling);
+        return cpu_->make_streamed_spmm(a, hints, scaling, scaled_input);
     }
     void dequantize(const halo::QuantizedView& x, halo::DenseView<float> y) override
     {

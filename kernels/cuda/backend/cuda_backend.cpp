@@ -242,10 +242,11 @@ public:
     }
 
     std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,
-                                                     const OperatorScaling* scaling) override
+                                                     const OperatorScaling* scaling,
+                                                     bool scaled_input) override
     {
         static_cast<void>(hints);  // one kernel for every block: no stored choice covers a block
-        return detail::make_streamed_csr(ctx_, a, scaling);
+        return detail::make_streamed_csr(ctx_, a, scaling, scaled_input);
     }
 
     bool streams_scaled_operators() const override { return true; }

@@ -43,6 +43,16 @@ __global__ void scaled_values_kernel(std::int64_t rows, const Offset* offsets, c
     }
 }
 
+__global__ void scale_rows_kernel(float* data, std::int64_t rows, std::int64_t cols,
+                                  std::int64_t ld, const float* scale)
+{
+    const std::int64_t count = rows * cols;
+    for (std::int64_t k = first_index(); k < count; k += stride()) {
+        const std::int64_t i = k / cols;
+        data[i * ld + k % cols] *= scale[i];
+    }
+}
+
 template <typename Offset, typename Index>
 void launch_scaled_values(cudaStream_t stream, std::int64_t rows, const Offset* offsets,
                           const Index* columns, const float* row_scale, const float* col_scale,
@@ -113,6 +123,17 @@ void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int64_t* o
                    float* values)
 {
     launch_scaled_values(stream, rows, offsets, columns, row_scale, col_scale, values);
+}
+
+void scale_rows(cudaStream_t stream, float* data, std::int64_t rows, std::int64_t cols,
+                std::int64_t ld, const float* scale)
+{
+    if (rows <= 0 || cols <= 0) {
+        return;
+    }
+    scale_rows_kernel<<<grid_blocks(rows * cols, kBlock, kMaxBlocks), kBlock, 0, stream>>>(
+        data, rows, cols, ld, scale);
+    HALO_CUDA_CHECK_LAUNCH();
 }
 
 void fill(cudaStream_t stream, float* data, std::int64_t count, float value)

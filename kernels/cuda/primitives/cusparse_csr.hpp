@@ -134,8 +134,11 @@ private:
 /// or as ones where not copied) waits for its copy on the compute stream. A block holds 12 bytes
 /// per row and 8 per nonzero, freed stream-ordered after its SpMM; the scalings stay on the device
 /// (4 bytes per entry).
+/// With `scaled_input` and a column scaling, run() reads x with row j already multiplied by c_j
+/// (StreamedSpmm::scale_input) and makes the values r_i alone: no gather of c_j per nonzero.
 std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
-                                                const OperatorScaling* scaling);
+                                                const OperatorScaling* scaling,
+                                                bool scaled_input = false);
 
 /// Throws halo::LogicError unless each non-empty side of `scaling` has a's row or column count.
 void check_scaling(const Csr& a, const OperatorScaling& scaling);
@@ -188,5 +191,8 @@ void scaled_values(cudaStream_t stream, std::int64_t rows, const std::int64_t* o
                    float* values);
 /// data[i] = value for i in [0, count).
 void fill(cudaStream_t stream, float* data, std::int64_t count, float value);
+/// Row i of the rows x cols matrix at `data` (leading dimension ld) times scale[i], in place.
+void scale_rows(cudaStream_t stream, float* data, std::int64_t rows, std::int64_t cols,
+                std::int64_t ld, const float* scale);
 
 }  // namespace halo::cuda::detail

@@ -83,13 +83,14 @@ private:
 
 class StreamedCsr final : public StreamedSpmm {
 public:
-    StreamedCsr(Context& ctx, const Csr& a, const OperatorScaling* scaling)
+    StreamedCsr(Context& ctx, const Csr& a, const OperatorScaling* scaling, bool scaled_input)
         : ctx_(ctx), a_(a), values_streamed_(a.has_values() && scaling == nullptr)
     {
         if (scaling != nullptr) {
             check_scaling(a, *scaling);
             row_scale_ = upload(ctx_, scaling->row);
             col_scale_ = upload(ctx_, scaling->col);
+            scaled_input_ = scaled_input && !scaling->col.empty();
         }
         HALO_CUDA_TRY(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
         offsets_ = std::make_unique<Registration>(a.indptr.data(),
@@ -188,10 +189,11 @@ public:
         }
         DeviceBuffer<std::int32_t> offsets(ctx_, static_cast<std::size_t>(rows.size() + 1));
         shift_offsets(stream, b.offsets.data(), offsets.data(), rows.size() + 1, b.first);
-        if (!values_streamed_) {  // r_i c_j, or ones for a pattern
+        if (!values_streamed_) {  // r_i c_j (r_i where x carries c_j), or ones for a pattern
             scaled_values(stream, rows.size(), offsets.data(), b.columns.data(),
                           row_scale_.size() > 0 ? row_scale_.data() + rows.begin : nullptr,
-                          col_scale_.size() > 0 ? col_scale_.data() : nullptr, b.values.data());
+                          col_scale_.size() > 0 && !scaled_input_ ? col_scale_.data() : nullptr,
+                          b.values.data());
         }
         cusparseSpMatDescr_t a = nullptr;
         HALO_CUSPARSE_TRY(cusparseCreateCsr(&a, rows.size(), a_.num_cols, b.nnz, offsets.data(),
@@ -224,11 +226,23 @@ public:
 
     std::int64_t copied_bytes() const override { return copied_; }
 
+    bool scaled_input() const override { return scaled_input_; }
+
+    void scale_input(DenseView<float> x) override
+    {
+        HALO_EXPECTS(scaled_input_, "scale_input on a streamed operator that reads x as given");
+        HALO_EXPECTS(x.rows == a_.num_cols && x.ld >= x.cols, "scale_input of ", x.rows, " x ",
+                     x.cols, " (ld ", x.ld, ") for an operator of ", a_.num_cols, " columns");
+        scale_rows(ctx_.compute_stream(), x.data, x.rows, x.cols, x.ld, col_scale_.data());
+    }
+
     std::string algorithm() const override
     {
         std::string out = "cuSPARSE SpMM over row blocks copied on a copy stream";
         if (!values_streamed_ && a_.has_values()) {
-            out += " (pattern streamed, values as row and column scalings)";
+            out += scaled_input_ ? " (pattern streamed, values as row scalings, x's rows scaled "
+                                   "by the column scalings once per layer)"
+                                 : " (pattern streamed, values as row and column scalings)";
         }
         if (!refused_.empty()) {
             out += " (pageable: cudaHostRegister refused: " + refused_ + ")";
@@ -250,6 +264,7 @@ private:
     Context& ctx_;
     const Csr& a_;
     bool values_streamed_ = false;
+    bool scaled_input_ = false;
     DeviceBuffer<float> row_scale_;
     DeviceBuffer<float> col_scale_;
     cudaStream_t copy_ = nullptr;
@@ -266,9 +281,9 @@ private:
 }  // namespace
 
 std::unique_ptr<StreamedSpmm> make_streamed_csr(Context& ctx, const Csr& a,
-                                                const OperatorScaling* scaling)
+                                                const OperatorScaling* scaling, bool scaled_input)
 {
-    return std::make_unique<StreamedCsr>(ctx, a, scaling);
+    return std::make_unique<StreamedCsr>(ctx, a, scaling, scaled_input);
 }
 
 }  // namespace halo::cuda::detail

@@ -245,7 +245,7 @@ TEST(CudaRowBlocks, RandomFeaturesMatchInMemory)
     }
 }
 
-enum class Streamed { valued, pattern, scaled };
+enum class Streamed { valued, pattern, scaled, scaled_input };
 
 // The streamed operator against the CPU reference: blocks prefetched ahead and run in order,
 // a block run without its prefetch (what was prefetched is dropped), an empty block; a valued
@@ -260,7 +260,8 @@ void expect_streamed_matches_reference(Streamed kind)
     a.indptr.insert(a.indptr.begin(), {0, 0});
     a.num_rows += 2;
     halo::OperatorScaling scaling;
-    if (kind == Streamed::scaled) {
+    const bool scaled = kind == Streamed::scaled || kind == Streamed::scaled_input;
+    if (scaled) {
         for (std::int64_t i = 0; i < a.num_rows; ++i) {
             scaling.row.push_back(0.25f + static_cast<float>(i % 7) / 8.0f);
         }
@@ -282,11 +283,35 @@ void expect_streamed_matches_reference(Streamed kind)
     std::vector<float> want(static_cast<std::size_t>(a.num_rows * width));
     halo::reference::spmm(a.view(), {x.data(), a.num_cols, width, width},
                           {want.data(), a.num_rows, width, width});
-    auto xd = gpu.backend->allocate(a.num_cols, width);
-    gpu.backend->copy_from_host(x.data(), xd.view());
+    // scaled_input: x padded (ld above the width: the padding must stay as it was) and scaled by
+    // the column scalings in place, once; every block then reads it so.
+    const std::int64_t ld = kind == Streamed::scaled_input ? width + 3 : width;
+    std::vector<float> x_padded(static_cast<std::size_t>(a.num_cols * ld), -7.0f);
+    for (std::int64_t j = 0; j < a.num_cols; ++j) {
+        std::copy_n(x.data() + j * width, width, x_padded.data() + j * ld);
+    }
+    auto xd_full = gpu.backend->allocate(a.num_cols, ld);
+    gpu.backend->copy_from_host(x_padded.data(), xd_full.view());
+    const halo::DenseView<float> xd_view{xd_full.data(), a.num_cols, width, ld};
     ASSERT_TRUE(gpu.backend->streams_scaled_operators());
-    auto streamed = gpu.backend->make_streamed_spmm(
-        a, {}, kind == Streamed::scaled ? &scaling : nullptr);
+    auto streamed = gpu.backend->make_streamed_spmm(a, {}, scaled ? &scaling : nullptr,
+                                                    kind == Streamed::scaled_input);
+    EXPECT_EQ(streamed->scaled_input(), kind == Streamed::scaled_input);
+    if (kind == Streamed::scaled_input) {
+        streamed->scale_input(xd_view);
+        std::vector<float> back(x_padded.size());
+        gpu.backend->copy_to_host(xd_full.view(), back.data());
+        for (std::int64_t j = 0; j < a.num_cols; ++j) {
+            for (std::int64_t c = 0; c < ld; ++c) {
+                const auto k = static_cast<std::size_t>(j * ld + c);
+                ASSERT_EQ(back[k], c < width ? x_padded[k] * scaling.col[j] : -7.0f)
+                    << "row " << j << " column " << c;
+            }
+        }
+    } else {
+        EXPECT_THROW(streamed->scale_input(xd_view), halo::LogicError);
+    }
+    const halo::DenseView<const float> xd{xd_full.data(), a.num_cols, width, ld};
     std::vector<halo::RowRange> blocks{{0, 2}, {2, 300}, {300, 301}, {301, 1200}};
     blocks.push_back({1200, a.num_rows});
     auto check = [&](halo::RowRange rows, const std::vector<float>& got) {
@@ -305,7 +330,7 @@ void expect_streamed_matches_reference(Streamed kind)
         std::vector<float> poison(static_cast<std::size_t>(rows.size() * width),
                                   std::numeric_limits<float>::quiet_NaN());
         gpu.backend->copy_from_host(poison.data(), y.view());
-        streamed->run(rows, xd.view(), y.view());
+        streamed->run(rows, xd, y.view());
         std::vector<float> got(poison.size());
         gpu.backend->copy_to_host(y.view(), got.data());
         check(rows, got);
@@ -323,12 +348,14 @@ void expect_streamed_matches_reference(Streamed kind)
     run_block(blocks[1]);
     // Every block went up once, the dropped prefetch and the reruns more: values only where
     // neither a pattern nor scaled.
-    const std::int64_t per_nnz = kind == Streamed::valued ? 8 : 4;
+    const std::int64_t per_nnz = kind == Streamed::valued ? 8 : 4;  // scaled_input: columns only
     EXPECT_GE(streamed->copied_bytes(), a.nnz() * per_nnz);
     EXPECT_LT(streamed->copied_bytes(), 3 * (a.nnz() * per_nnz + 8 * (a.num_rows + 8)));
     EXPECT_NE(streamed->algorithm().find("cuSPARSE"), std::string::npos);
-    EXPECT_EQ(streamed->algorithm().find("pattern streamed") != std::string::npos,
-              kind == Streamed::scaled)
+    EXPECT_EQ(streamed->algorithm().find("pattern streamed") != std::string::npos, scaled)
+        << streamed->algorithm();
+    EXPECT_EQ(streamed->algorithm().find("scaled by the column scalings") != std::string::npos,
+              kind == Streamed::scaled_input)
         << streamed->algorithm();
     EXPECT_EQ(streamed->algorithm().find("refused"), std::string::npos) << streamed->algorithm();
 }
@@ -349,6 +376,13 @@ TEST(CudaStreamedSpmm, ScaledPatternMatchesTheReference)
 {
     HALO_REQUIRE_GPUS(1);
     expect_streamed_matches_reference(Streamed::scaled);
+}
+
+// The input scaled by the column scalings once (scale_input), the values made as r_i alone.
+TEST(CudaStreamedSpmm, ScaledInputMatchesTheReference)
+{
+    HALO_REQUIRE_GPUS(1);
+    expect_streamed_matches_reference(Streamed::scaled_input);
 }
 
 // download_async into page-locked memory, three in flight, then finish_downloads.
