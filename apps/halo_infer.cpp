@@ -85,7 +85,8 @@ struct Options {
     bool no_save_tuning = false;
     std::string device_memory_limit;  // empty = the backend's default
     bool out_of_core = false;         // row blocks even when the shard fits
-    bool stream_pattern = false;      // out of core: a scaled operator's pattern alone
+    bool stream_pattern = false;      // out of core: a scaled operator's pattern alone, always
+    bool stream_values = false;       // out of core: a scaled operator's values, always
     bool host_values = false;         // in memory: the host builds every operator's values
     bool pattern_operators = false;   // MergePath / row-split: no values even for gcn
     bool no_sync = false;             // result pieces renamed without an fsync
@@ -492,7 +493,9 @@ halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
     if (o.out_of_core) {
         eopt.execution = halo::Execution::row_blocks;
     }
-    eopt.stream_scaled_operators = o.stream_pattern;
+    eopt.operator_stream = o.stream_pattern  ? halo::OperatorStream::pattern
+                           : o.stream_values ? halo::OperatorStream::values
+                                             : halo::OperatorStream::automatic;
     eopt.device_operator_values = !o.host_values;
     return eopt;
 }
@@ -1219,10 +1222,15 @@ int main(int argc, char** argv)
     app.add_flag("--out-of-core", o.out_of_core,
                  "run over row blocks even when the shard fits (needs a limit on the CPU "
                  "backend)");
-    app.add_flag("--stream-operator-pattern", o.stream_pattern,
-                 "out of core: where the operator's values are row and column scalings of its "
-                 "pattern (gcn, mean), copy the pattern alone and make the values on the device "
-                 "(4 bytes per nonzero less over the bus; by default the values are copied)");
+    auto* pattern_flag = app.add_flag(
+        "--stream-operator-pattern", o.stream_pattern,
+        "out of core: where the operator's values are row and column scalings of its pattern "
+        "(gcn, mean), copy the pattern alone and make the values on the device, also where that "
+        "gathers a column scaling per nonzero (by default: the pattern where it does not, one "
+        "part whose gcn layers scale z once per layer or a row scaling alone, else the values)");
+    app.add_flag("--stream-operator-values", o.stream_values,
+                 "out of core: copy a scaled operator's values with its pattern, always")
+        ->excludes(pattern_flag);
     app.add_flag("--host-operator-values", o.host_values,
                  "build the gcn and mean operators' values on the host and upload them (by "
                  "default the CUDA backend's cuSPARSE plans take the pattern and make the "

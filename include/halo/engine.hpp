@@ -57,6 +57,21 @@ enum class Execution {
     row_blocks,  // always row blocks (tests; measurements)
 };
 
+/// Out of core, how an operator whose values are row and column scalings of its pattern (gcn,
+/// mean) streams through the backend (docs/ENGINE.md "Out-of-core execution"):
+enum class OperatorStream {
+    /// The pattern alone where that costs no gather of the column scaling per nonzero: a row
+    /// scaling only (mean), or one part without peers whose layers read z through their SpMM
+    /// alone (gcn: z's rows are scaled by the column scaling once per layer); else the values.
+    /// On one H200 at R-MAT 26, 2-layer gcn, 24 GiB: 1.03 s against 1.24 s with the values.
+    automatic,
+    /// The pattern alone, the values made on the device (r_i c_j: a gather of c_j per nonzero
+    /// where z is not scaled): 4 bytes per nonzero less over the bus, 4 (n + N) bytes resident.
+    pattern,
+    /// The values, copied with the pattern (8 bytes per nonzero).
+    values,
+};
+
 /// What the SpMM layers (gcn, sage, gin) aggregate while their halo rows are on the way.
 enum class OverlapMode {
     /// split on backends with their own memory (CUDA), interior on the host backend
@@ -102,13 +117,9 @@ struct EngineOptions {
     /// Execution::automatic a working set above it runs over row blocks sized to fit it.
     std::int64_t device_memory_limit = 0;
     Execution execution = Execution::automatic;
-    /// Out of core, resident mode: stream an operator whose values are scalings of its pattern
-    /// as the pattern alone, the values made on the device (Backend::streams_scaled_operators):
-    /// 4 bytes per nonzero less over the bus, a gather of the column scalings on the device and
-    /// 4 (n + N) bytes of scalings resident. Off by default: on one H100 at R-MAT 26 streaming
-    /// the values was 7% faster (the gather costs more than the bus bytes it saves there;
-    /// docs/PERFORMANCE.md), at R-MAT 24 3% slower.
-    bool stream_scaled_operators = false;
+    /// Out of core, resident mode: how an operator whose values are scalings of its pattern
+    /// streams (OperatorStream; Backend::streams_scaled_operators, the CUDA backend).
+    OperatorStream operator_stream = OperatorStream::automatic;
     /// In memory: an SpMM operator whose values are scalings of its pattern (the gcn and mean
     /// operators of an unweighted graph; StepContext::operator_scaling) goes to the backend as
     /// the pattern and the scalings, and the backend makes the values itself where it can for

@@ -62,17 +62,20 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
     plan_all();
     // An operator that a resident layer streams and whose values are scalings of its pattern
     // streams the pattern alone where the backend can (the CUDA backend; the CPU backend keeps
-    // the values, bit for bit); its scalings then stay on the device for the whole run: plan
-    // again with them resident, and without them if the limit does not allow it.
+    // the values, bit for bit) and EngineOptions::operator_stream asks for it; its scalings then
+    // stay on the device for the whole run: plan again with them resident, and without them if
+    // the limit does not allow it.
+    const auto mode = ctx_.options.operator_stream;
     std::map<const Csr*, std::optional<OperatorScaling>> scaled;
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         const auto& p = plans_[l];
         const auto kind = layer_kind(model.layers[l].type).aggregation;
-        if (ctx_.options.stream_scaled_operators && backend_.streams_scaled_operators() &&
-            p.op != nullptr && !p.compact && kind &&
-            !scaled.contains(p.op)) {
+        if (mode != OperatorStream::values && backend_.streams_scaled_operators() &&
+            p.op != nullptr && !p.compact && kind && !scaled.contains(p.op)) {
             auto s = ctx.operator_scaling(*kind);
-            if (s) {
+            // automatic: only where no c_j is gathered per nonzero (row scaling alone, or z
+            // scaled by the column scaling: see the streamed operators below).
+            if (s && (mode == OperatorStream::pattern || s->col.empty() || scales_input(p.op))) {
                 scaled.emplace(p.op, std::move(s));
             }
         }
@@ -102,20 +105,26 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
             hints.op = std::string(steps_[l]->spmm_operator());
             const auto t0 = std::chrono::steady_clock::now();
             const auto& scaling = scalings_.at(p.op);
-            // z's rows scaled by the column scaling once per layer instead of a gather of c_j
-            // per nonzero: where no exchange writes z's halo rows (one part, or no peers) and
-            // every resident layer of this operator reads z through its SpMM alone.
-            bool scaled_input = !ctx_.has_peers && scaling.has_value();
-            for (std::size_t m = 0; m < model.layers.size(); ++m) {
-                if (plans_[m].op == p.op && !plans_[m].compact) {
-                    scaled_input = scaled_input && steps_[m]->fuses_transform();
-                }
-            }
-            streamed_.emplace(p.op, backend_.make_streamed_spmm(
-                                        *p.op, hints, scaling ? &*scaling : nullptr, scaled_input));
+            streamed_.emplace(
+                p.op, backend_.make_streamed_spmm(*p.op, hints, scaling ? &*scaling : nullptr,
+                                                  scaling.has_value() && scales_input(p.op)));
             streamed_seconds_ += seconds_since(t0);
         }
     }
+}
+
+// Whether z's rows may be scaled by op's column scaling once per layer instead of a gather of c_j
+// per nonzero: where no exchange writes z's halo rows (one part, or no peers) and every resident
+// layer of this operator reads z through its SpMM alone.
+bool RowBlockDriver::scales_input(const Csr* op) const
+{
+    bool ok = !ctx_.has_peers;
+    for (std::size_t m = 0; m < plans_.size(); ++m) {
+        if (plans_[m].op == op && !plans_[m].compact) {
+            ok = ok && steps_[m]->fuses_transform();
+        }
+    }
+    return ok;
 }
 
 // Every layer's costs and blocks; a limit below the smallest that runs them all is an error

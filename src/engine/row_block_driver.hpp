@@ -119,6 +119,7 @@ private:
     void run_resident(std::size_t l, const Matrix& x, const Matrix& out, const Matrix* z_in,
                       const Matrix* z_next, LayerTiming& t);
     void plan_fusion();
+    bool scales_input(const Csr* op) const;
     Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
 

@@ -193,6 +193,7 @@ public:
                                                            bool scaled_input) override
     {
         recorded.emplace_back(&a, scaling != nullptr ? std::optional(*scaling) : std::nullopt);
+        recorded_scaled_input.push_back(scaled_input);
         return cpu_->make_streamed_spmm(a, hints, scaling, scaled_input);
     }
     void dequantize(const halo::QuantizedView& x, halo::DenseView<float> y) override
@@ -221,6 +222,7 @@ public:
     void synchronize() override { cpu_->synchronize(); }
 
     std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
+    std::vector<bool> recorded_scaled_input;  // the scaled_input asked with each
     bool make_scaled = false;
     bool fail_allocations = false;
     std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;

@@ -274,8 +274,8 @@ using halo::testing::ScalingRecorder;
 
 // The scalings of the gcn and mean operators of an unweighted graph factor their values
 // (a[i, j] = row[i] col[j] within a few ulps); sum has none (a pattern already); without
-// EngineOptions::stream_scaled_operators nothing is scaled. The run still equals the in-memory one
-// (the CPU default streams the values).
+// EngineOptions::operator_stream = pattern nothing is scaled. The run still equals the in-memory
+// one (the CPU default streams the values).
 TEST(RowBlocks, OperatorScalingsFactorTheValues)
 {
     const auto graph = engine_test_graph("rmat:9");
@@ -285,19 +285,26 @@ TEST(RowBlocks, OperatorScalingsFactorTheValues)
         SCOPED_TRACE(halo::to_string(type));
         const auto model = halo::random_model(type, {16, 32, 8}, 17);
         const auto memory = run(shard, model, halo::Execution::in_memory, 0);
-        for (const bool scaled : {true, false}) {
+        for (const auto mode : {halo::OperatorStream::pattern, halo::OperatorStream::values,
+                                halo::OperatorStream::automatic}) {
+            // automatic takes the pattern here: one part (gcn's z scaled once per layer, which
+            // the CPU backend declines: it reads x as given), or a row scaling alone (mean).
+            const bool scaled = mode != halo::OperatorStream::values;
             ScalingRecorder backend;
             auto exchanger = halo::make_local_exchanger(shard);
             halo::EngineOptions o;
             o.execution = halo::Execution::row_blocks;
             o.device_memory_limit = std::int64_t{1} << 30;  // all of z resident
-            o.stream_scaled_operators = scaled;
+            o.operator_stream = mode;
             halo::Engine engine(backend, *exchanger, shard, model, o);
             const auto out =
                 engine.run(halo::random_node_features(shard.global_ids, model.input_dim(), 5));
             EXPECT_EQ(differing(out, memory.out), 0);
             ASSERT_EQ(backend.recorded.size(), 1u);  // one operator, shared by both layers
             const auto& [a, scaling] = backend.recorded.front();
+            // The engine asks for z scaled by the column scaling where gcn streams its pattern.
+            EXPECT_EQ(backend.recorded_scaled_input.front(),
+                      scaled && type == halo::LayerType::gcn);
             if (!scaled || type == halo::LayerType::gin) {
                 EXPECT_FALSE(scaling.has_value());
                 continue;

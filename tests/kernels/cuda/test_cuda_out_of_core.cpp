@@ -49,7 +49,8 @@ Result run(const halo::Shard& shard, const halo::Model& model, halo::Execution e
     halo::EngineOptions o;
     o.execution = execution;
     o.device_memory_limit = limit;
-    o.stream_scaled_operators = stream_pattern;
+    o.operator_stream =
+        stream_pattern ? halo::OperatorStream::pattern : halo::OperatorStream::values;
     Result r;
     {
         halo::Engine engine(*gpu.backend, *exchanger, shard, model, o);
