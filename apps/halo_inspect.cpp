@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app_common.hpp"
+#include "halo/gather_model.hpp"
 #include "halo/io.hpp"
 #include "halo/result.hpp"
 #include "halo/store.hpp"
@@ -34,6 +35,8 @@ struct Options {
     std::string export_path;
     double tolerance = -1.0;
     double rtol = -1.0;
+    std::vector<std::int64_t> gather_widths;  // --gather-model
+    double cache_mib = 30.0;
 };
 
 // A result holds rows by global id; a dense logits file holds row i for node i. The two line up
@@ -209,6 +212,39 @@ double stored_bytes(const halo::Shard& s)
                 : b(s.features_int8) + b(s.feature_scale) + b(s.feature_zero_point));
 }
 
+// --gather-model: per part and width, the X rows an SpMM over the part's adjacency reads in its
+// stored row order through a cache of --cache-mib (halo/gather_model.hpp): LRU's misses (the
+// estimate that matched Nsight Compute's DRAM bytes at half of an H100's or H200's L2, i.e. the
+// default 30 MiB; docs/PERFORMANCE.md "The gather-bound limit") and Belady's MIN (the fewest any
+// cache of that size has), against reading each X row once. Compares row orders on the host.
+void gather_report(const Options& o, int first, int last)
+{
+    const auto cache = static_cast<std::int64_t>(o.cache_mib * double(1 << 20));
+    fmt::print(
+        "\ngather model: X rows read by each part's adjacency in its row order, cache {} "
+        "(LRU: the estimate of DRAM traffic; MIN: its floor)\n",
+        halo::app::format_bytes(double(cache)));
+    fmt::print("{:>5} {:>6} {:>12} {:>14} {:>12} {:>14} {:>14} {:>12} {:>12}\n", "part", "d",
+               "cache rows", "X rows read", "distinct", "LRU misses", "MIN misses", "LRU GB",
+               "LRU / once");
+    for (int p = first; p < last; ++p) {
+        const auto shard = halo::read_shard(o.path, p);
+        std::vector<std::int64_t> capacities;
+        for (const auto d : o.gather_widths) {
+            capacities.push_back(halo::cache_capacity_rows(cache, d * 4));
+        }
+        const auto traffic = halo::gather_traffic(shard.csr.view(), capacities);
+        for (std::size_t i = 0; i < traffic.size(); ++i) {
+            const auto& t = traffic[i];
+            const auto row = o.gather_widths[i] * 4;
+            fmt::print("{:>5} {:>6} {:>12} {:>14} {:>12} {:>14} {:>14} {:>12.3f} {:>11.2f}x\n", p,
+                       o.gather_widths[i], t.capacity_rows, t.accesses, t.distinct, t.lru_misses,
+                       t.min_misses, double(t.lru_misses * row) / 1e9,
+                       double(t.lru_misses) / double(std::max<std::int64_t>(1, t.distinct)));
+        }
+    }
+}
+
 int inspect_dataset(const Options& o)
 {
     const auto info = halo::read_dataset_info(o.path);
@@ -254,6 +290,9 @@ int inspect_dataset(const Options& o)
             }
             fmt::print("part {} kernel metadata: {}\n", p, list);
         }
+    }
+    if (!o.gather_widths.empty()) {
+        gather_report(o, first, last);
     }
     if (o.check) {
         halo::app::Stopwatch watch;
@@ -390,9 +429,25 @@ int main(int argc, char** argv)
     app.add_option("--rtol", o.rtol,
                    "with --compare or --compare-logits: exit with status 3 if max |difference| "
                    "exceeds RTOL times the largest |value| of the other result");
+    app.add_option("--gather-model", o.gather_widths,
+                   "datasets: for these feature widths (comma-separated), the X rows an SpMM over "
+                   "each part's adjacency reads from DRAM in its stored row order, as an LRU "
+                   "cache and Belady's MIN of --cache-mib miss them (compare --row-order choices "
+                   "without a GPU)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+    app.add_option("--cache-mib", o.cache_mib,
+                   "with --gather-model: the cache in MiB (default 30: half of an H100's or "
+                   "H200's L2, what matched the measured DRAM bytes)")
+        ->check(CLI::Range(1.0 / 1024.0, 1048576.0))
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     return halo::app::run_guarded("halo-inspect", [&] {
         if (std::filesystem::is_directory(o.path)) {
+            if (!o.gather_widths.empty()) {
+                HALO_THROW(halo::InputError, o.path,
+                           ": a result directory (--gather-model works on datasets)");
+            }
             return inspect_results(o);
         }
         if (!o.compare.empty() || !o.compare_logits.empty() || !o.export_logits.empty() ||

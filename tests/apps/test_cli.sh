@@ -180,6 +180,24 @@ for p in 1 2 3; do
 done
 done
 
+# halo-inspect --gather-model: per part and width the X rows read, LRU's and MIN's misses (MIN
+# never above LRU, both at least the distinct rows); a result directory is refused.
+ok=1
+"$bin/halo-inspect" "$work/rabbit-2.h5" --gather-model 16,64 --cache-mib 0.05 \
+  >"$work/gather.log" 2>&1 || ok=0
+rows=$(awk '$1 ~ /^[01]$/ && NF == 9 && $2 ~ /^(16|64)$/' "$work/gather.log")
+[ "$(wc -l <<<"$rows")" = 4 ] || ok=0
+while read -r part d cap reads distinct lru min gb ratio; do
+  { [ "$min" -le "$lru" ] && [ "$min" -ge "$distinct" ] && [ "$reads" -ge "$lru" ]; } || ok=0
+done <<<"$rows"
+if "$bin/halo-inspect" "$work/out-rabbit-gcn-2" --gather-model 16 >/dev/null 2>&1; then ok=0; fi
+if [ "$ok" = 1 ]; then
+  pass "halo-inspect --gather-model: LRU and MIN misses per part and width"
+else
+  fail "halo-inspect --gather-model"
+  cat "$work/gather.log"
+fi
+
 # Out of core (row blocks under --device-memory-limit) equals in memory bit for bit on
 # 1, 2 and 3 ranks; the manifest holds the device memory by component; a limit too small for one
 # row names the smallest that works.
