@@ -275,9 +275,9 @@ TEST(AutotunedSpmm, SlowCandidatesLoseAndRejectingOnesAreSkipped)
     auto picky =
         std::make_unique<WrappedPlan>(halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 8, 1);
     auto* fast_raw = fast.get();
-    candidates.push_back({"slow", std::move(slow)});
-    candidates.push_back({"fast", std::move(fast)});
-    candidates.push_back({"picky", std::move(picky)});
+    candidates.push_back({"slow", std::move(slow), nullptr});
+    candidates.push_back({"fast", std::move(fast), nullptr});
+    candidates.push_back({"picky", std::move(picky), nullptr});
     halo::cuda::AutotunedSpmmPlan plan(gpu.ctx, a.num_rows, a.num_cols, std::move(candidates),
                                        {"other: not built"});
     const auto x = random_matrix(a.num_cols, 32, 32, 11);
@@ -305,10 +305,14 @@ TEST(AutotunedSpmm, EveryCandidateRejectingIsAnInputError)
     Gpu gpu;
     const auto a = graph_csr("rmat", 8, 5, false);
     std::vector<halo::cuda::AutotunedSpmmPlan::Candidate> candidates;
-    candidates.push_back({"a", std::make_unique<WrappedPlan>(
-                                   halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 4, 1)});
-    candidates.push_back({"b", std::make_unique<WrappedPlan>(
-                                   halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 4, 1)});
+    candidates.push_back(
+        {"a",
+         std::make_unique<WrappedPlan>(halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 4, 1),
+         nullptr});
+    candidates.push_back(
+        {"b",
+         std::make_unique<WrappedPlan>(halo::cuda::make_rowsplit_spmm_plan(gpu.ctx, a, 64), 4, 1),
+         nullptr});
     halo::cuda::AutotunedSpmmPlan plan(gpu.ctx, a.num_rows, a.num_cols, std::move(candidates));
     const auto x = random_matrix(a.num_cols, 16, 16, 12);
     auto dx = upload(*gpu.backend, x);
