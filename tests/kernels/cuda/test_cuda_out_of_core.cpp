@@ -42,15 +42,14 @@ struct Result {
 };
 
 Result run(const halo::Shard& shard, const halo::Model& model, halo::Execution execution,
-           std::int64_t limit, bool stream_pattern = false)
+           std::int64_t limit, halo::OperatorStream stream = halo::OperatorStream::values)
 {
     Gpu gpu;  // a fresh context: its peak is this engine's
     auto exchanger = halo::make_local_exchanger(shard);
     halo::EngineOptions o;
     o.execution = execution;
     o.device_memory_limit = limit;
-    o.operator_stream =
-        stream_pattern ? halo::OperatorStream::pattern : halo::OperatorStream::values;
+    o.operator_stream = stream;
     Result r;
     {
         halo::Engine engine(*gpu.backend, *exchanger, shard, model, o);
@@ -129,12 +128,21 @@ void expect_row_blocks_match(halo::LayerType type, const std::vector<std::int64_
     const auto resident = 2 * n * model.max_dim() * 4 + 2 * smallest;
     const bool spmm_layer = type == halo::LayerType::gcn || type == halo::LayerType::sage ||
                             type == halo::LayerType::gin;
-    // The resident limit again with the pattern streamed (gcn and mean operators: scaled).
-    const std::vector<std::pair<std::int64_t, bool>> configs{
-        {4 * smallest, false}, {64 * smallest, false}, {resident, false}, {resident, true}};
-    for (const auto& [limit, pattern] : configs) {
-        SCOPED_TRACE(pattern ? "pattern streamed" : "values streamed");
-        const auto got = run(shard, model, halo::Execution::row_blocks, limit, pattern);
+    // The resident limit again with the pattern streamed (gcn and mean operators: scaled), and
+    // with the default (automatic: the pattern here, one part; gcn's z scaled once per layer).
+    using halo::OperatorStream;
+    const std::vector<std::pair<std::int64_t, OperatorStream>> configs{
+        {4 * smallest, OperatorStream::values},
+        {64 * smallest, OperatorStream::values},
+        {resident, OperatorStream::values},
+        {resident, OperatorStream::pattern},
+        {resident, OperatorStream::automatic}};
+    for (const auto& [limit, stream] : configs) {
+        const bool pattern = stream != OperatorStream::values;
+        SCOPED_TRACE(stream == OperatorStream::automatic ? "automatic"
+                     : pattern                           ? "pattern streamed"
+                                                         : "values streamed");
+        const auto got = run(shard, model, halo::Execution::row_blocks, limit, stream);
         EXPECT_TRUE(got.out_of_core);
         if (limit == resident && spmm_layer) {
             EXPECT_NE(got.report.find("all rows resident"), std::string::npos) << got.report;
@@ -142,6 +150,10 @@ void expect_row_blocks_match(halo::LayerType type, const std::vector<std::int64_
             // gin's sum operator is a pattern already: nothing to scale.
             const bool scaled = pattern && type != halo::LayerType::gin;
             EXPECT_EQ(got.report.find("pattern streamed") != std::string::npos, scaled)
+                << got.report;
+            // gcn's z scaled by the column scalings (no c_j gathered per nonzero).
+            EXPECT_EQ(got.report.find("scaled by the column scalings") != std::string::npos,
+                      pattern && type == halo::LayerType::gcn)
                 << got.report;
         }
         ASSERT_EQ(got.out.size(), want.out.size());
