@@ -207,6 +207,10 @@ bad "infer: --pattern-operators on the cpu backend" "pattern-operators needs --b
 bad "infer: --pattern-operators with --host-operator-values" "pattern-operators with --host-operator-values" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --backend cuda --pattern-operators --host-operator-values --out out
 bad "infer: neither --model nor --random-model" "model or --random-model" --option-error -- "${I[@]}" "$d/g2.h5" --out out
 bad "infer: --model with --random-model" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --model m.h5 --random-model 16,8 --out out
+bad "infer: --stream-operator-pattern with --stream-operator-values" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --stream-operator-pattern --stream-operator-values --out out
+bad "inspect: --gather-model on a result directory" "gather-model works on datasets" -- "$bin/halo-inspect" "$d" --gather-model 16
+bad "inspect: --gather-model 0" "gather-model" -- "$bin/halo-inspect" "$d/g2.h5" --gather-model 0
+bad "inspect: --cache-mib 0" "cache-mib" -- "$bin/halo-inspect" "$d/g2.h5" --gather-model 16 --cache-mib 0
 bad "infer: --random-model 16,x" "16,x|'x'" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,x --out out
 bad "infer: --repeat 0" "repeat" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --repeat 0 --out out
 bad "infer: --layer unknown" "layer.*resnet|resnet" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --layer resnet --out out
