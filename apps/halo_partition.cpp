@@ -403,9 +403,10 @@ int run(const Options& o, const std::string& command)
     std::vector<std::int64_t> interior(o.parts, 0);
     std::vector<std::int64_t> interior_nnz(o.parts, 0);  // what a rank can aggregate while
                                                          // its halo rows are on their way
+    // The layout (every node's part, class and local row) once for all parts.
+    halo::ShardBuilder builder(csr, owner, o.parts, order_keys.empty() ? nullptr : &order_keys);
     for (int p = 0; p < o.parts; ++p) {
-        auto shard = halo::build_shard(csr, owner, o.parts, p,
-                                       order_keys.empty() ? nullptr : &order_keys);
+        auto shard = builder.build(p);
         halo::attach_node_data(shard, features.values, features.cols, labels);
         if (!quantized.scale.empty()) {
             const auto dim = quantized.cols;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <parallel/algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -154,9 +155,16 @@ Layout make_layout(const Csr& global, const std::vector<std::int32_t>& owner, in
         by_key[static_cast<std::size_t>(v)] = v;
     }
     const auto& key = *order_keys;
-    std::sort(by_key.begin(), by_key.end(), [&key](global_id a, global_id b) {
+    // A strict total order (key, then id): one result whatever the sort, so the parallel one
+    // (libstdc++'s OpenMP multiway mergesort) where it pays.
+    const auto by_key_then_id = [&key](global_id a, global_id b) {
         return key[a] != key[b] ? key[a] < key[b] : a < b;
-    });
+    };
+    if (n >= min_parallel_rows) {
+        __gnu_parallel::sort(by_key.begin(), by_key.end(), by_key_then_id);
+    } else {
+        std::sort(by_key.begin(), by_key.end(), by_key_then_id);
+    }
     for (const auto v : by_key) {
         place(v);
     }
@@ -356,6 +364,34 @@ Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int
     auto shard =
         build_part(global, owner, layout, part, std::move(layout.global_ids[part]), column_of);
     build_send_plan(global, owner, layout, shard);
+    return shard;
+}
+
+struct ShardBuilder::State {
+    const Csr& global;
+    const std::vector<std::int32_t>& owner;
+    Layout layout;
+    std::vector<local_id> column_of;
+};
+
+ShardBuilder::ShardBuilder(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
+                           const std::vector<std::int64_t>* order_keys)
+    : state_(new State{
+          global, owner, make_layout(global, owner, num_parts, -1, nullptr, order_keys), {}})
+{
+    state_->column_of.assign(static_cast<std::size_t>(state_->layout.num_nodes), unmarked);
+}
+
+ShardBuilder::~ShardBuilder() = default;
+
+Shard ShardBuilder::build(int part)
+{
+    auto& s = *state_;
+    HALO_EXPECTS(part >= 0 && part < s.layout.num_parts, "part ", part, " outside [0, ",
+                 s.layout.num_parts, ")");
+    auto shard =
+        build_part(s.global, s.owner, s.layout, part, s.layout.global_ids[part], s.column_of);
+    build_send_plan(s.global, s.owner, s.layout, shard);
     return shard;
 }
 

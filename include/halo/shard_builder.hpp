@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,28 @@ std::vector<Shard> build_shards(const Csr& global, const std::vector<std::int32_
 /// O(num_nodes) scratch and otherwise memory proportional to the part.
 Shard build_shard(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
                   int part, const std::vector<std::int64_t>* order_keys = nullptr);
+
+/// Builds the shards of one partition one at a time, as build_shard does, with what every part
+/// needs computed once: the classification pass over the global CSR and the rows' order (with
+/// order keys, a sort of all nodes), which build_shard repeats per call. Then each build(part)
+/// costs that part's rows and one pass for its send lists. `global`, `owner` and `order_keys`
+/// must outlive the builder. build(part) equals build_shards(...)[part]; it may be called for
+/// the parts in any order, each any number of times (one thread at a time). Holds
+/// O(num_nodes) ids and scratch.
+class ShardBuilder {
+public:
+    ShardBuilder(const Csr& global, const std::vector<std::int32_t>& owner, int num_parts,
+                 const std::vector<std::int64_t>* order_keys = nullptr);
+    ~ShardBuilder();
+    ShardBuilder(const ShardBuilder&) = delete;
+    ShardBuilder& operator=(const ShardBuilder&) = delete;
+
+    Shard build(int part);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
 
 // RowOrder, parse_row_order and row_order_keys (the order_keys above): halo/row_order.hpp.
 

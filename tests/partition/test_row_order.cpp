@@ -204,6 +204,46 @@ TEST(RowOrder, EveryOrderGivesValidShardsThatReassembleTheGraph)
     }
 }
 
+// Past 2^16 nodes the rows are ordered by a parallel sort: the same shards on 1 and 4 threads, and
+// a ShardBuilder's parts (the layout made once) equal build_shards' in any order.
+TEST(RowOrder, LargeGraphsGiveTheSameShardsOnAnyThreadCountAndFromAShardBuilder)
+{
+    const auto g = rmat(17, 4);
+    ASSERT_GE(g.num_rows, 1 << 16);
+    i32 owner(g.num_rows);
+    std::mt19937 rng(17);
+    for (auto& o : owner) {
+        o = static_cast<std::int32_t>(rng() % 3);
+    }
+    const auto keys = halo::row_order_keys(g, owner, 3, halo::RowOrder::rcm);
+    auto shards = [&](int threads) {
+        const halo::testing::ThreadCount count(threads);
+        return halo::build_shards(g, owner, 3, &keys);
+    };
+    const auto one = shards(1);
+    const auto four = shards(4);
+    halo::ShardBuilder builder(g, owner, 3, &keys);
+    for (const int p : {1, 2, 0}) {
+        SCOPED_TRACE(p);
+        EXPECT_EQ(four[p].global_ids, one[p].global_ids);
+        EXPECT_EQ(four[p].csr.indices, one[p].csr.indices);
+        EXPECT_EQ(four[p].plan.send_rows, one[p].plan.send_rows);
+        const auto built = builder.build(p);
+        EXPECT_EQ(built.global_ids, one[p].global_ids);
+        EXPECT_EQ(built.halo_global_ids, one[p].halo_global_ids);
+        EXPECT_EQ(built.csr.indptr, one[p].csr.indptr);
+        EXPECT_EQ(built.csr.indices, one[p].csr.indices);
+        EXPECT_EQ(built.plan.send_ranks, one[p].plan.send_ranks);
+        EXPECT_EQ(built.plan.send_rows, one[p].plan.send_rows);
+        EXPECT_EQ(built.plan.recv_offsets, one[p].plan.recv_offsets);
+        for (std::int64_t l = 1; l < built.num_owned; ++l) {
+            if (l != built.num_interior) {
+                ASSERT_LT(keys[built.global_ids[l - 1]], keys[built.global_ids[l]]) << l;
+            }
+        }
+    }
+}
+
 // Misses of a fully associative LRU cache of `capacity` rows of X while an SpMM walks the rows of
 // `a` in order and reads X's row of every column: the reuse that a locality order is for.
 std::int64_t lru_misses(const halo::Csr& a, std::int64_t capacity)

@@ -212,11 +212,14 @@ TEST(Shard, DirectedGraphHaloFollowsTheOwnersLocalOrderAndValuesFollowTheirColum
     unsorted.indices = {3, 2, 0, 0, 2};
     unsorted.values = {3.5f, 2.5f, 1.0f, 4.0f, 5.0f};
     const auto from_unsorted = halo::build_shards(unsorted, owner, 2);
+    halo::ShardBuilder builder(unsorted, owner, 2);
     for (int p = 0; p < 2; ++p) {
         SCOPED_TRACE(p);
         expect_same_shard(from_unsorted[p], shards[p]);
         expect_same_shard(halo::build_shard(unsorted, owner, 2, p), shards[p]);
+        expect_same_shard(builder.build(p), shards[p]);
     }
+    EXPECT_THROW((void)builder.build(2), halo::LogicError);
 }
 
 TEST(Shard, OnePartHasNoHaloAndOnlyInteriorRows)
@@ -310,6 +313,12 @@ TEST(ShardRowOrder, RcmKeepsGroupsAndPlansAcrossParts)
         EXPECT_EQ(alone.global_ids, s.global_ids);
         EXPECT_EQ(alone.halo_global_ids, s.halo_global_ids);
         EXPECT_EQ(alone.plan.send_rows, s.plan.send_rows);
+    }
+    // A ShardBuilder's parts, in any order and again, are the set's.
+    halo::ShardBuilder builder(g, owner, 3, &keys);
+    for (const int p : {2, 0, 1, 0}) {
+        SCOPED_TRACE(p);
+        expect_same_shard(builder.build(p), shards[p]);
     }
     // The validator's ascending-ids check applies to datasets in global order only.
     auto flagged = shards;
