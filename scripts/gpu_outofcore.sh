@@ -12,6 +12,9 @@
 #            with the shard's and the operator's host copies; about 30 GiB of disk); rmat26-16
 #            adds 16GiB (rows gathered per block: about 17 GiB more host memory, slower); run
 #            them last, if time allows
+#   rmat26-streams  R-MAT 26 at 24GiB with each operator stream (the default, automatic: pattern
+#            and z scaled once per layer on one part; --stream-operator-values;
+#            --stream-operator-pattern) against in memory, results compared
 # Every measured run appends a row to OUT/outofcore_table.md.
 # Usage: scripts/gpu_outofcore.sh BUILD DATA OUT COMMIT STAGE...
 #   e.g. scripts/gpu_outofcore.sh build-gpu ../shared/data out-ooc $(git rev-parse --short HEAD) \
@@ -128,6 +131,19 @@ for stage in "$@"; do
       ;;
     rmat26-16)
       measure 26 16GiB
+      ;;
+    rmat26-streams)
+      measure 26 24GiB
+      ds=$out/rmat26
+      for flag in --stream-operator-values --stream-operator-pattern; do
+        name=limit24GiB$flag
+        "$bin/halo-infer" "$ds/rmat26.h5" --out "$ds/$name" --backend cuda --random-model 64,64,32 \
+          --layer gcn --repeat 3 --layer-timing-only --device-memory-limit 24GiB "$flag" \
+          >"$ds/$name.log" 2>&1 || echo "FAILED $name"
+        row "rmat26 24GiB $flag" "$ds/$name.log" "$ds/$name" 24GiB
+        grep -E "streamed operator|fused" "$ds/$name.log"
+        compare "$ds" "inmem:$name"
+      done
       ;;
     *)
       echo "unknown stage $stage"
