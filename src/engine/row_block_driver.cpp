@@ -380,24 +380,30 @@ void RowBlockDriver::down(const Matrix& m, float* host, LayerTiming& t)
     }
 }
 
-// z rows = x rows W and the step's epilogue (maxk: + b; linear: the whole layer, into its
-// output).
+// z = x W and the step's epilogue on `rows` rows in backend memory (maxk: + b; linear: the
+// whole layer), timed as dense work with --step-timing.
+void RowBlockDriver::transform(const BlockStep& step, DenseView<const float> x, DenseView<float> z,
+                               std::int64_t rows, LayerTiming& t)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    backend_.gemm(x, step.weights().weight.view(), z, 1.0f, 0.0f);
+    step.transform_epilogue(backend_, z, rows);
+    if (ctx_.options.step_timing) {
+        backend_.synchronize();
+        t.dense += seconds_since(t0);
+    }
+}
+
+// z rows = x rows W and the step's epilogue (linear: the whole layer, into its output).
 void RowBlockDriver::run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t)
 {
-    const auto& step = *steps_[l];
     const auto in_w = model_.layers[l].in_dim;
     const auto wz = z.cols();
     for (const auto& b : plans_[l].pre_blocks) {
         const auto r = b.rows.size();
         auto xb = upload_timed(backend_, x.data() + b.rows.begin * in_w, r, in_w, t);
         auto zb = backend_.allocate(r, wz);
-        const auto t0 = std::chrono::steady_clock::now();
-        backend_.gemm(xb.view(), step.weights().weight.view(), zb.view(), 1.0f, 0.0f);
-        step.transform_epilogue(backend_, zb.view(), r);
-        if (ctx_.options.step_timing) {
-            backend_.synchronize();
-            t.dense += seconds_since(t0);
-        }
+        transform(*steps_[l], xb.view(), zb.view(), r, t);
         down(zb, z.data() + b.rows.begin * wz, t);
     }
 }
@@ -569,14 +575,7 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
         for (const auto& b : p.pre_blocks) {
             const auto r = b.rows.size();
             auto xb = upload_timed(backend_, x.data() + b.rows.begin * in_w, r, in_w, t);
-            const auto zb = z.rows_view(b.rows.begin, b.rows.end);
-            const auto t0 = std::chrono::steady_clock::now();
-            backend_.gemm(xb.view(), step.weights().weight.view(), zb, 1.0f, 0.0f);
-            step.transform_epilogue(backend_, zb, r);
-            if (ctx_.options.step_timing) {
-                backend_.synchronize();
-                t.dense += seconds_since(t0);
-            }
+            transform(step, xb.view(), z.rows_view(b.rows.begin, b.rows.end), r, t);
         }
     } else if (n_owned_ > 0) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -630,16 +629,9 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
         run.streamed = &streamed;
         step.aggregate(run);
         if (z_next != nullptr) {  // the next layer's transform of these rows, sent instead
-            const auto& next = *steps_[l + 1];
             const auto wn = z_next->cols();
             auto zn = backend_.allocate(r, wn);
-            const auto t1 = std::chrono::steady_clock::now();
-            backend_.gemm(o.view(), next.weights().weight.view(), zn.view(), 1.0f, 0.0f);
-            next.transform_epilogue(backend_, zn.view(), r);
-            if (ctx_.options.step_timing) {
-                backend_.synchronize();
-                t.dense += seconds_since(t1);
-            }
+            transform(*steps_[l + 1], o.view(), zn.view(), r, t);
             const auto t0 = std::chrono::steady_clock::now();
             backend_.download_async(zn, z_next->data() + blk.rows.begin * wn);
             t.transfer += seconds_since(t0);

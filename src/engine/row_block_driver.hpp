@@ -111,6 +111,8 @@ private:
     void plan_all();
     void split_layer(std::size_t l);
     void report_layer(std::size_t l);
+    void transform(const BlockStep& step, DenseView<const float> x, DenseView<float> z,
+                   std::int64_t rows, LayerTiming& t);
     void run_pre(std::size_t l, const Matrix& x, const Matrix& z, LayerTiming& t);
     bool exchange_start(const Matrix& z, std::int64_t width, LayerTiming& t);
     void exchange_finish(LayerTiming& t);
