@@ -217,9 +217,26 @@ double stored_bytes(const halo::Shard& s)
 // estimate that matched Nsight Compute's DRAM bytes at half of an H100's or H200's L2, i.e. the
 // default 30 MiB; docs/PERFORMANCE.md "The gather-bound limit") and Belady's MIN (the fewest any
 // cache of that size has), against reading each X row once. Compares row orders on the host.
-void gather_report(const Options& o, int first, int last)
+std::int64_t gather_cache_bytes(const Options& o)
 {
-    const auto cache = static_cast<std::int64_t>(o.cache_mib * double(1 << 20));
+    return static_cast<std::int64_t>(o.cache_mib * double(1 << 20));
+}
+
+// One part's misses for every --gather-model width.
+std::vector<halo::GatherTraffic> gather_traffic(const Options& o, const halo::Shard& shard)
+{
+    std::vector<std::int64_t> capacities;
+    for (const auto d : o.gather_widths) {
+        capacities.push_back(halo::cache_capacity_rows(gather_cache_bytes(o), d * 4));
+    }
+    return halo::gather_traffic(shard.csr.view(), capacities);
+}
+
+// traffic[p - first]: part p's, from gather_traffic.
+void gather_report(const Options& o, int first,
+                   const std::vector<std::vector<halo::GatherTraffic>>& traffic)
+{
+    const auto cache = gather_cache_bytes(o);
     fmt::print(
         "\ngather model: X rows read by each part's adjacency in its row order, cache {} "
         "(LRU: the estimate of DRAM traffic; MIN: its floor)\n",
@@ -227,15 +244,10 @@ void gather_report(const Options& o, int first, int last)
     fmt::print("{:>5} {:>6} {:>12} {:>14} {:>12} {:>14} {:>14} {:>12} {:>12}\n", "part", "d",
                "cache rows", "X rows read", "distinct", "LRU misses", "MIN misses", "LRU GB",
                "LRU / once");
-    for (int p = first; p < last; ++p) {
-        const auto shard = halo::read_shard(o.path, p);
-        std::vector<std::int64_t> capacities;
-        for (const auto d : o.gather_widths) {
-            capacities.push_back(halo::cache_capacity_rows(cache, d * 4));
-        }
-        const auto traffic = halo::gather_traffic(shard.csr.view(), capacities);
-        for (std::size_t i = 0; i < traffic.size(); ++i) {
-            const auto& t = traffic[i];
+    for (std::size_t k = 0; k < traffic.size(); ++k) {
+        const auto p = first + static_cast<int>(k);
+        for (std::size_t i = 0; i < traffic[k].size(); ++i) {
+            const auto& t = traffic[k][i];
             const auto row = o.gather_widths[i] * 4;
             fmt::print("{:>5} {:>6} {:>12} {:>14} {:>12} {:>14} {:>14} {:>12.3f} {:>11.2f}x\n", p,
                        o.gather_widths[i], t.capacity_rows, t.accesses, t.distinct, t.lru_misses,
@@ -267,11 +279,15 @@ int inspect_dataset(const Options& o)
     const int last = o.part >= 0 ? o.part + 1 : info.num_parts;
     double read_seconds = 0.0;
     double read_bytes = 0.0;
+    std::vector<std::vector<halo::GatherTraffic>> traffic;  // --gather-model, per part read
     for (int p = first; p < last; ++p) {
         const halo::app::Stopwatch read_watch;
         const auto shard = halo::read_shard(o.path, p);
         read_seconds += read_watch.seconds();
         read_bytes += stored_bytes(shard);
+        if (!o.gather_widths.empty()) {
+            traffic.push_back(gather_traffic(o, shard));
+        }
         fmt::print("{:>5} {:>12} {:>14} {:>12} {:>12} {:>10} {:>12} {:>12}\n", p, shard.num_owned,
                    shard.csr.nnz(), shard.num_interior, shard.num_halo,
                    shard.plan.recv_ranks.size(), shard.plan.num_send(),
@@ -292,7 +308,7 @@ int inspect_dataset(const Options& o)
         }
     }
     if (!o.gather_widths.empty()) {
-        gather_report(o, first, last);
+        gather_report(o, first, traffic);
     }
     if (o.check) {
         halo::app::Stopwatch watch;
