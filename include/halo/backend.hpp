@@ -115,6 +115,11 @@ public:
     /// v its columns; any leading dimensions.
     virtual void run(DenseView<const float> q, DenseView<const float> k, DenseView<const float> v,
                      float scale, DenseView<float> out, RowRange rows) = 0;
+    /// `heads` attentions of one width d: head h is columns [h d, (h + 1) d) of q, k, v and out
+    /// (each heads x d wide). Equal to run() per head; a backend may run them together.
+    virtual void run_heads(DenseView<const float> q, DenseView<const float> k,
+                           DenseView<const float> v, std::int64_t heads, float scale,
+                           DenseView<float> out, RowRange rows);
     /// out[rows] = softmax_row(LeakyReLU(el_i + er_j) on the pattern) v; el is rows x 1 (the
     /// operator's rows) and er columns x 1, each with its own leading dimension (a column of a
     /// rows x heads matrix).

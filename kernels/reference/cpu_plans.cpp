@@ -47,6 +47,25 @@ std::unique_ptr<MaxkPlan> Backend::make_maxk_plan(const Csr& a, std::int64_t dim
     HALO_THROW(InputError, "the ", name(), " backend has no MaxK kernels (maxk layers)");
 }
 
+void AttentionPlan::run_heads(DenseView<const float> q, DenseView<const float> k,
+                              DenseView<const float> v, std::int64_t heads, float scale,
+                              DenseView<float> out, RowRange rows)
+{
+    HALO_EXPECTS(heads >= 1 && q.cols % heads == 0, "Q's ", q.cols, " columns do not split into ",
+                 heads, " heads");
+    HALO_EXPECTS(k.cols == q.cols && v.cols == q.cols && out.cols == q.cols, "Q, K, V and O have ",
+                 q.cols, ", ", k.cols, ", ", v.cols, " and ", out.cols, " columns");
+    const std::int64_t d = q.cols / heads;
+    const auto head = [d](auto m, std::int64_t h) {
+        m.data += h * d;
+        m.cols = d;
+        return m;
+    };
+    for (std::int64_t h = 0; h < heads; ++h) {
+        run(head(q, h), head(k, h), head(v, h), scale, head(out, h), rows);
+    }
+}
+
 std::unique_ptr<AttentionPlan> Backend::make_attention_plan(const Csr& a, std::int64_t max_dim,
                                                             AttentionKernel kernel,
                                                             const SpmmPlanHints& hints)

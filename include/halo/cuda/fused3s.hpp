@@ -5,9 +5,10 @@
 // Fused3S: one kernel per call, fp16 Q, K, V (the fp32 entry point converts them first into the
 // plan's workspace), fp32 softmax and accumulation, fp32 output. Approximate: fp16 inputs and fp16
 // attention weights give a relative error around 1e-3 against the fp64 reference (never chosen
-// silently; the user asks for it). Widths d = 32, 64, 128, 256; inputs must fit fp16 (|x| <
-// 65504). A layer builds the plan once per shard (or from the BSB stored in the dataset) and calls
-// fused_attention(plan, Q, K, V, scale, O) per layer and head.
+// silently; the user asks for it). Widths d = 32, 64, 128, 256 (the fp32 entry points pad
+// narrower heads with zeros to the next of these); inputs must fit fp16 (|x| < 65504). A layer
+// builds the plan once per shard (or from the BSB stored in the dataset) and calls
+// Fused3sPlan::run_heads per layer (every head in one launch).
 //
 // Unfused baseline: SDDMM (one fp32 score per nonzero) -> row softmax -> cuSPARSE SpMM with the
 // normalized scores as values, all fp32; also GAT's additive scores LeakyReLU(el_i + er_j).
@@ -40,6 +41,10 @@ struct Fused3sOptions {
 /// True for the widths the fused kernel is instantiated for (32, 64, 128, 256).
 bool fused3s_supports_dim(std::int64_t dim);
 
+/// The instance a head of width `dim` runs on through the fp32 entry points (the smallest of 32,
+/// 64, 128, 256 at least dim; narrower heads are zero-padded to it), 0 outside [1, 256].
+std::int64_t fused3s_padded_dim(std::int64_t dim);
+
 /// The fused kernel's prepared operator: the BSB on the device (and a host copy to store), and
 /// fp16 workspaces for the fp32 entry point, sized for widths up to max_dim (0: none).
 class Fused3sPlan {
@@ -65,9 +70,14 @@ public:
              float scale, DenseView<float> out, RowRange rows);
 
     /// Converts q, k and v (fp32, any leading dimension) to fp16 in the plan's workspace, then
-    /// runs the kernel. Requires d <= max_dim.
+    /// runs the kernel. Requires d <= max_dim and fused3s_padded_dim(d) > 0 (d from 1 to 256).
     void run(DenseView<const float> q, DenseView<const float> k, DenseView<const float> v,
              float scale, DenseView<float> out, RowRange rows);
+    /// `heads` attentions at once: q, k, v and out are heads x d columns wide, head h being
+    /// columns [h d, (h + 1) d) of each (d from 1 to 256). One conversion of each operand (of k
+    /// and v together where v's columns follow k's in one matrix) and one launch for all heads.
+    void run_heads(DenseView<const float> q, DenseView<const float> k, DenseView<const float> v,
+                   std::int64_t heads, float scale, DenseView<float> out, RowRange rows);
 
 private:
     struct Impl;

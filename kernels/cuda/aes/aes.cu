@@ -6,8 +6,9 @@
 //   sampled (column, value) pairs, slot by slot, into its shared-memory staging area: slot k
 //   holds position start(k mod sample_cnt) + k / sample_cnt (Eq. 3), as halo::aes_slot_position
 //   says. Lines 16-19: each lane sums its columns over the slots in slot order, one fmaf per
-//   product, gathering feature rows through the read-only cache (eight gathers per lane issued
-//   before their products, so that they are in flight together), then stores each element once,
+//   product, gathering feature rows through the read-only cache (8 fp32 or 32 int8 gathers per
+//   lane issued before their products, kept raw until then, the last batch of a row predicated,
+//   so that they are in flight together), then stores each element once,
 //   scaled by the row's factor (1 unless rescaled). One owner per row, no atomics: the same bits
 //   every run and for every row range, equal to the CPU reference's.
 // - Staging: 32 KiB per 256-thread block, 16 slots per lane of a group (512 for a warp), never
@@ -28,9 +29,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/aes/aes_kernels.hpp"
-#include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/warp_reduce.cuh"
 #include "halo/aes.hpp"
@@ -42,8 +43,6 @@ namespace {
 
 constexpr int kBlock = kAesBlock;
 constexpr int kWarp = 32;
-// Gathers in flight per lane in the product loop.
-constexpr int kBatch = 8;
 // Grid cap: enough resident groups for any device; the grid-stride loops cover the rest.
 constexpr std::int64_t kMaxBlocks = 65536;
 
@@ -63,20 +62,40 @@ struct Args {
     AesSplit split;
 };
 
+// A gather is split in two: load() issues the read of one slot's columns and keeps it raw (a
+// float4, or a char4 of int8: one register), widen() turns it into fp32 just before its products,
+// so that kBatch reads per lane can be in flight without kBatch * Vec registers of fp32 (int8:
+// 32 reads of one register each; fp32: 8 float4, as many as registers allow at full occupancy).
 template <int Vec>
 struct Fp32Gather {
+    static constexpr int kBatch = 8;
+    using Raw = std::conditional_t<Vec == 4, float4, float>;
     const float* x;
     std::int64_t ld;
 
     __device__ void prepare(std::int64_t) {}
-    __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
+    __device__ Raw load(std::int32_t row, std::int64_t col) const
     {
-        load_features<float, Vec>(x + static_cast<std::int64_t>(row) * ld + col, v);
+        return __ldg(reinterpret_cast<const Raw*>(x + static_cast<std::int64_t>(row) * ld + col));
+    }
+    __device__ void widen(const Raw& r, float (&v)[Vec]) const
+    {
+        if constexpr (Vec == 4) {
+            v[0] = r.x;
+            v[1] = r.y;
+            v[2] = r.z;
+            v[3] = r.w;
+        } else {
+            v[0] = r;
+        }
     }
 };
 
 template <int Vec>
 struct Int8Gather {
+    static constexpr int kBatch = 32;
+    // Four int8 values as one 32-bit word (lowest address in the low byte).
+    using Raw = std::conditional_t<Vec == 4, int, signed char>;
     const std::int8_t* q;
     std::int64_t ld;
     const float* scale;
@@ -90,17 +109,22 @@ struct Int8Gather {
             params[t] = {__ldg(scale + col + t), __ldg(zero_point + col + t)};
         }
     }
-    __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
+    __device__ Raw load(std::int32_t row, std::int64_t col) const
     {
         const std::int8_t* p = q + static_cast<std::int64_t>(row) * ld + col;
+        return __ldg(reinterpret_cast<const Raw*>(p));
+    }
+    __device__ void widen(const Raw& r, float (&v)[Vec]) const
+    {
         if constexpr (Vec == 4) {
-            const char4 t = __ldg(reinterpret_cast<const char4*>(p));
-            v[0] = dequantize_int8(t.x, params[0]);
-            v[1] = dequantize_int8(t.y, params[1]);
-            v[2] = dequantize_int8(t.z, params[2]);
-            v[3] = dequantize_int8(t.w, params[3]);
+            // Byte t sign-extended: shifted to the top, then arithmetically back down.
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                const int byte = static_cast<int>(static_cast<unsigned>(r) << (24 - 8 * t)) >> 24;
+                v[t] = dequantize_int8(byte, params[t]);
+            }
         } else {
-            v[0] = dequantize_int8(__ldg(p), params[0]);
+            v[0] = dequantize_int8(r, params[0]);
         }
     }
 };
@@ -177,32 +201,37 @@ __device__ void stage_and_multiply(const Args& a, const Gather& gather, const Gr
         for (int t = 0; t < Vec; ++t) {
             acc[t] = 0.0f;
         }
-        // kBatch gathers are issued before their products, so that many loads per lane are in
-        // flight; the products still run in slot order.
-        int k = 0;
-        for (; k + kBatch <= n; k += kBatch) {
-            float v[kBatch][Vec];
+        // Gather::kBatch reads are issued before their products, so that many loads per lane
+        // are in flight (the last batch of a row predicated, not one slot at a time); the
+        // products still run in slot order.
+        constexpr int kBatch = Gather::kBatch;
+        const auto batch = [&](int k, int count) {
+            typename Gather::Raw raw[kBatch];
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
-                lanes.load(g.sh_col[k + b], col, v[b]);
-            }
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                const float w = g.sh_val[k + b];
-#pragma unroll
-                for (int t = 0; t < Vec; ++t) {
-                    acc[t] = fmaf(w, v[b][t], acc[t]);
+                if (b < count) {
+                    raw[b] = lanes.load(g.sh_col[k + b], col);
                 }
             }
-        }
-        for (; k < n; ++k) {
-            float v[Vec];
-            lanes.load(g.sh_col[k], col, v);
-            const float w = g.sh_val[k];
 #pragma unroll
-            for (int t = 0; t < Vec; ++t) {
-                acc[t] = fmaf(w, v[t], acc[t]);
+            for (int b = 0; b < kBatch; ++b) {
+                if (b < count) {
+                    float v[Vec];
+                    lanes.widen(raw[b], v);
+                    const float w = g.sh_val[k + b];
+#pragma unroll
+                    for (int t = 0; t < Vec; ++t) {
+                        acc[t] = fmaf(w, v[t], acc[t]);
+                    }
+                }
             }
+        };
+        int k = 0;
+        for (; k + kBatch <= n; k += kBatch) {
+            batch(k, kBatch);
+        }
+        if (k < n) {
+            batch(k, n - k);
         }
         if constexpr (Vec == 4) {
             *reinterpret_cast<float4*>(out + col) =

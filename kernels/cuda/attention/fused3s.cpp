@@ -6,8 +6,15 @@
 //   checks that keep its gathers in bounds (columns in range, offsets consistent).
 // - Both window orders live on the device: natural order is the BSB's window ids; the reordered
 //   one is the BSB's window_order, so the ablation switch costs nothing at run time.
-// - The fp16 workspaces hold num_rows x max_dim (Q) and num_cols x max_dim (K, V) with ld = d,
-//   allocated once with the plan (no allocation per call).
+// - The fp16 workspaces hold num_rows x max_dim (Q) and num_cols x 2 max_dim (K and V side by
+//   side), allocated with the plan; a call whose zero-padded heads need more grows them once
+//   (stream-ordered), later calls of that shape allocate nothing.
+// - Heads: the fp32 entry converts every head of Q, K and V in one pass each (one pass for K and
+//   V where they are adjacent columns of one matrix, as in the engine's shared buffer) and runs
+//   them in one launch, one grid row per head, instead of three conversions and a launch per head.
+// - Narrow heads: a head width d below an instance (1..255) runs the smallest instance above it on
+//   copies zero-padded to that width; zero columns add nothing to Q K^T, V's zero columns give O
+//   zero columns, and the kernel stores only O's first d columns. Same fp16 rounding as d itself.
 #include "halo/cuda/fused3s.hpp"
 
 #include <algorithm>
@@ -48,6 +55,16 @@ bool fused3s_supports_dim(std::int64_t dim)
     return dim == 32 || dim == 64 || dim == 128 || dim == 256;
 }
 
+std::int64_t fused3s_padded_dim(std::int64_t dim)
+{
+    for (const std::int64_t instance : {32, 64, 128, 256}) {
+        if (dim >= 1 && dim <= instance) {
+            return instance;
+        }
+    }
+    return 0;
+}
+
 struct Fused3sPlan::Impl {
     Context& ctx;
     Bsb bsb;
@@ -57,9 +74,10 @@ struct Fused3sPlan::Impl {
     DeviceBuffer<std::int32_t> block_columns;
     DeviceBuffer<std::uint64_t> block_bitmaps;
     DeviceBuffer<std::int32_t> window_order;
-    DeviceBuffer<__half> q16;
-    DeviceBuffer<__half> k16;
-    DeviceBuffer<__half> v16;
+    // The fp32 entry's fp16 copies: Q's heads side by side; K's heads, then V's. Sized for
+    // max_dim at setup, grown where zero-padded heads need more.
+    DeviceBuffer<__half> heads_q16;
+    DeviceBuffer<__half> heads_kv16;
 
     Impl(Context& c, Bsb b, std::int64_t dim, Fused3sOptions o)
         : ctx(c), bsb(std::move(b)), max_dim(dim), options(o)
@@ -71,9 +89,9 @@ struct Fused3sPlan::Impl {
         block_bitmaps = upload(ctx, bsb.block_bitmaps);
         window_order = upload(ctx, bsb.window_order);
         if (max_dim > 0) {
-            q16 = DeviceBuffer<__half>(ctx, static_cast<std::size_t>(bsb.num_rows * max_dim));
-            k16 = DeviceBuffer<__half>(ctx, static_cast<std::size_t>(bsb.num_cols * max_dim));
-            v16 = DeviceBuffer<__half>(ctx, static_cast<std::size_t>(bsb.num_cols * max_dim));
+            heads_q16 = DeviceBuffer<__half>(ctx, static_cast<std::size_t>(bsb.num_rows * max_dim));
+            heads_kv16 =
+                DeviceBuffer<__half>(ctx, static_cast<std::size_t>(bsb.num_cols * 2 * max_dim));
         }
         // Once, at setup: a failed upload surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
@@ -139,6 +157,7 @@ void Fused3sPlan::run(DenseView<const __half> q, DenseView<const __half> k,
         check_half_operand(v, "V", bsb.num_cols, dim);
     }
     detail::Fused3sArgs args;
+    args.out_cols = static_cast<int>(dim);
     args.window_blocks = impl_->window_blocks.data();
     args.block_columns = impl_->block_columns.data();
     args.block_bitmaps = impl_->block_bitmaps.data();
@@ -164,35 +183,94 @@ void Fused3sPlan::run(DenseView<const __half> q, DenseView<const __half> k,
 void Fused3sPlan::run(DenseView<const float> q, DenseView<const float> k, DenseView<const float> v,
                       float scale, DenseView<float> out, RowRange rows)
 {
-    const auto& bsb = impl_->bsb;
-    const std::int64_t dim = q.cols;
-    HALO_EXPECTS(dim <= impl_->max_dim, "width ", dim, " exceeds the plan's max_dim ",
+    HALO_EXPECTS(q.cols <= impl_->max_dim, "width ", q.cols, " exceeds the plan's max_dim ",
                  impl_->max_dim);
-    HALO_EXPECTS(k.cols == dim && v.cols == dim, "Q, K and V have ", dim, ", ", k.cols, " and ",
-                 v.cols, " columns; the fused kernel needs one width");
+    run_heads(q, k, v, 1, scale, out, rows);
+}
+
+void Fused3sPlan::run_heads(DenseView<const float> q, DenseView<const float> k,
+                            DenseView<const float> v, std::int64_t heads, float scale,
+                            DenseView<float> out, RowRange rows)
+{
+    auto& im = *impl_;
+    const auto& bsb = im.bsb;
+    HALO_EXPECTS(heads >= 1 && heads <= 65535, "heads ", heads, " outside [1, 65535]");
+    HALO_EXPECTS(q.cols % heads == 0, "Q's ", q.cols, " columns do not split into ", heads,
+                 " heads");
+    const std::int64_t d = q.cols / heads;
+    const std::int64_t padded = fused3s_padded_dim(d);
+    HALO_EXPECTS(padded > 0, "the fused kernel takes head widths 1 to 256, not ", d);
+    HALO_EXPECTS(k.cols == q.cols && v.cols == q.cols && out.cols == q.cols, "Q, K, V and O have ",
+                 q.cols, ", ", k.cols, ", ", v.cols, " and ", out.cols,
+                 " columns; the fused kernel needs one width");
     HALO_EXPECTS(q.rows >= bsb.num_rows, "Q has ", q.rows, " rows, expected ", bsb.num_rows);
     HALO_EXPECTS(k.rows >= bsb.num_cols && v.rows >= bsb.num_cols, "K and V have ", k.rows, " and ",
                  v.rows, " rows, expected ", bsb.num_cols);
+    HALO_EXPECTS(out.rows >= bsb.num_rows && out.ld >= out.cols, "O is ", out.rows, " x ", out.cols,
+                 " (ld ", out.ld, "), expected ", bsb.num_rows, " x ", q.cols);
     HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= bsb.num_rows,
                  "row range [", rows.begin, ", ", rows.end, ") outside [0, ", bsb.num_rows, ")");
-    const cudaStream_t stream = impl_->ctx.compute_stream();
-    const DenseView<__half> q16{impl_->q16.data(), bsb.num_rows, dim, dim};
-    const DenseView<__half> k16{impl_->k16.data(), bsb.num_cols, dim, dim};
-    const DenseView<__half> v16{impl_->v16.data(), bsb.num_cols, dim, dim};
+    if (rows.empty()) {
+        return;
+    }
+    HALO_EXPECTS(out.data != nullptr, "O is null");
+    const cudaStream_t stream = im.ctx.compute_stream();
+    // fp16 copies, each head zero-padded to the instance width: Q's heads side by side (ld =
+    // heads * padded), K's heads then V's (ld = 2 * heads * padded).
+    const std::int64_t q_ld = heads * padded;
+    const std::int64_t kv_ld = 2 * q_ld;
+    const auto q_size = static_cast<std::size_t>(bsb.num_rows * q_ld);
+    const auto kv_size = static_cast<std::size_t>(bsb.num_cols * kv_ld);
+    if (im.heads_q16.size() < q_size) {
+        im.heads_q16 = DeviceBuffer<__half>(im.ctx, q_size);
+    }
+    if (im.heads_kv16.size() < kv_size) {
+        im.heads_kv16 = DeviceBuffer<__half>(im.ctx, kv_size);
+    }
     // The kernel reads the Q rows of the windows that meet the range: convert only those.
     const std::int64_t q_begin = rows.begin / kBsbWindowRows * kBsbWindowRows;
     const std::int64_t q_end =
         std::min((rows.end + kBsbWindowRows - 1) / kBsbWindowRows * kBsbWindowRows, bsb.num_rows);
-    if (q_end > q_begin) {
-        convert_to_half(DenseView<const float>{q.data + q_begin * q.ld, q_end - q_begin, dim, q.ld},
-                        DenseView<__half>{q16.data + q_begin * dim, q_end - q_begin, dim, dim},
-                        stream);
+    __half* const q16 = im.heads_q16.data();
+    __half* const kv16 = im.heads_kv16.data();
+    detail::convert_groups_to_half(stream, q.data + q_begin * q.ld, q.ld, q16 + q_begin * q_ld,
+                                   q_ld, q_end - q_begin, heads, d, padded);
+    if (v.data == k.data + k.cols && v.ld == k.ld) {
+        // K and V side by side (the engine's shared buffer): one conversion.
+        detail::convert_groups_to_half(stream, k.data, k.ld, kv16, kv_ld, bsb.num_cols, 2 * heads,
+                                       d, padded);
+    } else {
+        detail::convert_groups_to_half(stream, k.data, k.ld, kv16, kv_ld, bsb.num_cols, heads, d,
+                                       padded);
+        detail::convert_groups_to_half(stream, v.data, v.ld, kv16 + q_ld, kv_ld, bsb.num_cols,
+                                       heads, d, padded);
     }
-    convert_to_half(DenseView<const float>{k.data, bsb.num_cols, dim, k.ld}, k16, stream);
-    convert_to_half(DenseView<const float>{v.data, bsb.num_cols, dim, v.ld}, v16, stream);
-    run(DenseView<const __half>{q16.data, q16.rows, q16.cols, q16.ld},
-        DenseView<const __half>{k16.data, k16.rows, k16.cols, k16.ld},
-        DenseView<const __half>{v16.data, v16.rows, v16.cols, v16.ld}, scale, out, rows);
+    detail::Fused3sArgs args;
+    args.window_blocks = im.window_blocks.data();
+    args.block_columns = im.block_columns.data();
+    args.block_bitmaps = im.block_bitmaps.data();
+    args.window_order = im.options.reorder_windows ? im.window_order.data() : nullptr;
+    args.num_windows = bsb.num_windows();
+    args.num_rows = bsb.num_rows;
+    args.q = q16;
+    args.ldq = q_ld;
+    args.k = kv16;
+    args.ldk = kv_ld;
+    args.v = kv16 + q_ld;
+    args.ldv = kv_ld;
+    args.out = out.data;
+    args.ldo = out.ld;
+    args.scale = scale;
+    args.row_begin = rows.begin;
+    args.row_end = rows.end;
+    args.heads = static_cast<int>(heads);
+    args.q_head = padded;
+    args.k_head = padded;
+    args.v_head = padded;
+    args.out_head = d;
+    args.out_cols = static_cast<int>(d);
+    args.vector_out = aligned16(out.data) && out.ld % 4 == 0 && d % 4 == 0;
+    detail::launch_fused3s(stream, static_cast<int>(padded), im.options.remap_registers, args);
 }
 
 std::unique_ptr<Fused3sPlan> make_fused3s_plan(Context& ctx, const Csr& a, std::int64_t max_dim,

@@ -148,6 +148,12 @@ __global__ void __launch_bounds__(kThreads) fused3s_kernel(Fused3sArgs p)
     if (row0 + kRows <= p.row_begin || row0 >= p.row_end) {
         return;
     }
+    // This block's head: its columns of Q, K, V and O.
+    const auto head = static_cast<std::int64_t>(blockIdx.y);
+    p.q += head * p.q_head;
+    p.k += head * p.k_head;
+    p.v += head * p.v_head;
+    p.out += head * p.out_head;
     const std::int64_t first_block = p.window_blocks[window];
     const std::int64_t num_blocks = p.window_blocks[window + 1] - first_block;
 
@@ -363,17 +369,19 @@ __global__ void __launch_bounds__(kThreads) fused3s_kernel(Fused3sArgs p)
     hi_row = hi_row < p.num_rows ? hi_row : p.num_rows;
     const int first = static_cast<int>(lo_row - row0);
     const int count = static_cast<int>(hi_row - lo_row);
+    const int cols = p.out_cols;
     if (p.vector_out) {
-        for (int idx = static_cast<int>(threadIdx.x); idx < count * D / 4; idx += kThreads) {
-            const int r = first + idx / (D / 4);
-            const int c4 = idx % (D / 4);
+        const int quads = cols / 4;
+        for (int idx = static_cast<int>(threadIdx.x); idx < count * quads; idx += kThreads) {
+            const int r = first + idx / quads;
+            const int c4 = idx % quads;
             *reinterpret_cast<float4*>(p.out + (row0 + r) * p.ldo + 4 * c4) =
                 *reinterpret_cast<const float4*>(o_s + r * kOLd + 4 * c4);
         }
     } else {
-        for (int idx = static_cast<int>(threadIdx.x); idx < count * D; idx += kThreads) {
-            const int r = first + idx / D;
-            const int c = idx % D;
+        for (int idx = static_cast<int>(threadIdx.x); idx < count * cols; idx += kThreads) {
+            const int r = first + idx / cols;
+            const int c = idx % cols;
             p.out[(row0 + r) * p.ldo + c] = o_s[r * kOLd + c];
         }
     }
@@ -394,7 +402,12 @@ void launch(cudaStream_t stream, const Fused3sArgs& args)
         return;
     }
     HALO_EXPECTS(blocks <= 0x7fffffff, "too many row windows for one launch: ", blocks);
-    fused3s_kernel<D, Remap><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+    HALO_EXPECTS(args.heads >= 1 && args.heads <= 65535, "heads ", args.heads,
+                 " outside [1, 65535]");
+    HALO_EXPECTS(args.out_cols >= 1 && args.out_cols <= D, "out_cols ", args.out_cols,
+                 " outside [1, ", D, "]");
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(args.heads));
+    fused3s_kernel<D, Remap><<<grid, kThreads, 0, stream>>>(args);
     HALO_CUDA_CHECK_LAUNCH();
 }
 
@@ -438,6 +451,21 @@ __global__ void convert4_kernel(const float* src, std::int64_t lds, __half* dst,
     }
 }
 
+__global__ void convert_groups_kernel(const float* src, std::int64_t lds, __half* dst,
+                                      std::int64_t ldd, std::int64_t rows, std::int64_t groups,
+                                      std::int64_t width, std::int64_t padded)
+{
+    const std::int64_t cols = groups * padded;
+    const std::int64_t count = rows * cols;
+    for (std::int64_t k = first_index(); k < count; k += stride()) {
+        const std::int64_t i = k / cols;
+        const std::int64_t c = k - i * cols;
+        const std::int64_t g = c / padded;
+        const std::int64_t j = c - g * padded;
+        dst[i * ldd + c] = j < width ? __float2half_rn(src[i * lds + g * width + j]) : __half{};
+    }
+}
+
 }  // namespace
 
 void launch_fused3s(cudaStream_t stream, int dim, bool remap, const Fused3sArgs& args)
@@ -477,6 +505,27 @@ void convert_to_half(cudaStream_t stream, const float* src, std::int64_t lds, __
     } else {
         convert_kernel<<<blocks, kBlock, 0, stream>>>(src, lds, dst, ldd, rows, cols);
     }
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+void convert_groups_to_half(cudaStream_t stream, const float* src, std::int64_t lds, __half* dst,
+                            std::int64_t ldd, std::int64_t rows, std::int64_t groups,
+                            std::int64_t width, std::int64_t padded)
+{
+    if (width == padded) {
+        // No padding: the groups are one contiguous block of columns.
+        return convert_to_half(stream, src, lds, dst, ldd, rows, groups * width);
+    }
+    const std::int64_t count = rows * groups * padded;
+    if (count <= 0) {
+        return;
+    }
+    constexpr int kBlock = 256;
+    constexpr std::int64_t kMaxBlocks = 8192;
+    const std::int64_t wanted = (count + kBlock - 1) / kBlock;
+    const auto blocks = static_cast<unsigned>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
+    convert_groups_kernel<<<blocks, kBlock, 0, stream>>>(src, lds, dst, ldd, rows, groups, width,
+                                                         padded);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

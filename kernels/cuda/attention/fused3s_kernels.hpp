@@ -30,12 +30,29 @@ struct Fused3sArgs {
     float scale = 1.0f;
     std::int64_t row_begin = 0;
     std::int64_t row_end = 0;
-    /// out and ldo allow 16-byte stores.
+    /// out and ldo allow 16-byte stores (and out_cols and out_head are multiples of 4).
     bool vector_out = false;
+    /// Heads, one grid row each: head h reads q + h q_head, k + h k_head, v + h v_head and
+    /// writes out + h out_head (offsets in elements).
+    int heads = 1;
+    std::int64_t q_head = 0;
+    std::int64_t k_head = 0;
+    std::int64_t v_head = 0;
+    std::int64_t out_head = 0;
+    /// Columns of O stored per head: the kernel's width, or fewer where Q, K and V are a narrower
+    /// width zero-padded to it (the padding columns of O are zeros and not stored).
+    int out_cols = 0;
 };
 
 /// dim is 32, 64, 128 or 256; remap selects the register-remapped loads.
 void launch_fused3s(cudaStream_t stream, int dim, bool remap, const Fused3sArgs& args);
+
+/// Zero-padded fp16 copy of `groups` column groups: dst[i, g padded + j] = half(src[i, g width +
+/// j]) for j < width and 0 for width <= j < padded, rows x groups groups (leading dimensions in
+/// elements; ldd >= groups * padded).
+void convert_groups_to_half(cudaStream_t stream, const float* src, std::int64_t lds, __half* dst,
+                            std::int64_t ldd, std::int64_t rows, std::int64_t groups,
+                            std::int64_t width, std::int64_t padded);
 
 /// dst[i, j] = half(src[i, j]) for a rows x cols block (leading dimensions in elements).
 void convert_to_half(cudaStream_t stream, const float* src, std::int64_t lds, __half* dst,

@@ -180,30 +180,28 @@ public:
         HALO_EXPECTS(v.cols == out.cols, "V has ", v.cols, " columns, O has ", out.cols);
         HALO_EXPECTS(d <= max_dim_ && v.cols <= max_dim_, "attention widths ", d, " and ", v.cols,
                      " exceed the plan's max_dim ", max_dim_);
-        if (kernel_ == AttentionKernel::fused) {
-            if (fused3s_supports_dim(d) && v.cols == d) {
-                if (!fused_) {
-                    fused_ = stored_bsb_
-                                 ? make_fused3s_plan(ctx_, std::move(*stored_bsb_), max_dim_)
-                                 : make_fused3s_plan(ctx_, a_, max_dim_);
-                    bsb_ = stored_bsb_ ? "stored BSB" : "BSB built here";
-                    stored_bsb_.reset();
-                }
-                note(fmt::format("fused3s (d={}, {})", d, bsb_));
-                if (!rows.empty()) {
-                    fused_attention(*fused_, q, k, v, scale, out, rows);
-                }
-                return;
-            }
-            note(v.cols == d ? fmt::format("unfused-fp32 (fused has no d={} instance)", d)
-                             : fmt::format("unfused-fp32 (fused needs equal widths, d={} dv={})", d,
-                                           v.cols));
-        } else {
-            note("unfused-fp32");
+        if (fused_applies(d, v.cols)) {
+            fused_plan().run_heads(q, k, v, 1, scale, out, rows);
+            return;
         }
         unfused().run(q, k, v, scale, out, rows);
     }
 
+    void run_heads(DenseView<const float> q, DenseView<const float> k, DenseView<const float> v,
+                   std::int64_t heads, float scale, DenseView<float> out, RowRange rows) override
+    {
+        HALO_EXPECTS(heads >= 1 && q.cols % heads == 0, "Q's ", q.cols,
+                     " columns do not split into ", heads, " heads");
+        HALO_EXPECTS(q.cols <= max_dim_, "attention width ", q.cols, " exceeds the plan's max_dim ",
+                     max_dim_);
+        const std::int64_t d = q.cols / heads;
+        if (k.cols == q.cols && v.cols == q.cols && out.cols == q.cols && fused_applies(d, d)) {
+            // Every head in one conversion of each operand and one launch.
+            fused_plan().run_heads(q, k, v, heads, scale, out, rows);
+            return;
+        }
+        AttentionPlan::run_heads(q, k, v, heads, scale, out, rows);
+    }
     void run_additive(DenseView<const float> el, DenseView<const float> er, float negative_slope,
                       DenseView<const float> v, DenseView<float> out, RowRange rows) override
     {
@@ -244,7 +242,7 @@ public:
             if (kernel_ == AttentionKernel::exact) {
                 return "unfused-fp32";
             }
-            return fmt::format("fused3s ({}) for d in 32/64/128/256, unfused-fp32 otherwise",
+            return fmt::format("fused3s ({}) for head widths 1-256, unfused-fp32 otherwise",
                                stored_bsb_ ? "stored BSB" : "BSB built on first use");
         }
         std::string s;
@@ -255,6 +253,41 @@ public:
     }
 
 private:
+    // Whether a head of widths d (Q, K) and dv (V, O) runs fused, noting what runs either way.
+    bool fused_applies(std::int64_t d, std::int64_t dv)
+    {
+        if (kernel_ != AttentionKernel::fused) {
+            note("unfused-fp32");
+            return false;
+        }
+        const std::int64_t padded = fused3s_padded_dim(d);
+        if (padded > 0 && dv == d) {
+            note(padded == d
+                     ? fmt::format("fused3s (d={}, {})", d, bsb_name())
+                     : fmt::format("fused3s (d={} padded to {}, {})", d, padded, bsb_name()));
+            return true;
+        }
+        note(dv == d ? fmt::format("unfused-fp32 (fused has no d={} instance)", d)
+                     : fmt::format("unfused-fp32 (fused needs equal widths, d={} dv={})", d, dv));
+        return false;
+    }
+
+    const char* bsb_name() const
+    {
+        return fused_ ? bsb_.c_str() : (stored_bsb_ ? "stored BSB" : "BSB built here");
+    }
+
+    Fused3sPlan& fused_plan()
+    {
+        if (!fused_) {
+            bsb_ = stored_bsb_ ? "stored BSB" : "BSB built here";
+            fused_ = stored_bsb_ ? make_fused3s_plan(ctx_, std::move(*stored_bsb_), max_dim_)
+                                 : make_fused3s_plan(ctx_, a_, max_dim_);
+            stored_bsb_.reset();
+        }
+        return *fused_;
+    }
+
     void note(std::string what)
     {
         if (std::find(ran_.begin(), ran_.end(), what) == ran_.end()) {

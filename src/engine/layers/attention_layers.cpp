@@ -106,12 +106,7 @@ public:
         const float scale = 1.0f / std::sqrt(static_cast<float>(d));
         ctx.exchange_and_compute(
             kv, 2 * out_w,
-            [&](RowRange rows) {
-                for (std::int64_t h = 0; h < heads; ++h) {
-                    attention_.run(columns(q, h * d, d), columns(k_all, h * d, d),
-                                   columns(v_all, h * d, d), scale, columns(out, h * d, d), rows);
-                }
-            },
+            [&](RowRange rows) { attention_.run_heads(q, k_all, v_all, heads, scale, out, rows); },
             [] {}, t);
         if (width == 4 * out_w) {
             ctx.timed(

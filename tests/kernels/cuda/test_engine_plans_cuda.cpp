@@ -458,12 +458,12 @@ void check_dot_attention(Gpu& gpu, halo::Backend& cpu, const Csr& a, std::int64_
                        random_matrix(a.num_cols, 2 * heads * d, 2 * heads * d, seed + 1)};
     const auto dq = upload(*gpu.backend, in.q);
     const auto dkv = upload(*gpu.backend, in.kv);
-    auto cplan = cpu.make_attention_plan(a, d, kernel, {});
-    auto gplan = gpu.backend->make_attention_plan(a, d, kernel, hints);
+    auto cplan = cpu.make_attention_plan(a, heads * d, kernel, {});
+    auto gplan = gpu.backend->make_attention_plan(a, heads * d, kernel, hints);
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     const RowRange interior{0, a.num_rows / 2 + 3};
     const RowRange boundary{interior.end, a.num_rows};
-    const bool fused = kernel == AttentionKernel::fused && halo::cuda::fused3s_supports_dim(d);
+    const bool fused = kernel == AttentionKernel::fused && halo::cuda::fused3s_padded_dim(d) > 0;
 
     HostMatrix expected(a.num_rows, heads * d);
     for (std::int64_t h = 0; h < heads; ++h) {
@@ -496,6 +496,25 @@ void check_dot_attention(Gpu& gpu, halo::Backend& cpu, const Csr& a, std::int64_
         expect_attention_close(a, expected, got, {0, a.num_rows}, h * d, d, fused,
                                what + " head " + std::to_string(h));
     }
+
+    // Every head at once (K and V adjacent in one matrix, as in the engine): the same bits as the
+    // per-head runs, range by range.
+    const auto dall = upload(*gpu.backend, HostMatrix(a.num_rows, heads * d, heads * d + 4));
+    const auto kv_view = as_const(dkv.view);
+    for (const RowRange rows : {boundary, interior}) {
+        gplan->run_heads(as_const(dq.view), columns(kv_view, 0, heads * d),
+                         columns(kv_view, heads * d, heads * d), heads, scale, dall.view, rows);
+    }
+    gpu.backend->synchronize();
+    const auto all = download(*gpu.backend, dall);
+    expect_untouched(all, {0, a.num_rows}, 0, heads * d, what + " (run_heads)");
+    for (std::int64_t i = 0; i < a.num_rows; ++i) {
+        for (std::int64_t j = 0; j < heads * d; ++j) {
+            ASSERT_EQ(all(i, j), got(i, j))
+                << what << " (run_heads): row " << i << " column " << j << " differs from the "
+                << "per-head run";
+        }
+    }
     EXPECT_NE(gplan->algorithm().find(expect_algorithm), std::string::npos)
         << what << ": algorithm() is '" << gplan->algorithm() << "', expected it to contain '"
         << expect_algorithm << "'";
@@ -519,7 +538,13 @@ TEST(EngineAttentionPlanCuda, FusedMatchesCpuAndFallsBackForUnsupportedWidths)
     auto cpu = halo::make_cpu_backend();
     const Csr a16 = random_operator(333, 410, 9801);
     check_dot_attention(gpu, *cpu, a16, 16, AttentionKernel::fused, {}, 9802,
-                        "unfused-fp32 (fused has no d=16 instance)");
+                        "fused3s (d=16 padded to 32, BSB built here)");
+    const Csr a7 = random_operator(333, 410, 9805);
+    check_dot_attention(gpu, *cpu, a7, 7, AttentionKernel::fused, {}, 9806,
+                        "fused3s (d=7 padded to 32, BSB built here)");
+    const Csr a300 = random_operator(120, 150, 9807);
+    check_dot_attention(gpu, *cpu, a300, 300, AttentionKernel::fused, {}, 9808,
+                        "unfused-fp32 (fused has no d=300 instance)");
     const Csr a64 = random_operator(333, 410, 9803);
     check_dot_attention(gpu, *cpu, a64, 64, AttentionKernel::fused, {}, 9804,
                         "fused3s (d=64, BSB built here)");

@@ -3,6 +3,7 @@
 // - Fused3S (fp16 inputs and weights, fp32 softmax and accumulation): relative error at most
 //   1e-2 in the Frobenius norm and in every row (||O_i - R_i|| / ||R_i||), for d = 32, 64, 128,
 //   256, every ablation switch, random graphs and Cora; rows without neighbours exactly zero;
+//   several heads in one launch, and head widths 1 to 256 zero-padded to an instance;
 //   inputs scaled by 100 stay finite and inside the convex hull of the neighbours' V rows;
 //   row ranges write only their rows (outputs poisoned with NaN, padding columns included).
 // - The unfused fp32 baseline: elementwise within 1e-5 of the reference, dot-product and GAT
@@ -348,6 +349,107 @@ TEST(Fused3sCuda, RowRangesWriteOnlyTheirRowsAndMatchTheFullRun)
             }
         }
     }
+}
+
+// Columns [first, first + cols) of m as a matrix of their own.
+HostMatrix column_block(const HostMatrix& m, std::int64_t first, std::int64_t cols)
+{
+    HostMatrix out(m.rows, cols);
+    for (std::int64_t i = 0; i < m.rows; ++i) {
+        for (std::int64_t j = 0; j < cols; ++j) {
+            out(i, j) = m(i, first + j);
+        }
+    }
+    return out;
+}
+
+// run_heads: every head width from 1 to 256 (narrow ones zero-padded to an instance), 1 and 3
+// heads, K and V as adjacent column blocks of one matrix (one conversion) or apart, on two row
+// ranges of a NaN-poisoned output with padding columns: each head against the fp64 reference of
+// its own columns, nothing outside the ranges and the heads' columns written, and the plan's
+// max_dim below the padded width (the workspaces grow).
+TEST(Fused3sCuda, RunHeadsNarrowWidthsAndHeadsTogether)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const Csr a = graph("rmat", 9, 720);
+    const std::int64_t n = a.num_rows;
+    std::uint64_t seed = 721;
+    for (const std::int64_t d : {1, 3, 7, 16, 24, 40, 100, 200, 256}) {
+        for (const std::int64_t heads : {1, 3}) {
+            for (const bool adjacent : {true, false}) {
+                const std::int64_t w = heads * d;
+                const auto what = describe("run_heads", a, d) + ", " + std::to_string(heads) +
+                                  " heads, K and V " + (adjacent ? "adjacent" : "apart");
+                SCOPED_TRACE(what);
+                auto plan = halo::cuda::make_fused3s_plan(gpu.ctx, a, w);
+                const auto q = random_matrix(n, w, w + 3, seed++);
+                const auto kv = random_matrix(a.num_cols, 2 * w, 2 * w + 1, seed++);
+                const auto dq = upload(*gpu.backend, q);
+                const auto dkv = upload(*gpu.backend, kv);
+                const auto kv_v = column_block(kv, w, w);
+                const auto dv = upload(*gpu.backend, kv_v);
+                const halo::DenseView<const float> kview{dkv.view.data, a.num_cols, w, dkv.view.ld};
+                const halo::DenseView<const float> vview =
+                    adjacent
+                        ? halo::DenseView<const float>{dkv.view.data + w, a.num_cols, w,
+                                                       dkv.view.ld}
+                        : halo::DenseView<const float>{dv.view.data, a.num_cols, w, dv.view.ld};
+                auto out = upload(*gpu.backend, HostMatrix(n, w, w + 5));
+                const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+                const halo::RowRange first{0, n / 2 + 5};
+                const halo::RowRange second{first.end, n};
+                plan->run_heads(dq.view, kview, vview, heads, scale, out.view, second);
+                gpu.ctx.synchronize();
+                const auto half = download(*gpu.backend, out);
+                plan->run_heads(dq.view, kview, vview, heads, scale, out.view, first);
+                gpu.ctx.synchronize();
+                const auto got = download(*gpu.backend, out);
+                for (std::int64_t i = 0; i < n; ++i) {
+                    for (std::int64_t c = w; c < got.ld; ++c) {
+                        ASSERT_TRUE(std::isnan(got(i, c)))
+                            << "padding (" << i << ", " << c << ") written";
+                    }
+                    for (std::int64_t c = 0; c < w && i < first.end; ++c) {
+                        ASSERT_TRUE(std::isnan(half(i, c)))
+                            << "row " << i << " written by the range [" << second.begin << ", "
+                            << second.end << ")";
+                    }
+                }
+                for (std::int64_t h = 0; h < heads; ++h) {
+                    Inputs in;
+                    in.q = column_block(q, h * d, d);
+                    in.k = column_block(kv, h * d, d);
+                    in.v = column_block(kv, w + h * d, d);
+                    const auto want = reference(a, in, scale);
+                    expect_close(what + ", head " + std::to_string(h), a,
+                                 column_block(got, h * d, d), want, kFusedTolerance, {0, n});
+                }
+            }
+        }
+    }
+}
+
+TEST(Fused3sCuda, RunHeadsRejectsWidthsWithoutAnInstance)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const Csr a = graph("rmat", 6, 730);
+    auto plan = halo::cuda::make_fused3s_plan(gpu.ctx, a, 600);
+    const auto x = upload(*gpu.backend, random_matrix(a.num_rows, 514, 514, 731));
+    auto out = upload(*gpu.backend, HostMatrix(a.num_rows, 514));
+    const auto cols = [](auto m, std::int64_t c) {
+        m.cols = c;
+        return m;
+    };
+    // A head of 257 columns, and 514 columns that do not split into 3 heads.
+    EXPECT_THROW(plan->run_heads(cols(x.view, 257), cols(x.view, 257), cols(x.view, 257), 1, 1.0f,
+                                 cols(out.view, 257), {0, a.num_rows}),
+                 halo::LogicError);
+    EXPECT_THROW(plan->run_heads(x.view, x.view, x.view, 3, 1.0f, out.view, {0, a.num_rows}),
+                 halo::LogicError);
+    EXPECT_THROW(plan->run_heads(x.view, x.view, x.view, 0, 1.0f, out.view, {0, a.num_rows}),
+                 halo::LogicError);
 }
 
 // The window order changes only which block computes a window, not how: the same bits.
