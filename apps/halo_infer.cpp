@@ -54,6 +54,11 @@
 
 namespace {
 
+// --input-transform auto: the first layer's x W as an SpMM where at most this share of the
+// dataset's features is nonzero (an estimate of where an SpMM of the nonzeros beats a dense
+// GEMM on a GPU: the GEMM's flops against the SpMM's gathered rows of W).
+constexpr double kSparseInputDensity = 0.02;
+
 struct Options {
     std::string dataset;
     std::string model;
@@ -90,6 +95,7 @@ struct Options {
     bool host_values = false;         // in memory: the host builds every operator's values
     bool pattern_operators = false;   // MergePath / row-split: no values even for gcn
     bool no_sync = false;             // result pieces renamed without an fsync
+    std::string input_transform = "auto";  // auto | dense | sparse (the first layer's x W)
     // Set by main() before run(): the dataset file as this rank found it before reading it.
     std::pair<dev_t, ino_t> dataset_identity{};
 };
@@ -916,6 +922,9 @@ void write_manifest(const Job& job, const std::string& command, const halo::Data
     manifest["spmm"] = !o.spmm.empty() ? o.spmm : job.cuda ? "auto" : "reference";
     manifest["attention"] = o.attention;
     manifest["int8_features"] = o.int8_features;
+    // Rank 0's choice (--input-transform); empty note: dense (no sparse input was set up).
+    manifest["input_transform"] = {{"option", o.input_transform},
+                                   {"note", engine.sparse_input_note()}};
     manifest["step_timing"] = step_timing;
     manifest["cuda_graph"] = engine.replayed();
     manifest["num_parts"] = job.size;
@@ -1078,6 +1087,24 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     phases.add("plans", setup_seconds - engine.operator_seconds(), -1.0,
                "operators to the device, kernel setup");
 
+    // Sparse dataset features (bag-of-words rows): the first layer's transforms as an SpMM.
+    if (o.input_transform != "dense" && !o.int8_features && info.feature_dim > 0 &&
+        !engine.out_of_core()) {
+        job.step.restart();
+        const double density = o.input_transform == "sparse" ? 1.0 : kSparseInputDensity;
+        const auto csr =
+            halo::sparse_rows(shard.features.data(), shard.num_owned, info.feature_dim, density);
+        bool used = false;
+        if (csr) {
+            used = engine.set_sparse_input(*csr);
+        }
+        job.phases.add("sparse input", job.step.seconds(), -1.0,
+                       used  ? engine.sparse_input_note()
+                       : csr ? engine.sparse_input_note()
+                             : fmt::format("features denser than {:.0f}%: first-layer transforms "
+                                           "dense",
+                                           100.0 * density));
+    }
     auto runs = run_repeats(job, engine, shard, info, model, uploaded);
     const auto prediction = write_piece(job, engine, *backend.backend, shard, model, runs);
     job.step.restart();
@@ -1212,6 +1239,11 @@ int main(int argc, char** argv)
                  "--save-layers, no --step-timing); an error where it cannot apply");
     app.add_flag("--no-cuda-graph", o.no_cuda_graph, "never record or replay the forward pass")
         ->excludes("--cuda-graph");
+    app.add_option("--input-transform", o.input_transform,
+                   "the first layer's transforms of the dataset's features (x W): auto (as an "
+                   "SpMM of the nonzeros where at most 2% of the features are nonzero, e.g. "
+                   "bag-of-words rows), sparse (always as an SpMM), dense (always a GEMM)")
+        ->check(CLI::IsMember({"auto", "dense", "sparse"}));
     app.add_flag("--sync-layers", o.sync_layers,
                  "barrier before every layer, so per-layer times exclude the ranks' arrival "
                  "skew (for measurements)");

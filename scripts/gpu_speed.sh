@@ -25,7 +25,9 @@ one() {  # graph dataset label halo-args -- pyg-args
   "${mpi[@]}" "$bin/halo-infer" "$ds" "${halo[@]}" ${HALO_INFER_FLAGS:-} --backend cuda \
     --repeat 20 --out "$res" -q \
     >"$out/log-$graph-$label.txt" 2>&1 || { echo "halo-infer failed: $graph $label"; tail -3 "$out/log-$graph-$label.txt"; }
-  PYTHONUNBUFFERED=1 timeout 600 python3 bench/pyg_gcn.py "$ds" "${pyg[@]}" --runs 20 \
+  # PYG_FLAGS: extra bench/pyg_gcn.py options (e.g. --warmup 20 --runs 60; the last one wins).
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout 600 python3 bench/pyg_gcn.py "$ds" "${pyg[@]}" --runs 20 ${PYG_FLAGS:-} \
     >"$out/pyg-$graph-$label.jsonl" 2>"$out/pyg-$graph-$label.err"
   python3 - "$graph" "$label" "$res/manifest.json" "$out/pyg-$graph-$label.jsonl" >>"$jsonl" <<'PY'
 import json, sys

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace halo {
@@ -73,5 +74,12 @@ Csr slice_rows(const Csr& a, RowRange rows);
 
 /// Number of rows i with a diagonal entry (i, i).
 std::int64_t count_diagonal(const CsrView& csr);
+
+/// The rows x cols row-major matrix x (leading dimension cols) as a CSR of its nonzero entries
+/// (x != 0, so NaN is kept; columns ascending, values kept), when at most max_density of its
+/// entries are nonzero; std::nullopt otherwise. A sample of rows is counted first, so a dense
+/// matrix costs a few hundred rows' scan, not a whole one. OpenMP threads.
+std::optional<Csr> sparse_rows(const float* x, std::int64_t rows, std::int64_t cols,
+                               double max_density);
 
 }  // namespace halo

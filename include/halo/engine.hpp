@@ -168,6 +168,18 @@ public:
     /// the backend (out of core: into the driver's host input), so the result equals forward()
     /// on the same values bit for bit. `features` may be dropped once this returns.
     std::span<const float> forward(const Matrix& features);
+    /// Declares that the features of the following forward(features) and run(features) calls
+    /// (fp32, host or backend) equal `features` (num_owned x model.input_dim(), e.g. the
+    /// dataset's bag-of-words rows, built once from the same values): the first layer's
+    /// transforms of its input (x W) then multiply this sparse matrix (the backend's exact SpMM
+    /// plan) instead of the dense rows. Results equal the dense product's up to summation
+    /// rounding (on the CPU backend bit for bit: the zero terms a dense sum adds change nothing).
+    /// Random and int8 inputs, and runs over row blocks, keep the dense product. Returns false,
+    /// and keeps the dense product, where the backend's SpMM plan is not exact (AES). The caller
+    /// keeps the promise; nothing checks it per run.
+    bool set_sparse_input(const Csr& features);
+    /// What set_sparse_input() chose, one line (empty when it was not called).
+    std::string sparse_input_note() const;
     /// The next run leaves its output in backend memory: forward() returns an empty span
     /// (download_seconds() 0), and download_rows() copies rows of the output to the host until
     /// the run after it (halo-infer downloads the rows batch by batch while it writes them). Out

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -52,8 +53,12 @@ struct Engine::Impl {
     int runs = 0;
     bool recorded = false;
     bool recorded_int8 = false;
+    bool recorded_sparse = false;
     int recorded_out = -1;
     std::string replay_note;
+    // set_sparse_input(): what it chose, and whether the current run's input is that matrix.
+    std::string sparse_note;
+    bool sparse_run = false;
     // Out of core: the row-block driver over the layers' host operators.
     std::unique_ptr<detail::RowBlockDriver> row_blocks;
     std::int64_t memory_limit = 0;
@@ -264,6 +269,9 @@ std::string Engine::kernel_report() const
     if (const auto* att = impl_->ctx.attention_plan(detail::AttentionPattern::adjacency)) {
         out += "attention over A (transformer): " + att->algorithm() + "\n";
     }
+    if (!impl_->sparse_note.empty()) {
+        out += impl_->sparse_note + "\n";
+    }
     if (impl_->options.replay) {
         out += impl_->recorded ? std::string("forward pass recorded once and replayed\n")
                                : "forward pass not recorded: " +
@@ -342,6 +350,7 @@ std::span<const float> Engine::forward(const std::vector<float>& features)
     im.ctx.backend.copy_from_host(features.data(), im.ctx.view(0, im.ctx.n_owned, in_w));
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
+    im.sparse_run = im.ctx.sparse_input() != nullptr;
     return run_layers();
 }
 
@@ -362,6 +371,7 @@ std::span<const float> Engine::forward(const Matrix& features)
     im.ctx.backend.synchronize();
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
+    im.sparse_run = im.ctx.sparse_input() != nullptr;
     return run_layers();
 }
 
@@ -398,6 +408,7 @@ std::span<const float> Engine::forward_random(std::uint64_t seed)
     im.ctx.backend.synchronize();
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
+    im.sparse_run = false;
     return run_layers();
 }
 
@@ -417,6 +428,7 @@ std::span<const float> Engine::forward(const QuantizedView& features)
     im.ctx.load_quantized(features);
     input_seconds_ = seconds_since(t0);
     im.int8_input_host = features;
+    im.sparse_run = false;
     struct Reset {
         Impl& im;
         ~Reset()
@@ -426,6 +438,45 @@ std::span<const float> Engine::forward(const QuantizedView& features)
         }
     } reset{im};
     return run_layers();
+}
+
+bool Engine::set_sparse_input(const Csr& features)
+{
+    auto& im = *impl_;
+    const auto in_w = im.model.input_dim();
+    HALO_EXPECTS(features.num_rows == im.ctx.n_owned && features.num_cols == in_w,
+                 "sparse input of ", features.num_rows, " x ", features.num_cols, ", expected ",
+                 im.ctx.n_owned, " x ", in_w);
+    im.ctx.set_sparse_input(nullptr);
+    im.recorded = false;  // a recording made with the other product is not replayed
+    const auto nnz = features.nnz();
+    const double density =
+        im.ctx.n_owned * in_w > 0
+            ? static_cast<double>(nnz) / (static_cast<double>(im.ctx.n_owned) * in_w)
+            : 0.0;
+    char percent[32];
+    std::snprintf(percent, sizeof percent, "%.2f%%", 100.0 * density);
+    const auto what = "input features: " + std::to_string(nnz) + " nonzeros of " +
+                      std::to_string(im.ctx.n_owned) + " x " + std::to_string(in_w) + " (" +
+                      percent + ")";
+    if (im.row_blocks) {
+        im.sparse_note = what + ", first-layer transforms dense (out of core)";
+        return false;
+    }
+    auto plan = im.ctx.backend.make_spmm_plan(features, SpmmPlanHints{"input features", {}, {}});
+    if (!plan->exact()) {
+        im.sparse_note = what + ", first-layer transforms dense (the backend's SpMM " +
+                         plan->algorithm() + " is not exact)";
+        return false;
+    }
+    im.sparse_note = what + ", first-layer transforms as SpMM: " + plan->algorithm();
+    im.ctx.set_sparse_input(std::move(plan));
+    return true;
+}
+
+std::string Engine::sparse_input_note() const
+{
+    return impl_->sparse_note;
 }
 
 void Engine::defer_download()
@@ -477,6 +528,11 @@ std::span<const float> Engine::run_layers()
     const bool replayable = im.options.replay && !im.ctx.has_peers && !im.options.step_timing &&
                             !im.options.keep_layers;
     const bool int8 = im.ctx.has_int8_input();
+    const bool sparse = im.sparse_run;
+    // The first layer's transforms multiply the sparse input where the run's input is it.
+    const auto first_layer_input = [&](std::size_t l) {
+        im.ctx.use_sparse_input(l == 0 && sparse);
+    };
     const auto replay = [&] {
         const auto t0 = std::chrono::steady_clock::now();
         im.ctx.backend.replay();
@@ -485,7 +541,7 @@ std::span<const float> Engine::run_layers()
         replayed_ = true;
         return timed_download(im.recorded_out);
     };
-    if (replayable && im.recorded && im.recorded_int8 == int8) {
+    if (replayable && im.recorded && im.recorded_int8 == int8 && im.recorded_sparse == sparse) {
         return replay();
     }
     if (replayable && im.runs > 0 && im.replay_note.empty()) {
@@ -494,14 +550,18 @@ std::span<const float> Engine::run_layers()
             try {
                 int cur = 0;
                 for (std::size_t l = 0; l < im.model.layers.size(); ++l) {
+                    first_layer_input(l);
                     cur = im.forward(l, cur, timings_[l]);
                     im.ctx.clear_int8_input();
                 }
+                im.ctx.use_sparse_input(false);
                 im.ctx.backend.end_capture();
                 im.recorded = true;
                 im.recorded_int8 = int8;
+                im.recorded_sparse = sparse;
                 im.recorded_out = cur;
             } catch (const Error& e) {
+                im.ctx.use_sparse_input(false);
                 try {
                     im.ctx.backend.end_capture();
                 } catch (const Error&) {  // the recording is dropped either way
@@ -527,6 +587,11 @@ std::span<const float> Engine::run_layers()
         }
         const auto stats_before = im.ctx.exchanger.stats();
         const auto t0 = std::chrono::steady_clock::now();
+        first_layer_input(l);
+        struct Off {
+            detail::StepContext& ctx;
+            ~Off() { ctx.use_sparse_input(false); }
+        } off{im.ctx};
         cur = im.forward(l, cur, t);
         im.ctx.clear_int8_input();  // only the first layer reads the int8 rows
         im.ctx.backend.synchronize();

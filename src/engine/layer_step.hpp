@@ -123,12 +123,11 @@ public:
     DenseView<float> view(int k, std::int64_t rows, std::int64_t cols);
     DenseView<float> owned(int k, std::int64_t cols) { return view(k, n_owned, cols); }
     DenseView<float> all(int k, std::int64_t cols) { return view(k, n_total, cols); }
-    /// c = a b + beta c on the backend (untimed: inside timed()).
+    /// c = a b + beta c on the backend (untimed: inside timed()). With the sparse input in use
+    /// (use_sparse_input) and a the owned input rows (buffer 0, the input's width), beta 0: the
+    /// input's SpMM plan times b instead of the dense product.
     void gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c,
-              float beta = 0.0f)
-    {
-        backend.gemm(a, b, c, 1.0f, beta);
-    }
+              float beta = 0.0f);
     /// y = act(y + bias) over the owned rows of y (bias may be empty), timed.
     void activate(LayerTiming& t, DenseView<float> y, const Matrix& bias, Activation act)
     {
@@ -172,6 +171,14 @@ public:
     void load_quantized(const QuantizedView& host);
     bool has_int8_input() const { return int8_input_.has_value(); }
     void clear_int8_input() { int8_input_.reset(); }
+    /// The owned input rows as an exact SpMM plan (owned rows x input width), for the first
+    /// layer's transforms of the input (gemm). Null: none.
+    void set_sparse_input(std::unique_ptr<SpmmPlan> plan) { sparse_input_ = std::move(plan); }
+    const SpmmPlan* sparse_input() const { return sparse_input_.get(); }
+    /// Whether gemm() multiplies the sparse input (on for the first layer of a run whose input
+    /// is the matrix set_sparse_input() holds).
+    void use_sparse_input(bool on) { sparse_input_on_ = on && sparse_input_ != nullptr; }
+    bool using_sparse_input() const { return sparse_input_on_; }
 
     // --- Reports ---
 
@@ -226,6 +233,8 @@ private:
     // int8 input: the rows as bytes in words, the column parameters, the plans reading them.
     Matrix q_rows_, q_scale_, q_zero_;
     std::optional<QuantizedView> int8_input_;
+    std::unique_ptr<SpmmPlan> sparse_input_;
+    bool sparse_input_on_ = false;
     std::map<Aggregation, std::unique_ptr<QuantizedSpmmPlan>> quantized_spmm_;
 };
 

@@ -316,6 +316,18 @@ void StepContext::allocate_shared()
 
 // Buffer k holds n_total * max_dim floats, allocated on its first use (the first run() allocates
 // every buffer a run uses, so that a recording for replay allocates nothing).
+void StepContext::gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c,
+                       float beta)
+{
+    const auto in_w = model.input_dim();
+    if (sparse_input_on_ && beta == 0.0f && a.rows == n_owned && a.cols == in_w && a.ld == in_w &&
+        a.data == buffers_[0].data()) {
+        sparse_input_->run(b, c, {0, n_owned});
+        return;
+    }
+    backend.gemm(a, b, c, 1.0f, beta);
+}
+
 DenseView<float> StepContext::view(int k, std::int64_t rows, std::int64_t cols)
 {
     if (buffers_[k].data() == nullptr) {
@@ -486,6 +498,12 @@ void StepContext::add_memory(MemoryReport& r) const
     }
     r.feature_buffers += matrix_bytes(wide_) + matrix_bytes(q_rows_) + matrix_bytes(q_scale_) +
                          matrix_bytes(q_zero_);
+    if (sparse_input_) {
+        // The input's sparse copy: its arrays, not nonzeros of a graph operator.
+        auto m = sparse_input_->memory();
+        m.nonzeros = 0;
+        r += m;
+    }
 }
 
 LayerWeights::LayerWeights(const Layer& layer, Backend& backend)

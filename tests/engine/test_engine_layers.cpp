@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine_test_util.hpp"
+#include "halo/csr.hpp"
 #include "halo/dense_ops.hpp"
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
@@ -418,4 +419,63 @@ TEST(EngineLayers, ReplayFallsBackWhereTheBackendCannotRecord)
     EXPECT_GT(engine.forward_seconds(), 0.0);
     EXPECT_NE(engine.kernel_report().find("cannot record"), std::string::npos)
         << engine.kernel_report();
+}
+
+// Engine::set_sparse_input: the first layer's transforms of the input as an SpMM of its nonzeros
+// give the dense GEMM's result bit for bit on the CPU backend, for every layer type; random
+// inputs (forward_random) keep the dense product, so they still equal a fresh engine's; an
+// approximate (AES) backend refuses it and says why.
+TEST(EngineLayers, SparseInputEqualsTheDenseProduct)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const std::vector<std::int32_t> owner(graph.num_rows, 0);
+    const auto shard = halo::build_shard(graph, owner, 1, 0);
+    const auto n = graph.num_rows;
+    const std::int64_t in = 37;
+    // About 10% nonzeros, bag-of-words style (counts 1 to 3), some rows empty.
+    std::vector<float> x(static_cast<std::size_t>(n * in), 0.0f);
+    std::uint64_t state = 12345;
+    for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t j = 0; j < in; ++j) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            if (i % 7 != 3 && (state >> 33) % 10 == 0) {
+                x[i * in + j] = static_cast<float>(1 + (state >> 40) % 3);
+            }
+        }
+    }
+    const auto csr = halo::sparse_rows(x.data(), n, in, 1.0);
+    ASSERT_TRUE(csr.has_value());
+    for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gin,
+                            halo::LayerType::agnn, halo::LayerType::transformer,
+                            halo::LayerType::gat, halo::LayerType::maxk, halo::LayerType::linear}) {
+        SCOPED_TRACE(halo::to_string(type));
+        const auto model = halo::random_model(type, {in, 16, 5}, 3);
+        auto backend = halo::make_cpu_backend();
+        auto exchanger = halo::make_local_exchanger(shard);
+        halo::Engine engine(*backend, *exchanger, shard, model, {});
+        const auto dense = engine.run(x);
+        const auto dense_random = engine.run_random(9);
+        ASSERT_TRUE(engine.set_sparse_input(*csr));
+        EXPECT_NE(engine.kernel_report().find("first-layer transforms as SpMM"), std::string::npos)
+            << engine.kernel_report();
+        const auto sparse = engine.run(x);
+        ASSERT_EQ(sparse.size(), dense.size());
+        for (std::size_t k = 0; k < dense.size(); ++k) {
+            ASSERT_EQ(sparse[k], dense[k]) << "element " << k;
+        }
+        EXPECT_EQ(engine.run_random(9), dense_random);
+    }
+
+    // Approximate SpMM plans (AES) are not used for the input.
+    halo::CpuBackendOptions aes;
+    aes.aes = halo::AesOptions{};
+    auto backend = halo::make_cpu_backend(aes);
+    auto exchanger = halo::make_local_exchanger(shard);
+    const auto model = halo::random_model(halo::LayerType::linear, {in, 5}, 3);
+    halo::Engine engine(*backend, *exchanger, shard, model, {});
+    EXPECT_FALSE(engine.set_sparse_input(*csr));
+    EXPECT_NE(engine.sparse_input_note().find("not exact"), std::string::npos)
+        << engine.sparse_input_note();
+    // A matrix of the wrong shape is refused.
+    EXPECT_THROW(engine.set_sparse_input(halo::slice_rows(*csr, {0, n - 1})), halo::LogicError);
 }

@@ -6,9 +6,8 @@
 //   sampled (column, value) pairs, slot by slot, into its shared-memory staging area: slot k
 //   holds position start(k mod sample_cnt) + k / sample_cnt (Eq. 3), as halo::aes_slot_position
 //   says. Lines 16-19: each lane sums its columns over the slots in slot order, one fmaf per
-//   product, gathering feature rows through the read-only cache (8 fp32 or 32 int8 gathers per
-//   lane issued before their products, kept raw until then, the last batch of a row predicated,
-//   so that they are in flight together), then stores each element once,
+//   product, gathering feature rows through the read-only cache (eight gathers per lane issued
+//   before their products, so that they are in flight together), then stores each element once,
 //   scaled by the row's factor (1 unless rescaled). One owner per row, no atomics: the same bits
 //   every run and for every row range, equal to the CPU reference's.
 // - Staging: 32 KiB per 256-thread block, 16 slots per lane of a group (512 for a warp), never
@@ -19,8 +18,10 @@
 //   workspace; a second kernel sums each split row's partials in piece order and applies the
 //   factor. Still no atomics and the same bits every run; split rows differ from the CPU
 //   reference's single chain only by rounding.
-// - Lanes take 4 consecutive columns (float4, or char4 of int8) when the width, the leading
-//   dimensions and the base pointers allow 16-byte fp32 (4-byte int8) accesses; else one column.
+// - Lanes take 4 consecutive fp32 columns (float4) or 8 int8 columns (one 8-byte load; 4 with a
+//   4-byte one) when the width, the leading dimensions and the base pointers allow; else one
+//   column. At d = 128 a group of 16 lanes then spans an int8 row: half the load instructions
+//   and twice the rows in flight of 4-byte lanes, the same products in the same order.
 // - int8 features: a lane loads its columns' scale and zero point once per column chunk and
 //   dequantizes each gathered value with halo::dequantize_int8 (one rounded product), the same
 //   function the CPU reference calls.
@@ -43,6 +44,8 @@ namespace {
 
 constexpr int kBlock = kAesBlock;
 constexpr int kWarp = 32;
+// Gathers in flight per lane in the product loop.
+constexpr int kBatch = 8;
 // Grid cap: enough resident groups for any device; the grid-stride loops cover the rest.
 constexpr std::int64_t kMaxBlocks = 65536;
 
@@ -62,13 +65,11 @@ struct Args {
     AesSplit split;
 };
 
-// A gather is split in two: load() issues the read of one slot's columns and keeps it raw (a
-// float4, or a char4 of int8: one register), widen() turns it into fp32 just before its products,
-// so that kBatch reads per lane can be in flight without kBatch * Vec registers of fp32 (int8:
-// 32 reads of one register each; fp32: 8 float4, as many as registers allow at full occupancy).
+// A gather in two steps: load() issues the read of one slot's columns and keeps it raw (float4,
+// or 4 / 8 int8 values in one or two registers), widen() turns it into fp32 before its products,
+// so that a batch of reads in flight costs no more registers than the raw bytes.
 template <int Vec>
 struct Fp32Gather {
-    static constexpr int kBatch = 8;
     using Raw = std::conditional_t<Vec == 4, float4, float>;
     const float* x;
     std::int64_t ld;
@@ -91,11 +92,10 @@ struct Fp32Gather {
     }
 };
 
+// Vec = 1 (one byte), 4 (one 32-bit word) or 8 (two words; 8-byte aligned rows).
 template <int Vec>
 struct Int8Gather {
-    static constexpr int kBatch = 32;
-    // Four int8 values as one 32-bit word (lowest address in the low byte).
-    using Raw = std::conditional_t<Vec == 4, int, signed char>;
+    using Raw = std::conditional_t<Vec == 8, int2, std::conditional_t<Vec == 4, int, signed char>>;
     const std::int8_t* q;
     std::int64_t ld;
     const float* scale;
@@ -111,17 +111,25 @@ struct Int8Gather {
     }
     __device__ Raw load(std::int32_t row, std::int64_t col) const
     {
-        const std::int8_t* p = q + static_cast<std::int64_t>(row) * ld + col;
-        return __ldg(reinterpret_cast<const Raw*>(p));
+        return __ldg(reinterpret_cast<const Raw*>(q + static_cast<std::int64_t>(row) * ld + col));
+    }
+    // Byte t of a little-endian word, sign-extended.
+    __device__ static int byte_of(int word, int t)
+    {
+        return static_cast<int>(static_cast<unsigned>(word) << (24 - 8 * t)) >> 24;
     }
     __device__ void widen(const Raw& r, float (&v)[Vec]) const
     {
-        if constexpr (Vec == 4) {
-            // Byte t sign-extended: shifted to the top, then arithmetically back down.
+        if constexpr (Vec == 8) {
 #pragma unroll
             for (int t = 0; t < 4; ++t) {
-                const int byte = static_cast<int>(static_cast<unsigned>(r) << (24 - 8 * t)) >> 24;
-                v[t] = dequantize_int8(byte, params[t]);
+                v[t] = dequantize_int8(byte_of(r.x, t), params[t]);
+                v[4 + t] = dequantize_int8(byte_of(r.y, t), params[4 + t]);
+            }
+        } else if constexpr (Vec == 4) {
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                v[t] = dequantize_int8(byte_of(r, t), params[t]);
             }
         } else {
             v[0] = dequantize_int8(r, params[0]);
@@ -201,43 +209,44 @@ __device__ void stage_and_multiply(const Args& a, const Gather& gather, const Gr
         for (int t = 0; t < Vec; ++t) {
             acc[t] = 0.0f;
         }
-        // Gather::kBatch reads are issued before their products, so that many loads per lane
-        // are in flight (the last batch of a row predicated, not one slot at a time); the
-        // products still run in slot order.
-        constexpr int kBatch = Gather::kBatch;
-        const auto batch = [&](int k, int count) {
+        // kBatch gathers are issued before their products, so that many loads per lane are in
+        // flight; the products still run in slot order.
+        int k = 0;
+        for (; k + kBatch <= n; k += kBatch) {
             typename Gather::Raw raw[kBatch];
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
-                if (b < count) {
-                    raw[b] = lanes.load(g.sh_col[k + b], col);
-                }
+                raw[b] = lanes.load(g.sh_col[k + b], col);
             }
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
-                if (b < count) {
-                    float v[Vec];
-                    lanes.widen(raw[b], v);
-                    const float w = g.sh_val[k + b];
+                float v[Vec];
+                lanes.widen(raw[b], v);
+                const float w = g.sh_val[k + b];
 #pragma unroll
-                    for (int t = 0; t < Vec; ++t) {
-                        acc[t] = fmaf(w, v[t], acc[t]);
-                    }
+                for (int t = 0; t < Vec; ++t) {
+                    acc[t] = fmaf(w, v[t], acc[t]);
                 }
             }
-        };
-        int k = 0;
-        for (; k + kBatch <= n; k += kBatch) {
-            batch(k, kBatch);
         }
-        if (k < n) {
-            batch(k, n - k);
+        for (; k < n; ++k) {
+            float v[Vec];
+            lanes.widen(lanes.load(g.sh_col[k], col), v);
+            const float w = g.sh_val[k];
+#pragma unroll
+            for (int t = 0; t < Vec; ++t) {
+                acc[t] = fmaf(w, v[t], acc[t]);
+            }
         }
-        if constexpr (Vec == 4) {
-            *reinterpret_cast<float4*>(out + col) =
-                make_float4(acc[0] * factor, acc[1] * factor, acc[2] * factor, acc[3] * factor);
-        } else {
+        if constexpr (Vec == 1) {
             out[col] = acc[0] * factor;
+        } else {
+#pragma unroll
+            for (int t = 0; t < Vec; t += 4) {
+                *reinterpret_cast<float4*>(out + col + t) =
+                    make_float4(acc[t] * factor, acc[t + 1] * factor, acc[t + 2] * factor,
+                                acc[t + 3] * factor);
+            }
         }
     }
     __syncwarp(g.mask);
@@ -422,14 +431,21 @@ __global__ void frobenius_kernel(const float* approx, std::int64_t lda, const fl
 
 }  // namespace
 
-bool aes_vec4(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy, std::int64_t dim)
+int aes_vec(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy, std::int64_t dim)
 {
-    return dim % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned(x, 16) && aligned(y, 16);
+    return dim % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned(x, 16) && aligned(y, 16) ? 4
+                                                                                            : 1;
 }
 
-bool aes_vec4(const QuantizedView& x, const float* y, std::int64_t ldy, std::int64_t dim)
+int aes_vec(const QuantizedView& x, const float* y, std::int64_t ldy, std::int64_t dim)
 {
-    return dim % 4 == 0 && x.ld % 4 == 0 && ldy % 4 == 0 && aligned(x.data, 4) && aligned(y, 16);
+    if (ldy % 4 != 0 || !aligned(y, 16)) {
+        return 1;
+    }
+    if (dim % 8 == 0 && x.ld % 8 == 0 && aligned(x.data, 8)) {
+        return 8;
+    }
+    return dim % 4 == 0 && x.ld % 4 == 0 && aligned(x.data, 4) ? 4 : 1;
 }
 
 void aes_spmm(cudaStream_t stream, const AesLaunch& l, const AesLayout& layout,
@@ -451,7 +467,10 @@ void aes_spmm(cudaStream_t stream, const AesLaunch& l, const AesLayout& layout,
     if (nothing_to_do(l)) {
         return;
     }
-    if (layout.vec == 4) {
+    if (layout.vec == 8) {
+        launch_group<Int8Gather<8>, 8>(stream, l, layout, split,
+                                       Int8Gather<8>{x.data, x.ld, x.scale, x.zero_point, {}});
+    } else if (layout.vec == 4) {
         launch_group<Int8Gather<4>, 4>(stream, l, layout, split,
                                        Int8Gather<4>{x.data, x.ld, x.scale, x.zero_point, {}});
     } else {

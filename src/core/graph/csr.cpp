@@ -101,4 +101,63 @@ std::int64_t count_diagonal(const CsrView& csr)
     return count;
 }
 
+std::optional<Csr> sparse_rows(const float* x, std::int64_t rows, std::int64_t cols,
+                               double max_density)
+{
+    HALO_EXPECTS(rows >= 0 && cols >= 0 && (x != nullptr || rows * cols == 0), "a ", rows, " x ",
+                 cols, " matrix");
+    if (rows == 0 || cols == 0 || !(max_density > 0.0)) {
+        return std::nullopt;
+    }
+    const auto row_count = [&](std::int64_t i) {
+        const float* r = x + i * cols;
+        std::int64_t n = 0;
+        for (std::int64_t j = 0; j < cols; ++j) {
+            n += r[j] != 0.0f;
+        }
+        return n;
+    };
+    const double limit = max_density * static_cast<double>(rows) * static_cast<double>(cols);
+    // A sample of evenly spaced rows first: a dense matrix is refused after a few hundred rows.
+    constexpr std::int64_t kSample = 256;
+    if (rows > 4 * kSample) {
+        std::int64_t sampled = 0;
+        for (std::int64_t s = 0; s < kSample; ++s) {
+            sampled += row_count(s * rows / kSample);
+        }
+        if (static_cast<double>(sampled) > 2.0 * max_density * kSample * cols) {
+            return std::nullopt;
+        }
+    }
+    Csr out;
+    out.num_rows = rows;
+    out.num_cols = cols;
+    out.indptr.assign(static_cast<std::size_t>(rows + 1), 0);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < rows; ++i) {
+        out.indptr[i + 1] = row_count(i);
+    }
+    for (std::int64_t i = 0; i < rows; ++i) {
+        out.indptr[i + 1] += out.indptr[i];
+    }
+    if (static_cast<double>(out.indptr[rows]) > limit) {
+        return std::nullopt;
+    }
+    out.indices.resize(static_cast<std::size_t>(out.indptr[rows]));
+    out.values.resize(out.indices.size());
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < rows; ++i) {
+        const float* r = x + i * cols;
+        auto k = out.indptr[i];
+        for (std::int64_t j = 0; j < cols; ++j) {
+            if (r[j] != 0.0f) {
+                out.indices[k] = static_cast<local_id>(j);
+                out.values[k] = r[j];
+                ++k;
+            }
+        }
+    }
+    return out;
+}
+
 }  // namespace halo

@@ -313,3 +313,55 @@ TEST(SliceRows, CopiesTheRowsOfARange)
     EXPECT_THROW(halo::slice_rows(a, {3, 6}), halo::Error);
     EXPECT_THROW(halo::slice_rows(a, {3, 2}), halo::Error);
 }
+
+// sparse_rows: the nonzeros of a dense row-major matrix in row order, columns ascending, NaN kept
+// (it is not zero), -0 dropped; refused above the density (exactly at it: kept); a dense matrix
+// refused by the row sample alone; empty shapes give nothing.
+TEST(SparseRows, KeepsTheNonzerosUpToTheDensity)
+{
+    const float nan = std::nanf("");
+    const std::vector<float> x = {0.0f, 2.0f, 0.0f, -0.0f,  //
+                                  0.0f, 0.0f, 0.0f, 0.0f,   //
+                                  1.5f, 0.0f, nan,  -3.0f};
+    const auto csr = halo::sparse_rows(x.data(), 3, 4, 0.5);
+    ASSERT_TRUE(csr.has_value());
+    halo::validate(*csr, "sparse rows");
+    EXPECT_EQ(csr->num_rows, 3);
+    EXPECT_EQ(csr->num_cols, 4);
+    EXPECT_EQ(csr->indptr, (std::vector<halo::offset_t>{0, 1, 1, 4}));
+    EXPECT_EQ(csr->indices, (std::vector<halo::local_id>{1, 0, 2, 3}));
+    ASSERT_EQ(csr->values.size(), 4u);
+    EXPECT_EQ(csr->values[0], 2.0f);
+    EXPECT_EQ(csr->values[1], 1.5f);
+    EXPECT_TRUE(std::isnan(csr->values[2]));
+    EXPECT_EQ(csr->values[3], -3.0f);
+    // 4 of 12 nonzero: kept at density 4/12, refused just below it.
+    EXPECT_TRUE(halo::sparse_rows(x.data(), 3, 4, 4.0 / 12.0).has_value());
+    EXPECT_FALSE(halo::sparse_rows(x.data(), 3, 4, 3.9 / 12.0).has_value());
+    EXPECT_FALSE(halo::sparse_rows(x.data(), 0, 4, 1.0).has_value());
+    EXPECT_FALSE(halo::sparse_rows(x.data(), 3, 0, 1.0).has_value());
+    EXPECT_THROW(halo::sparse_rows(nullptr, 3, 4, 1.0), halo::LogicError);
+
+    // A large matrix, dense but for one row: the sample refuses it; sparse but for one dense row
+    // (below the density overall): kept, and equal to the matrix.
+    const std::int64_t rows = 5000;
+    const std::int64_t cols = 64;
+    std::vector<float> dense(static_cast<std::size_t>(rows * cols), 1.0f);
+    std::fill_n(dense.begin(), cols, 0.0f);
+    EXPECT_FALSE(halo::sparse_rows(dense.data(), rows, cols, 0.05).has_value());
+    std::vector<float> sparse(static_cast<std::size_t>(rows * cols), 0.0f);
+    for (std::int64_t i = 0; i < rows; ++i) {
+        sparse[i * cols + (i * 7) % cols] = static_cast<float>(i + 1);
+    }
+    std::fill_n(sparse.begin() + 17 * cols, cols, 0.5f);
+    const auto kept = halo::sparse_rows(sparse.data(), rows, cols, 0.05);
+    ASSERT_TRUE(kept.has_value());
+    halo::validate(*kept, "sparse rows");
+    std::vector<float> back(sparse.size(), 0.0f);
+    for (std::int64_t i = 0; i < rows; ++i) {
+        for (auto k = kept->indptr[i]; k < kept->indptr[i + 1]; ++k) {
+            back[i * cols + kept->indices[k]] = kept->values[k];
+        }
+    }
+    EXPECT_EQ(back, sparse);
+}

@@ -422,8 +422,28 @@ TEST(Fused3sCuda, RunHeadsNarrowWidthsAndHeadsTogether)
                     in.k = column_block(kv, h * d, d);
                     in.v = column_block(kv, w + h * d, d);
                     const auto want = reference(a, in, scale);
-                    expect_close(what + ", head " + std::to_string(h), a,
-                                 column_block(got, h * d, d), want, kFusedTolerance, {0, n});
+                    const auto head = column_block(got, h * d, d);
+                    if (d >= 32) {
+                        expect_close(what + ", head " + std::to_string(h), a, head, want,
+                                     kFusedTolerance, {0, n});
+                        continue;
+                    }
+                    // A narrow row is a few weighted means that may cancel to near zero, so the
+                    // error is bounded by the weights' rounding times the weighted |V| (the same
+                    // reference over |V|), element by element.
+                    for (auto& x : in.v.data) {
+                        x = std::abs(x);
+                    }
+                    const auto magnitude = reference(a, in, scale);
+                    for (std::int64_t i = 0; i < n; ++i) {
+                        for (std::int64_t c = 0; c < d; ++c) {
+                            const double e = std::abs(head(i, c) - want[i * d + c]);
+                            ASSERT_LE(e, kFusedTolerance * magnitude[i * d + c])
+                                << "head " << h << " row " << i << " (" << a.row_nnz(i)
+                                << " neighbours) column " << c << ": got " << head(i, c)
+                                << ", expected " << want[i * d + c];
+                        }
+                    }
                 }
             }
         }
@@ -561,13 +581,19 @@ TEST(Fused3sCuda, RejectsBadOperandsAndFormats)
     HALO_REQUIRE_GPUS(1);
     Gpu gpu;
     const Csr a = graph("rmat", 8, 1000);
-    auto plan = halo::cuda::make_fused3s_plan(gpu.ctx, a, 256);
-    const auto in = make_inputs(a, 48, 48, 1001);
+    auto plan = halo::cuda::make_fused3s_plan(gpu.ctx, a, 512);
+    const auto in = make_inputs(a, 300, 300, 1001);
     const auto dev = upload_inputs(gpu, in);
-    auto out = upload(*gpu.backend, HostMatrix(a.num_rows, 48, 48));
+    auto out = upload(*gpu.backend, HostMatrix(a.num_rows, 300, 300));
     EXPECT_THROW(
         halo::cuda::fused_attention(*plan, dev.q.view, dev.k.view, dev.v.view, 1.0f, out.view),
         halo::LogicError)
+        << "d = 300 is above every instance";
+    // The fp16 entry point takes the instances' widths only (no padding there).
+    halo::cuda::DeviceBuffer<__half> h48(gpu.ctx, static_cast<std::size_t>(a.num_cols * 48));
+    const halo::DenseView<const __half> w48{h48.data(), a.num_cols, 48, 48};
+    auto out48 = upload(*gpu.backend, HostMatrix(a.num_rows, 48, 48));
+    EXPECT_THROW(plan->run(w48, w48, w48, 1.0f, out48.view, {0, a.num_rows}), halo::LogicError)
         << "d = 48 is not instantiated";
     auto bsb = halo::build_bsb(a);
     bsb.block_columns[0] = static_cast<std::int32_t>(a.num_cols);
