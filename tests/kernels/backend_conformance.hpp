@@ -197,15 +197,18 @@ TYPED_TEST_P(BackendConformance, AxpbyMatchesThePlainLoop)
 {
     auto& backend = this->backend();
     std::uint64_t seed = 300;
+    // Widths that are multiples of 4 get leading dimensions that are too (a device's vector
+    // path), one wider than a 256-thread block's 4-column units (1028).
     for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-             {1, 1}, {3, 33}, {129, 31}, {1000, 7}}) {
+             {1, 1}, {3, 33}, {129, 31}, {1000, 7}, {70, 64}, {5, 1028}}) {
         for (const auto& [alpha, beta] : std::vector<std::pair<float, float>>{
                  {1.0f, 0.0f}, {1.5f, -0.5f}, {1.0f, 1.0f}, {0.0f, 2.0f}}) {
             SCOPED_TRACE(::testing::Message()
                          << rows << " x " << cols << " alpha " << alpha << " beta " << beta);
-            const auto x = random_matrix(rows, cols, cols + 2, ++seed);
-            auto y = beta == 0.0f ? HostMatrix(rows, cols, cols + 1)
-                                  : random_matrix(rows, cols, cols + 1, ++seed);
+            const bool four = cols % 4 == 0;
+            const auto x = random_matrix(rows, cols, four ? cols + 4 : cols + 2, ++seed);
+            auto y = beta == 0.0f ? HostMatrix(rows, cols, four ? cols + 8 : cols + 1)
+                                  : random_matrix(rows, cols, four ? cols + 8 : cols + 1, ++seed);
             auto dx = upload(backend, x);
             auto dy = upload(backend, y);
             backend.axpby(alpha, dx.view, beta, dy.view);
@@ -232,7 +235,7 @@ TYPED_TEST_P(BackendConformance, BiasActivationMatchesTheReferenceOnItsRowsOnly)
 {
     auto& backend = this->backend();
     std::uint64_t seed = 500;
-    for (const std::int64_t cols : {1, 3, 33, 129}) {
+    for (const std::int64_t cols : {1, 3, 33, 129, 64, 1028}) {
         for (const bool with_bias : {false, true}) {
             for (const auto act : {Activation::none, Activation::relu}) {
                 for (const auto range :
@@ -240,7 +243,7 @@ TYPED_TEST_P(BackendConformance, BiasActivationMatchesTheReferenceOnItsRowsOnly)
                     SCOPED_TRACE(::testing::Message() << "cols " << cols << " bias " << with_bias
                                                       << " act " << to_string(act) << " rows ["
                                                       << range.begin << ", " << range.end << ")");
-                    auto y = random_matrix(40, cols, cols + 1, ++seed);
+                    auto y = random_matrix(40, cols, cols % 4 == 0 ? cols + 4 : cols + 1, ++seed);
                     y(10, 0) = kNaN;  // relu maps NaN to 0 on both sides; none keeps it
                     const auto bias = random_matrix(1, cols, cols, ++seed);
                     auto dy = upload(backend, y);

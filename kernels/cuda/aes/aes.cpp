@@ -153,8 +153,9 @@ private:
             }
         }
         if (!s.rows.empty()) {
+            // A group spans group * vec columns, vec up to 8 (int8 lanes).
             const std::int64_t width =
-                layout.group == 32 ? max_dim_ : std::min<std::int64_t>(max_dim_, layout.group * 4);
+                layout.group == 32 ? max_dim_ : std::min<std::int64_t>(max_dim_, layout.group * 8);
             s.d_rows = upload(ctx_, s.rows);
             s.d_first = upload(ctx_, s.first);
             s.partials =

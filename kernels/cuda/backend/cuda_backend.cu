@@ -1,6 +1,7 @@
-// Element-wise device kernels of the CUDA backend: grid-stride loops over int64 element counts,
-// so any size runs with a bounded grid.
+// Element-wise device kernels of the CUDA backend: grid-stride loops (over rows, or over int64
+// element counts), so any size runs with a bounded grid.
 #include <algorithm>
+#include <cstdint>
 
 #include "cuda/backend/cuda_kernels.hpp"
 #include "cuda/primitives/grid_stride.cuh"
@@ -19,16 +20,66 @@ unsigned grid_for(std::int64_t count)
     return grid_blocks(count, kBlock, kMaxBlocks);
 }
 
-__global__ void axpby_kernel(std::int64_t rows, std::int64_t cols, float alpha, const float* x,
-                             std::int64_t ldx, float beta, float* y, std::int64_t ldy)
+// Row-tiled element-wise loops (axpby, bias_activation): a block covers kBlock / tpr rows at a
+// time, tpr = threads per row (a power of two covering the row's units of Vec columns, at most
+// kBlock), and steps over rows grid-stride: no division per element, and float4 accesses where
+// the widths, leading dimensions and pointers allow. Before this, one element per thread with a
+// 64-bit division each made these kernels instruction-bound (27 us for a 19,717 x 256 bias add on
+// an H200, 5x its bytes' time).
+struct RowTiling {
+    int tpr = 1;  // threads per row
+    int vec = 1;  // columns per unit (1 or 4)
+};
+
+RowTiling row_tiling(std::int64_t cols, bool vec4)
 {
-    const std::int64_t count = rows * cols;
-    for (std::int64_t k = first_index(); k < count; k += stride()) {
-        const std::int64_t i = k / cols;
-        const std::int64_t j = k - i * cols;
-        float* out = y + i * ldy + j;
-        const float ax = alpha * x[i * ldx + j];
-        *out = beta == 0.0f ? ax : ax + beta * *out;
+    RowTiling t;
+    t.vec = vec4 ? 4 : 1;
+    const std::int64_t units = (cols + t.vec - 1) / t.vec;
+    while (t.tpr < kBlock && t.tpr < units) {
+        t.tpr *= 2;
+    }
+    return t;
+}
+
+unsigned grid_for_rows(std::int64_t rows, const RowTiling& t)
+{
+    return grid_blocks(rows, kBlock / t.tpr, kMaxBlocks);
+}
+
+bool aligned16(const void* p)
+{
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+
+template <int Vec>
+__global__ void axpby_kernel(std::int64_t rows, std::int64_t cols, int tpr, float alpha,
+                             const float* x, std::int64_t ldx, float beta, float* y,
+                             std::int64_t ldy)
+{
+    const int rows_per_block = kBlock / tpr;
+    const int lane = static_cast<int>(threadIdx.x) % tpr;
+    const std::int64_t units = cols / Vec;
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * rows_per_block +
+                          static_cast<int>(threadIdx.x) / tpr;
+         i < rows; i += static_cast<std::int64_t>(gridDim.x) * rows_per_block) {
+        const float* xr = x + i * ldx;
+        float* yr = y + i * ldy;
+        for (std::int64_t u = lane; u < units; u += tpr) {
+            if constexpr (Vec == 4) {
+                const float4 a = *reinterpret_cast<const float4*>(xr + 4 * u);
+                float4 o = make_float4(alpha * a.x, alpha * a.y, alpha * a.z, alpha * a.w);
+                if (beta != 0.0f) {
+                    const float4 b = *reinterpret_cast<const float4*>(yr + 4 * u);
+                    o = make_float4(o.x + beta * b.x, o.y + beta * b.y, o.z + beta * b.z,
+                                    o.w + beta * b.w);
+                }
+                *reinterpret_cast<float4*>(yr + 4 * u) = o;
+            } else {
+                const float ax = alpha * xr[u];
+                yr[u] = beta == 0.0f ? ax : ax + beta * yr[u];
+            }
+        }
     }
 }
 
@@ -50,18 +101,33 @@ __global__ void argmax_rows_kernel(const float* x, std::int64_t rows, std::int64
     }
 }
 
-__global__ void bias_activation_kernel(float* y, std::int64_t rows, std::int64_t cols,
+template <int Vec>
+__global__ void bias_activation_kernel(float* y, std::int64_t rows, std::int64_t cols, int tpr,
                                        std::int64_t ld, const float* bias, bool relu)
 {
-    const std::int64_t count = rows * cols;
-    for (std::int64_t k = first_index(); k < count; k += stride()) {
-        const std::int64_t i = k / cols;
-        const std::int64_t j = k - i * cols;
-        float v = y[i * ld + j] + (bias != nullptr ? bias[j] : 0.0f);
-        if (relu) {
-            v = v > 0.0f ? v : 0.0f;
+    const int rows_per_block = kBlock / tpr;
+    const int lane = static_cast<int>(threadIdx.x) % tpr;
+    const std::int64_t units = cols / Vec;
+    const auto act = [relu](float v) { return relu ? (v > 0.0f ? v : 0.0f) : v; };
+    for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * rows_per_block +
+                          static_cast<int>(threadIdx.x) / tpr;
+         i < rows; i += static_cast<std::int64_t>(gridDim.x) * rows_per_block) {
+        float* yr = y + i * ld;
+        for (std::int64_t u = lane; u < units; u += tpr) {
+            if constexpr (Vec == 4) {
+                float4 v = *reinterpret_cast<const float4*>(yr + 4 * u);
+                if (bias != nullptr) {
+                    const float4 b = __ldg(reinterpret_cast<const float4*>(bias + 4 * u));
+                    v = make_float4(v.x + b.x, v.y + b.y, v.z + b.z, v.w + b.w);
+                } else {
+                    v = make_float4(v.x + 0.0f, v.y + 0.0f, v.z + 0.0f, v.w + 0.0f);
+                }
+                *reinterpret_cast<float4*>(yr + 4 * u) =
+                    make_float4(act(v.x), act(v.y), act(v.z), act(v.w));
+            } else {
+                yr[u] = act(yr[u] + (bias != nullptr ? __ldg(bias + u) : 0.0f));
+            }
         }
-        y[i * ld + j] = v;
     }
 }
 
@@ -110,8 +176,16 @@ void axpby(cudaStream_t stream, std::int64_t rows, std::int64_t cols, float alph
     if (rows <= 0 || cols <= 0) {
         return;
     }
-    axpby_kernel<<<grid_for(rows * cols), kBlock, 0, stream>>>(rows, cols, alpha, x, ldx, beta, y,
-                                                               ldy);
+    const bool vec4 =
+        cols % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(x) && aligned16(y);
+    const RowTiling t = row_tiling(cols, vec4);
+    if (vec4) {
+        axpby_kernel<4><<<grid_for_rows(rows, t), kBlock, 0, stream>>>(rows, cols, t.tpr, alpha, x,
+                                                                      ldx, beta, y, ldy);
+    } else {
+        axpby_kernel<1><<<grid_for_rows(rows, t), kBlock, 0, stream>>>(rows, cols, t.tpr, alpha, x,
+                                                                      ldx, beta, y, ldy);
+    }
     HALO_CUDA_CHECK_LAUNCH();
 }
 
@@ -121,8 +195,16 @@ void bias_activation(cudaStream_t stream, float* y, std::int64_t rows, std::int6
     if (rows <= 0 || cols <= 0) {
         return;
     }
-    bias_activation_kernel<<<grid_for(rows * cols), kBlock, 0, stream>>>(y, rows, cols, ld, bias,
-                                                                         relu);
+    const bool vec4 =
+        cols % 4 == 0 && ld % 4 == 0 && aligned16(y) && (bias == nullptr || aligned16(bias));
+    const RowTiling t = row_tiling(cols, vec4);
+    if (vec4) {
+        bias_activation_kernel<4>
+            <<<grid_for_rows(rows, t), kBlock, 0, stream>>>(y, rows, cols, t.tpr, ld, bias, relu);
+    } else {
+        bias_activation_kernel<1>
+            <<<grid_for_rows(rows, t), kBlock, 0, stream>>>(y, rows, cols, t.tpr, ld, bias, relu);
+    }
     HALO_CUDA_CHECK_LAUNCH();
 }
 
