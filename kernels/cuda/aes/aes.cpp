@@ -92,13 +92,13 @@ public:
     // Launches on the compute stream; `launch_kernels(launch, layout, split)` issues the kernels
     // for the feature type at hand.
     template <typename Launcher>
-    void run(std::int64_t dim, int vec, DenseView<float> y, RowRange rows,
+    void run(std::int64_t dim, bool vec4, DenseView<float> y, RowRange rows,
              Launcher&& launch_kernels)
     {
         if (rows.empty() || dim == 0) {
             return;
         }
-        const auto layout = detail::aes_layout(dim, vec, sample_width_, max_row_nnz_);
+        const auto layout = detail::aes_layout(dim, vec4, sample_width_, max_row_nnz_);
         const SplitSchedule& schedule = split_schedule(layout);
         detail::AesLaunch l;
         l.indptr = indptr_.data();
@@ -153,9 +153,8 @@ private:
             }
         }
         if (!s.rows.empty()) {
-            // A group spans group * vec columns, vec up to 8 (int8 lanes).
             const std::int64_t width =
-                layout.group == 32 ? max_dim_ : std::min<std::int64_t>(max_dim_, layout.group * 8);
+                layout.group == 32 ? max_dim_ : std::min<std::int64_t>(max_dim_, layout.group * 4);
             s.d_rows = upload(ctx_, s.rows);
             s.d_first = upload(ctx_, s.first);
             s.partials =
@@ -214,7 +213,7 @@ public:
         HALO_EXPECTS(rows.empty() || x.cols == 0 || x.data != nullptr || x.rows == 0,
                      "null features");
         const cudaStream_t stream = op_.ctx().compute_stream();
-        op_.run(x.cols, detail::aes_vec(x.data, x.ld, y.data, y.ld, x.cols), y, rows,
+        op_.run(x.cols, detail::aes_vec4(x.data, x.ld, y.data, y.ld, x.cols), y, rows,
                 [&](const auto& l, const auto& layout, const auto& split) {
                     detail::aes_spmm(stream, l, layout, split, x.data, x.ld);
                 });
@@ -244,7 +243,7 @@ public:
                           (x.data != nullptr || x.rows == 0)),
                      "int8 features without data, scales or zero points");
         const cudaStream_t stream = op_.ctx().compute_stream();
-        op_.run(x.cols, detail::aes_vec(x, y.data, y.ld, x.cols), y, rows,
+        op_.run(x.cols, detail::aes_vec4(x, y.data, y.ld, x.cols), y, rows,
                 [&](const auto& l, const auto& layout, const auto& split) {
                     detail::aes_spmm(stream, l, layout, split, x);
                 });

@@ -18,10 +18,8 @@
 //   workspace; a second kernel sums each split row's partials in piece order and applies the
 //   factor. Still no atomics and the same bits every run; split rows differ from the CPU
 //   reference's single chain only by rounding.
-// - Lanes take 4 consecutive fp32 columns (float4) or 8 int8 columns (one 8-byte load; 4 with a
-//   4-byte one) when the width, the leading dimensions and the base pointers allow; else one
-//   column. At d = 128 a group of 16 lanes then spans an int8 row: half the load instructions
-//   and twice the rows in flight of 4-byte lanes, the same products in the same order.
+// - Lanes take 4 consecutive columns (float4, or char4 of int8) when the width, the leading
+//   dimensions and the base pointers allow 16-byte fp32 (4-byte int8) accesses; else one column.
 // - int8 features: a lane loads its columns' scale and zero point once per column chunk and
 //   dequantizes each gathered value with halo::dequantize_int8 (one rounded product), the same
 //   function the CPU reference calls.
@@ -30,9 +28,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "cuda/aes/aes_kernels.hpp"
+#include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/warp_reduce.cuh"
 #include "halo/aes.hpp"
@@ -65,37 +63,20 @@ struct Args {
     AesSplit split;
 };
 
-// A gather in two steps: load() issues the read of one slot's columns and keeps it raw (float4,
-// or 4 / 8 int8 values in one or two registers), widen() turns it into fp32 before its products,
-// so that a batch of reads in flight costs no more registers than the raw bytes.
 template <int Vec>
 struct Fp32Gather {
-    using Raw = std::conditional_t<Vec == 4, float4, float>;
     const float* x;
     std::int64_t ld;
 
     __device__ void prepare(std::int64_t) {}
-    __device__ Raw load(std::int32_t row, std::int64_t col) const
+    __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
     {
-        return __ldg(reinterpret_cast<const Raw*>(x + static_cast<std::int64_t>(row) * ld + col));
-    }
-    __device__ void widen(const Raw& r, float (&v)[Vec]) const
-    {
-        if constexpr (Vec == 4) {
-            v[0] = r.x;
-            v[1] = r.y;
-            v[2] = r.z;
-            v[3] = r.w;
-        } else {
-            v[0] = r;
-        }
+        load_features<float, Vec>(x + static_cast<std::int64_t>(row) * ld + col, v);
     }
 };
 
-// Vec = 1 (one byte), 4 (one 32-bit word) or 8 (two words; 8-byte aligned rows).
 template <int Vec>
 struct Int8Gather {
-    using Raw = std::conditional_t<Vec == 8, int2, std::conditional_t<Vec == 4, int, signed char>>;
     const std::int8_t* q;
     std::int64_t ld;
     const float* scale;
@@ -109,30 +90,17 @@ struct Int8Gather {
             params[t] = {__ldg(scale + col + t), __ldg(zero_point + col + t)};
         }
     }
-    __device__ Raw load(std::int32_t row, std::int64_t col) const
+    __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
     {
-        return __ldg(reinterpret_cast<const Raw*>(q + static_cast<std::int64_t>(row) * ld + col));
-    }
-    // Byte t of a little-endian word, sign-extended.
-    __device__ static int byte_of(int word, int t)
-    {
-        return static_cast<int>(static_cast<unsigned>(word) << (24 - 8 * t)) >> 24;
-    }
-    __device__ void widen(const Raw& r, float (&v)[Vec]) const
-    {
-        if constexpr (Vec == 8) {
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {
-                v[t] = dequantize_int8(byte_of(r.x, t), params[t]);
-                v[4 + t] = dequantize_int8(byte_of(r.y, t), params[4 + t]);
-            }
-        } else if constexpr (Vec == 4) {
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {
-                v[t] = dequantize_int8(byte_of(r, t), params[t]);
-            }
+        const std::int8_t* p = q + static_cast<std::int64_t>(row) * ld + col;
+        if constexpr (Vec == 4) {
+            const char4 t = __ldg(reinterpret_cast<const char4*>(p));
+            v[0] = dequantize_int8(t.x, params[0]);
+            v[1] = dequantize_int8(t.y, params[1]);
+            v[2] = dequantize_int8(t.z, params[2]);
+            v[3] = dequantize_int8(t.w, params[3]);
         } else {
-            v[0] = dequantize_int8(r, params[0]);
+            v[0] = dequantize_int8(__ldg(p), params[0]);
         }
     }
 };
@@ -213,40 +181,34 @@ __device__ void stage_and_multiply(const Args& a, const Gather& gather, const Gr
         // flight; the products still run in slot order.
         int k = 0;
         for (; k + kBatch <= n; k += kBatch) {
-            typename Gather::Raw raw[kBatch];
+            float v[kBatch][Vec];
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
-                raw[b] = lanes.load(g.sh_col[k + b], col);
+                lanes.load(g.sh_col[k + b], col, v[b]);
             }
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
-                float v[Vec];
-                lanes.widen(raw[b], v);
                 const float w = g.sh_val[k + b];
 #pragma unroll
                 for (int t = 0; t < Vec; ++t) {
-                    acc[t] = fmaf(w, v[t], acc[t]);
+                    acc[t] = fmaf(w, v[b][t], acc[t]);
                 }
             }
         }
         for (; k < n; ++k) {
             float v[Vec];
-            lanes.widen(lanes.load(g.sh_col[k], col), v);
+            lanes.load(g.sh_col[k], col, v);
             const float w = g.sh_val[k];
 #pragma unroll
             for (int t = 0; t < Vec; ++t) {
                 acc[t] = fmaf(w, v[t], acc[t]);
             }
         }
-        if constexpr (Vec == 1) {
-            out[col] = acc[0] * factor;
+        if constexpr (Vec == 4) {
+            *reinterpret_cast<float4*>(out + col) =
+                make_float4(acc[0] * factor, acc[1] * factor, acc[2] * factor, acc[3] * factor);
         } else {
-#pragma unroll
-            for (int t = 0; t < Vec; t += 4) {
-                *reinterpret_cast<float4*>(out + col + t) =
-                    make_float4(acc[t] * factor, acc[t + 1] * factor, acc[t + 2] * factor,
-                                acc[t + 3] * factor);
-            }
+            out[col] = acc[0] * factor;
         }
     }
     __syncwarp(g.mask);
@@ -431,21 +393,14 @@ __global__ void frobenius_kernel(const float* approx, std::int64_t lda, const fl
 
 }  // namespace
 
-int aes_vec(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy, std::int64_t dim)
+bool aes_vec4(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy, std::int64_t dim)
 {
-    return dim % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned(x, 16) && aligned(y, 16) ? 4
-                                                                                            : 1;
+    return dim % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned(x, 16) && aligned(y, 16);
 }
 
-int aes_vec(const QuantizedView& x, const float* y, std::int64_t ldy, std::int64_t dim)
+bool aes_vec4(const QuantizedView& x, const float* y, std::int64_t ldy, std::int64_t dim)
 {
-    if (ldy % 4 != 0 || !aligned(y, 16)) {
-        return 1;
-    }
-    if (dim % 8 == 0 && x.ld % 8 == 0 && aligned(x.data, 8)) {
-        return 8;
-    }
-    return dim % 4 == 0 && x.ld % 4 == 0 && aligned(x.data, 4) ? 4 : 1;
+    return dim % 4 == 0 && x.ld % 4 == 0 && ldy % 4 == 0 && aligned(x.data, 4) && aligned(y, 16);
 }
 
 void aes_spmm(cudaStream_t stream, const AesLaunch& l, const AesLayout& layout,
@@ -467,10 +422,7 @@ void aes_spmm(cudaStream_t stream, const AesLaunch& l, const AesLayout& layout,
     if (nothing_to_do(l)) {
         return;
     }
-    if (layout.vec == 8) {
-        launch_group<Int8Gather<8>, 8>(stream, l, layout, split,
-                                       Int8Gather<8>{x.data, x.ld, x.scale, x.zero_point, {}});
-    } else if (layout.vec == 4) {
+    if (layout.vec == 4) {
         launch_group<Int8Gather<4>, 4>(stream, l, layout, split,
                                        Int8Gather<4>{x.data, x.ld, x.scale, x.zero_point, {}});
     } else {

@@ -21,7 +21,7 @@ inline constexpr int kAesStagingBytes = 32 * 1024;
 inline constexpr int kAesSlotBytes = 8;  // int32 column + float value
 
 /// How one launch maps onto the device: `group` lanes (8, 16 or 32) own a row or a piece of one,
-/// each lane `vec` consecutive columns (4: float4 / 4 int8; 8: 8 int8), and each group stages up to
+/// each lane `vec` consecutive columns (4: float4 / char4 accesses), and each group stages up to
 /// `capacity` slots. A row with more slots than `capacity` is cut into pieces of `capacity` slots.
 struct AesLayout {
     int group = 32;
@@ -31,11 +31,11 @@ struct AesLayout {
 
 /// The smallest group that spans the width's lanes; the group's share of the staging (16 slots
 /// per lane), but no more than the longest row (or W) needs, rounded up to 32.
-inline AesLayout aes_layout(std::int64_t dim, int vec, std::int64_t sample_width,
+inline AesLayout aes_layout(std::int64_t dim, bool vec4, std::int64_t sample_width,
                             std::int64_t max_row_nnz)
 {
     AesLayout l;
-    l.vec = vec;
+    l.vec = vec4 ? 4 : 1;
     const std::int64_t lanes = (dim + l.vec - 1) / l.vec;
     l.group = lanes <= 8 ? 8 : (lanes <= 16 ? 16 : 32);
     const std::int64_t most =
@@ -73,10 +73,9 @@ struct AesSplit {
     float* partials = nullptr;
 };
 
-/// The columns per lane the launch's x and y allow: fp32 4 (16-byte accesses) or 1; int8 8
-/// (8-byte loads), 4 (4-byte loads) or 1; y always needs 16-byte stores for more than 1.
-int aes_vec(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy, std::int64_t dim);
-int aes_vec(const QuantizedView& x, const float* y, std::int64_t ldy, std::int64_t dim);
+/// Whether the launch can use 16-byte fp32 accesses (4-byte int8 ones) for x and y.
+bool aes_vec4(const float* x, std::int64_t ldx, const float* y, std::int64_t ldy, std::int64_t dim);
+bool aes_vec4(const QuantizedView& x, const float* y, std::int64_t ldy, std::int64_t dim);
 
 /// y[rows, 0:dim] from fp32 features x (leading dimension ldx): rows within the capacity in one
 /// pass; split rows piece by piece into the workspace, then summed in piece order.

@@ -62,15 +62,13 @@ halo::Csr rmat_rows(std::uint64_t seed)
     return halo::testing::rmat_graph(11, 16, seed, halo::Normalization::gcn);
 }
 
-// Strides of the features: odd (0: one column per lane), a multiple of 4 (4: float4 / 4-byte
-// int8 loads) or of 8 (8: 8-byte int8 loads too); y gets a multiple of 8 for either vector mode.
-std::int64_t x_ld(std::int64_t width, int vector)
+std::int64_t x_ld(std::int64_t width, bool vector)
 {
-    return vector == 0 ? width + 3 : width + vector;
+    return vector ? width + 4 : width + 3;
 }
-std::int64_t y_ld(std::int64_t width, int vector)
+std::int64_t y_ld(std::int64_t width, bool vector)
 {
-    return vector == 0 ? width + 1 : width + 8;
+    return vector ? width + 8 : width + 1;
 }
 
 std::string strategy_text(std::int64_t nnz, std::int64_t w)
@@ -231,7 +229,7 @@ Plans make_plans(Gpu& gpu, const halo::Csr& a, std::int64_t w, AesScaling scalin
 // Runs one plan over `ranges` in order on a NaN-poisoned y and compares with the reference run
 // over the same ranges.
 void check_case(Gpu& gpu, const Plans& plans, const halo::Csr& a, std::int64_t w,
-                AesScaling scaling, Features features, std::int64_t width, int vector,
+                AesScaling scaling, Features features, std::int64_t width, bool vector,
                 const std::vector<halo::RowRange>& ranges, std::uint64_t seed)
 {
     const std::string kernel =
@@ -239,9 +237,7 @@ void check_case(Gpu& gpu, const Plans& plans, const halo::Csr& a, std::int64_t w
     std::ostringstream what;
     what << kernel << ", " << a.num_rows << " rows, " << a.nnz() << " nonzeros"
          << (a.has_values() ? "" : " (pattern)") << ", width " << width
-         << (vector == 0   ? ", odd strides"
-             : vector == 4 ? ", strides of 4"
-                           : ", strides of 8");
+         << (vector ? ", 16-byte strides" : ", odd strides");
     SCOPED_TRACE(what.str());
     const auto x = random_matrix(a.num_cols, width, x_ld(width, vector), seed);
     const auto ldy = y_ld(width, vector);
@@ -286,8 +282,8 @@ void all_dims(Gpu& gpu, const Plans& plans, const halo::Csr& a, std::int64_t w, 
               Features features, std::uint64_t& seed)
 {
     for (const auto width : kDims) {
-        for (const int vector : {0, 4, 8}) {
-            if (width % (vector == 0 ? 1 : vector) != 0) {
+        for (const bool vector : {false, true}) {
+            if (vector && width % 4 != 0) {
                 continue;
             }
             check_case(gpu, plans, a, w, scaling, features, width, vector, {{0, a.num_rows}},
@@ -360,8 +356,8 @@ TEST(AesCuda, RowRangesLeaveOtherRowsUntouched)
                         if (w == 0 && f == Features::fp32) {
                             continue;
                         }
-                        check_case(gpu, plans, a, w, scaling, f, width, width % 8 == 0 ? 8 : 0,
-                                   ranges, ++seed);
+                        check_case(gpu, plans, a, w, scaling, f, width, width % 4 == 0, ranges,
+                                   ++seed);
                     }
                 }
             }
@@ -380,8 +376,8 @@ TEST(AesCuda, PatternMatrices)
         const auto plans = make_plans(gpu, a, w, AesScaling::rescaled);
         for (const std::int64_t width : {1, 64}) {
             for (const auto f : {Features::fp32, Features::int8}) {
-                check_case(gpu, plans, a, w, AesScaling::rescaled, f, width, 0, {{0, a.num_rows}},
-                           ++seed);
+                check_case(gpu, plans, a, w, AesScaling::rescaled, f, width, false,
+                           {{0, a.num_rows}}, ++seed);
             }
         }
     }
