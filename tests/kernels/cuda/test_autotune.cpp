@@ -191,12 +191,15 @@ TEST(AutotunedSpmm, StoredChoicesBuildOnlyTheChosenKernels)
     stored.stored = true;
     options.stored_choices.push_back({{0, n, 16}, stored});
     const auto plan = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, 64, options);
-    const auto one_copy = plan->memory().total();
+    // Without library workspaces: cuSPARSE, when it is the stored choice, sizes its buffer on its
+    // first run (which kernel wins the first plan's timing varies from run to run).
+    const auto built = [&] { return plan->memory().total() - plan->memory().workspace; };
+    const auto one_copy = built();
     EXPECT_GT(one_copy, 0);
     EXPECT_LT(one_copy, first->memory().total()) << "every candidate was built";
     check_spmm(*gpu.backend, *plan, a, 16, {{0, n}}, 9651);
     EXPECT_EQ(plan->tuning_seconds(), 0.0) << "a stored choice was timed again";
-    EXPECT_EQ(plan->memory().total(), one_copy);
+    EXPECT_EQ(built(), one_copy) << "a candidate besides the stored choice was built";
     EXPECT_EQ(plan->algorithm(), "autotune(" + timed->names[timed->index] + ")");
     // A width with no stored choice: every candidate is built and timed, and results stay right.
     check_spmm(*gpu.backend, *plan, a, 32, {{0, n}}, 9652);
