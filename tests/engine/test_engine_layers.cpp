@@ -448,22 +448,28 @@ TEST(EngineLayers, SparseInputEqualsTheDenseProduct)
     for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gin,
                             halo::LayerType::agnn, halo::LayerType::transformer,
                             halo::LayerType::gat, halo::LayerType::maxk, halo::LayerType::linear}) {
-        SCOPED_TRACE(halo::to_string(type));
-        const auto model = halo::random_model(type, {in, 16, 5}, 3);
-        auto backend = halo::make_cpu_backend();
-        auto exchanger = halo::make_local_exchanger(shard);
-        halo::Engine engine(*backend, *exchanger, shard, model, {});
-        const auto dense = engine.run(x);
-        const auto dense_random = engine.run_random(9);
-        ASSERT_TRUE(engine.set_sparse_input(*csr));
-        EXPECT_NE(engine.kernel_report().find("first-layer transforms as SpMM"), std::string::npos)
-            << engine.kernel_report();
-        const auto sparse = engine.run(x);
-        ASSERT_EQ(sparse.size(), dense.size());
-        for (std::size_t k = 0; k < dense.size(); ++k) {
-            ASSERT_EQ(sparse[k], dense[k]) << "element " << k;
+        // A narrowing first layer (transform first) and a widening one (aggregate first, where
+        // the product reads the aggregated rows, not the input).
+        for (const std::int64_t hidden : {16, 64}) {
+            SCOPED_TRACE(std::string(halo::to_string(type)) + " " + std::to_string(in) + " -> " +
+                         std::to_string(hidden));
+            const auto model = halo::random_model(type, {in, hidden, 5}, 3);
+            auto backend = halo::make_cpu_backend();
+            auto exchanger = halo::make_local_exchanger(shard);
+            halo::Engine engine(*backend, *exchanger, shard, model, {});
+            const auto dense = engine.run(x);
+            const auto dense_random = engine.run_random(9);
+            ASSERT_TRUE(engine.set_sparse_input(*csr));
+            EXPECT_NE(engine.kernel_report().find("first-layer transforms as SpMM"),
+                      std::string::npos)
+                << engine.kernel_report();
+            const auto sparse = engine.run(x);
+            ASSERT_EQ(sparse.size(), dense.size());
+            for (std::size_t k = 0; k < dense.size(); ++k) {
+                ASSERT_EQ(sparse[k], dense[k]) << "element " << k;
+            }
+            EXPECT_EQ(engine.run_random(9), dense_random);
         }
-        EXPECT_EQ(engine.run_random(9), dense_random);
     }
 
     // Approximate SpMM plans (AES) are not used for the input.
