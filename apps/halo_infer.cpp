@@ -1095,16 +1095,14 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
         const double density = o.input_transform == "sparse" ? 1.0 : kSparseInputDensity;
         const auto csr =
             halo::sparse_rows(shard.features.data(), shard.num_owned, info.feature_dim, density);
-        bool used = false;
         if (csr) {
-            used = engine.set_sparse_input(*csr);
+            engine.set_sparse_input(*csr);  // its note says whether the SpMM is used
         }
         job.phases.add("sparse input", job.step.seconds(), -1.0,
-                       used  ? engine.sparse_input_note()
-                       : csr ? engine.sparse_input_note()
-                             : fmt::format("features denser than {:.0f}%: first-layer transforms "
-                                           "dense",
-                                           100.0 * density));
+                       csr ? engine.sparse_input_note()
+                           : fmt::format("features denser than {:.0f}%: first-layer transforms "
+                                         "dense",
+                                         100.0 * density));
     }
     auto runs = run_repeats(job, engine, shard, info, model, uploaded);
     const auto prediction = write_piece(job, engine, *backend.backend, shard, model, runs);

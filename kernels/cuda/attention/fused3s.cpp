@@ -96,6 +96,27 @@ struct Fused3sPlan::Impl {
         // Once, at setup: a failed upload surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
     }
+
+    // A launch's format, output and row range (one head of O's full width until the caller says
+    // otherwise); the caller adds Q, K and V.
+    detail::Fused3sArgs args(float scale, DenseView<float> out, RowRange rows) const
+    {
+        detail::Fused3sArgs a;
+        a.window_blocks = window_blocks.data();
+        a.block_columns = block_columns.data();
+        a.block_bitmaps = block_bitmaps.data();
+        a.window_order = options.reorder_windows ? window_order.data() : nullptr;
+        a.num_windows = bsb.num_windows();
+        a.num_rows = bsb.num_rows;
+        a.out = out.data;
+        a.ldo = out.ld;
+        a.out_cols = static_cast<int>(out.cols);
+        a.scale = scale;
+        a.row_begin = rows.begin;
+        a.row_end = rows.end;
+        a.vector_out = aligned16(out.data) && out.ld % 4 == 0;
+        return a;
+    }
 };
 
 Fused3sPlan::Fused3sPlan(Context& ctx, Bsb bsb, std::int64_t max_dim, Fused3sOptions options)
@@ -156,26 +177,13 @@ void Fused3sPlan::run(DenseView<const __half> q, DenseView<const __half> k,
         check_half_operand(k, "K", bsb.num_cols, dim);
         check_half_operand(v, "V", bsb.num_cols, dim);
     }
-    detail::Fused3sArgs args;
-    args.out_cols = static_cast<int>(dim);
-    args.window_blocks = impl_->window_blocks.data();
-    args.block_columns = impl_->block_columns.data();
-    args.block_bitmaps = impl_->block_bitmaps.data();
-    args.window_order = impl_->options.reorder_windows ? impl_->window_order.data() : nullptr;
-    args.num_windows = bsb.num_windows();
-    args.num_rows = bsb.num_rows;
+    auto args = impl_->args(scale, out, rows);
     args.q = q.data;
     args.ldq = q.ld;
     args.k = k.data;
     args.ldk = k.ld;
     args.v = v.data;
     args.ldv = v.ld;
-    args.out = out.data;
-    args.ldo = out.ld;
-    args.scale = scale;
-    args.row_begin = rows.begin;
-    args.row_end = rows.end;
-    args.vector_out = aligned16(out.data) && out.ld % 4 == 0;
     detail::launch_fused3s(impl_->ctx.compute_stream(), static_cast<int>(dim),
                            impl_->options.remap_registers, args);
 }
@@ -245,31 +253,20 @@ void Fused3sPlan::run_heads(DenseView<const float> q, DenseView<const float> k,
         detail::convert_groups_to_half(stream, v.data, v.ld, kv16 + q_ld, kv_ld, bsb.num_cols,
                                        heads, d, padded);
     }
-    detail::Fused3sArgs args;
-    args.window_blocks = im.window_blocks.data();
-    args.block_columns = im.block_columns.data();
-    args.block_bitmaps = im.block_bitmaps.data();
-    args.window_order = im.options.reorder_windows ? im.window_order.data() : nullptr;
-    args.num_windows = bsb.num_windows();
-    args.num_rows = bsb.num_rows;
+    auto args = im.args(scale, out, rows);
     args.q = q16;
     args.ldq = q_ld;
     args.k = kv16;
     args.ldk = kv_ld;
     args.v = kv16 + q_ld;
     args.ldv = kv_ld;
-    args.out = out.data;
-    args.ldo = out.ld;
-    args.scale = scale;
-    args.row_begin = rows.begin;
-    args.row_end = rows.end;
     args.heads = static_cast<int>(heads);
     args.q_head = padded;
     args.k_head = padded;
     args.v_head = padded;
     args.out_head = d;
     args.out_cols = static_cast<int>(d);
-    args.vector_out = aligned16(out.data) && out.ld % 4 == 0 && d % 4 == 0;
+    args.vector_out = args.vector_out && d % 4 == 0;
     detail::launch_fused3s(stream, static_cast<int>(padded), im.options.remap_registers, args);
 }
 
