@@ -14,6 +14,15 @@ namespace {
 constexpr std::int64_t f32 = sizeof(float);
 // Blocks' worth of backend memory a resident aggregation holds at a time (split_layer).
 constexpr std::int64_t kHeldBlocks = 3;
+// A streamed layer runs at least this many blocks (of at least kMinBlockNonzeros each): the
+// first block's operator rows arrive before any compute and the last block's output leaves
+// after all of it, so the pipeline's fill and drain are a block's worth each.
+constexpr std::int64_t kMinStreamedBlocks = 32;
+constexpr std::int64_t kMinBlockNonzeros = std::int64_t{1} << 22;
+// The share of a fused layer's block budget that may keep rows of the next z on the backend
+// (plan_fusion): the blocks get smaller, and each kept row saves its way down and up again.
+constexpr std::int64_t kKeepShareNum = 3;
+constexpr std::int64_t kKeepShareDen = 4;
 
 std::int64_t scaling_bytes(const std::optional<OperatorScaling>& s)
 {
@@ -167,6 +176,9 @@ void RowBlockDriver::plan_fusion()
 {
     const auto n = plans_.size();
     fused_.assign(n, false);
+    for (auto& p : plans_) {
+        p.keep_rows = 0;
+    }
     for (std::size_t l = 0; l + 1 < n; ++l) {
         auto& p = plans_[l];
         const auto& q = plans_[l + 1];
@@ -183,10 +195,31 @@ void RowBlockDriver::plan_fusion()
         if (worst > limit_) {
             continue;  // not one row more: unfused
         }
+        // The last rows of the next z stay on the backend, as many as take at most
+        // kKeepShareNum / kKeepShareDen of what the blocks may use beside z (never the room of
+        // the costliest row), and as fit beside all of the next z when layer l + 1 starts (it
+        // copies them into its z, then releases them).
+        const auto row_bytes = f32 * q.wz;
+        const auto share = (limit_ - agg.fixed) / kKeepShareDen * kKeepShareNum;
+        auto keep = std::min({n_owned_, std::max<std::int64_t>(share, 0) / row_bytes,
+                              (limit_ - worst) / row_bytes,
+                              std::max<std::int64_t>(limit_ - q.agg.fixed, 0) / row_bytes});
+        keep = std::max<std::int64_t>(keep, 0);
+        agg.fixed += row_bytes * keep;
         p.agg = agg;
-        p.agg_blocks = split(p.op, p.agg, false, std::numeric_limits<std::int32_t>::max());
+        p.keep_rows = keep;
+        p.agg_blocks = split(p.op, p.agg, false, streamed_max_nnz(p.op));
         fused_[l] = true;
     }
+}
+
+// The most nonzeros of a streamed block: one 32-bit cuSPARSE descriptor, and at most a
+// kMinStreamedBlocks-th of the operator (but not below kMinBlockNonzeros).
+std::int64_t RowBlockDriver::streamed_max_nnz(const Csr* a) const
+{
+    const auto share = (a->nnz() + kMinStreamedBlocks - 1) / kMinStreamedBlocks;
+    return std::min<std::int64_t>(std::numeric_limits<std::int32_t>::max(),
+                                  std::max(share, kMinBlockNonzeros));
 }
 
 // Costs of the layer's phases, the smallest limit that runs it, then its blocks.
@@ -262,8 +295,8 @@ void RowBlockDriver::split_layer(std::size_t l)
             }
         }
         // A streamed block is one 32-bit cuSPARSE descriptor.
-        p.agg_blocks = split(p.op, p.agg, p.compact,
-                             p.compact ? INT64_MAX : std::numeric_limits<std::int32_t>::max());
+        p.agg_blocks =
+            split(p.op, p.agg, p.compact, p.compact ? INT64_MAX : streamed_max_nnz(p.op));
     }
     if (!p.agg_first) {
         p.pre_blocks = split(nullptr, p.pre, false);
@@ -564,13 +597,21 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
     auto& streamed = *streamed_.at(p.op);
     const auto copied_before = streamed.copied_bytes();
     auto z = backend_.allocate(n_total_, wz);
-    if (z_in != nullptr) {  // the previous layer's blocks made z's owned rows
-        if (n_owned_ > 0) {
+    if (z_in != nullptr) {
+        // The previous layer's blocks made z's owned rows: those they kept on the backend (the
+        // last kept_.rows()) are copied there, the others come up.
+        const auto kept = kept_.rows();
+        const auto up = n_owned_ - kept;
+        if (up > 0) {
             const auto t0 = std::chrono::steady_clock::now();
-            backend_.copy_from_host(z_in->data(), z.rows_view(0, n_owned_));
+            backend_.copy_from_host(z_in->data(), z.rows_view(0, up));
             t.transfer += seconds_since(t0);
-            t.transferred_bytes += f32 * n_owned_ * wz;
+            t.transferred_bytes += f32 * up * wz;
         }
+        if (kept > 0) {
+            backend_.axpby(1.0f, kept_.view(), 0.0f, z.rows_view(up, n_owned_));
+        }
+        kept_ = Matrix();
     } else if (!p.agg_first) {
         for (const auto& b : p.pre_blocks) {
             const auto r = b.rows.size();
@@ -598,6 +639,11 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
             exchanging = false;
             exchange_finish(t);
         }
+    }
+    // The next z's rows from keep_begin on stay here (plan_fusion) instead of going down.
+    const auto keep_begin = n_owned_ - (z_next != nullptr ? p.keep_rows : 0);
+    if (z_next != nullptr && p.keep_rows > 0) {
+        kept_ = backend_.allocate(p.keep_rows, z_next->cols());
     }
     const auto& blocks = p.agg_blocks;
     if (!blocks.empty()) {
@@ -630,12 +676,21 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
         step.aggregate(run);
         if (z_next != nullptr) {  // the next layer's transform of these rows, sent instead
             const auto wn = z_next->cols();
-            auto zn = backend_.allocate(r, wn);
-            transform(*steps_[l + 1], o.view(), zn.view(), r, t);
-            const auto t0 = std::chrono::steady_clock::now();
-            backend_.download_async(zn, z_next->data() + blk.rows.begin * wn);
-            t.transfer += seconds_since(t0);
-            t.transferred_bytes += f32 * r * wn;
+            // Rows before keep_begin go down; the others are written where they stay.
+            const auto down_rows = std::clamp(keep_begin - blk.rows.begin, std::int64_t{0}, r);
+            if (down_rows > 0) {
+                auto zn = backend_.allocate(down_rows, wn);
+                transform(*steps_[l + 1], o.rows_view(0, down_rows), zn.view(), down_rows, t);
+                const auto t0 = std::chrono::steady_clock::now();
+                backend_.download_async(zn, z_next->data() + blk.rows.begin * wn);
+                t.transfer += seconds_since(t0);
+                t.transferred_bytes += f32 * down_rows * wn;
+            }
+            if (down_rows < r) {
+                const auto first = blk.rows.begin + down_rows - keep_begin;
+                transform(*steps_[l + 1], o.rows_view(down_rows, r),
+                          kept_.rows_view(first, first + r - down_rows), r - down_rows, t);
+            }
             continue;
         }
         const auto t0 = std::chrono::steady_clock::now();
@@ -661,6 +716,7 @@ std::span<const float> RowBlockDriver::run(std::vector<LayerTiming>& timings,
                                            std::vector<std::vector<float>>* keep)
 {
     timings.assign(model_.layers.size(), {});
+    kept_ = Matrix();  // a run that threw between two layers may have left it
     int in_slot = 0;
     Matrix h = host_matrix(n_total_, model_.input_dim(), in_slot);
     // z of the current layer made by the previous layer's blocks (plan_fusion), or empty.
@@ -730,6 +786,10 @@ std::string RowBlockDriver::report() const
         if (l < fused_.size() && fused_[l]) {
             out += ", layer " + std::to_string(l + 1) +
                    "'s transform fused into its blocks (unless every layer's output is kept)";
+            if (p.keep_rows > 0) {
+                out += ", the last " + std::to_string(p.keep_rows) + " of its " +
+                       std::to_string(n_owned_) + " z rows kept on the backend";
+            }
         }
         out += " (limit " + format_bytes(limit_) + ")\n";
     }

@@ -101,6 +101,9 @@ private:
         std::int64_t need = 0;  // the smallest limit for this layer
         std::int64_t worst_row = -1;
         std::int64_t worst_nnz = 0;
+        // Fused into the next layer's transform: the last keep_rows owned rows of the next z
+        // stay on the backend (kept_) instead of going down and up again (plan_fusion).
+        std::int64_t keep_rows = 0;
         std::vector<Block> pre_blocks;
         std::vector<Block> agg_blocks;
     };
@@ -121,6 +124,7 @@ private:
     void run_resident(std::size_t l, const Matrix& x, const Matrix& out, const Matrix* z_in,
                       const Matrix* z_next, LayerTiming& t);
     void plan_fusion();
+    std::int64_t streamed_max_nnz(const Csr* a) const;
     bool scales_input(const Csr* op) const;
     Matrix host_matrix(std::int64_t rows, std::int64_t cols, int slot);
     void down(const Matrix& m, float* host, LayerTiming& t);
@@ -140,6 +144,9 @@ private:
     // fused_[l]: layer l's aggregation blocks also compute layer l + 1's transform (z = x W of
     // their output rows) and send those rows down instead of their output (plan_fusion).
     std::vector<bool> fused_;
+    // The rows of the next layer's z that a fused layer kept on the backend (its last
+    // plans_[l].keep_rows owned rows), read by the next layer once, then released.
+    Matrix kept_;
     // The streamed operator of each distinct operator a resident layer aggregates with (made
     // once: the CUDA backend page-locks the operator for its lifetime).
     std::map<const Csr*, std::unique_ptr<StreamedSpmm>> streamed_;

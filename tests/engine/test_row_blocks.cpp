@@ -4,6 +4,7 @@
 // an error naming the limit and the smallest that works; other layer types are refused by name.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <optional>
@@ -176,6 +177,33 @@ TEST(RowBlocks, GcnFusedTransformsEqualInMemory)
                 << what << ": " << fused.report;
         }
         EXPECT_GT(fused.memory.row_blocks, 1) << fused.report;
+        // Limits from the smallest to the roomy one: rows of the next z kept on the backend,
+        // none, some or all of them (the others down and up again), always bit for bit.
+        bool some_kept = false;
+        bool all_kept = false;
+        for (int k = 1; k <= 12; ++k) {
+            const auto limit = smallest + (roomy_limit - smallest) * k / 12;
+            const auto r = run(shard, model, halo::Execution::row_blocks, limit, false);
+            EXPECT_EQ(differing(r.out, memory.out), 0) << what << " at a limit of " << limit;
+            EXPECT_LE(r.memory.total(), limit) << what;
+            const auto at = r.report.find("z rows kept on the backend");
+            if (at == std::string::npos) {
+                continue;
+            }
+            const auto line = r.report.substr(0, at);
+            const auto last = line.rfind("the last ");
+            ASSERT_NE(last, std::string::npos) << r.report;
+            long long kept = -1;
+            long long of = -1;
+            ASSERT_EQ(std::sscanf(line.c_str() + last, "the last %lld of its %lld", &kept, &of), 2)
+                << r.report;
+            EXPECT_GT(kept, 0) << r.report;
+            EXPECT_LE(kept, of) << r.report;
+            some_kept = some_kept || kept < of;
+            all_kept = all_kept || kept == of;
+        }
+        EXPECT_TRUE(some_kept) << what << ": no limit kept part of the next z";
+        EXPECT_TRUE(all_kept) << what << ": no limit kept all of the next z";
         // Kept layers: nothing fused, the same result (each layer's output is needed).
         const auto kept = run(shard, model, halo::Execution::row_blocks, roomy_limit, true);
         EXPECT_EQ(differing(kept.out, memory.out), 0) << what << " with every layer kept";
