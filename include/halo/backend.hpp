@@ -181,9 +181,9 @@ public:
     /// (made so by scale_input), applying the row scaling alone: an operator asked for it and
     /// given a column scaling (the CUDA backend). Otherwise x is read as given.
     virtual bool scaled_input() const { return false; }
-    /// x's row j times c_j, in place (x: every column of A as its rows, backend memory),
-    /// ordered before the runs issued after it. Only where scaled_input().
-    virtual void scale_input(DenseView<float> x);
+    /// x's row j times c_j for j in `rows`, in place (x: every column of A as its rows, backend
+    /// memory), ordered before the runs issued after it. Only where scaled_input().
+    virtual void scale_input(DenseView<float> x, RowRange rows);
 };
 
 class Backend {
@@ -208,6 +208,16 @@ public:
     virtual void download_async(const Matrix& src, float* host);
     /// Waits for every download_async issued so far.
     virtual void finish_downloads() {}
+    /// dst.rows x dst.cols floats at `host` into dst (backend memory), after the work issued so
+    /// far; returns before the copy ends where the backend can (the CUDA backend: on an upload
+    /// stream, where `host` is page-locked and dst contiguous; then copies issued back to back
+    /// keep the bus busy while the compute stream works). Work issued after the matching
+    /// wait_upload() sees the rows; `host` must stay unchanged until then. The default is
+    /// copy_from_host.
+    virtual void upload_async(const float* host, DenseView<float> dst);
+    /// Orders the work issued next after the oldest upload_async not yet waited for (without
+    /// blocking the host where the backend can).
+    virtual void wait_upload() {}
 
     /// dst[r, :] = the seeded input features of node ids[r] for r < dst.rows (uniform in
     /// [-1, 1), a function of (seed, id, column) only: halo::random_node_features), generated

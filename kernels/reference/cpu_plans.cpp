@@ -141,9 +141,10 @@ std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const Sp
     return std::make_unique<SlicedSpmm>(*this, a, hints);
 }
 
-void StreamedSpmm::scale_input(DenseView<float> x)
+void StreamedSpmm::scale_input(DenseView<float> x, RowRange rows)
 {
     static_cast<void>(x);
+    static_cast<void>(rows);
     HALO_THROW(LogicError, "scale_input on a streamed operator (", algorithm(),
                ") that reads x as given");
 }
@@ -151,6 +152,11 @@ void StreamedSpmm::scale_input(DenseView<float> x)
 void Backend::download_async(const Matrix& src, float* host)
 {
     copy_to_host(src.view(), host);
+}
+
+void Backend::upload_async(const float* host, DenseView<float> dst)
+{
+    copy_from_host(host, dst);
 }
 
 void Backend::argmax_rows(DenseView<const float> src, std::int32_t* best)

@@ -23,6 +23,10 @@ constexpr std::int64_t kMinBlockNonzeros = std::int64_t{1} << 22;
 // (plan_fusion): the blocks get smaller, and each kept row saves its way down and up again.
 constexpr std::int64_t kKeepShareNum = 3;
 constexpr std::int64_t kKeepShareDen = 4;
+// A resident z comes up in about this many pieces (each at least kMinUploadChunkBytes), each
+// scaled while the next ones arrive (start_upload, finish_upload).
+constexpr std::int64_t kUploadChunks = 16;
+constexpr std::int64_t kMinUploadChunkBytes = std::int64_t{64} << 20;
 
 std::int64_t scaling_bytes(const std::optional<OperatorScaling>& s)
 {
@@ -597,20 +601,22 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
     auto& streamed = *streamed_.at(p.op);
     const auto copied_before = streamed.copied_bytes();
     auto z = backend_.allocate(n_total_, wz);
+    // Where the blocks read z scaled by the column scalings (no peers: z is whole here), each
+    // piece of z is scaled once it is in.
+    auto* scale = streamed.scaled_input() ? &streamed : nullptr;
     if (z_in != nullptr) {
         // The previous layer's blocks made z's owned rows: those they kept on the backend (the
-        // last kept_.rows()) are copied there, the others come up.
+        // last kept_.rows()) are copied there while the others come up.
         const auto kept = kept_.rows();
         const auto up = n_owned_ - kept;
-        if (up > 0) {
-            const auto t0 = std::chrono::steady_clock::now();
-            backend_.copy_from_host(z_in->data(), z.rows_view(0, up));
-            t.transfer += seconds_since(t0);
-            t.transferred_bytes += f32 * up * wz;
-        }
+        const auto chunks = start_upload(z_in->data(), z, {0, up}, t);
         if (kept > 0) {
             backend_.axpby(1.0f, kept_.view(), 0.0f, z.rows_view(up, n_owned_));
+            if (scale != nullptr) {
+                scale->scale_input(z.view(), {up, n_owned_});
+            }
         }
+        finish_upload(chunks, z, scale, t);
         kept_ = Matrix();
     } else if (!p.agg_first) {
         for (const auto& b : p.pre_blocks) {
@@ -618,14 +624,11 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
             auto xb = upload_timed(backend_, x.data() + b.rows.begin * in_w, r, in_w, t);
             transform(step, xb.view(), z.rows_view(b.rows.begin, b.rows.end), r, t);
         }
-    } else if (n_owned_ > 0) {
-        const auto t0 = std::chrono::steady_clock::now();
-        backend_.copy_from_host(x.data(), z.rows_view(0, n_owned_));
-        t.transfer += seconds_since(t0);
-        t.transferred_bytes += f32 * n_owned_ * wz;
-    }
-    if (streamed.scaled_input()) {  // no peers: z is whole here
-        streamed.scale_input(z.view());
+        if (scale != nullptr) {
+            scale->scale_input(z.view(), {0, n_total_});
+        }
+    } else {
+        finish_upload(start_upload(x.data(), z, {0, n_owned_}, t), z, scale, t);
     }
     t.fp32_exchange_bytes +=
         (shard_.plan.num_send() + shard_.plan.num_recv()) * wz * static_cast<std::int64_t>(f32);
@@ -705,6 +708,46 @@ void RowBlockDriver::run_resident(std::size_t l, const Matrix& x, const Matrix& 
     backend_.finish_downloads();
     t.transfer += seconds_since(t0);
     t.transferred_bytes += streamed.copied_bytes() - copied_before;
+}
+
+// Rows `rows` of z from host rows at `host` (row rows.begin first), in pieces copied back to
+// back (Backend::upload_async: on the CUDA backend beside the compute stream's work); returns
+// the pieces for finish_upload.
+std::vector<RowRange> RowBlockDriver::start_upload(const float* host, const Matrix& z,
+                                                   RowRange rows, LayerTiming& t)
+{
+    std::vector<RowRange> chunks;
+    const auto w = z.cols();
+    if (rows.empty() || w == 0) {
+        return chunks;
+    }
+    const auto step = std::max((rows.size() + kUploadChunks - 1) / kUploadChunks,
+                               std::max<std::int64_t>(kMinUploadChunkBytes / (f32 * w), 1));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto b = rows.begin; b < rows.end; b += step) {
+        const RowRange c{b, std::min(b + step, rows.end)};
+        backend_.upload_async(host + (c.begin - rows.begin) * w, z.rows_view(c.begin, c.end));
+        chunks.push_back(c);
+    }
+    t.transfer += seconds_since(t0);
+    t.transferred_bytes += f32 * rows.size() * w;
+    return chunks;
+}
+
+// Orders the work issued next after the pieces of start_upload, each scaled by the streamed
+// operator's column scalings (where `scale` is given) as soon as it is in, while the next
+// pieces still arrive.
+void RowBlockDriver::finish_upload(const std::vector<RowRange>& chunks, const Matrix& z,
+                                   StreamedSpmm* scale, LayerTiming& t)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& c : chunks) {
+        backend_.wait_upload();
+        if (scale != nullptr) {
+            scale->scale_input(z.view(), c);
+        }
+    }
+    t.transfer += seconds_since(t0);
 }
 
 float* RowBlockDriver::input()

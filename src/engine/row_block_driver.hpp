@@ -123,6 +123,10 @@ private:
                          bool exchanging, LayerTiming& t);
     void run_resident(std::size_t l, const Matrix& x, const Matrix& out, const Matrix* z_in,
                       const Matrix* z_next, LayerTiming& t);
+    std::vector<RowRange> start_upload(const float* host, const Matrix& z, RowRange rows,
+                                       LayerTiming& t);
+    void finish_upload(const std::vector<RowRange>& chunks, const Matrix& z, StreamedSpmm* scale,
+                       LayerTiming& t);
     void plan_fusion();
     std::int64_t streamed_max_nnz(const Csr* a) const;
     bool scales_input(const Csr* op) const;

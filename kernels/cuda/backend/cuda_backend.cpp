@@ -69,6 +69,15 @@ public:
         if (download_stream_ != nullptr) {
             static_cast<void>(cudaStreamDestroy(download_stream_));
         }
+        for (auto* event : uploads_) {
+            if (event != nullptr) {
+                static_cast<void>(cudaEventDestroy(event));
+            }
+        }
+        if (upload_stream_ != nullptr) {
+            static_cast<void>(cudaStreamSynchronize(upload_stream_));
+            static_cast<void>(cudaStreamDestroy(upload_stream_));
+        }
         drop_graph();
         for (auto& event : stage_events_) {
             if (event != nullptr) {
@@ -284,6 +293,45 @@ public:
         while (!downloads_.empty()) {
             retire_download();
         }
+    }
+
+    // From page-locked memory into a contiguous view: on the upload stream after the compute
+    // issued so far (dst may be memory that work before it frees or writes), so that copies
+    // issued back to back run while the compute stream works; otherwise a synchronous copy.
+    // Each call queues an entry that wait_upload() takes (null: nothing to wait for).
+    void upload_async(const float* host, DenseView<float> dst) override
+    {
+        if (dst.rows == 0 || dst.cols == 0 || dst.ld != dst.cols || !is_pinned(host)) {
+            copy_from_host(host, dst);
+            uploads_.push_back(nullptr);
+            return;
+        }
+        if (upload_stream_ == nullptr) {
+            HALO_CUDA_TRY(cudaStreamCreateWithFlags(&upload_stream_, cudaStreamNonBlocking));
+        }
+        const auto bytes = static_cast<std::size_t>(dst.rows * dst.cols) * sizeof(float);
+        cudaEvent_t done = nullptr;
+        HALO_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        uploads_.push_back(done);  // destroyed by wait_upload or the destructor
+        // The event records the compute stream's position; the upload stream waits for it.
+        HALO_CUDA_TRY(cudaEventRecord(done, ctx_.compute_stream()));
+        HALO_CUDA_TRY(cudaStreamWaitEvent(upload_stream_, done));
+        HALO_CUDA_TRY(
+            cudaMemcpyAsync(dst.data, host, bytes, cudaMemcpyHostToDevice, upload_stream_));
+        HALO_CUDA_TRY(cudaEventRecord(done, upload_stream_));
+    }
+
+    void wait_upload() override
+    {
+        HALO_EXPECTS(!uploads_.empty(), "wait_upload() without an upload_async() before it");
+        auto* done = uploads_.front();
+        uploads_.pop_front();
+        if (done == nullptr) {
+            return;
+        }
+        const auto status = cudaStreamWaitEvent(ctx_.compute_stream(), done);
+        static_cast<void>(cudaEventDestroy(done));  // allowed with the wait pending
+        HALO_CUDA_TRY(status);
     }
 
     // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B as its first operand.
@@ -517,6 +565,8 @@ private:
     SpmmChoice spmm_;
     cudaStream_t download_stream_ = nullptr;
     std::deque<Download> downloads_;
+    cudaStream_t upload_stream_ = nullptr;
+    std::deque<cudaEvent_t> uploads_;  // upload_async's, oldest first (null: already complete)
     cudaGraph_t graph_ = nullptr;  // the recording of begin_capture() .. end_capture()
     cudaGraphExec_t graph_exec_ = nullptr;
     PinnedBuffer<char> staging_[2];

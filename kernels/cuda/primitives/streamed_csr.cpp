@@ -228,12 +228,18 @@ public:
 
     bool scaled_input() const override { return scaled_input_; }
 
-    void scale_input(DenseView<float> x) override
+    void scale_input(DenseView<float> x, RowRange rows) override
     {
         HALO_EXPECTS(scaled_input_, "scale_input on a streamed operator that reads x as given");
         HALO_EXPECTS(x.rows == a_.num_cols && x.ld >= x.cols, "scale_input of ", x.rows, " x ",
                      x.cols, " (ld ", x.ld, ") for an operator of ", a_.num_cols, " columns");
-        scale_rows(ctx_.compute_stream(), x.data, x.rows, x.cols, x.ld, col_scale_.data());
+        HALO_EXPECTS(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= x.rows,
+                     "scale_input of rows [", rows.begin, ", ", rows.end, ") of ", x.rows);
+        if (rows.empty()) {
+            return;
+        }
+        scale_rows(ctx_.compute_stream(), x.data + rows.begin * x.ld, rows.size(), x.cols, x.ld,
+                   col_scale_.data() + rows.begin);
     }
 
     std::string algorithm() const override

@@ -311,7 +311,10 @@ void expect_streamed_matches_reference(Streamed kind)
                                                     kind == Streamed::scaled_input);
     EXPECT_EQ(streamed->scaled_input(), kind == Streamed::scaled_input);
     if (kind == Streamed::scaled_input) {
-        streamed->scale_input(xd_view);
+        // In two row ranges (as the row-block driver scales z chunk by chunk as it arrives).
+        const std::int64_t half = a.num_cols / 3;
+        streamed->scale_input(xd_view, {half, a.num_cols});
+        streamed->scale_input(xd_view, {0, half});
         std::vector<float> back(x_padded.size());
         gpu.backend->copy_to_host(xd_full.view(), back.data());
         for (std::int64_t j = 0; j < a.num_cols; ++j) {
@@ -322,7 +325,7 @@ void expect_streamed_matches_reference(Streamed kind)
             }
         }
     } else {
-        EXPECT_THROW(streamed->scale_input(xd_view), halo::LogicError);
+        EXPECT_THROW(streamed->scale_input(xd_view, {0, a.num_cols}), halo::LogicError);
     }
     const halo::DenseView<const float> xd{xd_full.data(), a.num_cols, width, ld};
     std::vector<halo::RowRange> blocks{{0, 2}, {2, 300}, {300, 301}, {301, 1200}};
@@ -396,6 +399,47 @@ TEST(CudaStreamedSpmm, ScaledInputMatchesTheReference)
 {
     HALO_REQUIRE_GPUS(1);
     expect_streamed_matches_reference(Streamed::scaled_input);
+}
+
+// upload_async from page-locked memory (three pieces in flight, on the upload stream) and from
+// pageable memory (a synchronous copy): the compute issued after each wait_upload sees its rows.
+TEST(CudaBackend, AsynchronousUploadsPrecedeTheWorkAfterTheirWait)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const std::int64_t rows = 1 << 16;
+    const std::int64_t cols = 16;
+    auto pinned = gpu.backend->allocate_host(3 * rows, cols);
+    std::vector<float> pageable(static_cast<std::size_t>(rows * cols));
+    for (std::int64_t k = 0; k < 3 * rows * cols; ++k) {
+        pinned.data()[k] = static_cast<float>(k % 1000003);
+    }
+    for (std::size_t k = 0; k < pageable.size(); ++k) {
+        pageable[k] = -static_cast<float>(k % 999983);
+    }
+    auto dev = gpu.backend->allocate(4 * rows, cols);
+    auto twice = gpu.backend->allocate(4 * rows, cols);
+    std::vector<float> poison(static_cast<std::size_t>(4 * rows * cols), std::nanf(""));
+    gpu.backend->copy_from_host(poison.data(), dev.view());
+    for (int m = 0; m < 3; ++m) {
+        gpu.backend->upload_async(pinned.data() + m * rows * cols,
+                                  dev.rows_view(m * rows, (m + 1) * rows));
+    }
+    gpu.backend->upload_async(pageable.data(), dev.rows_view(3 * rows, 4 * rows));
+    for (int m = 0; m < 4; ++m) {
+        gpu.backend->wait_upload();
+        gpu.backend->axpby(2.0f, dev.rows_view(m * rows, (m + 1) * rows), 0.0f,
+                           twice.rows_view(m * rows, (m + 1) * rows));
+    }
+    EXPECT_THROW(gpu.backend->wait_upload(), halo::LogicError);
+    std::vector<float> back(static_cast<std::size_t>(4 * rows * cols));
+    gpu.backend->copy_to_host(twice.view(), back.data());
+    for (std::int64_t k = 0; k < 4 * rows * cols; ++k) {
+        const float want = k < 3 * rows * cols
+                               ? pinned.data()[k]
+                               : pageable[static_cast<std::size_t>(k - 3 * rows * cols)];
+        ASSERT_EQ(back[static_cast<std::size_t>(k)], 2.0f * want) << k;
+    }
 }
 
 // download_async into page-locked memory, three in flight, then finish_downloads.
