@@ -77,6 +77,7 @@ struct Options {
     bool save_layers = false;
     bool no_overlap = false;
     std::string overlap = "auto";
+    double split_share = 1.0;
     bool sync_layers = false;
     std::string eval_nodes;
     int repeat = 1;
@@ -218,6 +219,13 @@ void check_options(const Options& o)
                    "pattern to keep; drop one of the two");
     }
     halo::check_backend_spec(backend_spec(o));
+    const bool split = o.overlap == "split" || (o.overlap == "auto" && cuda);
+    if (o.split_share != 1.0 && (o.no_overlap || !split)) {
+        HALO_THROW(halo::InputError, "--split-share ", o.split_share,
+                   " needs the split overlap (--overlap split, or auto with --backend cuda), "
+                   "not ",
+                   o.no_overlap ? "--no-overlap" : "--overlap " + o.overlap + " on " + o.backend);
+    }
     if (o.int8_features && int8_rows) {
         HALO_THROW(halo::InputError, "--int8-features with --exchange ", o.exchange,
                    ": the first layer already exchanges int8 rows, and re-quantizing them would "
@@ -457,6 +465,7 @@ halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
     eopt.overlap_mode = o.overlap == "split"      ? halo::OverlapMode::split
                         : o.overlap == "interior" ? halo::OverlapMode::interior
                                                   : halo::OverlapMode::automatic;
+    eopt.split_share = o.split_share;
     // Defaults: one synchronization per layer (--step-timing splits each layer into compute
     // and exchange), and on one CUDA rank the forward pass replayed as a CUDA graph from the
     // second run on (--no-cuda-graph: never).
@@ -920,6 +929,7 @@ void write_manifest(const Job& job, const std::string& command, const halo::Data
     manifest["exchange"] = exchange.name();
     manifest["overlap"] = !o.no_overlap;
     manifest["overlap_mode"] = o.no_overlap ? "none" : o.overlap;
+    manifest["split_share"] = o.split_share;
     manifest["spmm"] = !o.spmm.empty() ? o.spmm : job.cuda ? "auto" : "reference";
     manifest["attention"] = o.attention;
     manifest["int8_features"] = o.int8_features;
@@ -1225,6 +1235,13 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"auto", "interior", "split"}))
         ->capture_default_str()
         ->excludes(no_overlap);
+    app.add_option("--split-share", o.split_share,
+                   "with the split overlap: the share (0 to 1) of the boundary rows' local "
+                   "nonzeros that run split (the first boundary rows: local columns during the "
+                   "exchange, halo columns added after it); the other boundary rows run whole "
+                   "after the exchange, one SpMM pass instead of two (1: every row split)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
     auto* layer_only =
         app.add_flag("--layer-timing-only", o.layer_timing_only,
                      "synchronize once per layer (the default; kept for scripts that name it)");

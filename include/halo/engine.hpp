@@ -89,6 +89,13 @@ enum class OverlapMode {
 struct EngineOptions {
     bool overlap = true;  // aggregate while the exchange is in flight (overlap_mode says what)
     OverlapMode overlap_mode = OverlapMode::automatic;
+    /// OverlapMode::split: the share (0 to 1) of the boundary rows' local nonzeros that run
+    /// split, the first boundary rows in order: their local columns during the exchange, their
+    /// halo columns added after it. The other boundary rows run whole once the halo rows
+    /// arrived (one SpMM pass instead of two, the result of the interior mode for them).
+    /// 1: every row split (the most work beside the exchange); 0: the interior mode's
+    /// arithmetic.
+    double split_share = 1.0;
     bool keep_layers = false;  // keep every layer's output (for --save-layers)
     /// What the dataset's stored values are ("none", "gcn", "mean"); see make_aggregation.
     std::string dataset_normalization = "none";

@@ -202,7 +202,11 @@ private:
         std::unique_ptr<SpmmPlan> local, halo;
         MemoryReport memory;  // of both plans
         Matrix partial;       // n_owned x max_dim
+        // Rows [0, end) run split; boundary rows from end on run whole (split_share).
+        std::int64_t end = 0;
     };
+    /// Where the split rows of operator `a` end (EngineOptions::split_share).
+    std::int64_t split_end(const Csr& a) const;
     /// Starts the exchange of `exchanged`, runs during() (with overlap) while it travels, then
     /// arrived() and after(); step timing as exchange_and_compute.
     void exchange_around(DenseView<float> exchanged, std::int64_t width,

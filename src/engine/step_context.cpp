@@ -191,16 +191,29 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
     if (plan) {
         return *plan;
     }
-    const auto hints = hints_for(kernel_operator_name(kind));
+    auto hints = hints_for(kernel_operator_name(kind));
     // The pattern and its scalings where the backend makes the values itself, else the host's
     // operator with its values.
     std::optional<OperatorScaling> scaling;
     if (options.device_operator_values) {
         scaling = operator_scaling(kind);
     }
+    // Boundary rows past the split ones run whole: the whole plan is also asked for them.
+    std::int64_t end = n_owned;
+    bool ended = false;
+    auto add_whole_range = [&](const Csr& m) {
+        if (split_overlap() && !ended) {
+            ended = true;
+            end = split_end(m);
+            if (end > shard.num_interior && end < n_owned) {
+                hints.ranges.push_back({end, n_owned});
+            }
+        }
+    };
     const Csr* a = nullptr;
     if (scaling) {
         a = &operator_pattern(kind);
+        add_whole_range(*a);
         plan = backend.make_scaled_spmm_plan(*a, hints, *scaling);
         if (!plan) {
             scaling.reset();
@@ -208,6 +221,7 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
     }
     if (!plan) {
         a = &operator_matrix(kind);
+        add_whole_range(*a);
         plan = backend.make_spmm_plan(*a, hints);
     }
     plan_operators_[kind] = a;
@@ -238,8 +252,42 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
         }
         split.memory.nonzeros = 0;  // the operator's, counted once with its plan
         split.memory.limit = 0;
+        split.end = end;
     }
     return *plan;
+}
+
+// The first boundary rows whose local nonzeros make up split_share of all boundary rows' local
+// nonzeros (the matrix and its pattern give the same rows).
+std::int64_t StepContext::split_end(const Csr& a) const
+{
+    const auto share = options.split_share;
+    HALO_EXPECTS(share >= 0.0 && share <= 1.0, "split_share ", share, " is outside [0, 1]");
+    if (share >= 1.0) {
+        return n_owned;
+    }
+    const auto first = shard.num_interior;
+    std::vector<std::int64_t> local(static_cast<std::size_t>(n_owned - first), 0);
+#pragma omp parallel for schedule(dynamic, 1024)
+    for (std::int64_t i = first; i < n_owned; ++i) {
+        std::int64_t count = 0;
+        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+            count += a.indices[k] < n_owned ? 1 : 0;
+        }
+        local[static_cast<std::size_t>(i - first)] = count;
+    }
+    std::int64_t total = 0;
+    for (const auto c : local) {
+        total += c;
+    }
+    const auto target = share * static_cast<double>(total);
+    std::int64_t sum = 0;
+    auto end = first;
+    while (end < n_owned && static_cast<double>(sum) < target) {
+        sum += local[static_cast<std::size_t>(end - first)];
+        ++end;
+    }
+    return end;
 }
 
 StepContext::SplitOperator* StepContext::split_of(const SpmmPlan& op)
@@ -417,17 +465,26 @@ void StepContext::aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float>
     if (split->partial.data() == nullptr) {  // the first run allocates (see view())
         split->partial = backend.allocate(n_owned, std::max<std::int64_t>(model.max_dim(), 1));
     }
-    const auto boundary = shard.boundary_rows();
+    // Rows [0, end) split: their local columns during the exchange, the boundary ones' halo
+    // columns added after it; the boundary rows from end on whole, after it.
+    const RowRange split_rows{shard.num_interior, split->end};
+    const RowRange whole_rows{split->end, n_owned};
     exchange_around(
         src, src.cols,
         [&] {
-            split->local->run(src, dst, {0, n_owned});
+            split->local->run(src, dst, {0, split->end});
         },
         [] {},
         [&] {
-            const auto partial = dense_view(split->partial.data(), n_owned, dst.cols);
-            split->halo->run(src, partial, boundary);
-            backend.axpby(1.0f, row_range(partial, boundary), 1.0f, row_range(dst, boundary));
+            if (!split_rows.empty()) {
+                const auto partial = dense_view(split->partial.data(), n_owned, dst.cols);
+                split->halo->run(src, partial, split_rows);
+                backend.axpby(1.0f, row_range(partial, split_rows), 1.0f,
+                              row_range(dst, split_rows));
+            }
+            if (!whole_rows.empty()) {
+                op.run(src, dst, whole_rows);
+            }
         },
         t);
 }

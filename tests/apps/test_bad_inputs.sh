@@ -201,6 +201,8 @@ bad "infer: --spmm aes:5 (width outside 16..1024)" "W = 5 outside" --option-erro
 bad "infer: --spmm foo" "foo" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm foo --out out
 bad "infer: --save-tuning without autotune" "save-tuning needs --spmm autotune" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --save-tuning --out out
 bad "infer: --int8-features with --exchange mpi-int8" "int8-features with --exchange mpi-int8" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --int8-features --exchange mpi-int8 --out out
+bad "infer: --split-share 1.5" "split-share: Value 1.5 not in range" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --split-share 1.5 --out out
+bad "infer: --split-share with the interior overlap" "split-share 0.5 needs the split overlap" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --split-share 0.5 --out out
 bad "infer: --input-transform foo" "input-transform: foo not in" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --input-transform foo --out out
 bad "infer: --cuda-graph on the cpu backend" "cuda-graph needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --cuda-graph --out out
 bad "infer: --device on the cpu backend" "device needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --device 0 --out out

@@ -164,7 +164,7 @@ void expect_bit_identical(const std::string& graph_name, halo::LayerType type,
 // its local ones: the same terms in another order, so P ranks agree with one within rounding,
 // with and without step timing (the two paths of the exchange), and on every rank count.
 void expect_split_close(const std::string& graph_name, halo::LayerType type,
-                        const std::vector<std::int64_t>& dims)
+                        const std::vector<std::int64_t>& dims, double split_share = 1.0)
 {
     const auto graph = engine_test_graph(graph_name);
     if (graph.num_rows == 0) {
@@ -177,6 +177,7 @@ void expect_split_close(const std::string& graph_name, halo::LayerType type,
             with_group(parts, [&](MPI_Comm group, bool lead) {
                 halo::EngineOptions options;
                 options.overlap_mode = halo::OverlapMode::split;
+                options.split_share = split_share;
                 options.step_timing = step_timing;
                 const auto multi = run_distributed(group, graph, parts, model, 5, options);
                 if (lead) {
@@ -191,7 +192,7 @@ void expect_split_close(const std::string& graph_name, halo::LayerType type,
                     EXPECT_GT(scale, 0.0);
                     EXPECT_LE(worst, 1e-5 * std::max(scale, 1.0))
                         << graph_name << " " << halo::to_string(type) << " P=" << parts
-                        << " step timing " << step_timing;
+                        << " step timing " << step_timing << " split share " << split_share;
                 }
             });
         }
@@ -211,6 +212,46 @@ TEST(EngineDistributed, SplitOverlapSageOnCoraMatchesOneRank)
 TEST(EngineDistributed, SplitOverlapGinOnRmatMatchesOneRank)
 {
     expect_split_close("rmat:12", halo::LayerType::gin, {16, 32, 8});
+}
+
+// A partial split (EngineOptions::split_share): the first boundary rows split, the others whole
+// after the exchange; still within rounding of one rank.
+TEST(EngineDistributed, PartialSplitOverlapMatchesOneRank)
+{
+    for (const double share : {0.25, 0.6}) {
+        expect_split_close("rmat:12", halo::LayerType::gcn, {16, 32, 8}, share);
+        expect_split_close("rmat:12", halo::LayerType::sage, {16, 32, 8}, share);
+    }
+}
+
+// A split share of 0 splits only the interior rows (whose columns are all local) and runs every
+// boundary row whole after the exchange: the interior mode's arithmetic, bit for bit (the full
+// split, the default share of 1, rounds otherwise).
+TEST(EngineDistributed, SplitShareZeroIsTheInteriorMode)
+{
+    const auto graph = engine_test_graph("rmat:12");
+    const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 37);
+    for (int parts = 2; parts <= world_size(); ++parts) {
+        with_group(parts, [&](MPI_Comm group, bool lead) {
+            halo::EngineOptions interior;
+            interior.overlap_mode = halo::OverlapMode::interior;
+            halo::EngineOptions none;
+            none.overlap_mode = halo::OverlapMode::split;
+            none.split_share = 0.0;
+            halo::EngineOptions all;
+            all.overlap_mode = halo::OverlapMode::split;
+            const auto a = run_distributed(group, graph, parts, model, 7, interior);
+            const auto b = run_distributed(group, graph, parts, model, 7, none);
+            const auto c = run_distributed(group, graph, parts, model, 7, all);
+            if (lead) {
+                ASSERT_EQ(a.size(), b.size());
+                EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+                    << "P=" << parts << ": split share 0 differs from the interior mode";
+                EXPECT_NE(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0)
+                    << "P=" << parts << ": the full split rounds like the interior mode?";
+            }
+        });
+    }
 }
 
 // The CUDA backend's default on the CPU: each operator's plans (the whole one and, with the split
