@@ -33,7 +33,7 @@
 #              Markdown tables (OUT/scaling.md) and, where matplotlib imports, the plots
 # Usage: scripts/scaling.sh BUILD WORK OUT [STAGE...]
 # Environment: GPUS="1 2 4" STRONG=24 WEAK="22 23 24" LAYERS="gcn sage" DIMS=128,128,128,64
-#              PARTITION_DETACH=0 AWAIT_SECONDS=540 OWNERS= SAVE_OWNERS= BALANCE=nnz
+#              PARTITION_DETACH=0 AWAIT_SECONDS=540 OWNERS= SAVE_OWNERS= BALANCE=rows+nnz
 #              EF=16 REPEAT=10 SEED=1 OMP_THREADS=8 BACKEND=cuda (NCCL; cpu: the MPI transport, to try the
 #              script without GPUs)
 # Every log and manifest lands in OUT (tag.log, tag.json); WORK holds datasets (local disk).
@@ -59,9 +59,11 @@ if [ ${#weak[@]} -ne ${#gpus[@]} ]; then
   exit 2
 fi
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
-# BALANCE=rows+nnz: METIS balances rows and nonzeros (halo-partition --balance); its datasets and
-# assignments are named apart (-rows).
-balance=${BALANCE:-nnz}
+# BALANCE=rows+nnz (the default): METIS balances rows and nonzeros (halo-partition --balance):
+# at 4 GPUs 1.19x (R-MAT 22) and 1.3-1.4x (R-MAT 24) faster than nonzeros alone
+# (docs/PERFORMANCE.md); BALANCE=nnz: nonzeros alone. rows+nnz datasets and assignments are
+# named apart (-rows); bench/owners holds R-MAT 24's at 4 parts.
+balance=${BALANCE:-rows+nnz}
 case $balance in nnz) bsuffix= ;; rows+nnz) bsuffix=-rows ;; *) echo "BALANCE: nnz or rows+nnz" >&2; exit 2 ;; esac
 dataset() { echo "$work/rmat-$1-ef$ef-p$2$bsuffix.h5"; }
 failures=0
