@@ -35,11 +35,12 @@
 # Environment: GPUS="1 2 4" STRONG=24 WEAK="22 23 24" LAYERS="gcn sage" DIMS=128,128,128,64
 #              PARTITION_DETACH=0 AWAIT_SECONDS=540 OWNERS= SAVE_OWNERS= BALANCE=rows+nnz
 #              EF=16 REPEAT=10 SEED=1 OMP_THREADS=8 BACKEND=cuda (NCCL; cpu: the MPI transport, to try the
-#              script without GPUs)
+#              script without GPUs) SPLIT_SHARE= (halo-infer --split-share for every run with
+#              overlap: the split overlap on that share of the boundary rows)
 # Every log and manifest lands in OUT (tag.log, tag.json); WORK holds datasets (local disk).
 set -uo pipefail
 if [ $# -lt 3 ]; then
-  sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$1 work=$2 out=$3
@@ -91,10 +92,15 @@ infer() {
   shift 4
   local res=$work/res-$tag
   rm -rf "$res"
+  local share=()
+  if [ -n "${SPLIT_SHARE:-}" ] && [[ " $* " != *" --no-overlap "* ]]; then
+    share=(--split-share "$SPLIT_SHARE")
+  fi
   timeout 300 mpirun -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
     -x OMP_NUM_THREADS="${OMP_THREADS:-8}" \
     "$bin/halo-infer" "$ds" --random-model "$dims" --layer "$layer" --seed "$seed" \
-    --backend "$backend" --repeat "$repeat" --no-sync --out "$res" "$@" >"$out/$tag.log" 2>&1
+    --backend "$backend" --repeat "$repeat" --no-sync --out "$res" ${share[@]+"${share[@]}"} \
+    "$@" >"$out/$tag.log" 2>&1
   local rc=$?
   if [ $rc -ne 0 ] || ! cp "$res/manifest.json" "$out/$tag.json"; then
     echo "-- $tag: exit $rc" | tee -a "$out/failures.txt"
