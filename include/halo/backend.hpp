@@ -212,8 +212,8 @@ public:
     /// far; returns before the copy ends where the backend can (the CUDA backend: on an upload
     /// stream, where `host` is page-locked and dst contiguous; then copies issued back to back
     /// keep the bus busy while the compute stream works). Work issued after the matching
-    /// wait_upload() sees the rows; `host` must stay unchanged until then. The default is
-    /// copy_from_host.
+    /// wait_upload() sees the rows; `host` must stay unchanged until then. Every call, also
+    /// one that throws, is matched by one wait_upload(). The default is copy_from_host.
     virtual void upload_async(const float* host, DenseView<float> dst);
     /// Orders the work issued next after the oldest upload_async not yet waited for (without
     /// blocking the host where the backend can).

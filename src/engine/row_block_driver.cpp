@@ -724,10 +724,20 @@ std::vector<RowRange> RowBlockDriver::start_upload(const float* host, const Matr
     const auto step = std::max((rows.size() + kUploadChunks - 1) / kUploadChunks,
                                std::max<std::int64_t>(kMinUploadChunkBytes / (f32 * w), 1));
     const auto t0 = std::chrono::steady_clock::now();
-    for (auto b = rows.begin; b < rows.end; b += step) {
-        const RowRange c{b, std::min(b + step, rows.end)};
-        backend_.upload_async(host + (c.begin - rows.begin) * w, z.rows_view(c.begin, c.end));
-        chunks.push_back(c);
+    try {
+        for (auto b = rows.begin; b < rows.end; b += step) {
+            const RowRange c{b, std::min(b + step, rows.end)};
+            chunks.push_back(c);  // the backend queues an entry even where the copy fails
+            backend_.upload_async(host + (c.begin - rows.begin) * w, z.rows_view(c.begin, c.end));
+        }
+    } catch (...) {  // take every queued entry, so that the next upload's waits are its own
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+            try {
+                backend_.wait_upload();
+            } catch (...) {  // the first error is the one reported
+            }
+        }
+        throw;
     }
     t.transfer += seconds_since(t0);
     t.transferred_bytes += f32 * rows.size() * w;

@@ -220,11 +220,24 @@ public:
         cpu_->normalize_rows(x, y);
     }
     void synchronize() override { cpu_->synchronize(); }
+    // Counted; the fail_upload_at-th call (from 1) throws halo::Error as a failed copy does.
+    void upload_async(const float* host, halo::DenseView<float> dst) override
+    {
+        ++uploads;
+        if (uploads == fail_upload_at) {
+            HALO_THROW(halo::Error, "upload ", uploads, " failed (test)");
+        }
+        cpu_->copy_from_host(host, dst);
+    }
+    void wait_upload() override { ++waits; }
 
     std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
     std::vector<bool> recorded_scaled_input;  // the scaled_input asked with each
     bool make_scaled = false;
     bool fail_allocations = false;
+    int uploads = 0;         // upload_async calls
+    int waits = 0;           // wait_upload calls
+    int fail_upload_at = 0;  // 0: none fails
     std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;
 
 private:

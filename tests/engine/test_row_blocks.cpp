@@ -300,6 +300,33 @@ TEST(RowBlocks, MemoryReportOfAnInMemoryRun)
 
 using halo::testing::ScalingRecorder;
 
+// A resident z comes up through Backend::upload_async, each piece matched by one wait_upload,
+// also when a copy fails (the driver then takes the queued pieces before it rethrows, so that a
+// later run's waits are its own), and the next run still equals the in-memory one.
+TEST(RowBlocks, ResidentUploadsAreWaitedForEvenWhenOneFails)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const auto shard = single_shard(graph);
+    const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 17);
+    const auto memory = run(shard, model, halo::Execution::in_memory, 0);
+    ScalingRecorder backend;
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::EngineOptions o;
+    o.execution = halo::Execution::row_blocks;
+    o.device_memory_limit = std::int64_t{1} << 30;  // all of z resident
+    halo::Engine engine(backend, *exchanger, shard, model, o);
+    const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 5);
+    backend.fail_upload_at = 1;
+    EXPECT_THROW(engine.run(x), halo::Error);
+    EXPECT_EQ(backend.uploads, 1);
+    EXPECT_EQ(backend.waits, backend.uploads);
+    backend.fail_upload_at = 0;
+    const auto out = engine.run(x);
+    EXPECT_EQ(differing(out, memory.out), 0);
+    EXPECT_GT(backend.uploads, 1);
+    EXPECT_EQ(backend.waits, backend.uploads);
+}
+
 // The scalings of the gcn and mean operators of an unweighted graph factor their values
 // (a[i, j] = row[i] col[j] within a few ulps); sum has none (a pattern already); without
 // EngineOptions::operator_stream = pattern nothing is scaled. The run still equals the in-memory

@@ -299,11 +299,12 @@ public:
     // issued so far (dst may be memory that work before it frees or writes), so that copies
     // issued back to back run while the compute stream works; otherwise a synchronous copy.
     // Each call queues an entry that wait_upload() takes (null: nothing to wait for).
+    // Each call queues exactly one entry, also when it throws.
     void upload_async(const float* host, DenseView<float> dst) override
     {
+        uploads_.push_back(nullptr);
         if (dst.rows == 0 || dst.cols == 0 || dst.ld != dst.cols || !is_pinned(host)) {
             copy_from_host(host, dst);
-            uploads_.push_back(nullptr);
             return;
         }
         if (upload_stream_ == nullptr) {
@@ -312,7 +313,7 @@ public:
         const auto bytes = static_cast<std::size_t>(dst.rows * dst.cols) * sizeof(float);
         cudaEvent_t done = nullptr;
         HALO_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-        uploads_.push_back(done);  // destroyed by wait_upload or the destructor
+        uploads_.back() = done;  // destroyed by wait_upload or the destructor
         // The event records the compute stream's position; the upload stream waits for it.
         HALO_CUDA_TRY(cudaEventRecord(done, ctx_.compute_stream()));
         HALO_CUDA_TRY(cudaStreamWaitEvent(upload_stream_, done));
@@ -566,7 +567,7 @@ private:
     cudaStream_t download_stream_ = nullptr;
     std::deque<Download> downloads_;
     cudaStream_t upload_stream_ = nullptr;
-    std::deque<cudaEvent_t> uploads_;  // upload_async's, oldest first (null: already complete)
+    std::deque<cudaEvent_t> uploads_;  // upload_async's, oldest first (null: nothing to wait for)
     cudaGraph_t graph_ = nullptr;  // the recording of begin_capture() .. end_capture()
     cudaGraphExec_t graph_exec_ = nullptr;
     PinnedBuffer<char> staging_[2];
