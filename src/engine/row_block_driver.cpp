@@ -780,13 +780,15 @@ std::span<const float> RowBlockDriver::run(std::vector<LayerTiming>& timings,
         auto& t = timings[l];
         const auto t0 = std::chrono::steady_clock::now();
         const auto stats_before = exchanger_.stats();
-        auto out = host_matrix(n_total_, layer.out_dim, 1 - in_slot);
+        // A layer whose blocks send the next layer's z rows instead of their output writes no
+        // output (the next layer reads only that z): no page-locked matrix for it.
+        const bool fuse = p.op != nullptr && !p.compact && fused_[l] && keep == nullptr;
+        auto out = fuse ? Matrix() : host_matrix(n_total_, layer.out_dim, 1 - in_slot);
         if (p.op == nullptr) {  // linear: the transform is the layer
             run_pre(l, h, out, t);
         } else if (!p.compact) {
             // Layer l + 1's z rows, where this layer's blocks make them, read by layer l + 1
             // only (not the slot of z_in: the next layer reads that one while writing this).
-            const bool fuse = fused_[l] && keep == nullptr;
             Matrix z_next;
             if (fuse) {
                 z_next = host_matrix(n_total_, plans_[l + 1].wz,

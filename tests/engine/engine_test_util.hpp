@@ -230,6 +230,11 @@ public:
         cpu_->copy_from_host(host, dst);
     }
     void wait_upload() override { ++waits; }
+    halo::Matrix allocate_host(std::int64_t rows, std::int64_t cols) override
+    {
+        host_allocated += rows * cols;
+        return cpu_->allocate_host(rows, cols);
+    }
 
     std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
     std::vector<bool> recorded_scaled_input;  // the scaled_input asked with each
@@ -238,6 +243,7 @@ public:
     int uploads = 0;         // upload_async calls
     int waits = 0;           // wait_upload calls
     int fail_upload_at = 0;  // 0: none fails
+    std::int64_t host_allocated = 0;  // floats asked of allocate_host
     std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;
 
 private:

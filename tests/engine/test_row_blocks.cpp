@@ -327,6 +327,38 @@ TEST(RowBlocks, ResidentUploadsAreWaitedForEvenWhenOneFails)
     EXPECT_EQ(backend.waits, backend.uploads);
 }
 
+// A fused layer sends the next layer's z rows instead of its output, so no host matrix holds its
+// output: a 3-layer gcn (two fused layers) asks allocate_host for its input, the two fused z
+// matrices and the last output only (page-locked memory on the CUDA backend: 17 GB less at
+// R-MAT 26 for the 2-layer gcn 64-64-32); with every layer's output kept, for each output.
+TEST(RowBlocks, FusedLayersHoldNoHostOutput)
+{
+    const auto graph = engine_test_graph("rmat:9");
+    const auto shard = single_shard(graph);
+    const auto n = shard.num_owned + shard.num_halo;
+    const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 24, 8}, 19);
+    const auto memory = run(shard, model, halo::Execution::in_memory, 0, false);
+    for (const bool keep : {false, true}) {
+        ScalingRecorder backend;
+        auto exchanger = halo::make_local_exchanger(shard);
+        halo::EngineOptions o;
+        o.execution = halo::Execution::row_blocks;
+        o.device_memory_limit = std::int64_t{1} << 30;  // all of z resident, transforms fused
+        o.keep_layers = keep;
+        halo::Engine engine(backend, *exchanger, shard, model, o);
+        const auto out =
+            engine.run(halo::random_node_features(shard.global_ids, model.input_dim(), 5));
+        EXPECT_EQ(differing(out, memory.out), 0) << "keep " << keep;
+        ASSERT_NE(engine.kernel_report().find("layer 2's transform fused"), std::string::npos)
+            << engine.kernel_report();
+        // Input 16 wide; z of layers 1 and 2 (24 and 8 wide, transform first); the output (8).
+        // Kept: the outputs of layers 0 (32), 1 (24, the input's matrix grown) and 2 (8, in
+        // layer 0's), no fused z.
+        const std::int64_t floats = n * (keep ? 16 + 32 + 24 : 16 + 24 + 8 + 8);
+        EXPECT_EQ(backend.host_allocated, floats) << "keep " << keep;
+    }
+}
+
 // The scalings of the gcn and mean operators of an unweighted graph factor their values
 // (a[i, j] = row[i] col[j] within a few ulps); sum has none (a pattern already); without
 // EngineOptions::operator_stream = pattern nothing is scaled. The run still equals the in-memory
