@@ -136,12 +136,20 @@ void maybe_inject_fault(int rank, std::size_t layer)
 struct Stat {
     double max = 0.0;
     double mean = 0.0;
+    int max_rank = 0;  // the lowest rank with the maximum
 };
 
 Stat reduce_stat(MPI_Comm comm, double value, int size)
 {
+    struct {
+        double value;
+        int rank;
+    } mine{value, 0}, top{0.0, 0};
+    HALO_MPI_TRY(MPI_Comm_rank(comm, &mine.rank));
+    HALO_MPI_TRY(MPI_Allreduce(&mine, &top, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm));
     Stat s;
-    HALO_MPI_TRY(MPI_Allreduce(&value, &s.max, 1, MPI_DOUBLE, MPI_MAX, comm));
+    s.max = top.value;
+    s.max_rank = top.rank;
     HALO_MPI_TRY(MPI_Allreduce(&value, &s.mean, 1, MPI_DOUBLE, MPI_SUM, comm));
     s.mean /= size;
     return s;
@@ -833,8 +841,8 @@ nlohmann::json report_layers(Job& job, const halo::Engine& engine, const halo::M
              {"in_dim", layer.in_dim},
              {"out_dim", layer.out_dim},
              {"aggregate_first", layer.aggregate_first()},
-             {"total_ms", {{"max", tot.max}, {"mean", tot.mean}}},
-             {"compute_ms", {{"max", comp.max}, {"mean", comp.mean}}},
+             {"total_ms", {{"max", tot.max}, {"mean", tot.mean}, {"max_rank", tot.max_rank}}},
+             {"compute_ms", {{"max", comp.max}, {"mean", comp.mean}, {"max_rank", comp.max_rank}}},
              {"exchange_ms", {{"max", exch.max}, {"mean", exch.mean}}},
              {"waiting_ms", {{"max", wait.max}, {"mean", wait.mean}}},
              {"skew_ms", {{"max", skew.max}, {"mean", skew.mean}}},

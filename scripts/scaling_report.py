@@ -62,6 +62,7 @@ def load(out):
 def write_csv(out, runs):
     fields = ["experiment", "scale", "layer_type", "gpus", "kind", "exchange", "layer", "width",
               "forward_ms", "total_ms_max", "compute_ms_max", "compute_ms_mean",
+              "compute_ms_max_rank",
               "exchange_ms_max", "waiting_ms_max", "skew_ms_max", "exchanged_bytes_per_rank_max",
               "fp32_bytes_per_rank_max", "read_s_max", "total_s_max", "device_bytes_max"]
     with open(out / "scaling.csv", "w", newline="") as f:
@@ -80,6 +81,8 @@ def write_csv(out, runs):
                             "total_ms_max": layer["total_ms"]["max"],
                             "compute_ms_max": layer["compute_ms"]["max"],
                             "compute_ms_mean": layer["compute_ms"]["mean"],
+                            # the slowest rank (manifests from before it was recorded: none)
+                            "compute_ms_max_rank": layer["compute_ms"].get("max_rank"),
                             "exchange_ms_max": layer["exchange_ms"]["max"],
                             "waiting_ms_max": layer["waiting_ms"]["max"],
                             "skew_ms_max": layer.get("skew_ms", {}).get("max"),

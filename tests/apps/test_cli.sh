@@ -215,6 +215,15 @@ for p in 1 2 3; do
     fail "out of core on $p ranks"; cat "$work/ooc.log" "$work/cmp.log"
   fi
 done
+# The manifest names the slowest rank of each layer's total and compute time (max_rank: the
+# lowest rank whose time is the maximum; 4 entries for 2 layers, each a rank of the job).
+ranks=$(tr -d ' \n' <"$work/out-ooc-3/manifest.json" | grep -o '"max_rank":-\{0,1\}[0-9]*' |
+        cut -d: -f2)
+if [ "$(wc -l <<<"$ranks")" -eq 4 ] && ! grep -qvE '^[012]$' <<<"$ranks"; then
+  pass "the manifest names each layer's slowest of 3 ranks: $(tr '\n' ' ' <<<"$ranks")"
+else
+  fail "max_rank in the 3-rank manifest: '$(tr '\n' ' ' <<<"$ranks")'"
+fi
 out=$(mpirun_n 1 "$bin/halo-infer" "$work/rmat_11_8_5-1.h5" --random-model 24,16,5 \
       --out "$work/ooc-tiny" --out-of-core --device-memory-limit 1KiB 2>&1)
 if [ $? -ne 0 ] && grep -q "1.00 KiB (1024 bytes) is too small.*smallest limit that works" <<<"$out"; then
