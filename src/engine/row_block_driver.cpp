@@ -205,10 +205,9 @@ void RowBlockDriver::plan_fusion()
         // copies them into its z, then releases them).
         const auto row_bytes = f32 * q.wz;
         const auto share = (limit_ - agg.fixed) / kKeepShareDen * kKeepShareNum;
-        auto keep = std::min({n_owned_, std::max<std::int64_t>(share, 0) / row_bytes,
-                              (limit_ - worst) / row_bytes,
-                              std::max<std::int64_t>(limit_ - q.agg.fixed, 0) / row_bytes});
-        keep = std::max<std::int64_t>(keep, 0);
+        const auto keep = std::min({n_owned_, std::max<std::int64_t>(share, 0) / row_bytes,
+                                    (limit_ - worst) / row_bytes,
+                                    std::max<std::int64_t>(limit_ - q.agg.fixed, 0) / row_bytes});
         agg.fixed += row_bytes * keep;
         p.agg = agg;
         p.keep_rows = keep;

@@ -198,22 +198,17 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
     if (options.device_operator_values) {
         scaling = operator_scaling(kind);
     }
-    // Boundary rows past the split ones run whole: the whole plan is also asked for them.
-    std::int64_t end = n_owned;
-    bool ended = false;
-    auto add_whole_range = [&](const Csr& m) {
-        if (split_overlap() && !ended) {
-            ended = true;
-            end = split_end(m);
-            if (end > shard.num_interior && end < n_owned) {
-                hints.ranges.push_back({end, n_owned});
-            }
-        }
-    };
+    // Boundary rows past the split ones run whole: the whole plan is also asked for them (the
+    // pattern and the matrix, whichever a plan is made of, give the same rows).
+    const auto end = split_overlap()
+                         ? split_end(scaling ? operator_pattern(kind) : operator_matrix(kind))
+                         : n_owned;
+    if (end > shard.num_interior && end < n_owned) {
+        hints.ranges.push_back({end, n_owned});
+    }
     const Csr* a = nullptr;
     if (scaling) {
         a = &operator_pattern(kind);
-        add_whole_range(*a);
         plan = backend.make_scaled_spmm_plan(*a, hints, *scaling);
         if (!plan) {
             scaling.reset();
@@ -221,7 +216,6 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
     }
     if (!plan) {
         a = &operator_matrix(kind);
-        add_whole_range(*a);
         plan = backend.make_spmm_plan(*a, hints);
     }
     plan_operators_[kind] = a;
