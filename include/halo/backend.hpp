@@ -49,6 +49,14 @@ class SpmmPlan {
 public:
     virtual ~SpmmPlan() = default;
     virtual void run(DenseView<const float> x, DenseView<float> y, RowRange rows) = 0;
+    /// Whether run_add() is implemented: the split overlap then adds the halo columns' sums to y
+    /// in place rather than through a buffer of its own and a second pass (StepContext).
+    virtual bool adds_in_place() const { return false; }
+    /// y[rows] += A[rows] * x, each element of y read and written once: the row sums exactly as
+    /// run() forms them, then one addition (MergePath's rows that several segments share add
+    /// their parts atomically, in any order, as its run() does). Rows outside `rows` untouched.
+    /// Only where adds_in_place(); throws halo::LogicError elsewhere.
+    virtual void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows);
     virtual std::string algorithm() const = 0;
     /// Whether run() computes the exact product; false for a sampling approximation (AES),
     /// whose result depends on the whole row it samples from, so that the engine never splits

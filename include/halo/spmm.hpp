@@ -18,4 +18,8 @@ void spmm(const CsrView& a, DenseView<const float> x, DenseView<float> y, RowRan
 /// spmm over all rows of `a`.
 void spmm(const CsrView& a, DenseView<const float> x, DenseView<float> y);
 
+/// y[rows] += A[rows] * x: each row summed as spmm() sums it, then added to y's row (bit for bit
+/// spmm() into a buffer followed by y += buffer). Same requirements as spmm().
+void spmm_add(const CsrView& a, DenseView<const float> x, DenseView<float> y, RowRange rows);
+
 }  // namespace halo::reference

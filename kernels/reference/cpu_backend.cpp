@@ -23,6 +23,13 @@ public:
         reference::spmm(a_.view(), x, y, rows);
     }
 
+    bool adds_in_place() const override { return true; }
+
+    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        reference::spmm_add(a_.view(), x, y, rows);
+    }
+
     std::string algorithm() const override { return "reference"; }
 
 private:

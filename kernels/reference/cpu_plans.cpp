@@ -141,6 +141,15 @@ std::unique_ptr<StreamedSpmm> Backend::make_streamed_spmm(const Csr& a, const Sp
     return std::make_unique<SlicedSpmm>(*this, a, hints);
 }
 
+void SpmmPlan::run_add(DenseView<const float> x, DenseView<float> y, RowRange rows)
+{
+    static_cast<void>(x);
+    static_cast<void>(y);
+    static_cast<void>(rows);
+    HALO_THROW(LogicError, "run_add on an SpMM plan (", algorithm(),
+               ") that does not add in place");
+}
+
 void StreamedSpmm::scale_input(DenseView<float> x, RowRange rows)
 {
     static_cast<void>(x);

@@ -192,7 +192,8 @@ struct Engine::Impl {
                          4;
         }
         // Split overlap: the SpMM operators once more, as their local and halo columns, and
-        // one n_owned x D buffer of halo sums per operator.
+        // one n_owned x D buffer of halo sums per operator (an upper bound: a halo plan that adds
+        // in place, as the cost model's do where Accel-GCN is not among their kernels, needs none).
         const bool split = ctx.split_overlap();
         const auto width = std::max<std::int64_t>(model.max_dim(), 1);
         for (const auto& [name, count] : patterns) {

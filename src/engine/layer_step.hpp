@@ -201,7 +201,7 @@ private:
     struct SplitOperator {
         std::unique_ptr<SpmmPlan> local, halo;
         MemoryReport memory;  // of both plans
-        Matrix partial;       // n_owned x max_dim
+        Matrix partial;       // n_owned x max_dim; none where `halo` adds in place
         // Rows [0, end) run split; boundary rows from end on run whole (split_share).
         std::int64_t end = 0;
     };

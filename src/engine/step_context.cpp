@@ -456,7 +456,10 @@ void StepContext::aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float>
             src, src.cols, [&](RowRange rows) { op.run(src, dst, rows); }, [] {}, t);
         return;
     }
-    if (split->partial.data() == nullptr) {  // the first run allocates (see view())
+    // A halo plan that adds in place adds the halo columns' sums to dst in one pass; another
+    // writes them to a buffer of their own, added to dst after it (y read and written twice more).
+    const bool in_place = split->halo->adds_in_place();
+    if (!in_place && split->partial.data() == nullptr) {  // the first run allocates (see view())
         split->partial = backend.allocate(n_owned, std::max<std::int64_t>(model.max_dim(), 1));
     }
     // Rows [0, end) split: their local columns during the exchange, the boundary ones' halo
@@ -470,7 +473,9 @@ void StepContext::aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float>
         },
         [] {},
         [&] {
-            if (!split_rows.empty()) {
+            if (!split_rows.empty() && in_place) {
+                split->halo->run_add(src, dst, split_rows);
+            } else if (!split_rows.empty()) {
                 const auto partial = dense_view(split->partial.data(), n_owned, dst.cols);
                 split->halo->run(src, partial, split_rows);
                 backend.axpby(1.0f, row_range(partial, split_rows), 1.0f,

@@ -136,11 +136,28 @@ inline std::vector<double> dense_forward(const Csr& a, const Model& model,
     return x;
 }
 
+/// An SpMM plan that hides its run_add (SpmmPlan::adds_in_place false): the engine's split
+/// overlap then adds the halo columns through a buffer of its own, as with such a device plan.
+class NoAddInPlace final : public halo::SpmmPlan {
+public:
+    explicit NoAddInPlace(std::unique_ptr<halo::SpmmPlan> plan) : plan_(std::move(plan)) {}
+    void run(halo::DenseView<const float> x, halo::DenseView<float> y, halo::RowRange rows) override
+    {
+        plan_->run(x, y, rows);
+    }
+    std::string algorithm() const override { return plan_->algorithm() + " (no run_add)"; }
+    bool exact() const override { return plan_->exact(); }
+
+private:
+    std::unique_ptr<halo::SpmmPlan> plan_;
+};
+
 /// The CPU backend, but claiming to stream scaled operators: records the scalings the row-block
 /// driver hands to make_streamed_spmm (the CUDA backend's input) and runs the CPU default; with
 /// make_scaled, also makes in-memory plans from a pattern and its scalings
 /// (Backend::make_scaled_spmm_plan, the CUDA backend's cuSPARSE plans), recording them. With
-/// fail_allocations, allocate() throws halo::Error as a full device does.
+/// fail_allocations, allocate() throws halo::Error as a full device does. With add_in_place
+/// false, its plans do not add in place (NoAddInPlace).
 class ScalingRecorder final : public halo::Backend {
 public:
     std::string name() const override { return cpu_->name(); }
@@ -164,7 +181,7 @@ public:
     bool streams_scaled_operators() const override { return true; }
     std::unique_ptr<halo::SpmmPlan> make_spmm_plan(const halo::Csr& a) override
     {
-        return cpu_->make_spmm_plan(a);
+        return wrapped(cpu_->make_spmm_plan(a));
     }
     // With make_scaled: records the pattern and scalings and runs a CPU plan over the values
     // they make (what the CUDA backend makes on the device).
@@ -185,7 +202,7 @@ public:
             }
         }
         operators_.push_back(std::move(valued));
-        return cpu_->make_spmm_plan(operators_.back(), hints);
+        return wrapped(cpu_->make_spmm_plan(operators_.back(), hints));
     }
     std::unique_ptr<halo::StreamedSpmm> make_streamed_spmm(const halo::Csr& a,
                                                            const halo::SpmmPlanHints& hints,
@@ -239,6 +256,7 @@ public:
     std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
     std::vector<bool> recorded_scaled_input;  // the scaled_input asked with each
     bool make_scaled = false;
+    bool add_in_place = true;
     bool fail_allocations = false;
     int uploads = 0;         // upload_async calls
     int waits = 0;           // wait_upload calls
@@ -247,6 +265,14 @@ public:
     std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;
 
 private:
+    std::unique_ptr<halo::SpmmPlan> wrapped(std::unique_ptr<halo::SpmmPlan> plan) const
+    {
+        if (add_in_place) {
+            return plan;
+        }
+        return std::make_unique<NoAddInPlace>(std::move(plan));
+    }
+
     std::unique_ptr<halo::Backend> cpu_ = halo::make_cpu_backend();
     std::deque<halo::Csr> operators_;
 };

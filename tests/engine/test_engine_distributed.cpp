@@ -288,6 +288,50 @@ TEST(EngineDistributed, SplitOverlapWithScaledPlansMatchesOneRank)
     }
 }
 
+// The halo columns' sums of a split operator are added to the output rows in place by plans that
+// can (SpmmPlan::run_add, the CPU and CUDA defaults), through a buffer of their own and a second
+// pass by others: the same bits either way, and no buffer where they add in place.
+TEST(EngineDistributed, SplitOverlapAddsInPlaceAsThroughABuffer)
+{
+    const auto graph = engine_test_graph("rmat:12");
+    for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage}) {
+        const auto model = halo::random_model(type, {16, 32, 8}, 41);
+        with_group(world_size(), [&](MPI_Comm group, bool) {
+            int rank = 0;
+            MPI_Comm_rank(group, &rank);
+            const int parts = world_size();
+            halo::PartitionOptions popt;
+            popt.num_parts = parts;
+            popt.method = halo::Partitioner::metis;
+            const auto owner = halo::partition_graph(graph.view(), popt);
+            const auto shard = halo::build_shard(graph, owner, parts, rank);
+            ASSERT_GT(shard.num_halo, 0);
+            const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 43);
+            halo::EngineOptions options;
+            options.overlap_mode = halo::OverlapMode::split;
+            std::vector<float> out[2];
+            halo::MemoryReport memory[2];
+            for (const bool in_place : {true, false}) {
+                halo::testing::ScalingRecorder backend;
+                backend.make_scaled = true;
+                backend.add_in_place = in_place;
+                auto exchanger = halo::make_mpi_exchanger(group, shard, model.exchange_width());
+                halo::Engine engine(backend, *exchanger, shard, model, options);
+                out[in_place ? 1 : 0] = engine.run(x);
+                memory[in_place ? 1 : 0] = engine.memory_report();
+            }
+            ASSERT_EQ(out[0].size(), out[1].size());
+            EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0)
+                << halo::to_string(type) << " rank " << rank
+                << ": adding in place differs from adding a buffer";
+            // One n_owned x max_dim buffer of halo sums (one operator) less.
+            EXPECT_EQ(memory[0].feature_buffers - memory[1].feature_buffers,
+                      4 * shard.num_owned * model.max_dim())
+                << halo::to_string(type) << " rank " << rank;
+        });
+    }
+}
+
 // AES samples up to W nonzeros of each whole row: split into blocks it would sample up to W of
 // each, another approximation. Its plans stay whole, so split and interior give the same bits.
 TEST(EngineDistributed, SplitOverlapLeavesAesWhole)

@@ -329,6 +329,57 @@ TYPED_TEST_P(BackendConformance, SpmmOfEveryExactKernelMatchesTheReferenceOnItsR
     }
 }
 
+// SpmmPlan::run_add of every exact kernel's plans that add in place, plain and (where the backend
+// makes them) scaled: y0 + A x on the rows asked for, the other rows untouched, over the whole
+// matrix, interior then boundary rows, a middle range, an empty one and the last row. Plans whose
+// sums are fixed (the reference loop, row-split) add exactly what run() writes.
+TYPED_TEST_P(BackendConformance, SpmmAddAddsTheProductToItsRowsOnly)
+{
+    for (auto& [kernel, backend] : this->spmm_variants()) {
+        SCOPED_TRACE("SpMM kernel " + kernel);
+        const bool bitwise = kernel == "reference" || kernel == "rowsplit";
+        std::uint64_t seed = 5000;
+        for (const std::string kind : {"rmat", "er"}) {
+            for (const bool valued : {false, true}) {
+                const auto a = graph_csr(kind, kind == "rmat" ? 10 : 11, ++seed, valued);
+                const auto n = a.num_rows;
+                SpmmPlanHints hints;
+                hints.ranges = {{0, n / 3}, {n / 3, n}};
+                OperatorScaling scaling{
+                    random_floats(static_cast<std::size_t>(n), ++seed),
+                    random_floats(static_cast<std::size_t>(a.num_cols), ++seed)};
+                Csr scaled = a;  // the product a scaled plan computes: r_i c_j on the pattern
+                scaled.values.resize(scaled.indices.size());
+                for (std::int64_t i = 0; i < n; ++i) {
+                    for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+                        scaled.values[k] = scaling.row[i] * scaling.col[a.indices[k]];
+                    }
+                }
+                std::vector<std::pair<std::unique_ptr<SpmmPlan>, const Csr*>> plans;
+                plans.emplace_back(backend->make_spmm_plan(a, hints), &a);
+                if (auto p = backend->make_scaled_spmm_plan(a, hints, scaling)) {
+                    plans.emplace_back(std::move(p), &scaled);
+                }
+                for (auto& [plan, product] : plans) {
+                    if (!plan->adds_in_place()) {
+                        EXPECT_THROW(plan->run_add({}, {}, {0, 0}), LogicError) << kernel;
+                        continue;
+                    }
+                    SCOPED_TRACE(plan->algorithm());
+                    for (const std::int64_t width : {1, 3, 32, 33, 100, 256}) {
+                        check_spmm_add(*backend, *plan, *product, width, {{0, n}}, ++seed, bitwise);
+                        check_spmm_add(*backend, *plan, *product, width, hints.ranges, ++seed,
+                                       bitwise);
+                        check_spmm_add(*backend, *plan, *product, width,
+                                       {{n / 4, n / 2}, {n / 2, n / 2}, {n - 1, n}}, ++seed,
+                                       bitwise);
+                    }
+                }
+            }
+        }
+    }
+}
+
 TYPED_TEST_P(BackendConformance, SpmmEmptyRowsAndRangesWithoutNonzeros)
 {
     // 50 x 40; rows 10 .. 29 empty; the others hold a few seeded columns.
@@ -377,6 +428,7 @@ REGISTER_TYPED_TEST_SUITE_P(BackendConformance, CopiesHonourTheLeadingDimension,
                             BiasActivationMatchesTheReferenceOnItsRowsOnly,
                             NormalizeRowsMatchesThePlainLoop,
                             SpmmOfEveryExactKernelMatchesTheReferenceOnItsRowsOnly,
+                            SpmmAddAddsTheProductToItsRowsOnly,
                             SpmmEmptyRowsAndRangesWithoutNonzeros);
 
 }  // namespace halo::testing

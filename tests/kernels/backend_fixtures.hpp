@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,6 +99,62 @@ inline void check_spmm(Backend& backend, SpmmPlan& plan, const Csr& a, std::int6
                 } else {
                     ASSERT_TRUE(std::isfinite(got(i, j))) << "(" << i << ", " << j << ")";
                     ASSERT_NEAR(got(i, j), want(i, j), tol) << "(" << i << ", " << j << ")";
+                }
+            }
+        }
+    }
+}
+
+// run_add over `ranges` in order on y = random values (NaN padding) y0: after each run, rows
+// covered so far hold y0 + A x (within the row tolerance; with `bitwise`, exactly y0 plus what
+// run() writes for the row), the other rows keep y0's bits and the padding stays NaN. `a` is the
+// product the plan computes (its operator with any scaling applied).
+inline void check_spmm_add(Backend& backend, SpmmPlan& plan, const Csr& a, std::int64_t width,
+                           const std::vector<RowRange>& ranges, std::uint64_t seed, bool bitwise)
+{
+    SCOPED_TRACE(::testing::Message()
+                 << "run_add: " << a.num_rows << " rows, " << a.nnz() << " nonzeros, "
+                 << (a.has_values() ? "valued" : "pattern") << ", width " << width);
+    ASSERT_TRUE(plan.adds_in_place());
+    const auto x = random_matrix(a.num_cols, width, width + 3, seed);
+    auto y0 = random_matrix(a.num_rows, width, width + 1, seed + 1);
+    for (std::int64_t i = 0; i < a.num_rows; ++i) {
+        y0.data[static_cast<std::size_t>(i * y0.ld + width)] = kNaN;
+    }
+    HostMatrix sums(a.num_rows, width, width + 1);
+    reference::spmm(a.view(), x.cview(), sums.view());
+    auto dx = upload(backend, x);
+    auto dy = upload(backend, y0);
+    auto dsums = upload(backend, HostMatrix(a.num_rows, width, width + 1));
+    const float max_x = x.max_abs();
+    std::vector<char> covered(static_cast<std::size_t>(a.num_rows), 0);
+    for (const auto& range : ranges) {
+        SCOPED_TRACE(::testing::Message()
+                     << "after rows [" << range.begin << ", " << range.end << ")");
+        plan.run_add(dx.view, dy.view, range);
+        if (bitwise) {
+            plan.run(dx.view, dsums.view, range);
+        }
+        for (auto i = range.begin; i < range.end; ++i) {
+            covered[static_cast<std::size_t>(i)] = 1;
+        }
+        const auto got = download(backend, dy);
+        const auto run_sums = bitwise ? download(backend, dsums) : HostMatrix(0, 0, 0);
+        expect_padding_nan(got, "run_add y");
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            const float tol = spmm_row_tolerance(a, i, max_x);
+            for (std::int64_t j = 0; j < width; ++j) {
+                if (covered[static_cast<std::size_t>(i)] == 0) {
+                    ASSERT_TRUE(same(got(i, j), y0(i, j)))
+                        << "row " << i << " outside the ranges changed: " << got(i, j);
+                } else if (bitwise) {
+                    const float have = got(i, j);
+                    const float want = y0(i, j) + run_sums(i, j);
+                    ASSERT_EQ(std::memcmp(&have, &want, sizeof(float)), 0)
+                        << "(" << i << ", " << j << "): " << have << " != " << want;
+                } else {
+                    ASSERT_NEAR(got(i, j), y0(i, j) + sums(i, j), tol)
+                        << "(" << i << ", " << j << ")";
                 }
             }
         }

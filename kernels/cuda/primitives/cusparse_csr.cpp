@@ -138,7 +138,7 @@ const std::vector<std::unique_ptr<CusparseCsr::Piece>>& CusparseCsr::range_piece
     return ranges_.emplace(key, std::move(pieces)).first->second;
 }
 
-void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange rows)
+void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange rows, bool add)
 {
     const std::int64_t width = x.cols;
     if (rows.empty() || width == 0) {
@@ -146,6 +146,9 @@ void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange ro
     }
     if (indptr_[rows.end] == indptr_[rows.begin]) {
         // Every row of the range is empty: its result is zero, no cuSPARSE call needed.
+        if (add) {
+            return;
+        }
         HALO_CUDA_TRY(
             cudaMemset2DAsync(y.row(rows.begin), static_cast<std::size_t>(y.ld) * sizeof(float), 0,
                               static_cast<std::size_t>(width) * sizeof(float),
@@ -153,11 +156,12 @@ void CusparseCsr::spmm(DenseView<const float> x, DenseView<float> y, RowRange ro
         return;
     }
     for (const auto& piece : range_pieces(rows)) {
-        piece_spmm(*piece, x, y);
+        piece_spmm(*piece, x, y, add);
     }
 }
 
-void CusparseCsr::piece_spmm(const Piece& piece, DenseView<const float> x, DenseView<float> y)
+void CusparseCsr::piece_spmm(const Piece& piece, DenseView<const float> x, DenseView<float> y,
+                             bool add)
 {
     const std::int64_t width = x.cols;
     const auto rows = piece.rows;
@@ -168,7 +172,7 @@ void CusparseCsr::piece_spmm(const Piece& piece, DenseView<const float> x, Dense
     HALO_CUSPARSE_TRY(cusparseCreateDnMat(&yd.descr, rows.size(), width, y.ld, y.row(rows.begin),
                                           CUDA_R_32F, CUSPARSE_ORDER_ROW));
     const float alpha = 1.0f;
-    const float beta = 0.0f;
+    const float beta = add ? 1.0f : 0.0f;
     const auto key = std::make_tuple(rows.begin, rows.end, width, x.ld, y.ld);
     auto size = workspace_sizes_.find(key);
     if (size == workspace_sizes_.end()) {

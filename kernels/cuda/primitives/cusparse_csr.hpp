@@ -92,10 +92,11 @@ public:
     const std::int64_t* offsets64() const noexcept { return offsets64_.data(); }
     const std::int32_t* columns32() const noexcept { return columns32_.data(); }
 
-    /// y[rows] = A[rows] x with the current values, asynchronous on the compute stream; x and y
-    /// are device views with x.rows >= the operator's columns and y.cols == x.cols (the caller
-    /// checks the operands). Width 0 or an empty range does nothing.
-    void spmm(DenseView<const float> x, DenseView<float> y, RowRange rows);
+    /// y[rows] = A[rows] x (with `add`: y[rows] += A[rows] x, cuSPARSE's beta = 1) with the
+    /// current values, asynchronous on the compute stream; x and y are device views with x.rows >=
+    /// the operator's columns and y.cols == x.cols (the caller checks the operands). Width 0 or an
+    /// empty range does nothing.
+    void spmm(DenseView<const float> x, DenseView<float> y, RowRange rows, bool add = false);
 
     /// The offsets (with every range's rebased copy), columns, values and workspace held now.
     MemoryReport memory() const;
@@ -106,7 +107,7 @@ private:
     const std::vector<std::unique_ptr<Piece>>& range_pieces(RowRange rows);
     /// The row ranges of at most max_piece_nnz_ nonzeros each that `rows` splits into.
     std::vector<RowRange> split(RowRange rows) const;
-    void piece_spmm(const Piece& piece, DenseView<const float> x, DenseView<float> y);
+    void piece_spmm(const Piece& piece, DenseView<const float> x, DenseView<float> y, bool add);
 
     Context& ctx_;
     std::int64_t num_rows_ = 0;

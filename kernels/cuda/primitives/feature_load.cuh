@@ -77,6 +77,35 @@ __device__ __forceinline__ void store_results(float* p, const float (&v)[kVec])
     }
 }
 
+/// Adds kVec fp32 results to those at p (each read and written once, float4 when kVec > 1): the
+/// same bits as storing them elsewhere and adding that copy to p.
+template <int kVec>
+__device__ __forceinline__ void add_results(float* p, const float (&v)[kVec])
+{
+    if constexpr (kVec == 1) {
+        *p += v[0];
+    } else {
+        static_assert(kVec % 4 == 0, "vector stores are float4");
+#pragma unroll
+        for (int i = 0; i < kVec; i += 4) {
+            auto* q = reinterpret_cast<float4*>(p + i);
+            const float4 old = *q;
+            *q = make_float4(old.x + v[i], old.y + v[i + 1], old.z + v[i + 2], old.w + v[i + 3]);
+        }
+    }
+}
+
+/// Stores kVec fp32 results at p, or adds them to those there (add_results).
+template <int kVec>
+__device__ __forceinline__ void write_results(float* p, const float (&v)[kVec], bool add)
+{
+    if (add) {
+        add_results<kVec>(p, v);
+    } else {
+        store_results<kVec>(p, v);
+    }
+}
+
 /// atomicAdd of each of kVec fp32 results at p.
 template <int kVec>
 __device__ __forceinline__ void atomic_add_results(float* p, const float (&v)[kVec])

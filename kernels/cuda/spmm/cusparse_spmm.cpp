@@ -61,6 +61,14 @@ public:
         csr_.spmm(x, y, rows);
     }
 
+    bool adds_in_place() const override { return true; }
+
+    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
+        csr_.spmm(x, y, rows, true);
+    }
+
     std::string algorithm() const override
     {
         const auto pieces = csr_.pieces();

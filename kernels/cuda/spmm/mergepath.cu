@@ -7,7 +7,8 @@
 // - Split rows: a row whose nonzeros lie in several segments is zeroed by a small kernel over the
 //   split rows only, then each segment adds its part with one atomicAdd per element (the paper's
 //   T[0, :] / T[1, :] accumulate in registers first). Every other row gets one plain store from
-//   the segment holding its start and end, so no other row of y is read or zeroed.
+//   the segment holding its start and end, so no other row of y is read or zeroed. run_add
+//   (y += A x) skips the zeroing and adds where run() stores.
 // - Mapping by width d: a lane owns the columns of one 16-byte load (4 fp32 or 8 fp16/bf16; one or
 //   two float4 stores of y) when d, both leading dimensions and both base pointers allow it, else
 //   1 column (feature_vec.hpp); fp16/bf16 features are widened at the load, sums stay fp32; with c
@@ -48,7 +49,7 @@ namespace {
 
 using detail::atomic_add_results;
 using detail::load_features;
-using detail::store_results;
+using detail::write_results;
 using detail::vector_columns;
 
 constexpr int kBlockThreads = 256;
@@ -77,6 +78,7 @@ struct KernelArgs {
     std::int64_t ldx;
     float* y;
     std::int64_t ldy;
+    bool add;  // y += A x (SpmmPlan::run_add): whole rows add, split rows are not zeroed first
 };
 
 // What a nonzero multiplies its x row by: 1 (a pattern), its stored value, or the column scaling
@@ -153,7 +155,7 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
                 }
             } else {
                 row_sum<kEntries, kVec>(k, j, next, col, r, acc);
-                store_results<kVec>(out, acc);
+                write_results<kVec>(out, acc, k.add);
             }
             j = next;
         }
@@ -271,30 +273,14 @@ public:
 
     void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
     {
-        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
-            return;
-        }
-        const std::int64_t width = x.cols;
-        const Prepared& p = schedule(rows, cost_for(width));
-        const cudaStream_t stream = ctx_.compute_stream();
-        const auto num_split = static_cast<std::int64_t>(p.host.split_rows.size());
-        if (num_split > 0) {
-            detail::zero_rows(stream, p.split_rows.data(), num_split, width, y.data, y.ld);
-        }
-        // 16-byte lanes (4 fp32 or 8 fp16/bf16 columns) when every access of a lane is aligned.
-        const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
-        const std::int64_t lanes = lanes_per_segment(width / vec);
-        const unsigned int grid = grid_for(p.host.num_segments() * lanes);
-        switch (x.type) {
-            case FeatureType::fp32:
-                return launch_kernel(stream, grid, vec, kernel_args<float>(p, lanes, x, y));
-            case FeatureType::fp16:
-                return launch_kernel(stream, grid, vec, kernel_args<__half>(p, lanes, x, y));
-            case FeatureType::bf16:
-                return launch_kernel(stream, grid, vec,
-                                     kernel_args<__nv_bfloat16>(p, lanes, x, y));
-        }
-        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+        launch_rows(x, y, rows, false);
+    }
+
+    bool adds_in_place() const override { return true; }
+
+    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        launch_rows({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows, true);
     }
 
     std::string algorithm() const override
@@ -311,6 +297,35 @@ public:
     }
 
 private:
+    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add)
+    {
+        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
+            return;
+        }
+        const std::int64_t width = x.cols;
+        const Prepared& p = schedule(rows, cost_for(width));
+        const cudaStream_t stream = ctx_.compute_stream();
+        const auto num_split = static_cast<std::int64_t>(p.host.split_rows.size());
+        if (num_split > 0 && !add) {  // adding: the segments' atomics add to y's own values
+            detail::zero_rows(stream, p.split_rows.data(), num_split, width, y.data, y.ld);
+        }
+        // 16-byte lanes (4 fp32 or 8 fp16/bf16 columns) when every access of a lane is aligned.
+        const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
+        const std::int64_t lanes = lanes_per_segment(width / vec);
+        const unsigned int grid = grid_for(p.host.num_segments() * lanes);
+        switch (x.type) {
+            case FeatureType::fp32:
+                return launch_kernel(stream, grid, vec, kernel_args<float>(p, lanes, x, y, add));
+            case FeatureType::fp16:
+                return launch_kernel(stream, grid, vec,
+                                     kernel_args<__half>(p, lanes, x, y, add));
+            case FeatureType::bf16:
+                return launch_kernel(stream, grid, vec,
+                                     kernel_args<__nv_bfloat16>(p, lanes, x, y, add));
+        }
+        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+    }
+
     // A row range's schedule on the host (kept: the kernel's scalars, and the source of the
     // asynchronous upload) and on the device.
     struct Prepared {
@@ -321,7 +336,7 @@ private:
 
     template <typename T>
     KernelArgs<T> kernel_args(const Prepared& p, std::int64_t lanes, FeatureView x,
-                       DenseView<float> y) const
+                              DenseView<float> y, bool add) const
     {
         return {indptr_d_.data(),
                 indices_d_.data(),
@@ -339,7 +354,8 @@ private:
                 static_cast<const T*>(x.data),
                 x.ld,
                 y.data,
-                y.ld};
+                y.ld,
+                add};
     }
 
     std::int64_t cost_for(std::int64_t width) const

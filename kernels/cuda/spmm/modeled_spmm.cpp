@@ -78,21 +78,21 @@ public:
 
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
-        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
-        if (rows.empty() || x.cols == 0) {
-            return;  // nothing to compute, and the model wants a width of at least 1
-        }
-        const auto choice = spmm_cost_model(shape_, x.cols);
-        std::size_t k = slot(choice.kernel);
-        if (plans_[k] == nullptr) {
-            k = slot(ModeledKernel::cusparse);  // the kernel rejected the operator (notes_)
-        }
-        plans_[k]->run(x, y, rows);
-        last_ = k;
-        if (decisions_.find(x.cols) == decisions_.end()) {
-            decisions_.emplace(x.cols, describe(shape_, x.cols, choice) +
-                                           (k != slot(choice.kernel) ? ", ran cuSPARSE" : ""));
-        }
+        run_rows(x, y, rows, false);
+    }
+
+    // Where every kernel built adds in place (all but Accel-GCN).
+    bool adds_in_place() const override
+    {
+        return std::all_of(plans_.begin(), plans_.end(),
+                           [](const auto& p) { return p == nullptr || p->adds_in_place(); });
+    }
+
+    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        HALO_EXPECTS(adds_in_place(),
+                     "run_add on a cost-model plan with Accel-GCN among its kernels");
+        run_rows(x, y, rows, true);
     }
 
     std::string algorithm() const override
@@ -127,6 +127,29 @@ public:
     }
 
 private:
+    void run_rows(DenseView<const float> x, DenseView<float> y, RowRange rows, bool add)
+    {
+        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
+        if (rows.empty() || x.cols == 0) {
+            return;  // nothing to compute, and the model wants a width of at least 1
+        }
+        const auto choice = spmm_cost_model(shape_, x.cols);
+        std::size_t k = slot(choice.kernel);
+        if (plans_[k] == nullptr) {
+            k = slot(ModeledKernel::cusparse);  // the kernel rejected the operator (notes_)
+        }
+        if (add) {
+            plans_[k]->run_add(x, y, rows);
+        } else {
+            plans_[k]->run(x, y, rows);
+        }
+        last_ = k;
+        if (decisions_.find(x.cols) == decisions_.end()) {
+            decisions_.emplace(x.cols, describe(shape_, x.cols, choice) +
+                                           (k != slot(choice.kernel) ? ", ran cuSPARSE" : ""));
+        }
+    }
+
     static std::unique_ptr<SpmmPlan> build(Context& ctx, const Csr& a,
                                            const SpmmPlanRequest& request,
                                            const OperatorScaling* scaling, ModeledKernel kernel,

@@ -8,8 +8,9 @@
 //   per row and pass, and each X row once per nonzero and pass.
 // - Shuffles use the group's own lane mask: groups of one warp own different rows, so their loop
 //   trip counts differ, and a full-warp mask would name lanes that are elsewhere.
-// - Each output element sums its row's nonzeros in CSR order with fmaf and is stored once: no
-//   atomics, the same bits every run, for any row range and any layout.
+// - Each output element sums its row's nonzeros in CSR order with fmaf and is stored once (or,
+//   by run_add, added to y's element once): no atomics, the same bits every run, for any row
+//   range and any layout.
 // - Pattern matrices keep a null value array (1.0f is substituted at load): no array of ones.
 // - fp16/bf16 features: 8 columns per 16-byte load where aligned, widened to fp32 at the load;
 //   the sums are the fp32 path's, in the same order.
@@ -40,7 +41,7 @@ namespace halo::cuda {
 namespace {
 
 using detail::load_features;
-using detail::store_results;
+using detail::write_results;
 using rowsplit::kWarp;
 
 constexpr int kBlock = 256;
@@ -62,6 +63,7 @@ struct Args {
     const float* values;     // null: pattern matrix
     const float* row_scale;  // null, or each row sum scaled by row_scale[row] (OperatorScaling)
     const float* col_scale;  // null, or x's row j scaled by col_scale[j] (when values is null)
+    bool add;                // y += the sums (SpmmPlan::run_add) instead of y = the sums
 };
 
 // A lane's Vec fp32 sums; x read as T, Vec columns per load (feature_load.cuh).
@@ -84,7 +86,7 @@ struct Acc {
             v[i] *= s;
         }
     }
-    __device__ void store(float* y) const { store_results<Vec>(y, v); }
+    __device__ void write(float* y, bool add) const { write_results<Vec>(y, v, add); }
 };
 
 template <typename Offset, int Group, int Vec, typename T>
@@ -134,7 +136,7 @@ __global__ void __launch_bounds__(kBlock)
                 if (a.row_scale != nullptr) {
                     acc.scale(__ldg(a.row_scale + row));
                 }
-                acc.store(a.y + row * a.ldy + col);
+                acc.write(a.y + row * a.ldy + col, a.add);
             }
         }
     }
@@ -225,23 +227,14 @@ public:
 
     void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
     {
-        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
-            return;
-        }
-        const std::int64_t width = x.cols;
-        HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || num_cols_ == 0),
-                     "null device operands");
-        const auto layout = rowsplit::make_layout(
-            width, detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width));
-        switch (x.type) {
-            case FeatureType::fp32:
-                return dispatch(layout, kernel_args<float>(layout, x, y, rows));
-            case FeatureType::fp16:
-                return dispatch(layout, kernel_args<__half>(layout, x, y, rows));
-            case FeatureType::bf16:
-                return dispatch(layout, kernel_args<__nv_bfloat16>(layout, x, y, rows));
-        }
-        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+        launch_rows(x, y, rows, false);
+    }
+
+    bool adds_in_place() const override { return true; }
+
+    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        launch_rows({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows, true);
     }
 
     std::string algorithm() const override
@@ -253,13 +246,34 @@ public:
     }
 
 private:
+    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add) const
+    {
+        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
+            return;
+        }
+        const std::int64_t width = x.cols;
+        HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || num_cols_ == 0),
+                     "null device operands");
+        const auto layout = rowsplit::make_layout(
+            width, detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width));
+        switch (x.type) {
+            case FeatureType::fp32:
+                return dispatch(layout, kernel_args<float>(layout, x, y, rows, add));
+            case FeatureType::fp16:
+                return dispatch(layout, kernel_args<__half>(layout, x, y, rows, add));
+            case FeatureType::bf16:
+                return dispatch(layout, kernel_args<__nv_bfloat16>(layout, x, y, rows, add));
+        }
+        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+    }
+
     template <typename T>
     Args<T> kernel_args(const rowsplit::Layout& layout, FeatureView x, DenseView<float> y,
-                 RowRange rows) const
+                        RowRange rows, bool add) const
     {
         return {static_cast<const T*>(x.data), x.ld, y.data, y.ld, rows.begin, rows.end,
                 x.cols, layout.chunks, columns_.data(), values_.data(), scaling_.row.data(),
-                scaling_.col.data()};
+                scaling_.col.data(), add};
     }
 
 public:

@@ -55,4 +55,30 @@ TEST(CudaBackendConformance, CoversEveryExactRegisteredKernel)
     EXPECT_GE(names.size(), 6u);
 }
 
+// The split overlap adds the halo columns in place only with plans that can: those of halo-infer's
+// default (the cost model, on R-MAT: MergePath and cuSPARSE; scaled as the gcn operator runs) and
+// of the kernels it picks from, but Accel-GCN.
+TEST(CudaBackendConformance, TheDefaultPlansAndTheirKernelsAddInPlace)
+{
+    HALO_REQUIRE_GPUS(1);
+    cuda::Context ctx;
+    const auto a = graph_csr("rmat", 12, 77, true);
+    const OperatorScaling scaling{std::vector<float>(static_cast<std::size_t>(a.num_rows), 0.5f),
+                                  std::vector<float>(static_cast<std::size_t>(a.num_cols), 2.0f)};
+    for (const std::string name : {"auto", "cusparse", "mergepath", "rowsplit"}) {
+        SCOPED_TRACE(name);
+        const auto* kernel = find_spmm_kernel(name, spmm_use_infer);
+        ASSERT_NE(kernel, nullptr);
+        const auto backend = cuda::make_cuda_backend(ctx, SpmmChoice{kernel, {}});
+        EXPECT_TRUE(backend->make_spmm_plan(a)->adds_in_place());
+        const auto scaled = backend->make_scaled_spmm_plan(a, {}, scaling);
+        ASSERT_NE(scaled, nullptr);
+        EXPECT_TRUE(scaled->adds_in_place());
+    }
+    const auto* accel = find_spmm_kernel("accel_gcn", spmm_use_infer);
+    ASSERT_NE(accel, nullptr);
+    EXPECT_FALSE(
+        cuda::make_cuda_backend(ctx, SpmmChoice{accel, {}})->make_spmm_plan(a)->adds_in_place());
+}
+
 }  // namespace halo::testing
