@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,7 +154,11 @@ inline void check_spmm_add(Backend& backend, SpmmPlan& plan, const Csr& a, std::
                     ASSERT_EQ(std::memcmp(&have, &want, sizeof(float)), 0)
                         << "(" << i << ", " << j << "): " << have << " != " << want;
                 } else {
-                    ASSERT_NEAR(got(i, j), y0(i, j) + sums(i, j), tol)
+                    // The sum's tolerance and the rounding of the addition to y0 (twice: here
+                    // and where the plan adds).
+                    const float add_tol = 2 * std::numeric_limits<float>::epsilon() *
+                                          (std::abs(y0(i, j)) + std::abs(sums(i, j)));
+                    ASSERT_NEAR(got(i, j), y0(i, j) + sums(i, j), tol + add_tol)
                         << "(" << i << ", " << j << ")";
                 }
             }
