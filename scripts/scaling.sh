@@ -63,7 +63,7 @@ log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
 # BALANCE=rows+nnz (the default): METIS balances rows and nonzeros (halo-partition --balance):
 # at 4 GPUs 1.19x (R-MAT 22) and 1.3-1.4x (R-MAT 24) faster than nonzeros alone
 # (docs/PERFORMANCE.md); BALANCE=nnz: nonzeros alone. rows+nnz datasets and assignments are
-# named apart (-rows); bench/owners holds R-MAT 24's at 4 parts.
+# named apart (-rows); bench/owners holds R-MAT 24's at 4 parts and R-MAT 23's at 2.
 balance=${BALANCE:-rows+nnz}
 case $balance in nnz) bsuffix= ;; rows+nnz) bsuffix=-rows ;; *) echo "BALANCE: nnz or rows+nnz" >&2; exit 2 ;; esac
 dataset() { echo "$work/rmat-$1-ef$ef-p$2$bsuffix.h5"; }
