@@ -17,6 +17,7 @@
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo_test.hpp"
+#include "scaled_operator.hpp"
 
 namespace halo::testing {
 
@@ -193,15 +194,7 @@ public:
             return nullptr;
         }
         scaled.emplace_back(&pattern, scaling);
-        auto valued = pattern;
-        valued.values.resize(pattern.indices.size());
-        for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
-            for (auto k = pattern.indptr[i]; k < pattern.indptr[i + 1]; ++k) {
-                const float r = scaling.row.empty() ? 1.0f : scaling.row[i];
-                valued.values[k] = scaling.col.empty() ? r : r * scaling.col[pattern.indices[k]];
-            }
-        }
-        operators_.push_back(std::move(valued));
+        operators_.push_back(scaled_operator(pattern, scaling));
         return wrapped(cpu_->make_spmm_plan(operators_.back(), hints));
     }
     std::unique_ptr<halo::StreamedSpmm> make_streamed_spmm(const halo::Csr& a,

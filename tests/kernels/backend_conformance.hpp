@@ -30,6 +30,7 @@
 #include "halo/engine.hpp"
 #include "halo/error.hpp"
 #include "halo_test.hpp"
+#include "scaled_operator.hpp"
 #include "spmm_fixtures.hpp"
 
 namespace halo::testing {
@@ -348,13 +349,7 @@ TYPED_TEST_P(BackendConformance, SpmmAddAddsTheProductToItsRowsOnly)
                 OperatorScaling scaling{
                     random_floats(static_cast<std::size_t>(n), ++seed),
                     random_floats(static_cast<std::size_t>(a.num_cols), ++seed)};
-                Csr scaled = a;  // the product a scaled plan computes: r_i c_j on the pattern
-                scaled.values.resize(scaled.indices.size());
-                for (std::int64_t i = 0; i < n; ++i) {
-                    for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-                        scaled.values[k] = scaling.row[i] * scaling.col[a.indices[k]];
-                    }
-                }
+                const auto scaled = scaled_operator(a, scaling);  // what a scaled plan computes
                 std::vector<std::pair<std::unique_ptr<SpmmPlan>, const Csr*>> plans;
                 plans.emplace_back(backend->make_spmm_plan(a, hints), &a);
                 if (auto p = backend->make_scaled_spmm_plan(a, hints, scaling)) {

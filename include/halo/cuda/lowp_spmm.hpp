@@ -34,7 +34,14 @@ public:
     virtual void run_features(FeatureView x, DenseView<float> y, RowRange rows) = 0;
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) final
     {
-        run_features({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows);
+        run_features(fp32_features(x), y, rows);
+    }
+
+protected:
+    /// x as features of FeatureType::fp32.
+    static FeatureView fp32_features(DenseView<const float> x)
+    {
+        return {x.data, FeatureType::fp32, x.rows, x.cols, x.ld};
     }
 };
 

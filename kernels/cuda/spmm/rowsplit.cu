@@ -234,7 +234,7 @@ public:
 
     void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
-        launch_rows({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows, true);
+        launch_rows(fp32_features(x), y, rows, true);
     }
 
     std::string algorithm() const override
