@@ -69,6 +69,7 @@ struct Options {
     std::string out;
     std::string backend = "cpu";
     std::string exchange;  // empty: nccl for --backend cuda, mpi for cpu
+    bool nccl_register = false;
     std::string spmm;      // empty: cusparse (cuda) or the reference (cpu); aes:W[:scaling]
     std::string attention = "fused";
     std::int64_t k = 16;
@@ -215,6 +216,12 @@ void check_options(const Options& o)
         HALO_THROW(halo::InputError, o.device >= 0 ? "--device" : "--exchange " + o.exchange,
                    " needs --backend cuda (the cpu backend runs on the host and exchanges over "
                    "MPI)");
+    }
+    if (o.nccl_register && (!cuda || exchange != "nccl")) {
+        HALO_THROW(halo::InputError,
+                   "--nccl-register needs the NCCL exchange (--backend cuda, "
+                   "--exchange nccl or nccl-int8 or the default), not ",
+                   cuda ? "--exchange " + o.exchange : "--backend " + o.backend);
     }
     if (o.save_tuning && o.spmm != "autotune") {
         HALO_THROW(halo::InputError,
@@ -935,6 +942,7 @@ void write_manifest(const Job& job, const std::string& command, const halo::Data
     manifest["seed"] = o.seed;
     manifest["backend"] = o.backend;
     manifest["exchange"] = exchange.name();
+    manifest["nccl_registered"] = exchange.registered();
     manifest["overlap"] = !o.no_overlap;
     manifest["overlap_mode"] = o.no_overlap ? "none" : o.overlap;
     manifest["split_share"] = o.split_share;
@@ -1090,13 +1098,15 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     job.step.restart();
     auto exchange_spec = halo::parse_exchange_spec(o.exchange);
     exchange_spec.fixed_device = o.device >= 0;
+    exchange_spec.register_buffers = o.nccl_register;
     const auto exchange = halo::make_exchanger(exchange_spec, world, shard, model.exchange_width(),
                                                backend.context.get());
     if (job.lead && !exchange->note().empty()) {
         fmt::print("{}\n", exchange->note());
     }
     phases.add("exchange setup", job.step.seconds(), -1.0,
-               size == 1 ? "single part" : exchange->transport());
+               size == 1 ? "single part"
+                         : exchange->transport() + (exchange->registered() ? ", registered" : ""));
     const auto eopt = engine_options(job, info);
     job.step.restart();
     halo::Engine engine(*backend.backend, exchange->exchanger(), shard, model, eopt);
@@ -1204,6 +1214,10 @@ int main(int argc, char** argv)
                    "for the default transport, to send rows as int8 with a scale and zero "
                    "point per row (approximate, ~1/4 of the bytes)")
         ->check(CLI::IsMember({"nccl", "mpi", "int8", "nccl-int8", "mpi-int8"}));
+    app.add_flag("--nccl-register", o.nccl_register,
+                 "NCCL user buffer registration: the matrices the exchange moves are allocated "
+                 "with ncclMemAlloc and registered, so that NCCL copies each halo row once, "
+                 "straight from the sender's buffer into the receiver's (docs/ENGINE.md)");
     app.add_option("--spmm", o.spmm,
                    "SpMM kernel of --backend cuda: " + halo::spmm_kernel_help(halo::spmm_use_infer))
         ->check([](const std::string& v) {

@@ -91,9 +91,11 @@ std::unique_ptr<Exchange> make_exchanger(const ExchangeSpec& spec, const MpiWorl
     if (transport == "nccl") {
         out->nccl_ = std::make_shared<NcclComm>(comm, ctx);
         auto* nccl = out->nccl_.get();
-        make_transport = [&ctx, nccl](const Shard& s, std::int64_t w) {
-            return make_nccl_exchanger(ctx, *nccl, s, w);
+        const NcclExchangerOptions options{.register_buffers = spec.register_buffers};
+        make_transport = [&ctx, nccl, options](const Shard& s, std::int64_t w) {
+            return make_nccl_exchanger(ctx, *nccl, s, w, options);
         };
+        out->registered_ = spec.register_buffers;
     } else {
         make_transport = [&ctx, comm](const Shard& s, std::int64_t w) {
             return make_mpi_device_exchanger(ctx, comm, s, w);

@@ -8,15 +8,26 @@
 // it is sent) and one ncclSend per peer from the packed buffer. finish() only makes the compute
 // stream wait for the comm stream. A strided x (ld > cols) receives into a staging buffer that is
 // allocated on the first such exchange and copied into place on the comm stream.
+//
+// With registered buffers (register_buffers), the send buffer, the staging buffer and the matrices
+// allocate() hands out come from ncclMemAlloc and are registered with the communicator
+// (ncclCommRegister): NCCL's intra-node transport then copies between the ranks' own buffers
+// rather than through its internal FIFOs (one copy of each row instead of two, NCCL's user buffer
+// registration). NCCL requires a peer's buffers to be registered when ours are, so every operation
+// uses registered memory then: an x that is not (or is strided) receives through the staging
+// buffer.
 #include "halo/nccl_exchanger.hpp"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <exception>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,19 +53,164 @@ std::string last_error(ncclComm_t comm)
     return text != nullptr && *text != '\0' ? detail::concat(" (", text, ')') : std::string();
 }
 
+// The memory an exchanger registered with its communicator: its own buffers and the matrices
+// allocate() handed out. Shared with those matrices' deleters, so it lives as long as the last of
+// them. While the exchanger lives, a released block stays allocated (and registered) until close();
+// the exchanger's destructor closes the registry: every block is deregistered there (NCCL needs the
+// communicator), the released ones freed, and the others freed by their deleters afterwards.
+// ncclMemFree is not stream-ordered: each free waits for the device first.
+class Registry {
+public:
+    explicit Registry(int device) : device_(device) {}
+    ~Registry();
+    Registry(const Registry&) = delete;
+    Registry& operator=(const Registry&) = delete;
+
+    /// `floats` floats (at least one) from ncclMemAlloc, registered with `comm`; the deleter hands
+    /// them back here. Throws halo::NcclError naming the size.
+    std::shared_ptr<float> allocate(ncclComm_t comm, int rank, std::int64_t floats);
+    /// Whether [begin, end) lies inside one registered block.
+    bool contains(const float* begin, const float* end) const;
+    /// Deregisters every block from `comm` (skipped when null: an aborted communicator took its
+    /// registrations with it) and frees those released, and later each one as it is released;
+    /// `may_wait` false leaves them all allocated (a device wait could hang on a peer that never
+    /// came; the process is on its error path then).
+    void close(ncclComm_t comm, bool may_wait) noexcept;
+
+private:
+    struct Block {
+        float* data;
+        std::int64_t floats;
+        void* handle;
+        bool held;
+    };
+    void release(float* data) noexcept;
+    void wait_and_free(float* data) const noexcept;
+
+    int device_;
+    mutable std::mutex mutex_;
+    std::vector<Block> blocks_;
+    bool open_ = true;
+    bool may_wait_ = true;
+    std::weak_ptr<Registry> self_;
+    friend std::shared_ptr<Registry> make_registry(int device);
+};
+
+std::shared_ptr<Registry> make_registry(int device)
+{
+    auto registry = std::make_shared<Registry>(device);
+    registry->self_ = registry;
+    return registry;
+}
+
+// Blocks still listed here were closed without a wait allowed: left allocated on purpose.
+Registry::~Registry() = default;
+
+std::shared_ptr<float> Registry::allocate(ncclComm_t comm, int rank, std::int64_t floats)
+{
+    const auto n = std::max<std::int64_t>(floats, 1);
+    const auto bytes = static_cast<std::size_t>(n) * sizeof(float);
+    const detail::DeviceGuard guard(device_);
+    void* data = nullptr;
+    const auto allocated = ncclMemAlloc(&data, bytes);
+    if (allocated != ncclSuccess) {
+        HALO_THROW(
+            NcclError, "rank ", rank, ": ncclMemAlloc of ", bytes,
+            " bytes for a registered exchange buffer failed: ", ncclGetErrorString(allocated),
+            last_error(comm), "; run without --nccl-register, or with more ranks");
+    }
+    void* handle = nullptr;
+    const auto registered = ncclCommRegister(comm, data, bytes, &handle);
+    if (registered != ncclSuccess) {
+        static_cast<void>(ncclMemFree(data));
+        HALO_THROW(NcclError, "rank ", rank, ": ncclCommRegister of ", bytes,
+                   " bytes failed: ", ncclGetErrorString(registered), last_error(comm));
+    }
+    auto* p = static_cast<float*>(data);
+    {
+        const std::lock_guard lock(mutex_);
+        blocks_.push_back({p, n, handle, true});
+    }
+    return {p, [owner = self_.lock()](float* q) { owner->release(q); }};
+}
+
+bool Registry::contains(const float* begin, const float* end) const
+{
+    const std::lock_guard lock(mutex_);
+    return std::any_of(blocks_.begin(), blocks_.end(),
+                       [&](const Block& b) { return begin >= b.data && end <= b.data + b.floats; });
+}
+
+void Registry::wait_and_free(float* data) const noexcept
+{
+    try {
+        const detail::DeviceGuard guard(device_);
+        static_cast<void>(cudaDeviceSynchronize());
+        static_cast<void>(ncclMemFree(data));
+    } catch (...) {  // the device could not even be selected: the block leaks
+    }
+}
+
+void Registry::release(float* data) noexcept
+{
+    const std::lock_guard lock(mutex_);
+    const auto it = std::find_if(blocks_.begin(), blocks_.end(),
+                                 [&](const Block& b) { return b.data == data; });
+    if (it == blocks_.end()) {
+        return;
+    }
+    if (open_) {
+        it->held = false;  // freed by close()
+        return;
+    }
+    if (may_wait_) {
+        wait_and_free(data);  // deregistered by close() already
+        blocks_.erase(it);
+    }
+}
+
+void Registry::close(ncclComm_t comm, bool may_wait) noexcept
+{
+    const std::lock_guard lock(mutex_);
+    open_ = false;
+    may_wait_ = may_wait;
+    for (const auto& b : blocks_) {
+        if (comm != nullptr) {
+            static_cast<void>(ncclCommDeregister(comm, b.handle));
+        }
+    }
+    std::erase_if(blocks_, [&](const Block& b) {
+        if (b.held || !may_wait) {
+            return false;
+        }
+        wait_and_free(b.data);
+        return true;
+    });
+}
+
 class NcclExchanger final : public CountingExchanger {
 public:
-    NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& shard, std::int64_t max_dim);
+    NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& shard, std::int64_t max_dim,
+                  const NcclExchangerOptions& options);
     ~NcclExchanger() override;
 
     void start(DenseView<float> x) override;
     void finish() override;
     void barrier() override { comm_.barrier(); }
+    std::shared_ptr<float> allocate(std::int64_t floats) override
+    {
+        if (!registry_) {
+            return nullptr;
+        }
+        const detail::DeviceGuard guard(ctx_.device());
+        return registry_->allocate(comm_.get(), comm_.rank(), floats);
+    }
 
 private:
     // The grouped receives into `halo` (num_halo x cols, contiguous) and sends of the packed rows;
     // returns the number of sends.
     std::int64_t post(float* halo, std::int64_t cols);
+    std::shared_ptr<float> buffer(std::int64_t floats);
 
     cuda::Context& ctx_;
     NcclComm& comm_;
@@ -68,16 +224,21 @@ private:
     std::vector<std::int64_t> send_offsets_;
 
     cuda::DeviceBuffer<std::int32_t> send_rows_;  // the plan's send rows, on the device
-    cuda::DeviceBuffer<float> send_buffer_;       // num_send x max_dim
-    cuda::DeviceBuffer<float> staging_;           // num_halo x max_dim, once x is strided
+    std::shared_ptr<Registry> registry_;          // with registered buffers only
+    // The packed send rows (num_send x max_dim) and, once an x needs it (strided, or not
+    // registered where buffers are), the halo rows' staging (num_halo x max_dim): registered
+    // memory or the Context's pool.
+    std::shared_ptr<float> send_buffer_;
+    std::shared_ptr<float> staging_;
     detail::CudaEvent ready_;                     // compute -> comm, in start()
     detail::CudaEvent done_;                      // comm -> compute, in finish()
 
     bool in_flight_ = false;
+    int exceptions_ = std::uncaught_exceptions();  // at construction
 };
 
 NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& shard,
-                             std::int64_t max_dim)
+                             std::int64_t max_dim, const NcclExchangerOptions& options)
     : ctx_(ctx),
       comm_(comm),
       max_dim_(max_dim),
@@ -96,7 +257,21 @@ NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& sh
     detail::check_local_plan(shard, comm.rank(), comm.size());
     const detail::DeviceGuard guard(ctx.device());
     send_rows_ = detail::upload_send_rows(ctx, shard.plan);
-    send_buffer_ = cuda::DeviceBuffer<float>(ctx, static_cast<std::size_t>(num_send_ * max_dim));
+    if (options.register_buffers) {
+        registry_ = make_registry(ctx.device());
+    }
+    send_buffer_ = buffer(num_send_ * max_dim);
+}
+
+// Registered memory where buffers are registered, else a block of the Context's pool (freed
+// stream-ordered on the compute stream).
+std::shared_ptr<float> NcclExchanger::buffer(std::int64_t floats)
+{
+    if (registry_) {
+        return registry_->allocate(comm_.get(), comm_.rank(), floats);
+    }
+    auto* block = new cuda::DeviceBuffer<float>(ctx_, static_cast<std::size_t>(floats));
+    return {block->data(), [block](float*) { delete block; }};
 }
 
 NcclExchanger::~NcclExchanger()
@@ -108,6 +283,16 @@ NcclExchanger::~NcclExchanger()
         const detail::DeviceGuard guard(ctx_.device());
         done_.order_noexcept(ctx_.comm_stream(), ctx_.compute_stream());
     } catch (...) {  // a destructor must not throw; the device could not even be selected
+    }
+    if (registry_) {
+        // An aborted communicator stopped its kernels. Otherwise an exchange left in flight, or
+        // any exchange while an exception unwinds (a peer may have failed before posting its
+        // side), may wait for a peer that never comes, and a device wait would hang with it: the
+        // memory is left allocated then.
+        const bool unwinding = std::uncaught_exceptions() > exceptions_;
+        send_buffer_.reset();
+        staging_.reset();
+        registry_->close(comm_.get(), comm_.get() == nullptr || (!in_flight_ && !unwinding));
     }
 }
 
@@ -128,7 +313,7 @@ std::int64_t NcclExchanger::post(float* halo, std::int64_t cols)
         for (std::size_t b = 0; b < send_ranks_.size(); ++b) {
             const auto count = (send_offsets_[b + 1] - send_offsets_[b]) * cols;
             if (count > 0) {
-                HALO_NCCL_TRY(ncclSend(send_buffer_.data() + send_offsets_[b] * cols,
+                HALO_NCCL_TRY(ncclSend(send_buffer_.get() + send_offsets_[b] * cols,
                                        static_cast<std::size_t>(count), ncclFloat, send_ranks_[b],
                                        comm_.get(), stream));
                 sends += 1;
@@ -154,21 +339,23 @@ void NcclExchanger::start(DenseView<float> x)
     const std::int64_t cols = x.cols;
     if (cols > 0 && (num_send_ > 0 || num_halo_ > 0)) {
         const detail::DeviceGuard guard(ctx_.device());
-        const bool staged = x.ld != cols && num_halo_ > 0;
-        if (staged && staging_.size() == 0) {
+        const float* halo_end = x.row(num_owned_) + num_halo_ * cols;
+        const bool staged =
+            num_halo_ > 0 &&
+            (x.ld != cols || (registry_ && !registry_->contains(x.row(num_owned_), halo_end)));
+        if (staged && !staging_) {
             // Allocated on the compute stream, so before ready_ is recorded there.
-            staging_ =
-                cuda::DeviceBuffer<float>(ctx_, static_cast<std::size_t>(num_halo_ * max_dim_));
+            staging_ = buffer(num_halo_ * max_dim_);
         }
         const cudaStream_t stream = ctx_.comm_stream();
         ready_.order(ctx_.compute_stream(), stream);
-        detail::pack_rows(x.data, x.ld, send_rows_.data(), num_send_, cols, send_buffer_.data(),
+        detail::pack_rows(x.data, x.ld, send_rows_.data(), num_send_, cols, send_buffer_.get(),
                           stream);
-        const auto sends = post(staged ? staging_.data() : x.row(num_owned_), cols);
+        const auto sends = post(staged ? staging_.get() : x.row(num_owned_), cols);
         if (staged) {
             const auto row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
             HALO_CUDA_TRY(cudaMemcpy2DAsync(
-                x.row(num_owned_), static_cast<std::size_t>(x.ld) * sizeof(float), staging_.data(),
+                x.row(num_owned_), static_cast<std::size_t>(x.ld) * sizeof(float), staging_.get(),
                 row_bytes, row_bytes, static_cast<std::size_t>(num_halo_), cudaMemcpyDeviceToDevice,
                 stream));
         }
@@ -207,9 +394,10 @@ void NcclExchanger::finish()
 }  // namespace
 
 std::unique_ptr<HaloExchanger> make_nccl_exchanger(cuda::Context& ctx, NcclComm& comm,
-                                                   const Shard& shard, std::int64_t max_dim)
+                                                   const Shard& shard, std::int64_t max_dim,
+                                                   const NcclExchangerOptions& options)
 {
-    return std::make_unique<NcclExchanger>(ctx, comm, shard, max_dim);
+    return std::make_unique<NcclExchanger>(ctx, comm, shard, max_dim, options);
 }
 
 }  // namespace halo

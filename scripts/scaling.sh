@@ -36,11 +36,13 @@
 #              PARTITION_DETACH=0 AWAIT_SECONDS=540 OWNERS= SAVE_OWNERS= BALANCE=rows+nnz
 #              EF=16 REPEAT=10 SEED=1 OMP_THREADS=8 BACKEND=cuda (NCCL; cpu: the MPI transport, to try the
 #              script without GPUs) SPLIT_SHARE= (halo-infer --split-share for every run with
-#              overlap: the split overlap on that share of the boundary rows)
+#              overlap: the split overlap on that share of the boundary rows) INFER_ARGS= (more
+#              halo-infer options for every run, e.g. --nccl-register; keep each setting's runs
+#              in an OUT of their own)
 # Every log and manifest lands in OUT (tag.log, tag.json); WORK holds datasets (local disk).
 set -uo pipefail
 if [ $# -lt 3 ]; then
-  sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 build=$1 work=$2 out=$3
@@ -90,6 +92,8 @@ needed() {
 infer() {
   local tag=$1 ds=$2 np=$3 layer=$4
   shift 4
+  local extra=()
+  read -r -a extra <<<"${INFER_ARGS:-}"
   local res=$work/res-$tag
   rm -rf "$res"
   local share=()
@@ -100,7 +104,7 @@ infer() {
     -x OMP_NUM_THREADS="${OMP_THREADS:-8}" \
     "$bin/halo-infer" "$ds" --random-model "$dims" --layer "$layer" --seed "$seed" \
     --backend "$backend" --repeat "$repeat" --no-sync --out "$res" ${share[@]+"${share[@]}"} \
-    "$@" >"$out/$tag.log" 2>&1
+    ${extra[@]+"${extra[@]}"} "$@" >"$out/$tag.log" 2>&1
   local rc=$?
   if [ $rc -ne 0 ] || ! cp "$res/manifest.json" "$out/$tag.json"; then
     echo "-- $tag: exit $rc" | tee -a "$out/failures.txt"

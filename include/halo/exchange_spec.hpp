@@ -25,6 +25,9 @@ struct ExchangeSpec {
     bool int8_rows = false;
     /// Every rank was given one device (halo-infer --device): ranks of a node then share it.
     bool fixed_device = false;
+    /// NCCL with registered buffers (NcclExchangerOptions::register_buffers; halo-infer
+    /// --nccl-register); ignored by the other transports.
+    bool register_buffers = false;
 };
 
 /// "nccl" | "mpi" | "int8" (the default transport) | "nccl-int8" | "mpi-int8" | "" (the default).
@@ -50,6 +53,8 @@ public:
     const std::string& transport() const { return transport_; }
     /// transport(), with "-int8" when rows travel as int8 records.
     std::string name() const { return transport_ + (int8_rows_ ? "-int8" : ""); }
+    /// Whether NCCL runs with registered buffers.
+    bool registered() const { return registered_; }
     /// Why the transport differs from the one asked for (empty when it does not).
     const std::string& note() const { return note_; }
 
@@ -61,6 +66,7 @@ private:
     std::unique_ptr<HaloExchanger> exchanger_;
     std::string transport_;
     bool int8_rows_ = false;
+    bool registered_ = false;
     std::string note_;
 };
 

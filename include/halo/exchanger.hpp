@@ -46,6 +46,14 @@ public:
     /// peer arrived (arrival skew), which the exchange's own time then leaves out. Every rank
     /// must call it at the same point; never between start() and finish().
     virtual void barrier() {}
+
+    /// Device memory for `floats` floats (all of a matrix the caller will hand to start()) that
+    /// this exchanger moves without copies of its own: NCCL with registered buffers
+    /// (make_nccl_exchanger's register_buffers) allocates it with ncclMemAlloc and registers it,
+    /// so that its sends and receives copy straight between the ranks' matrices. Null where the
+    /// exchanger has no such memory (the default): the caller allocates as it would otherwise.
+    /// Every exchanger still takes matrices from anywhere; those from here take fewer copies.
+    virtual std::shared_ptr<float> allocate(std::int64_t floats);
 };
 
 /// The base of the exchangers that keep their own counters: not copyable; stats() reads stats_.

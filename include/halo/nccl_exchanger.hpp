@@ -55,14 +55,26 @@ private:
     int size_ = 1;
 };
 
+struct NcclExchangerOptions {
+    /// NCCL user buffer registration: the send buffer, the staging buffer and the matrices
+    /// allocate() hands out are allocated with ncclMemAlloc and registered (ncclCommRegister),
+    /// so that NCCL copies each row once, from the sender's buffer into the receiver's matrix,
+    /// rather than through its internal buffers. Every rank of a communicator must choose alike.
+    /// An x from elsewhere (or strided) receives through the registered staging buffer and a copy.
+    bool register_buffers = false;
+};
+
 /// NCCL exchanger for `shard` (rank == shard.part); matrices exchanged are device views on
 /// ctx's device, at most `max_dim` wide. Allocates its packed send buffer (num_send x max_dim
 /// floats) here, so start() allocates nothing for a contiguous x. finish() never blocks the host;
 /// it throws halo::NcclError when NCCL reports an asynchronous error. NCCL matches operations in
 /// the order they are issued: exchangers that share one NcclComm must be started in the same
-/// order on every rank. Plans that disagree hang NCCL: run check_halo_plan first.
+/// order on every rank. Plans that disagree hang NCCL: run check_halo_plan first. The matrices of
+/// allocate() (registered buffers only) may outlive the exchanger; they are freed as they go,
+/// after a device wait (ncclMemFree is not stream-ordered).
 std::unique_ptr<HaloExchanger> make_nccl_exchanger(cuda::Context& ctx, NcclComm& comm,
-                                                   const Shard& shard, std::int64_t max_dim);
+                                                   const Shard& shard, std::int64_t max_dim,
+                                                   const NcclExchangerOptions& options = {});
 
 /// MPI exchanger for device matrices: pack on the GPU, copy to pinned host buffers, MPI, copy
 /// back into the halo region (or pass device pointers when MPI is CUDA-aware and

@@ -16,6 +16,11 @@ public:
 
 }  // namespace
 
+std::shared_ptr<float> HaloExchanger::allocate(std::int64_t)
+{
+    return nullptr;
+}
+
 void check_exchanged_matrix(const DenseView<float>& x, std::int64_t num_owned,
                             std::int64_t num_halo, std::int64_t min_cols, std::int64_t max_cols,
                             const char* exchanger)

@@ -115,6 +115,9 @@ public:
     void reserve_wide(std::int64_t cols) { wide_cols_ = std::max(wide_cols_, cols); }
     /// Allocates what was reserved; called once, after every step is made.
     void allocate_shared();
+    /// A backend matrix of n_total x `cols` that the exchange may move: the exchanger's own
+    /// memory where it has some (NCCL's registered buffers), else the backend's.
+    Matrix exchangeable(std::int64_t cols);
 
     // --- Run: buffers, timing and the exchange ---
 

@@ -74,7 +74,7 @@ void StepContext::ensure_degrees()
     // Owned gcn degrees, then the halo ones through one exchange of a width-1 matrix.
     degree_ = gcn_degrees(shard);
     degree_.resize(n_total, 0.0f);
-    auto column = backend.allocate(n_total, 1);
+    auto column = exchangeable(1);
     backend.copy_from_host(degree_.data(), column.view());
     exchanger.start(column.view());
     exchanger.finish();
@@ -352,8 +352,18 @@ SpmmPlanHints StepContext::hints_for(const std::string& op) const
 void StepContext::allocate_shared()
 {
     if (wide_cols_ > 0) {
-        wide_ = backend.allocate(n_total, wide_cols_);
+        wide_ = exchangeable(wide_cols_);
     }
+}
+
+Matrix StepContext::exchangeable(std::int64_t cols)
+{
+    if (has_peers && n_total * cols > 0) {
+        if (auto memory = exchanger.allocate(n_total * cols)) {
+            return Matrix(std::move(memory), n_total, cols);
+        }
+    }
+    return backend.allocate(n_total, cols);
 }
 
 // Buffer k holds n_total * max_dim floats, allocated on its first use (the first run() allocates
@@ -373,7 +383,7 @@ void StepContext::gemm(DenseView<const float> a, DenseView<const float> b, Dense
 DenseView<float> StepContext::view(int k, std::int64_t rows, std::int64_t cols)
 {
     if (buffers_[k].data() == nullptr) {
-        buffers_[k] = backend.allocate(n_total, std::max<std::int64_t>(model.max_dim(), 1));
+        buffers_[k] = exchangeable(std::max<std::int64_t>(model.max_dim(), 1));
     }
     return {buffers_[k].data(), rows, cols, cols};
 }
@@ -512,7 +522,7 @@ void StepContext::load_quantized(const QuantizedView& host)
     const auto cols = host.cols;
     const auto words = (cols + 3) / 4;
     if (q_rows_.cols() != words) {
-        q_rows_ = backend.allocate(n_total, words);
+        q_rows_ = exchangeable(words);
         q_scale_ = backend.allocate(1, cols);
         q_zero_ = backend.allocate(1, cols);
     }

@@ -252,15 +252,23 @@ std::string plan_error(MPI_Comm comm, const Shard& shard, const std::string& whe
 
 enum class Kind {
     nccl,
+    nccl_registered,  // NCCL user buffer registration (NcclExchangerOptions::register_buffers)
     mpi_staged,
     mpi_cuda_aware,
 };
+
+bool is_nccl(Kind kind)
+{
+    return kind == Kind::nccl || kind == Kind::nccl_registered;
+}
 
 std::string to_string(Kind kind)
 {
     switch (kind) {
         case Kind::nccl:
             return "Nccl";
+        case Kind::nccl_registered:
+            return "NcclRegistered";
         case Kind::mpi_staged:
             return "MpiStaged";
         case Kind::mpi_cuda_aware:
@@ -344,16 +352,27 @@ std::string cuda_aware_refusal(Context& ctx, MPI_Comm comm, const Shard& shard)
 
 // A device matrix from the Context's pool; all copies go through the compute stream, as the
 // exchangers' callers' kernels would.
+// A device matrix of a shard's rows: from the Context's pool, or from an exchanger's allocate()
+// where `from` is given and has memory of its own (NCCL's registered buffers).
 class DeviceMatrix {
 public:
-    DeviceMatrix(Context& ctx, const Shard& shard, std::int64_t cols, std::int64_t ld)
-        : ctx_(&ctx),
-          buffer_(ctx, static_cast<std::size_t>((shard.num_owned + shard.num_halo) * ld)),
-          view_{buffer_.data(), shard.num_owned + shard.num_halo, cols, ld}
+    DeviceMatrix(Context& ctx, const Shard& shard, std::int64_t cols, std::int64_t ld,
+                 halo::HaloExchanger* from = nullptr)
+        : ctx_(&ctx), floats_(static_cast<std::size_t>((shard.num_owned + shard.num_halo) * ld))
     {
+        if (from != nullptr) {
+            storage_ = from->allocate(static_cast<std::int64_t>(floats_));
+        }
+        if (!storage_) {
+            auto* block = new DeviceBuffer<float>(ctx, floats_);
+            storage_ = std::shared_ptr<float>(block->data(), [block](float*) { delete block; });
+        }
+        view_ = {storage_.get(), shard.num_owned + shard.num_halo, cols, ld};
     }
 
     DenseView<float> view() const { return view_; }
+    /// The memory itself, which may outlive this matrix.
+    std::shared_ptr<float> storage() const { return storage_; }
 
     void upload(const std::vector<float>& host) const
     {
@@ -364,17 +383,18 @@ public:
 
     std::vector<float> download() const
     {
-        std::vector<float> host(buffer_.size());
-        TEST_CUDA(cudaMemcpyAsync(host.data(), view_.data, buffer_.bytes(), cudaMemcpyDeviceToHost,
-                                  ctx_->compute_stream()));
+        std::vector<float> host(floats_);
+        TEST_CUDA(cudaMemcpyAsync(host.data(), view_.data, floats_ * sizeof(float),
+                                  cudaMemcpyDeviceToHost, ctx_->compute_stream()));
         TEST_CUDA(cudaStreamSynchronize(ctx_->compute_stream()));
         return host;
     }
 
 private:
     Context* ctx_;
-    DeviceBuffer<float> buffer_;
-    DenseView<float> view_;
+    std::size_t floats_;
+    std::shared_ptr<float> storage_;
+    DenseView<float> view_{};
 };
 
 // Holds a stream for `ms` milliseconds: work issued after it waits, so a missing event between
@@ -447,8 +467,10 @@ protected:
         Kind kind, const Shard& shard, std::int64_t max_dim = kMaxDim,
         std::int64_t max_message_bytes = kDefaultMessageBytes, int tag = 7200)
     {
-        if (kind == Kind::nccl) {
-            return halo::make_nccl_exchanger(ctx(), *setup_->nccl, shard, max_dim);
+        if (is_nccl(kind)) {
+            const halo::NcclExchangerOptions options{.register_buffers =
+                                                         kind == Kind::nccl_registered};
+            return halo::make_nccl_exchanger(ctx(), *setup_->nccl, shard, max_dim, options);
         }
         halo::MpiDeviceExchangerOptions options;
         options.mpi.max_message_bytes = max_message_bytes;
@@ -511,19 +533,24 @@ TEST_P(GpuExchanger, FillsEveryHaloRowForEveryGraphPartitionerAndWidth)
             EXPECT_EQ(plan_error(comm(), shard, g.name), "");
             REQUIRE_USABLE(shard);
             auto exchanger = make(kind, shard);
+            // Only registered NCCL has memory of its own to hand out.
+            EXPECT_EQ(exchanger->allocate(16) != nullptr, kind == Kind::nccl_registered);
             std::int64_t bytes_sent = 0;
             std::int64_t bytes_received = 0;
             std::int64_t messages = 0;
+            bool own = true;
             for (auto cols : kWidths) {
-                DeviceMatrix x(ctx(), shard, cols, cols);
+                // The exchanger's memory and the pool's in turn (registered NCCL receives the
+                // latter through its staging buffer).
+                DeviceMatrix x(ctx(), shard, cols, cols, own ? exchanger.get() : nullptr);
+                own = !own;
                 x.upload(image(shard, cols, cols, 0, true));
                 exchange(*exchanger, x.view());
                 EXPECT_TRUE(holds_exchanged_values(shard, x.download().data(), cols, cols, 0))
                     << "width " << cols;
                 bytes_sent += shard.plan.num_send() * cols * 4;
                 bytes_received += shard.num_halo * cols * 4;
-                messages +=
-                    expected_messages(kind == Kind::nccl, shard, cols, kDefaultMessageBytes);
+                messages += expected_messages(is_nccl(kind), shard, cols, kDefaultMessageBytes);
             }
             const auto& stats = exchanger->stats();
             EXPECT_EQ(stats.exchanges, 4);
@@ -555,7 +582,7 @@ TEST_P(GpuExchanger, RepeatedExchangesFollowTheComputeStream)
     REQUIRE_USABLE(shard);
     auto exchanger = make(kind, shard);
     const auto rows = shard.num_owned + shard.num_halo;
-    DeviceMatrix x(ctx(), shard, kMaxDim, kMaxDim);
+    DeviceMatrix x(ctx(), shard, kMaxDim, kMaxDim, exchanger.get());
     PinnedBuffer<float> input(static_cast<std::size_t>(rows * kMaxDim));
     PinnedBuffer<float> output(static_cast<std::size_t>(rows * kMaxDim));
     const cudaStream_t compute = ctx().compute_stream();
@@ -633,8 +660,8 @@ TEST_P(GpuExchanger, TwoExchangersInFlightAtOnce)
     REQUIRE_USABLE(shard);
     auto a = make(kind, shard, kMaxDim, 64, 7300);
     auto b = make(kind, shard, kMaxDim, 64, 7301);
-    DeviceMatrix xa(ctx(), shard, 7, 7);
-    DeviceMatrix xb(ctx(), shard, 64, 66);
+    DeviceMatrix xa(ctx(), shard, 7, 7, a.get());
+    DeviceMatrix xb(ctx(), shard, 64, 66, b.get());
     xa.upload(image(shard, 7, 7, 4, true));
     xb.upload(image(shard, 64, 66, 5, true));
     try {
@@ -662,7 +689,7 @@ TEST_P(GpuExchanger, WorksWhicheverDeviceIsCurrent)
         GTEST_SKIP() << "needs two CUDA devices on every rank's node";
     }
     auto exchanger = make(kind, shard);
-    DeviceMatrix x(ctx(), shard, 64, 64);
+    DeviceMatrix x(ctx(), shard, 64, 64, exchanger.get());
     x.upload(image(shard, 64, 64, 6, true));
     const int other = (ctx().device() + 1) % setup_->gpus;
     TEST_CUDA(cudaSetDevice(other));
@@ -723,7 +750,7 @@ TEST_P(GpuExchanger, RejectsMisuseWithoutDisturbingTheExchange)
     EXPECT_EQ(exchanger->stats().exchanges, 2);
     EXPECT_EQ(exchanger->stats().bytes_sent, shard.plan.num_send() * 8 * 4);
     EXPECT_EQ(exchanger->stats().messages_sent,
-              expected_messages(kind == Kind::nccl, shard, 8, kDefaultMessageBytes));
+              expected_messages(is_nccl(kind), shard, 8, kDefaultMessageBytes));
 
     // An exchanger belongs to the rank of its part, and is at least one column wide.
     const Shard& other = shards[(rank() + 1) % size()];
@@ -734,7 +761,7 @@ TEST_P(GpuExchanger, RejectsMisuseWithoutDisturbingTheExchange)
 std::vector<Kind> kinds()
 {
     if (kNccl) {
-        return {Kind::nccl};
+        return {Kind::nccl, Kind::nccl_registered};
     }
     return {Kind::mpi_staged, Kind::mpi_cuda_aware};
 }
@@ -798,6 +825,46 @@ TEST_F(GpuFamily, AbortTearsACommunicatorDownAndExchangersRefuseIt)
     x.upload(image(shards[rank()], 8, 8, 1, true));
     exchange(*exchanger, x.view());
     EXPECT_TRUE(holds_exchanged_values(shards[rank()], x.download().data(), 8, 8, 1));
+}
+
+TEST_F(GpuFamily, RegisteredMatricesOutliveTheirExchangerAndKeepTheirRows)
+{
+    // The engine's matrices may be freed after the exchanger (the registry keeps them allocated
+    // until the exchanger closes it, then each is freed by its own deleter). A second registered
+    // exchanger on the same communicator registers its own memory beside the first's.
+    REQUIRE_SUITE();
+    const auto all = graphs();
+    const auto shards = shards_for(all[0].csr, Partitioner::metis, size());
+    const Shard& shard = shards[rank()];
+    const auto rows = shard.num_owned + shard.num_halo;
+    std::shared_ptr<float> kept;
+    std::vector<float> expected;
+    {
+        auto exchanger = make(Kind::nccl_registered, shard, 64);
+        auto other = make(Kind::nccl_registered, shard, 64);
+        DeviceMatrix x(ctx(), shard, 64, 64, exchanger.get());
+        DeviceMatrix y(ctx(), shard, 64, 64, other.get());
+        x.upload(image(shard, 64, 64, 2, true));
+        y.upload(image(shard, 64, 64, 3, true));
+        exchange(*exchanger, x.view());
+        exchange(*other, y.view());
+        expected = x.download();
+        EXPECT_TRUE(holds_exchanged_values(shard, expected.data(), 64, 64, 2));
+        EXPECT_TRUE(holds_exchanged_values(shard, y.download().data(), 64, 64, 3));
+        // y goes before its exchanger, x after it.
+        kept = x.storage();
+    }
+    std::vector<float> host(static_cast<std::size_t>(rows * 64));
+    TEST_CUDA(
+        cudaMemcpy(host.data(), kept.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(host, expected);
+    kept.reset();  // freed after the exchanger closed its registry
+    // The communicator still works, registered or not.
+    auto plain = make(Kind::nccl, shard, 8);
+    DeviceMatrix z(ctx(), shard, 8, 8);
+    z.upload(image(shard, 8, 8, 4, true));
+    exchange(*plain, z.view());
+    EXPECT_TRUE(holds_exchanged_values(shard, z.download().data(), 8, 8, 4));
 }
 
 #else
