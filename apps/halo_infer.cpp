@@ -69,7 +69,7 @@ struct Options {
     std::string out;
     std::string backend = "cpu";
     std::string exchange;  // empty: nccl for --backend cuda, mpi for cpu
-    bool nccl_register = false;
+    std::string nccl_register = "auto";
     std::string spmm;      // empty: cusparse (cuda) or the reference (cpu); aes:W[:scaling]
     std::string attention = "fused";
     std::int64_t k = 16;
@@ -217,9 +217,9 @@ void check_options(const Options& o)
                    " needs --backend cuda (the cpu backend runs on the host and exchanges over "
                    "MPI)");
     }
-    if (o.nccl_register && (!cuda || exchange != "nccl")) {
+    if (o.nccl_register == "on" && (!cuda || exchange != "nccl")) {
         HALO_THROW(halo::InputError,
-                   "--nccl-register needs the NCCL exchange (--backend cuda, "
+                   "--nccl-register on needs the NCCL exchange (--backend cuda, "
                    "--exchange nccl or nccl-int8 or the default), not ",
                    cuda ? "--exchange " + o.exchange : "--backend " + o.backend);
     }
@@ -1098,7 +1098,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     job.step.restart();
     auto exchange_spec = halo::parse_exchange_spec(o.exchange);
     exchange_spec.fixed_device = o.device >= 0;
-    exchange_spec.register_buffers = o.nccl_register;
+    exchange_spec.registration = halo::parse_registration(o.nccl_register);
     const auto exchange = halo::make_exchanger(exchange_spec, world, shard, model.exchange_width(),
                                                backend.context.get());
     if (job.lead && !exchange->note().empty()) {
@@ -1214,10 +1214,14 @@ int main(int argc, char** argv)
                    "for the default transport, to send rows as int8 with a scale and zero "
                    "point per row (approximate, ~1/4 of the bytes)")
         ->check(CLI::IsMember({"nccl", "mpi", "int8", "nccl-int8", "mpi-int8"}));
-    app.add_flag("--nccl-register", o.nccl_register,
-                 "NCCL user buffer registration: the matrices the exchange moves are allocated "
-                 "with ncclMemAlloc and registered, so that NCCL copies each halo row once, "
-                 "straight from the sender's buffer into the receiver's (docs/ENGINE.md)");
+    app.add_option("--nccl-register", o.nccl_register,
+                   "NCCL user buffer registration: the matrices the exchange moves are "
+                   "allocated with ncclMemAlloc and registered, so that NCCL copies each halo "
+                   "row once, straight from the sender's buffer into the receiver's "
+                   "(docs/ENGINE.md). auto: where every rank can register, else NCCL's own "
+                   "buffers with a note; on: required; off: never")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
     app.add_option("--spmm", o.spmm,
                    "SpMM kernel of --backend cuda: " + halo::spmm_kernel_help(halo::spmm_use_infer))
         ->check([](const std::string& v) {

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "halo/cuda_error.hpp"
@@ -83,6 +84,12 @@ cuda::DeviceBuffer<std::int32_t> upload_send_rows(cuda::Context& ctx, const Halo
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx.compute_stream()));
     }
     return rows;
+}
+
+std::shared_ptr<float> shared_floats(cuda::Context& ctx, std::int64_t floats)
+{
+    auto* block = new cuda::DeviceBuffer<float>(ctx, static_cast<std::size_t>(floats));
+    return {block->data(), [block](float*) { delete block; }};
 }
 
 }  // namespace halo::detail

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "halo/cuda/context.hpp"
 #include "halo/dense.hpp"
@@ -57,5 +58,9 @@ void check_device_matrix(const DenseView<float>& x, std::int64_t num_owned, std:
 
 /// The send rows of `plan` in device memory of `ctx` (uploaded on its compute stream).
 cuda::DeviceBuffer<std::int32_t> upload_send_rows(cuda::Context& ctx, const HaloPlan& plan);
+
+/// `floats` floats of ctx's pool as a shared pointer (freed stream-ordered when the last owner
+/// goes), where an exchanger's own memory (HaloExchanger::allocate) may take their place.
+std::shared_ptr<float> shared_floats(cuda::Context& ctx, std::int64_t floats);
 
 }  // namespace halo::detail

@@ -1,6 +1,7 @@
 #include "halo/exchange_spec.hpp"
 
 #include <exception>
+#include <string>
 
 #include "halo/error.hpp"
 #include "halo/int8_exchanger.hpp"
@@ -9,6 +10,7 @@
 #ifdef HALO_HAVE_CUDA
 #include "halo/cuda/context.hpp"
 #include "halo/cuda/device.hpp"
+#include "halo/nccl_error.hpp"
 #include "halo/nccl_exchanger.hpp"
 #endif
 
@@ -23,6 +25,21 @@ ExchangeSpec parse_exchange_spec(const std::string& text)
         return {text.substr(0, text.size() - 5), true};
     }
     return {text, false};
+}
+
+ExchangeSpec::Registration parse_registration(const std::string& text)
+{
+    using R = ExchangeSpec::Registration;
+    if (text == "auto") {
+        return R::automatic;
+    }
+    if (text == "on") {
+        return R::on;
+    }
+    if (text == "off") {
+        return R::off;
+    }
+    HALO_THROW(InputError, "--nccl-register ", text, ": expected auto, on or off");
 }
 
 std::string requested_transport(const ExchangeSpec& spec, bool device)
@@ -91,20 +108,49 @@ std::unique_ptr<Exchange> make_exchanger(const ExchangeSpec& spec, const MpiWorl
     if (transport == "nccl") {
         out->nccl_ = std::make_shared<NcclComm>(comm, ctx);
         auto* nccl = out->nccl_.get();
-        const NcclExchangerOptions options{.register_buffers = spec.register_buffers};
-        make_transport = [&ctx, nccl, options](const Shard& s, std::int64_t w) {
+        make_transport = [&ctx, nccl, &out](const Shard& s, std::int64_t w) {
+            const NcclExchangerOptions options{.register_buffers = out->registered_};
             return make_nccl_exchanger(ctx, *nccl, s, w, options);
         };
-        out->registered_ = spec.register_buffers;
+        out->registered_ = spec.registration != ExchangeSpec::Registration::off;
     } else {
         make_transport = [&ctx, comm](const Shard& s, std::int64_t w) {
             return make_mpi_device_exchanger(ctx, comm, s, w);
         };
     }
-    out->exchanger_ =
-        spec.int8_rows
-            ? make_int8_exchanger(make_transport, cuda::make_int8_codec(ctx), shard, max_width)
-            : make_transport(shard, max_width);
+    const auto build = [&] {
+        return spec.int8_rows ? make_int8_exchanger(make_transport, cuda::make_int8_codec(ctx),
+                                                    shard, max_width)
+                              : make_transport(shard, max_width);
+    };
+    if (out->registered_ && spec.registration == ExchangeSpec::Registration::automatic) {
+        // Registration is local (ncclMemAlloc, ncclCommRegister), so a rank that cannot
+        // register is found here, before any exchange; every rank then uses NCCL's own buffers,
+        // as NCCL needs all or none of a transfer's buffers registered.
+        std::string why;
+        try {
+            out->exchanger_ = build();
+        } catch (const NcclError& e) {
+            why = e.what();
+        }
+        const int failed = why.empty() ? world.size() : world.rank();
+        int first = world.size();
+        HALO_MPI_TRY(MPI_Allreduce(&failed, &first, 1, MPI_INT, MPI_MIN, comm));
+        if (first < world.size()) {
+            // The failed rank's reason, for the note rank 0 prints.
+            int length = static_cast<int>(why.size());
+            HALO_MPI_TRY(MPI_Bcast(&length, 1, MPI_INT, first, comm));
+            why.resize(static_cast<std::size_t>(length));
+            HALO_MPI_TRY(MPI_Bcast(why.data(), length, MPI_CHAR, first, comm));
+            out->exchanger_.reset();
+            out->registered_ = false;
+            out->note_ = detail::concat("NCCL buffer registration failed on rank ", first, " (",
+                                        why, "); NCCL runs with its own buffers");
+        }
+    }
+    if (!out->exchanger_) {
+        out->exchanger_ = build();
+    }
     out->transport_ = transport;
     out->int8_rows_ = spec.int8_rows;
     return out;

@@ -79,9 +79,11 @@ Int8Exchanger::Int8Exchanger(const InnerExchangerFactory& make_inner,
     HALO_EXPECTS(codec_ != nullptr, "the int8 exchanger needs a codec");
     HALO_EXPECTS(static_cast<bool>(make_inner), "the int8 exchanger needs an inner factory");
     const std::int64_t width = int8_exchange_width(max_width);
-    codec_->prepare(sent_rows_, num_sent_ + num_halo_, width);
     inner_ = make_inner(record_shard_, width);
     HALO_EXPECTS(inner_ != nullptr, "the inner exchanger factory returned null");
+    // The records are what the inner exchanger moves: its own memory where it has some.
+    const auto record_rows = num_sent_ + num_halo_;
+    codec_->prepare(sent_rows_, record_rows, width, inner_->allocate(record_rows * width));
 }
 
 void Int8Exchanger::start(DenseView<float> x)
@@ -152,11 +154,12 @@ void Int8Exchanger::reject_row(std::int64_t k) const
 class CpuInt8Codec final : public Int8Codec {
 public:
     void prepare(const std::vector<std::int32_t>& rows, std::int64_t record_rows,
-                 std::int64_t max_record_words) override
+                 std::int64_t max_record_words, std::shared_ptr<float> memory) override
     {
         HALO_EXPECTS(record_rows >= static_cast<std::int64_t>(rows.size()) && max_record_words >= 2,
                      "records of ", record_rows, " x ", max_record_words, " words for ",
                      rows.size(), " packed rows");
+        HALO_EXPECTS(memory == nullptr, "the host codec keeps its records in host memory");
         rows_ = rows;
         records_.assign(
             static_cast<std::size_t>(std::max<std::int64_t>(record_rows * max_record_words, 1)),

@@ -46,7 +46,7 @@ public:
     CudaInt8Codec& operator=(const CudaInt8Codec&) = delete;
 
     void prepare(const std::vector<std::int32_t>& rows, std::int64_t record_rows,
-                 std::int64_t max_record_words) override
+                 std::int64_t max_record_words, std::shared_ptr<float> memory) override
     {
         HALO_EXPECTS(record_rows >= static_cast<std::int64_t>(rows.size()) && max_record_words >= 2,
                      "records of ", record_rows, " x ", max_record_words, " words for ",
@@ -54,8 +54,8 @@ public:
         const detail::DeviceGuard guard(ctx_.device());
         count_ = static_cast<std::int64_t>(rows.size());
         rows_ = DeviceBuffer<std::int32_t>(ctx_, rows.size());
-        records_ =
-            DeviceBuffer<float>(ctx_, static_cast<std::size_t>(record_rows * max_record_words));
+        records_ = memory ? std::move(memory)
+                          : detail::shared_floats(ctx_, record_rows * max_record_words);
         scales_ = PinnedBuffer<float>(rows.size());
         if (count_ > 0) {
             HALO_CUDA_TRY(cudaMemcpyAsync(rows_.data(), rows.data(), rows_.bytes(),
@@ -65,7 +65,7 @@ public:
         }
     }
 
-    float* records() const noexcept override { return records_.data(); }
+    float* records() const noexcept override { return records_.get(); }
 
     void pack(DenseView<const float> x) override
     {
@@ -79,7 +79,7 @@ public:
             ctx_.device());
         const detail::DeviceGuard guard(ctx_.device());
         const cudaStream_t stream = ctx_.compute_stream();
-        auto* bytes = reinterpret_cast<std::uint8_t*>(records_.data());
+        auto* bytes = reinterpret_cast<std::uint8_t*>(records_.get());
         pack_rows_int8(stream, x, rows_.data(), count_, bytes);
         // Each record's scale (NaN for a row that is not finite) to the host, one strided copy.
         const auto record = static_cast<std::size_t>(int8_record_bytes(x.cols));
@@ -96,7 +96,7 @@ public:
             return;
         }
         const detail::DeviceGuard guard(ctx_.device());
-        const auto* bytes = reinterpret_cast<const std::uint8_t*>(records_.data());
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(records_.get());
         unpack_rows_int8(ctx_.compute_stream(), bytes + first * int8_record_bytes(y.cols), y);
     }
 
@@ -121,7 +121,7 @@ private:
     Context& ctx_;
     std::int64_t count_ = 0;
     DeviceBuffer<std::int32_t> rows_;
-    DeviceBuffer<float> records_;
+    std::shared_ptr<float> records_;  // the inner exchanger's memory, or a DeviceBuffer's
     PinnedBuffer<float> scales_;
     cudaEvent_t scales_ready_ = nullptr;
     bool packed_ = false;

@@ -270,8 +270,7 @@ std::shared_ptr<float> NcclExchanger::buffer(std::int64_t floats)
     if (registry_) {
         return registry_->allocate(comm_.get(), comm_.rank(), floats);
     }
-    auto* block = new cuda::DeviceBuffer<float>(ctx_, static_cast<std::size_t>(floats));
-    return {block->data(), [block](float*) { delete block; }};
+    return detail::shared_floats(ctx_, floats);
 }
 
 NcclExchanger::~NcclExchanger()

@@ -25,10 +25,16 @@ struct ExchangeSpec {
     bool int8_rows = false;
     /// Every rank was given one device (halo-infer --device): ranks of a node then share it.
     bool fixed_device = false;
-    /// NCCL with registered buffers (NcclExchangerOptions::register_buffers; halo-infer
-    /// --nccl-register); ignored by the other transports.
-    bool register_buffers = false;
+    /// NCCL user buffer registration (NcclExchangerOptions::register_buffers; halo-infer
+    /// --nccl-register): `automatic` registers where every rank can, and falls back to NCCL's
+    /// own buffers on every rank (with a note) where one cannot; `on` requires it (the rank
+    /// that cannot throws halo::NcclError); `off` never registers. Other transports ignore it.
+    enum class Registration { automatic, on, off };
+    Registration registration = Registration::automatic;
 };
+
+/// "auto" | "on" | "off" (halo-infer --nccl-register); throws halo::InputError otherwise.
+ExchangeSpec::Registration parse_registration(const std::string& text);
 
 /// "nccl" | "mpi" | "int8" (the default transport) | "nccl-int8" | "mpi-int8" | "" (the default).
 ExchangeSpec parse_exchange_spec(const std::string& text);

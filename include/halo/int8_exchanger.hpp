@@ -54,9 +54,12 @@ public:
     virtual ~Int8Codec() = default;
 
     /// Once: keeps `rows` (the owned rows to quantize, uploaded once where the backend needs
-    /// it) and allocates the records, `record_rows` x `max_record_words` words.
+    /// it) and allocates the records, `record_rows` x `max_record_words` words, or takes
+    /// `memory` for them where given (device codecs: the inner exchanger's own memory,
+    /// HaloExchanger::allocate, at least that many floats; host codecs take none).
     virtual void prepare(const std::vector<std::int32_t>& rows, std::int64_t record_rows,
-                         std::int64_t max_record_words) = 0;
+                         std::int64_t max_record_words,
+                         std::shared_ptr<float> memory = nullptr) = 0;
 
     /// The records (backend memory), contiguous records of the width of the current exchange.
     virtual float* records() const noexcept = 0;

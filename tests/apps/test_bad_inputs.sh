@@ -196,7 +196,8 @@ bad "partition: fewer labels than nodes" "labels-short\.txt.*2.*3" -- "${P[@]}" 
 # ---- halo-infer: options, found before the job starts (no MPI_ABORT, one message) -------------------
 bad "infer: --layer maxk --exchange int8 on 3 ranks" "maxk" --option-error -- "${I3[@]}" "$d/g3.h5" --random-model 16,8 --layer maxk --exchange int8 --out out
 bad "infer: --exchange nccl on the cpu backend" "exchange nccl needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange nccl --out out
-bad "infer: --nccl-register on the cpu backend" "nccl-register needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --nccl-register --out out
+bad "infer: --nccl-register on, on the cpu backend" "nccl-register on needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --nccl-register on --out out
+bad "infer: --nccl-register maybe" "nccl-register: maybe not in" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --nccl-register maybe --out out
 bad "infer: --spmm cusparse on the cpu backend" "spmm cusparse needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm cusparse --out out
 bad "infer: --spmm aes:5 (width outside 16..1024)" "W = 5 outside" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm aes:5 --out out
 bad "infer: --spmm foo" "foo" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm foo --out out
