@@ -67,15 +67,15 @@ public:
     Registry& operator=(const Registry&) = delete;
 
     /// `floats` floats (at least one) from ncclMemAlloc, registered with `comm`; the deleter hands
-    /// them back here. Throws halo::NcclError naming the size.
-    std::shared_ptr<float> allocate(ncclComm_t comm, int rank, std::int64_t floats);
+    /// them back here. Throws halo::NcclError naming the rank and the size.
+    std::shared_ptr<float> allocate(NcclComm& comm, std::int64_t floats);
     /// Whether [begin, end) lies inside one registered block.
     bool contains(const float* begin, const float* end) const;
-    /// Deregisters every block from `comm` (skipped when null: an aborted communicator took its
-    /// registrations with it) and frees those released, and later each one as it is released;
-    /// `may_wait` false leaves them all allocated (a device wait could hang on a peer that never
-    /// came; the process is on its error path then).
-    void close(ncclComm_t comm, bool may_wait) noexcept;
+    /// Deregisters every block from `comm` (nothing where NcclComm::abort() did it already) and
+    /// frees those released, and later each one as it is released; `may_wait` false leaves them
+    /// all allocated (a device wait could hang on a peer that never came; the process is on its
+    /// error path then).
+    void close(NcclComm& comm, bool may_wait) noexcept;
 
 private:
     struct Block {
@@ -106,7 +106,7 @@ std::shared_ptr<Registry> make_registry(int device)
 // Blocks still listed here were closed without a wait allowed: left allocated on purpose.
 Registry::~Registry() = default;
 
-std::shared_ptr<float> Registry::allocate(ncclComm_t comm, int rank, std::int64_t floats)
+std::shared_ptr<float> Registry::allocate(NcclComm& comm, std::int64_t floats)
 {
     const auto n = std::max<std::int64_t>(floats, 1);
     const auto bytes = static_cast<std::size_t>(n) * sizeof(float);
@@ -115,16 +115,16 @@ std::shared_ptr<float> Registry::allocate(ncclComm_t comm, int rank, std::int64_
     const auto allocated = ncclMemAlloc(&data, bytes);
     if (allocated != ncclSuccess) {
         HALO_THROW(
-            NcclError, "rank ", rank, ": ncclMemAlloc of ", bytes,
+            NcclError, "rank ", comm.rank(), ": ncclMemAlloc of ", bytes,
             " bytes for a registered exchange buffer failed: ", ncclGetErrorString(allocated),
-            last_error(comm), "; run without --nccl-register, or with more ranks");
+            last_error(comm.get()), "; run with --nccl-register off, or with more ranks");
     }
     void* handle = nullptr;
-    const auto registered = ncclCommRegister(comm, data, bytes, &handle);
-    if (registered != ncclSuccess) {
+    try {
+        handle = comm.register_buffer(data, bytes);
+    } catch (...) {
         static_cast<void>(ncclMemFree(data));
-        HALO_THROW(NcclError, "rank ", rank, ": ncclCommRegister of ", bytes,
-                   " bytes failed: ", ncclGetErrorString(registered), last_error(comm));
+        throw;
     }
     auto* p = static_cast<float*>(data);
     {
@@ -169,15 +169,13 @@ void Registry::release(float* data) noexcept
     }
 }
 
-void Registry::close(ncclComm_t comm, bool may_wait) noexcept
+void Registry::close(NcclComm& comm, bool may_wait) noexcept
 {
     const std::lock_guard lock(mutex_);
     open_ = false;
     may_wait_ = may_wait;
     for (const auto& b : blocks_) {
-        if (comm != nullptr) {
-            static_cast<void>(ncclCommDeregister(comm, b.handle));
-        }
+        comm.deregister_buffer(b.handle);
     }
     std::erase_if(blocks_, [&](const Block& b) {
         if (b.held || !may_wait) {
@@ -203,7 +201,7 @@ public:
             return nullptr;
         }
         const detail::DeviceGuard guard(ctx_.device());
-        return registry_->allocate(comm_.get(), comm_.rank(), floats);
+        return registry_->allocate(comm_, floats);
     }
 
 private:
@@ -268,7 +266,7 @@ NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& sh
 std::shared_ptr<float> NcclExchanger::buffer(std::int64_t floats)
 {
     if (registry_) {
-        return registry_->allocate(comm_.get(), comm_.rank(), floats);
+        return registry_->allocate(comm_, floats);
     }
     return detail::shared_floats(ctx_, floats);
 }
@@ -291,7 +289,7 @@ NcclExchanger::~NcclExchanger()
         const bool unwinding = std::uncaught_exceptions() > exceptions_;
         send_buffer_.reset();
         staging_.reset();
-        registry_->close(comm_.get(), comm_.get() == nullptr || (!in_flight_ && !unwinding));
+        registry_->close(comm_, comm_.get() == nullptr || (!in_flight_ && !unwinding));
     }
 }
 

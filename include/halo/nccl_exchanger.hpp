@@ -17,8 +17,11 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "halo/cuda/context.hpp"
 #include "halo/exchanger.hpp"
@@ -48,11 +51,22 @@ public:
     /// MPI_Barrier over the communicator it was bootstrapped on (HaloExchanger::barrier).
     void barrier() const;
 
+    /// ncclCommRegister of `bytes` at `data` (NCCL user buffer registration); the handle is
+    /// kept until deregister_buffer(handle), abort() or destruction, which deregister what is
+    /// left before they tear the communicator down. Throws halo::NcclError naming the rank.
+    void* register_buffer(void* data, std::size_t bytes);
+    /// Deregisters one handle of register_buffer(); nothing once aborted or deregistered.
+    void deregister_buffer(void* handle) noexcept;
+
 private:
+    void deregister_all() noexcept;
+
     MPI_Comm mpi_comm_;
     ncclComm_t comm_ = nullptr;
     int rank_ = 0;
     int size_ = 1;
+    std::mutex registered_mutex_;
+    std::vector<void*> registered_;
 };
 
 struct NcclExchangerOptions {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <ostream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -30,6 +31,7 @@
 
 #include "halo/cuda/context.hpp"
 #include "halo/error.hpp"
+#include "halo/exchange_spec.hpp"
 #include "halo/exchanger.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
@@ -865,6 +867,62 @@ TEST_F(GpuFamily, RegisteredMatricesOutliveTheirExchangerAndKeepTheirRows)
     z.upload(image(shard, 8, 8, 4, true));
     exchange(*plain, z.view());
     EXPECT_TRUE(holds_exchanged_values(shard, z.download().data(), 8, 8, 4));
+}
+
+TEST_F(GpuFamily, AbortWithRegisteredBuffersTearsDownInAnyOrder)
+{
+    // The error path of halo-infer: the communicator aborted while registered buffers remain (NCCL
+    // 2.28 faults inside ncclCommAbort then, unless NcclComm deregisters them first), then the
+    // exchanger and the matrices destroyed after it; and the same through make_exchanger's
+    // Exchange, destroyed while an exception unwinds.
+    REQUIRE_SUITE();
+    const auto all = graphs();
+    const auto shards = shards_for(all[1].csr, Partitioner::metis, size());
+    const Shard& shard = shards[rank()];
+    std::unique_ptr<halo::NcclComm> second;
+    std::string error;
+    try {
+        second = std::make_unique<halo::NcclComm>(comm(), ctx());
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    ASSERT_TRUE(all_ranks(comm(), error.empty())) << error;
+    auto exchanger = halo::make_nccl_exchanger(
+        ctx(), *second, shard, 16, halo::NcclExchangerOptions{.register_buffers = true});
+    auto x = std::make_unique<DeviceMatrix>(ctx(), shard, 16, 16, exchanger.get());
+    x->upload(image(shard, 16, 16, 5, true));
+    exchange(*exchanger, x->view());
+    const auto expected = x->download();
+    EXPECT_TRUE(holds_exchanged_values(shard, expected.data(), 16, 16, 5));
+    TEST_CUDA(cudaDeviceSynchronize());
+    second->abort();
+    EXPECT_EQ(x->download(), expected);  // the memory stays this rank's until freed
+    exchanger.reset();
+    x.reset();
+    second.reset();
+
+    halo::ExchangeSpec spec;
+    spec.transport = "nccl";
+    spec.registration = halo::ExchangeSpec::Registration::on;
+    bool caught = false;
+    try {
+        const auto made = halo::make_exchanger(spec, *setup_->world, shard, 16, &ctx());
+        EXPECT_TRUE(made->registered());
+        DeviceMatrix y(ctx(), shard, 16, 16, &made->exchanger());
+        y.upload(image(shard, 16, 16, 6, true));
+        exchange(made->exchanger(), y.view());
+        EXPECT_TRUE(holds_exchanged_values(shard, y.download().data(), 16, 16, 6));
+        throw std::runtime_error("injected");
+    } catch (const std::runtime_error&) {
+        caught = true;
+    }
+    EXPECT_TRUE(caught);
+    // The suite's communicator is untouched.
+    auto plain = make(Kind::nccl, shard, 8);
+    DeviceMatrix z(ctx(), shard, 8, 8);
+    z.upload(image(shard, 8, 8, 7, true));
+    exchange(*plain, z.view());
+    EXPECT_TRUE(holds_exchanged_values(shard, z.download().data(), 8, 8, 7));
 }
 
 #else
