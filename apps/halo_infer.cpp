@@ -1017,20 +1017,30 @@ void print_summary(const Job& job, const halo::DatasetInfo& info, const halo::Mo
 }
 
 // On a CUDA backend: rank 0's pool usage and the peak over ranks (collective), else empty.
-std::string device_memory_line(const Job& job, const halo::BackendInstance& backend)
+// NCCL's registered buffers (--nccl-register) are outside the pool: their bytes follow.
+std::string device_memory_line(const Job& job, const halo::BackendInstance& backend,
+                               const halo::HaloExchanger& exchanger)
 {
 #ifdef HALO_HAVE_CUDA
     if (backend.context) {
         const auto peak = reduce_stat(job.world.comm(),
                                       static_cast<double>(backend.context->peak_bytes()), job.size);
+        const auto registered = reduce_stat(
+            job.world.comm(), static_cast<double>(exchanger.stats().registered_bytes), job.size);
         return fmt::format(
-            "device memory: rank 0 {}; peak over ranks max {:.2f} GiB, "
-            "mean {:.2f} GiB",
-            backend.context->memory_report(), peak.max / (1 << 30), peak.mean / (1 << 30));
+            "device memory: rank 0 {}; pool peak over ranks max {:.2f} GiB, "
+            "mean {:.2f} GiB{}",
+            backend.context->memory_report(), peak.max / (1 << 30), peak.mean / (1 << 30),
+            registered.max > 0
+                ? fmt::format("; registered with NCCL besides (outside the pool): max {:.2f} "
+                              "GiB, mean {:.2f} GiB",
+                              registered.max / (1 << 30), registered.mean / (1 << 30))
+                : "");
     }
 #endif
     static_cast<void>(job);
     static_cast<void>(backend);
+    static_cast<void>(exchanger);
     return {};
 }
 
@@ -1150,7 +1160,7 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
             "--step-timing splits them)\n");
     }
     reports.load = reduce_stat(world.comm(), load_seconds, size);
-    reports.memory_line = device_memory_line(job, backend);
+    reports.memory_line = device_memory_line(job, backend, exchange->exchanger());
     reports.memory = report_memory(job, engine);
     phases.add("reports", job.step.seconds(), -1.0, "accuracy, per-layer and memory reductions");
     store_tuning(job, engine);

@@ -201,7 +201,7 @@ public:
             return nullptr;
         }
         const detail::DeviceGuard guard(ctx_.device());
-        return registry_->allocate(comm_, floats);
+        return buffer(floats);
     }
 
 private:
@@ -266,7 +266,10 @@ NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& sh
 std::shared_ptr<float> NcclExchanger::buffer(std::int64_t floats)
 {
     if (registry_) {
-        return registry_->allocate(comm_, floats);
+        auto memory = registry_->allocate(comm_, floats);
+        stats_.registered_bytes +=
+            std::max<std::int64_t>(floats, 1) * static_cast<std::int64_t>(sizeof(float));
+        return memory;
     }
     return detail::shared_floats(ctx_, floats);
 }

@@ -23,6 +23,9 @@ struct ExchangeStats {
     std::int64_t messages_sent = 0;  // after splitting large blocks
     double start_seconds = 0.0;      // time inside start(): posting and packing
     double finish_seconds = 0.0;     // time inside finish(): waiting for completion
+    // Device memory the exchanger allocated and registered itself (NCCL's registered buffers,
+    // those allocate() handed out included): outside the backend's pool.
+    std::int64_t registered_bytes = 0;
 };
 
 class HaloExchanger {

@@ -561,6 +561,13 @@ TEST_P(GpuExchanger, FillsEveryHaloRowForEveryGraphPartitionerAndWidth)
             EXPECT_EQ(stats.messages_sent, messages);
             EXPECT_GE(stats.start_seconds, 0.0);
             EXPECT_GE(stats.finish_seconds, 0.0);
+            // Registered: at least its send buffer and the matrices it handed out.
+            if (kind == Kind::nccl_registered) {
+                EXPECT_GE(stats.registered_bytes,
+                          (shard.plan.num_send() + shard.num_owned + shard.num_halo) * 4);
+            } else {
+                EXPECT_EQ(stats.registered_bytes, 0);
+            }
             // What all ranks send is what all ranks receive, and the exchange moved something.
             const auto total_sent = sum_over_ranks(comm(), stats.bytes_sent);
             EXPECT_EQ(total_sent, sum_over_ranks(comm(), stats.bytes_received));
