@@ -787,6 +787,18 @@ class GpuFamily : public ::testing::Test, protected GpuTestBase {
 protected:
     static void SetUpTestSuite() { create(); }
     static void TearDownTestSuite() { destroy(); }
+
+    // Another NCCL communicator over the suite's ranks (collective); null, with `error` set,
+    // where this rank could not make it.
+    static std::unique_ptr<halo::NcclComm> second_comm(std::string& error)
+    {
+        try {
+            return std::make_unique<halo::NcclComm>(comm(), ctx());
+        } catch (const std::exception& e) {
+            error = e.what();
+            return nullptr;
+        }
+    }
 };
 
 #if HALO_TEST_NCCL
@@ -812,13 +824,8 @@ TEST_F(GpuFamily, NcclCommMatchesTheMpiCommunicator)
 TEST_F(GpuFamily, AbortTearsACommunicatorDownAndExchangersRefuseIt)
 {
     REQUIRE_SUITE();
-    std::unique_ptr<halo::NcclComm> second;
     std::string error;
-    try {
-        second = std::make_unique<halo::NcclComm>(comm(), ctx());
-    } catch (const std::exception& e) {
-        error = e.what();
-    }
+    auto second = second_comm(error);
     ASSERT_TRUE(all_ranks(comm(), error.empty())) << error;
     ASSERT_NE(second->get(), nullptr);
     second->abort();
@@ -886,13 +893,8 @@ TEST_F(GpuFamily, AbortWithRegisteredBuffersTearsDownInAnyOrder)
     const auto all = graphs();
     const auto shards = shards_for(all[1].csr, Partitioner::metis, size());
     const Shard& shard = shards[rank()];
-    std::unique_ptr<halo::NcclComm> second;
     std::string error;
-    try {
-        second = std::make_unique<halo::NcclComm>(comm(), ctx());
-    } catch (const std::exception& e) {
-        error = e.what();
-    }
+    auto second = second_comm(error);
     ASSERT_TRUE(all_ranks(comm(), error.empty())) << error;
     auto exchanger = halo::make_nccl_exchanger(
         ctx(), *second, shard, 16, halo::NcclExchangerOptions{.register_buffers = true});
