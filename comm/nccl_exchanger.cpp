@@ -195,6 +195,10 @@ public:
     void start(DenseView<float> x) override;
     void finish() override;
     void barrier() override { comm_.barrier(); }
+    std::int64_t staging_bytes() const override
+    {
+        return registry_ ? num_halo_ * max_dim_ * static_cast<std::int64_t>(sizeof(float)) : 0;
+    }
     std::shared_ptr<float> allocate(std::int64_t floats) override
     {
         if (!registry_) {

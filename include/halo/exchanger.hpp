@@ -57,6 +57,11 @@ public:
     /// exchanger has no such memory (the default): the caller allocates as it would otherwise.
     /// Every exchanger still takes matrices from anywhere; those from here take fewer copies.
     virtual std::shared_ptr<float> allocate(std::int64_t floats);
+
+    /// Device memory start() may allocate for a matrix that allocate() did not hand out (NCCL
+    /// with registered buffers: a staging buffer of num_halo x max_dim floats, kept), beyond the
+    /// backend's pool: the out-of-core driver takes it off its memory limit. 0 by default.
+    virtual std::int64_t staging_bytes() const { return 0; }
 };
 
 /// The base of the exchangers that keep their own counters: not copyable; stats() reads stats_.

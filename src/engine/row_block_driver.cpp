@@ -42,11 +42,12 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
       exchanger_(ctx.exchanger),
       shard_(ctx.shard),
       model_(ctx.model),
-      limit_(limit),
+      reserved_(ctx.has_peers ? ctx.exchanger.staging_bytes() : 0),
       n_owned_(ctx.n_owned),
       n_total_(ctx.n_total),
       stamp_(static_cast<std::size_t>(ctx.n_total), -1)
 {
+    limit_ = limit - reserved_;
     const auto& model = model_;
     HALO_EXPECTS(layer_operators.size() == model.layers.size(), "one operator per layer");
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
@@ -156,16 +157,20 @@ void RowBlockDriver::plan_all()
     }
     if (minimum_ > limit_) {
         const auto& p = plans_[worst];
-        HALO_THROW(InputError, "device memory limit of ", format_bytes(limit_), " (", limit_,
-                   " bytes) is too small to run layer ", worst, " (",
+        const auto smallest = minimum_ + reserved_;
+        HALO_THROW(InputError, "device memory limit of ", format_bytes(limit_ + reserved_), " (",
+                   limit_ + reserved_, " bytes) is too small to run layer ", worst, " (",
                    to_string(model.layers[worst].type), ") over row blocks: ",
                    p.worst_row >= 0 ? "its largest row (row " + std::to_string(p.worst_row) + ", " +
                                           std::to_string(p.worst_nnz) + " nonzeros)"
                                     : std::string("one row"),
-                   " needs ", format_bytes(minimum_),
-                   " with the weights; the smallest limit that "
-                   "works is ",
-                   format_bytes(minimum_), " (--device-memory-limit ", minimum_, ")");
+                   " needs ", format_bytes(minimum_), " with the weights",
+                   reserved_ > 0
+                       ? detail::concat(", and the halo exchange's staging buffer ",
+                                        format_bytes(reserved_), " (--nccl-register off frees it)")
+                       : std::string(),
+                   "; the smallest limit that works is ", format_bytes(smallest),
+                   " (--device-memory-limit ", smallest, ")");
     }
     for (std::size_t l = 0; l < model.layers.size(); ++l) {
         split_layer(l);

@@ -52,7 +52,8 @@ public:
     /// for a layer type it cannot run (naming it) and for a limit too small for one row (naming
     /// the limit and the smallest that would work).
     /// The backend, exchanger, shard, model and options (step timing, overlap, attention kernel)
-    /// are the engine's, through `ctx`.
+    /// are the engine's, through `ctx`. What the exchanger may allocate beside the pool on a
+    /// part with peers (HaloExchanger::staging_bytes) comes off the limit first.
     RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_operators, std::int64_t limit);
 
     /// The host matrix the next run() reads as the model's input (num_owned rows of the input
@@ -138,7 +139,8 @@ private:
     HaloExchanger& exchanger_;
     const Shard& shard_;
     const Model& model_;
-    std::int64_t limit_ = 0;
+    std::int64_t limit_ = 0;     // what the blocks may use: the limit less reserved_
+    std::int64_t reserved_ = 0;  // the exchanger's staging (HaloExchanger::staging_bytes)
     std::int64_t n_owned_ = 0;
     std::int64_t n_total_ = 0;
     std::int64_t resident_ = 0;  // weights

@@ -179,3 +179,79 @@ TEST(RowBlocksDistributed, Linear)
 {
     expect_blocks_equal_one_rank(halo::LayerType::linear, {16, 32, 8});
 }
+
+namespace {
+
+// The MPI exchanger, saying that it keeps `bytes` of staging beside the pool (as NCCL with
+// registered buffers does for matrices it did not allocate).
+class StagingExchanger final : public halo::HaloExchanger {
+public:
+    StagingExchanger(halo::HaloExchanger& inner, std::int64_t bytes) : inner_(inner), bytes_(bytes)
+    {
+    }
+    void start(halo::DenseView<float> x) override { inner_.start(x); }
+    void finish() override { inner_.finish(); }
+    const halo::ExchangeStats& stats() const override { return inner_.stats(); }
+    void barrier() override { inner_.barrier(); }
+    std::int64_t staging_bytes() const override { return bytes_; }
+
+private:
+    halo::HaloExchanger& inner_;
+    std::int64_t bytes_;
+};
+
+}  // namespace
+
+TEST(RowBlocksDistributed, TheExchangersStagingComesOffTheLimit)
+{
+    int world_rank = 0;
+    int world_size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    if (world_size < 2) {
+        GTEST_SKIP() << "needs 2 ranks";
+    }
+    MPI_Comm group = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank < 2 ? 0 : MPI_UNDEFINED, world_rank, &group);
+    if (group != MPI_COMM_NULL) {
+        const auto graph = engine_test_graph("rmat:9");
+        const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 21);
+        halo::PartitionOptions popt;
+        popt.num_parts = 2;
+        popt.method = halo::Partitioner::metis;
+        const auto owner = halo::partition_graph(graph.view(), popt);
+        const auto shard = halo::build_shard(graph, owner, 2, world_rank);
+        auto backend = halo::make_cpu_backend();
+        auto mpi = halo::make_mpi_exchanger(group, shard, model.exchange_width());
+        constexpr std::int64_t staging = 123457;
+        StagingExchanger staged(*mpi, staging);
+        const auto plain = smallest_limit(*backend, *mpi, shard, model);
+        const auto with = smallest_limit(*backend, staged, shard, model);
+        EXPECT_GT(plain, 0);
+        EXPECT_EQ(with, plain + staging);
+        // The message names the staging buffer and how to free it.
+        halo::EngineOptions o;
+        o.execution = halo::Execution::row_blocks;
+        o.device_memory_limit = with - 1;
+        try {
+            halo::Engine engine(*backend, staged, shard, model, o);
+            ADD_FAILURE() << "a limit one byte short was taken";
+        } catch (const halo::InputError& e) {
+            EXPECT_NE(std::string(e.what()).find("staging buffer"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("--nccl-register off"), std::string::npos);
+        }
+        // At that limit both run, to the same bits.
+        const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 9);
+        o.device_memory_limit = plain;
+        halo::Engine a(*backend, *mpi, shard, model, o);
+        const auto out_a = a.run(x);
+        const std::vector<float> first(out_a.begin(), out_a.end());
+        o.device_memory_limit = with;
+        halo::Engine b(*backend, staged, shard, model, o);
+        const auto out_b = b.run(x);
+        ASSERT_EQ(first.size(), out_b.size());
+        EXPECT_EQ(std::memcmp(first.data(), out_b.data(), first.size() * sizeof(float)), 0);
+        MPI_Comm_free(&group);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
