@@ -23,9 +23,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <exception>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
