@@ -89,6 +89,7 @@ struct Options {
     bool layer_timing_only = false;
     bool cuda_graph = false;
     bool step_timing = false;
+    bool exchange_barrier = false;
     bool no_cuda_graph = false;
     bool no_save_tuning = false;
     std::string device_memory_limit;  // empty = the backend's default
@@ -485,6 +486,7 @@ halo::EngineOptions engine_options(Job& job, const halo::DatasetInfo& info)
     // and exchange), and on one CUDA rank the forward pass replayed as a CUDA graph from the
     // second run on (--no-cuda-graph: never).
     eopt.step_timing = o.step_timing;
+    eopt.exchange_barrier = o.exchange_barrier;
     if (o.cuda_graph && (!job.cuda || job.size > 1 || o.save_layers || o.step_timing)) {
         HALO_THROW(halo::InputError,
                    "--cuda-graph needs --backend cuda, one rank (a dataset of one part), no "
@@ -946,6 +948,7 @@ void write_manifest(const Job& job, const std::string& command, const halo::Data
     manifest["overlap"] = !o.no_overlap;
     manifest["overlap_mode"] = o.no_overlap ? "none" : o.overlap;
     manifest["split_share"] = o.split_share;
+    manifest["exchange_barrier"] = o.exchange_barrier;
     manifest["spmm"] = !o.spmm.empty() ? o.spmm : job.cuda ? "auto" : "reference";
     manifest["attention"] = o.attention;
     manifest["int8_features"] = o.int8_features;
@@ -1285,6 +1288,10 @@ int main(int argc, char** argv)
                  "synchronize after every step of a layer, so that the per-layer table splits "
                  "compute, exchange and waiting (costs host time on small graphs)")
         ->excludes(layer_only);
+    app.add_flag("--exchange-barrier", o.exchange_barrier,
+                 "wait for the device and for every rank before each halo exchange, so that it "
+                 "starts on all ranks at once (what --step-timing does besides its other waits; "
+                 "for measurements, docs/ENGINE.md)");
     app.add_flag("--cuda-graph", o.cuda_graph,
                  "require the forward pass to be recorded as a CUDA graph on the second --repeat "
                  "run and replayed (the default wherever it applies: one CUDA rank, no "

@@ -112,6 +112,14 @@ struct EngineOptions {
     /// (the other fields stay 0 except exchanged bytes): less host overhead on small graphs,
     /// where those synchronizations cost as much as the kernels.
     bool step_timing = true;
+    /// Without step_timing: before each halo exchange, wait for the backend and for every rank
+    /// (HaloExchanger::barrier), so that the exchange starts on all ranks at once rather than as
+    /// each finishes its previous work (step_timing does this too, besides its other waits).
+    /// Same results; on one part nothing. Off by default: on 4 GPUs the step-timed runs, which
+    /// include this barrier, were 1.5-4% faster than the default ones (docs/PERFORMANCE.md,
+    /// "Registered exchange buffers"), and this option, which adds only the barrier, is there to
+    /// find out whether the barrier is why (halo-infer --exchange-barrier).
+    bool exchange_barrier = false;
     /// Record the forward pass once (a CUDA graph, on backends that can) and replay it on later
     /// runs: one launch instead of one per kernel, for small graphs where launches dominate.
     /// Only for a single part without step_timing and keep_layers; the first run() runs as usual

@@ -420,7 +420,12 @@ void StepContext::exchange_around(DenseView<float> exchanged, std::int64_t width
     t.fp32_exchange_bytes += rows_moved_ * width * static_cast<std::int64_t>(sizeof(float));
     if (!options.step_timing) {
         // The exchangers order their streams after the compute stream themselves (start)
-        // and the compute stream after theirs (finish): no host synchronization is needed.
+        // and the compute stream after theirs (finish): no host synchronization is needed,
+        // unless asked for (EngineOptions::exchange_barrier).
+        if (options.exchange_barrier && has_peers) {
+            backend.synchronize();
+            exchanger.barrier();
+        }
         exchanger.start(exchanged);
         during();
         exchanger.finish();

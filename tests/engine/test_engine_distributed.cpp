@@ -332,6 +332,69 @@ TEST(EngineDistributed, SplitOverlapAddsInPlaceAsThroughABuffer)
     }
 }
 
+// The MPI exchanger, counting its barriers.
+class BarrierCounter final : public halo::HaloExchanger {
+public:
+    explicit BarrierCounter(std::unique_ptr<halo::HaloExchanger> inner) : inner_(std::move(inner))
+    {
+    }
+    void start(halo::DenseView<float> x) override { inner_->start(x); }
+    void finish() override { inner_->finish(); }
+    const halo::ExchangeStats& stats() const override { return inner_->stats(); }
+    void barrier() override
+    {
+        ++barriers;
+        inner_->barrier();
+    }
+    int barriers = 0;
+
+private:
+    std::unique_ptr<halo::HaloExchanger> inner_;
+};
+
+// EngineOptions::exchange_barrier: one barrier before each exchange of a run, the same bits.
+TEST(EngineDistributed, ExchangeBarrierWaitsBeforeEachExchangeAndChangesNoBits)
+{
+    const auto graph = engine_test_graph("rmat:12");
+    for (const auto mode : {halo::OverlapMode::split, halo::OverlapMode::interior}) {
+        const auto model = halo::random_model(halo::LayerType::sage, {16, 32, 8}, 47);
+        with_group(world_size(), [&](MPI_Comm group, bool) {
+            int rank = 0;
+            MPI_Comm_rank(group, &rank);
+            const int parts = world_size();
+            halo::PartitionOptions popt;
+            popt.num_parts = parts;
+            popt.method = halo::Partitioner::metis;
+            const auto owner = halo::partition_graph(graph.view(), popt);
+            const auto shard = halo::build_shard(graph, owner, parts, rank);
+            const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 49);
+            auto backend = halo::make_cpu_backend();
+            std::vector<float> out[2];
+            int barriers[2] = {0, 0};
+            std::int64_t exchanges[2] = {0, 0};
+            for (const bool barrier : {false, true}) {
+                halo::EngineOptions options;
+                options.step_timing = false;
+                options.overlap_mode = mode;
+                options.exchange_barrier = barrier;
+                BarrierCounter exchanger(
+                    halo::make_mpi_exchanger(group, shard, model.exchange_width()));
+                halo::Engine engine(*backend, exchanger, shard, model, options);
+                const auto before = exchanger.stats().exchanges;
+                out[barrier ? 1 : 0] = engine.run(x);
+                barriers[barrier ? 1 : 0] = exchanger.barriers;
+                exchanges[barrier ? 1 : 0] = exchanger.stats().exchanges - before;
+            }
+            ASSERT_EQ(out[0].size(), out[1].size());
+            EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0)
+                << "rank " << rank << ": the barrier changed the result";
+            EXPECT_EQ(barriers[0], 0);
+            EXPECT_EQ(exchanges[1], static_cast<std::int64_t>(model.layers.size()));
+            EXPECT_EQ(barriers[1], exchanges[1]) << "one barrier per exchange of the run";
+        });
+    }
+}
+
 // AES samples up to W nonzeros of each whole row: split into blocks it would sample up to W of
 // each, another approximation. Its plans stay whole, so split and interior give the same bits.
 TEST(EngineDistributed, SplitOverlapLeavesAesWhole)
