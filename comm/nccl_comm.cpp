@@ -90,10 +90,9 @@ void* NcclComm::register_buffer(void* data, std::size_t bytes)
     void* handle = nullptr;
     const auto registered = ncclCommRegister(comm_, data, bytes, &handle);
     if (registered != ncclSuccess) {
-        const char* text = ncclGetLastError(comm_);
         HALO_THROW(NcclError, "rank ", rank_, ": ncclCommRegister of ", bytes,
                    " bytes failed: ", ncclGetErrorString(registered),
-                   text != nullptr && *text != '\0' ? detail::concat(" (", text, ')') : "");
+                   detail::nccl_last_error(comm_));
     }
     const std::lock_guard lock(registered_mutex_);
     registered_.push_back(handle);

@@ -46,20 +46,13 @@ double seconds_since(Clock::time_point t0)
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// NCCL's last error message in parentheses, or nothing when it recorded none.
-std::string last_error(ncclComm_t comm)
-{
-    const char* text = ncclGetLastError(comm);
-    return text != nullptr && *text != '\0' ? detail::concat(" (", text, ')') : std::string();
-}
-
 // The memory an exchanger registered with its communicator: its own buffers and the matrices
 // allocate() handed out. Shared with those matrices' deleters, so it lives as long as the last of
 // them. While the exchanger lives, a released block stays allocated (and registered) until close();
 // the exchanger's destructor closes the registry: every block is deregistered there (NCCL needs the
 // communicator), the released ones freed, and the others freed by their deleters afterwards.
 // ncclMemFree is not stream-ordered: each free waits for the device first.
-class Registry {
+class Registry : public std::enable_shared_from_this<Registry> {
 public:
     explicit Registry(int device) : device_(device) {}
     ~Registry();
@@ -92,16 +85,7 @@ private:
     std::vector<Block> blocks_;
     bool open_ = true;
     bool may_wait_ = true;
-    std::weak_ptr<Registry> self_;
-    friend std::shared_ptr<Registry> make_registry(int device);
 };
-
-std::shared_ptr<Registry> make_registry(int device)
-{
-    auto registry = std::make_shared<Registry>(device);
-    registry->self_ = registry;
-    return registry;
-}
 
 // Blocks still listed here were closed without a wait allowed: left allocated on purpose.
 Registry::~Registry() = default;
@@ -114,10 +98,10 @@ std::shared_ptr<float> Registry::allocate(NcclComm& comm, std::int64_t floats)
     void* data = nullptr;
     const auto allocated = ncclMemAlloc(&data, bytes);
     if (allocated != ncclSuccess) {
-        HALO_THROW(
-            NcclError, "rank ", comm.rank(), ": ncclMemAlloc of ", bytes,
-            " bytes for a registered exchange buffer failed: ", ncclGetErrorString(allocated),
-            last_error(comm.get()), "; run with --nccl-register off, or with more ranks");
+        HALO_THROW(NcclError, "rank ", comm.rank(), ": ncclMemAlloc of ", bytes,
+                   " bytes for a registered exchange buffer failed: ",
+                   ncclGetErrorString(allocated), detail::nccl_last_error(comm.get()),
+                   "; run with --nccl-register off, or with more ranks");
     }
     void* handle = nullptr;
     try {
@@ -131,7 +115,7 @@ std::shared_ptr<float> Registry::allocate(NcclComm& comm, std::int64_t floats)
         const std::lock_guard lock(mutex_);
         blocks_.push_back({p, n, handle, true});
     }
-    return {p, [owner = self_.lock()](float* q) { owner->release(q); }};
+    return {p, [owner = shared_from_this()](float* q) { owner->release(q); }};
 }
 
 bool Registry::contains(const float* begin, const float* end) const
@@ -177,11 +161,14 @@ void Registry::close(NcclComm& comm, bool may_wait) noexcept
     for (const auto& b : blocks_) {
         comm.deregister_buffer(b.handle);
     }
+    if (!may_wait) {
+        return;
+    }
     std::erase_if(blocks_, [&](const Block& b) {
-        if (b.held || !may_wait) {
+        if (b.held) {
             return false;
         }
-        wait_and_free(b.data);
+        wait_and_free(b.data);  // the first waits for the device, the others find it idle
         return true;
     });
 }
@@ -260,7 +247,7 @@ NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& sh
     const detail::DeviceGuard guard(ctx.device());
     send_rows_ = detail::upload_send_rows(ctx, shard.plan);
     if (options.register_buffers) {
-        registry_ = make_registry(ctx.device());
+        registry_ = std::make_shared<Registry>(ctx.device());
     }
     send_buffer_ = buffer(num_send_ * max_dim);
 }
@@ -389,7 +376,7 @@ void NcclExchanger::finish()
     HALO_NCCL_TRY(ncclCommGetAsyncError(comm_.get(), &async));
     if (async != ncclSuccess && async != ncclInProgress) {
         HALO_THROW(NcclError, "halo exchange on rank ", comm_.rank(), ": NCCL reports ",
-                   ncclGetErrorString(async), last_error(comm_.get()));
+                   ncclGetErrorString(async), detail::nccl_last_error(comm_.get()));
     }
     stats_.exchanges += 1;
     stats_.finish_seconds += seconds_since(t0);

@@ -4,7 +4,20 @@
 
 #include <nccl.h>
 
+#include <string>
+
 #include "halo/error.hpp"
+
+namespace halo::detail {
+
+/// NCCL's last error message of `comm` in parentheses, or nothing when it recorded none.
+inline std::string nccl_last_error(ncclComm_t comm)
+{
+    const char* text = ncclGetLastError(comm);
+    return text != nullptr && *text != '\0' ? concat(" (", text, ')') : std::string();
+}
+
+}  // namespace halo::detail
 
 #define HALO_NCCL_TRY(call)                                                                        \
     do {                                                                                           \

@@ -16,6 +16,9 @@
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
+#include "halo/partition.hpp"
+#include "halo/shard.hpp"
+#include "halo/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "scaled_operator.hpp"
 
@@ -42,6 +45,17 @@ inline Csr engine_test_graph(const std::string& name)
     BuildOptions b;
     b.symmetrize = true;
     return build_csr(edges, b);
+}
+
+/// Part `rank` of `graph` cut into `parts` parts (METIS; block for a single part), with its halo
+/// plan: the shard a rank of a distributed engine test runs.
+inline Shard test_shard(const Csr& graph, int parts, int rank)
+{
+    PartitionOptions popt;
+    popt.num_parts = parts;
+    popt.method = parts == 1 ? Partitioner::block : Partitioner::metis;
+    const auto owner = partition_graph(graph.view(), popt);
+    return build_shard(graph, owner, parts, rank);
 }
 
 /// The dense double-precision forward pass of `model` on the whole graph: the oracle the engine

@@ -36,11 +36,7 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
 {
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    halo::PartitionOptions popt;
-    popt.num_parts = parts;
-    popt.method = parts == 1 ? halo::Partitioner::block : halo::Partitioner::metis;
-    const auto owner = halo::partition_graph(graph.view(), popt);
-    const auto shard = halo::build_shard(graph, owner, parts, rank);
+    const auto shard = halo::testing::test_shard(graph, parts, rank);
     halo::testing::ScalingRecorder* recorder = nullptr;
     std::unique_ptr<halo::Backend> backend;
     if (scaled_plans != nullptr) {
@@ -299,12 +295,7 @@ TEST(EngineDistributed, SplitOverlapAddsInPlaceAsThroughABuffer)
         with_group(world_size(), [&](MPI_Comm group, bool) {
             int rank = 0;
             MPI_Comm_rank(group, &rank);
-            const int parts = world_size();
-            halo::PartitionOptions popt;
-            popt.num_parts = parts;
-            popt.method = halo::Partitioner::metis;
-            const auto owner = halo::partition_graph(graph.view(), popt);
-            const auto shard = halo::build_shard(graph, owner, parts, rank);
+            const auto shard = halo::testing::test_shard(graph, world_size(), rank);
             ASSERT_GT(shard.num_halo, 0);
             const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 43);
             halo::EngineOptions options;
@@ -361,12 +352,7 @@ TEST(EngineDistributed, ExchangeBarrierWaitsBeforeEachExchangeAndChangesNoBits)
         with_group(world_size(), [&](MPI_Comm group, bool) {
             int rank = 0;
             MPI_Comm_rank(group, &rank);
-            const int parts = world_size();
-            halo::PartitionOptions popt;
-            popt.num_parts = parts;
-            popt.method = halo::Partitioner::metis;
-            const auto owner = halo::partition_graph(graph.view(), popt);
-            const auto shard = halo::build_shard(graph, owner, parts, rank);
+            const auto shard = halo::testing::test_shard(graph, world_size(), rank);
             const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 49);
             auto backend = halo::make_cpu_backend();
             std::vector<float> out[2];

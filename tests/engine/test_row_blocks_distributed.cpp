@@ -50,11 +50,7 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
 {
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
-    halo::PartitionOptions popt;
-    popt.num_parts = parts;
-    popt.method = parts == 1 ? halo::Partitioner::block : halo::Partitioner::metis;
-    const auto owner = halo::partition_graph(graph.view(), popt);
-    const auto shard = halo::build_shard(graph, owner, parts, rank);
+    const auto shard = halo::testing::test_shard(graph, parts, rank);
     auto backend = halo::make_cpu_backend();
     std::unique_ptr<halo::HaloExchanger> exchanger;
     if (parts == 1) {
@@ -216,11 +212,7 @@ TEST(RowBlocksDistributed, TheExchangersStagingComesOffTheLimit)
     if (group != MPI_COMM_NULL) {
         const auto graph = engine_test_graph("rmat:9");
         const auto model = halo::random_model(halo::LayerType::gcn, {16, 32, 8}, 21);
-        halo::PartitionOptions popt;
-        popt.num_parts = 2;
-        popt.method = halo::Partitioner::metis;
-        const auto owner = halo::partition_graph(graph.view(), popt);
-        const auto shard = halo::build_shard(graph, owner, 2, world_rank);
+        const auto shard = halo::testing::test_shard(graph, 2, world_rank);
         auto backend = halo::make_cpu_backend();
         auto mpi = halo::make_mpi_exchanger(group, shard, model.exchange_width());
         constexpr std::int64_t staging = 123457;
