@@ -57,6 +57,17 @@ void CudaEvent::order_noexcept(cudaStream_t earlier, cudaStream_t later) noexcep
     }
 }
 
+CudaStream::CudaStream(int device)
+{
+    const DeviceGuard guard(device);
+    HALO_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+CudaStream::~CudaStream()
+{
+    static_cast<void>(cudaStreamDestroy(stream_));
+}
+
 void check_device_matrix(const DenseView<float>& x, std::int64_t num_owned, std::int64_t num_halo,
                          std::int64_t max_dim, int device)
 {

@@ -50,6 +50,21 @@ private:
     cudaEvent_t event_ = nullptr;
 };
 
+/// A non-blocking stream of one device of the exchanger's own (the Context's streams are shared).
+/// Destroying it does not wait: work still queued completes first (cudaStreamDestroy).
+class CudaStream {
+public:
+    explicit CudaStream(int device);
+    ~CudaStream();
+    CudaStream(const CudaStream&) = delete;
+    CudaStream& operator=(const CudaStream&) = delete;
+
+    cudaStream_t get() const { return stream_; }
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+
 /// Checks a matrix handed to a device exchanger's start(): num_owned + num_halo rows, 0 to max_dim
 /// columns, ld >= cols, and (when it holds anything) memory of device `device`, not host memory.
 /// Throws halo::LogicError.

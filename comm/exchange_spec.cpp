@@ -108,8 +108,9 @@ std::unique_ptr<Exchange> make_exchanger(const ExchangeSpec& spec, const MpiWorl
     if (transport == "nccl") {
         out->nccl_ = std::make_shared<NcclComm>(comm, ctx);
         auto* nccl = out->nccl_.get();
-        make_transport = [&ctx, nccl, &out](const Shard& s, std::int64_t w) {
-            const NcclExchangerOptions options{.register_buffers = out->registered_};
+        make_transport = [&ctx, nccl, &out, pieces = spec.pieces](const Shard& s, std::int64_t w) {
+            const NcclExchangerOptions options{.register_buffers = out->registered_,
+                                               .pieces = pieces};
             return make_nccl_exchanger(ctx, *nccl, s, w, options);
         };
         out->registered_ = spec.registration != ExchangeSpec::Registration::off;

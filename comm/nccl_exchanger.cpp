@@ -9,6 +9,11 @@
 // stream wait for the comm stream. A strided x (ld > cols) receives into a staging buffer that is
 // allocated on the first such exchange and copied into place on the comm stream.
 //
+// In pieces (NcclExchangerOptions::pieces > 1) each peer's block is split into that many row
+// ranges: the rows of piece c are packed on a stream of the exchanger's own while piece c - 1
+// moves on the comm stream, one NCCL group per piece, so that only the first piece's packing
+// delays the transfer instead of all of it.
+//
 // With registered buffers (register_buffers), the send buffer, the staging buffer and the matrices
 // allocate() hands out come from ncclMemAlloc and are registered with the communicator
 // (ncclCommRegister): NCCL's intra-node transport then copies between the ranks' own buffers
@@ -44,6 +49,18 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0)
 {
     return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The rows [first, last) of a block of `rows` rows that piece `piece` of `pieces` moves: the same
+// on the sending and the receiving side, which both know the block's length. Min(rows, pieces)
+// pieces are not empty.
+struct PieceRows {
+    std::int64_t first;
+    std::int64_t last;
+};
+PieceRows piece_rows(std::int64_t rows, int piece, int pieces)
+{
+    return {rows * piece / pieces, rows * (piece + 1) / pieces};
 }
 
 // The memory an exchanger registered with its communicator: its own buffers and the matrices
@@ -196,14 +213,17 @@ public:
     }
 
 private:
-    // The grouped receives into `halo` (num_halo x cols, contiguous) and sends of the packed rows;
-    // returns the number of sends.
-    std::int64_t post(float* halo, std::int64_t cols);
+    // Piece `piece`'s grouped receives into `halo` (num_halo x cols, contiguous) and sends of the
+    // packed rows; returns the number of sends.
+    std::int64_t post(float* halo, std::int64_t cols, int piece);
+    // Packs piece `piece` of every peer's rows of x on `stream`.
+    void pack(const DenseView<float>& x, int piece, cudaStream_t stream);
     std::shared_ptr<float> buffer(std::int64_t floats);
 
     cuda::Context& ctx_;
     NcclComm& comm_;
     std::int64_t max_dim_;
+    int pieces_;
     std::int64_t num_owned_;
     std::int64_t num_halo_;
     std::int64_t num_send_;
@@ -219,8 +239,10 @@ private:
     // memory or the Context's pool.
     std::shared_ptr<float> send_buffer_;
     std::shared_ptr<float> staging_;
-    detail::CudaEvent ready_;                     // compute -> comm, in start()
+    detail::CudaEvent ready_;                     // compute -> comm (pack), in start()
     detail::CudaEvent done_;                      // comm -> compute, in finish()
+    std::unique_ptr<detail::CudaStream> pack_stream_;  // in pieces only
+    detail::CudaEvent packed_;                         // pack -> comm, per piece
 
     bool in_flight_ = false;
     int exceptions_ = std::uncaught_exceptions();  // at construction
@@ -231,6 +253,7 @@ NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& sh
     : ctx_(ctx),
       comm_(comm),
       max_dim_(max_dim),
+      pieces_(options.pieces),
       num_owned_(shard.num_owned),
       num_halo_(shard.num_halo),
       num_send_(static_cast<std::int64_t>(shard.plan.send_rows.size())),
@@ -239,10 +262,15 @@ NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& sh
       send_ranks_(shard.plan.send_ranks),
       send_offsets_(shard.plan.send_offsets),
       ready_(ctx.device()),
-      done_(ctx.device())
+      done_(ctx.device()),
+      packed_(ctx.device())
 {
     HALO_EXPECTS(comm.get() != nullptr, "the NCCL communicator was aborted");
     HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+    HALO_EXPECTS(options.pieces >= 1, "pieces ", options.pieces, " must be at least 1");
+    if (pieces_ > 1) {
+        pack_stream_ = std::make_unique<detail::CudaStream>(ctx.device());
+    }
     detail::check_local_plan(shard, comm.rank(), comm.size());
     const detail::DeviceGuard guard(ctx.device());
     send_rows_ = detail::upload_send_rows(ctx, shard.plan);
@@ -272,6 +300,9 @@ NcclExchanger::~NcclExchanger()
     // finish()) must come first. No host wait: a peer that never posts its side would hang it.
     try {
         const detail::DeviceGuard guard(ctx_.device());
+        if (pack_stream_) {  // packing left behind by an exception, before the buffer goes
+            packed_.order_noexcept(pack_stream_->get(), ctx_.compute_stream());
+        }
         done_.order_noexcept(ctx_.comm_stream(), ctx_.compute_stream());
     } catch (...) {  // a destructor must not throw; the device could not even be selected
     }
@@ -287,24 +318,38 @@ NcclExchanger::~NcclExchanger()
     }
 }
 
-std::int64_t NcclExchanger::post(float* halo, std::int64_t cols)
+void NcclExchanger::pack(const DenseView<float>& x, int piece, cudaStream_t stream)
+{
+    for (std::size_t b = 0; b < send_ranks_.size(); ++b) {
+        const auto rows = piece_rows(send_offsets_[b + 1] - send_offsets_[b], piece, pieces_);
+        const auto first = send_offsets_[b] + rows.first;
+        if (rows.last > rows.first) {
+            detail::pack_rows(x.data, x.ld, send_rows_.data() + first, rows.last - rows.first,
+                              x.cols, send_buffer_.get() + first * x.cols, stream);
+        }
+    }
+}
+
+std::int64_t NcclExchanger::post(float* halo, std::int64_t cols, int piece)
 {
     const cudaStream_t stream = ctx_.comm_stream();
     std::int64_t sends = 0;
     HALO_NCCL_TRY(ncclGroupStart());
     try {
         for (std::size_t b = 0; b < recv_ranks_.size(); ++b) {
-            const auto count = (recv_offsets_[b + 1] - recv_offsets_[b]) * cols;
+            const auto rows = piece_rows(recv_offsets_[b + 1] - recv_offsets_[b], piece, pieces_);
+            const auto count = (rows.last - rows.first) * cols;
             if (count > 0) {
-                HALO_NCCL_TRY(ncclRecv(halo + recv_offsets_[b] * cols,
+                HALO_NCCL_TRY(ncclRecv(halo + (recv_offsets_[b] + rows.first) * cols,
                                        static_cast<std::size_t>(count), ncclFloat, recv_ranks_[b],
                                        comm_.get(), stream));
             }
         }
         for (std::size_t b = 0; b < send_ranks_.size(); ++b) {
-            const auto count = (send_offsets_[b + 1] - send_offsets_[b]) * cols;
+            const auto rows = piece_rows(send_offsets_[b + 1] - send_offsets_[b], piece, pieces_);
+            const auto count = (rows.last - rows.first) * cols;
             if (count > 0) {
-                HALO_NCCL_TRY(ncclSend(send_buffer_.get() + send_offsets_[b] * cols,
+                HALO_NCCL_TRY(ncclSend(send_buffer_.get() + (send_offsets_[b] + rows.first) * cols,
                                        static_cast<std::size_t>(count), ncclFloat, send_ranks_[b],
                                        comm_.get(), stream));
                 sends += 1;
@@ -339,10 +384,25 @@ void NcclExchanger::start(DenseView<float> x)
             staging_ = buffer(num_halo_ * max_dim_);
         }
         const cudaStream_t stream = ctx_.comm_stream();
-        ready_.order(ctx_.compute_stream(), stream);
-        detail::pack_rows(x.data, x.ld, send_rows_.data(), num_send_, cols, send_buffer_.get(),
-                          stream);
-        const auto sends = post(staged ? staging_.get() : x.row(num_owned_), cols);
+        float* halo = staged ? staging_.get() : x.row(num_owned_);
+        std::int64_t sends = 0;
+        if (!pack_stream_) {
+            ready_.order(ctx_.compute_stream(), stream);
+            detail::pack_rows(x.data, x.ld, send_rows_.data(), num_send_, cols, send_buffer_.get(),
+                              stream);
+            sends = post(halo, cols, 0);
+        } else {
+            // The comm stream follows the compute stream through the pack stream's events (the
+            // receives overwrite halo rows that earlier kernels may read); the pack stream follows
+            // the previous exchange's sends through the compute stream (finish()).
+            const cudaStream_t packing = pack_stream_->get();
+            ready_.order(ctx_.compute_stream(), packing);
+            for (int piece = 0; piece < pieces_; ++piece) {
+                pack(x, piece, packing);
+                packed_.order(packing, stream);
+                sends += post(halo, cols, piece);
+            }
+        }
         if (staged) {
             const auto row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
             HALO_CUDA_TRY(cudaMemcpy2DAsync(

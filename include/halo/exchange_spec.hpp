@@ -31,6 +31,9 @@ struct ExchangeSpec {
     /// that cannot throws halo::NcclError); `off` never registers. Other transports ignore it.
     enum class Registration { automatic, on, off };
     Registration registration = Registration::automatic;
+    /// NCCL: each exchange in this many pieces, packing one while the previous moves
+    /// (NcclExchangerOptions::pieces; halo-infer --exchange-pieces). Other transports ignore it.
+    int pieces = 1;
 };
 
 /// "auto" | "on" | "off" (halo-infer --nccl-register); throws halo::InputError otherwise.

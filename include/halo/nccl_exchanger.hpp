@@ -76,6 +76,10 @@ struct NcclExchangerOptions {
     /// rather than through its internal buffers. Every rank of a communicator must choose alike.
     /// An x from elsewhere (or strided) receives through the registered staging buffer and a copy.
     bool register_buffers = false;
+    /// Each peer's rows move in this many pieces (at least 1), one NCCL group each: piece c + 1
+    /// is packed on a stream of the exchanger's own while piece c moves, so that only the first
+    /// piece's packing comes before the transfer. Every rank of a communicator must choose alike.
+    int pieces = 1;
 };
 
 /// NCCL exchanger for `shard` (rank == shard.part); matrices exchanged are device views on

@@ -198,6 +198,8 @@ bad "infer: --layer maxk --exchange int8 on 3 ranks" "maxk" --option-error -- "$
 bad "infer: --exchange nccl on the cpu backend" "exchange nccl needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange nccl --out out
 bad "infer: --nccl-register on, on the cpu backend" "nccl-register on needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --nccl-register on --out out
 bad "infer: --nccl-register maybe" "nccl-register: maybe not in" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --nccl-register maybe --out out
+bad "infer: --exchange-pieces 4, on the cpu backend" "exchange-pieces 4 needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange-pieces 4 --out out
+bad "infer: --exchange-pieces 0" "exchange-pieces: Value 0 not in range" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange-pieces 0 --out out
 bad "infer: --spmm cusparse on the cpu backend" "spmm cusparse needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm cusparse --out out
 bad "infer: --spmm aes:5 (width outside 16..1024)" "W = 5 outside" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm aes:5 --out out
 bad "infer: --spmm foo" "foo" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm foo --out out

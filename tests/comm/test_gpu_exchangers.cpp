@@ -219,17 +219,24 @@ std::int64_t nonempty_blocks(const std::vector<std::int64_t>& offsets)
     return blocks;
 }
 
-// Messages one exchange of width `cols` sends: one per peer with NCCL, blocks split at
-// `max_bytes` with MPI.
+// Messages one exchange of width `cols` sends: one per peer with NCCL (one per piece of a peer's
+// block in pieces: min(rows, pieces)), blocks split at `max_bytes` with MPI.
 std::int64_t expected_messages(bool nccl, const Shard& shard, std::int64_t cols,
-                               std::int64_t max_bytes)
+                               std::int64_t max_bytes, int pieces = 1)
 {
     const auto& offsets = shard.plan.send_offsets;
     if (cols == 0) {
         return 0;
     }
-    if (nccl) {
+    if (nccl && pieces == 1) {
         return nonempty_blocks(offsets);
+    }
+    if (nccl) {
+        std::int64_t messages = 0;
+        for (std::size_t b = 0; b + 1 < offsets.size(); ++b) {
+            messages += std::min<std::int64_t>(offsets[b + 1] - offsets[b], pieces);
+        }
+        return messages;
     }
     const auto per_message = max_bytes / static_cast<std::int64_t>(sizeof(float));
     std::int64_t messages = 0;
@@ -255,13 +262,24 @@ std::string plan_error(MPI_Comm comm, const Shard& shard, const std::string& whe
 enum class Kind {
     nccl,
     nccl_registered,  // NCCL user buffer registration (NcclExchangerOptions::register_buffers)
+    nccl_pieces,      // registered, and each exchange in 3 pieces (NcclExchangerOptions::pieces)
     mpi_staged,
     mpi_cuda_aware,
 };
 
 bool is_nccl(Kind kind)
 {
-    return kind == Kind::nccl || kind == Kind::nccl_registered;
+    return kind == Kind::nccl || kind == Kind::nccl_registered || kind == Kind::nccl_pieces;
+}
+
+bool is_registered(Kind kind)
+{
+    return kind == Kind::nccl_registered || kind == Kind::nccl_pieces;
+}
+
+int pieces(Kind kind)
+{
+    return kind == Kind::nccl_pieces ? 3 : 1;
 }
 
 std::string to_string(Kind kind)
@@ -271,6 +289,8 @@ std::string to_string(Kind kind)
             return "Nccl";
         case Kind::nccl_registered:
             return "NcclRegistered";
+        case Kind::nccl_pieces:
+            return "NcclPieces";
         case Kind::mpi_staged:
             return "MpiStaged";
         case Kind::mpi_cuda_aware:
@@ -470,8 +490,8 @@ protected:
         std::int64_t max_message_bytes = kDefaultMessageBytes, int tag = 7200)
     {
         if (is_nccl(kind)) {
-            const halo::NcclExchangerOptions options{.register_buffers =
-                                                         kind == Kind::nccl_registered};
+            const halo::NcclExchangerOptions options{.register_buffers = is_registered(kind),
+                                                     .pieces = pieces(kind)};
             return halo::make_nccl_exchanger(ctx(), *setup_->nccl, shard, max_dim, options);
         }
         halo::MpiDeviceExchangerOptions options;
@@ -536,7 +556,7 @@ TEST_P(GpuExchanger, FillsEveryHaloRowForEveryGraphPartitionerAndWidth)
             REQUIRE_USABLE(shard);
             auto exchanger = make(kind, shard);
             // Only registered NCCL has memory of its own to hand out.
-            EXPECT_EQ(exchanger->allocate(16) != nullptr, kind == Kind::nccl_registered);
+            EXPECT_EQ(exchanger->allocate(16) != nullptr, is_registered(kind));
             std::int64_t bytes_sent = 0;
             std::int64_t bytes_received = 0;
             std::int64_t messages = 0;
@@ -552,7 +572,8 @@ TEST_P(GpuExchanger, FillsEveryHaloRowForEveryGraphPartitionerAndWidth)
                     << "width " << cols;
                 bytes_sent += shard.plan.num_send() * cols * 4;
                 bytes_received += shard.num_halo * cols * 4;
-                messages += expected_messages(is_nccl(kind), shard, cols, kDefaultMessageBytes);
+                messages += expected_messages(is_nccl(kind), shard, cols, kDefaultMessageBytes,
+                                              pieces(kind));
             }
             const auto& stats = exchanger->stats();
             EXPECT_EQ(stats.exchanges, 4);
@@ -562,7 +583,7 @@ TEST_P(GpuExchanger, FillsEveryHaloRowForEveryGraphPartitionerAndWidth)
             EXPECT_GE(stats.start_seconds, 0.0);
             EXPECT_GE(stats.finish_seconds, 0.0);
             // Registered: at least its send buffer and the matrices it handed out.
-            if (kind == Kind::nccl_registered) {
+            if (is_registered(kind)) {
                 EXPECT_GE(stats.registered_bytes,
                           (shard.plan.num_send() + shard.num_owned + shard.num_halo) * 4);
             } else {
@@ -759,18 +780,23 @@ TEST_P(GpuExchanger, RejectsMisuseWithoutDisturbingTheExchange)
     EXPECT_EQ(exchanger->stats().exchanges, 2);
     EXPECT_EQ(exchanger->stats().bytes_sent, shard.plan.num_send() * 8 * 4);
     EXPECT_EQ(exchanger->stats().messages_sent,
-              expected_messages(is_nccl(kind), shard, 8, kDefaultMessageBytes));
+              expected_messages(is_nccl(kind), shard, 8, kDefaultMessageBytes, pieces(kind)));
 
     // An exchanger belongs to the rank of its part, and is at least one column wide.
     const Shard& other = shards[(rank() + 1) % size()];
     EXPECT_THROW(make(kind, other), halo::LogicError);
     EXPECT_THROW(make(kind, shard, 0), halo::LogicError);
+    if (is_nccl(kind)) {  // and moves its rows in at least one piece
+        EXPECT_THROW(halo::make_nccl_exchanger(ctx(), *setup_->nccl, shard, 8,
+                                               halo::NcclExchangerOptions{.pieces = 0}),
+                     halo::LogicError);
+    }
 }
 
 std::vector<Kind> kinds()
 {
     if (kNccl) {
-        return {Kind::nccl, Kind::nccl_registered};
+        return {Kind::nccl, Kind::nccl_registered, Kind::nccl_pieces};
     }
     return {Kind::mpi_staged, Kind::mpi_cuda_aware};
 }
