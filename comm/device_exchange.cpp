@@ -57,10 +57,14 @@ void CudaEvent::order_noexcept(cudaStream_t earlier, cudaStream_t later) noexcep
     }
 }
 
-CudaStream::CudaStream(int device)
+CudaStream::CudaStream(int device, bool greatest_priority)
 {
     const DeviceGuard guard(device);
-    HALO_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    int least = 0;
+    int greatest = 0;
+    HALO_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    HALO_CUDA_TRY(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking,
+                                               greatest_priority ? greatest : least));
 }
 
 CudaStream::~CudaStream()

@@ -50,11 +50,13 @@ private:
     cudaEvent_t event_ = nullptr;
 };
 
-/// A non-blocking stream of one device of the exchanger's own (the Context's streams are shared).
-/// Destroying it does not wait: work still queued completes first (cudaStreamDestroy).
+/// A non-blocking stream of one device of the exchanger's own (the Context's streams are shared),
+/// of the device's greatest priority where asked (its kernels' blocks are dispatched before those
+/// of streams of lower priority that wait). Destroying it does not wait: work still queued
+/// completes first (cudaStreamDestroy).
 class CudaStream {
 public:
-    explicit CudaStream(int device);
+    CudaStream(int device, bool greatest_priority);
     ~CudaStream();
     CudaStream(const CudaStream&) = delete;
     CudaStream& operator=(const CudaStream&) = delete;

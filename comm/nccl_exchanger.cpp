@@ -11,8 +11,11 @@
 //
 // In pieces (NcclExchangerOptions::pieces > 1) each peer's block is split into that many row
 // ranges: the rows of piece c are packed on a stream of the exchanger's own while piece c - 1
-// moves on the comm stream, one NCCL group per piece, so that only the first piece's packing
-// delays the transfer instead of all of it.
+// moves on another, one NCCL group per piece, so that only the first piece's packing delays the
+// transfer instead of all of it. Both streams have the device's greatest priority: a piece's
+// kernels become ready while the overlapped SpMM's grid is queued, and at equal priority they
+// would wait for its blocks to be dispatched (measured on 4 H100s: the exchange then ran after
+// the SpMM instead of beside it).
 //
 // With registered buffers (register_buffers), the send buffer, the staging buffer and the matrices
 // allocate() hands out come from ncclMemAlloc and are registered with the communicator
@@ -241,7 +244,13 @@ private:
     std::shared_ptr<float> staging_;
     detail::CudaEvent ready_;                     // compute -> comm (pack), in start()
     detail::CudaEvent done_;                      // comm -> compute, in finish()
-    std::unique_ptr<detail::CudaStream> pack_stream_;  // in pieces only
+    // In pieces only: the packing and the transfers (else both on the Context's comm stream).
+    std::unique_ptr<detail::CudaStream> pack_stream_;
+    std::unique_ptr<detail::CudaStream> send_stream_;
+    cudaStream_t transfer_stream() const
+    {
+        return send_stream_ ? send_stream_->get() : ctx_.comm_stream();
+    }
     detail::CudaEvent packed_;                         // pack -> comm, per piece
 
     bool in_flight_ = false;
@@ -269,7 +278,8 @@ NcclExchanger::NcclExchanger(cuda::Context& ctx, NcclComm& comm, const Shard& sh
     HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
     HALO_EXPECTS(options.pieces >= 1, "pieces ", options.pieces, " must be at least 1");
     if (pieces_ > 1) {
-        pack_stream_ = std::make_unique<detail::CudaStream>(ctx.device());
+        pack_stream_ = std::make_unique<detail::CudaStream>(ctx.device(), true);
+        send_stream_ = std::make_unique<detail::CudaStream>(ctx.device(), true);
     }
     detail::check_local_plan(shard, comm.rank(), comm.size());
     const detail::DeviceGuard guard(ctx.device());
@@ -303,7 +313,7 @@ NcclExchanger::~NcclExchanger()
         if (pack_stream_) {  // packing left behind by an exception, before the buffer goes
             packed_.order_noexcept(pack_stream_->get(), ctx_.compute_stream());
         }
-        done_.order_noexcept(ctx_.comm_stream(), ctx_.compute_stream());
+        done_.order_noexcept(transfer_stream(), ctx_.compute_stream());
     } catch (...) {  // a destructor must not throw; the device could not even be selected
     }
     if (registry_) {
@@ -332,7 +342,7 @@ void NcclExchanger::pack(const DenseView<float>& x, int piece, cudaStream_t stre
 
 std::int64_t NcclExchanger::post(float* halo, std::int64_t cols, int piece)
 {
-    const cudaStream_t stream = ctx_.comm_stream();
+    const cudaStream_t stream = transfer_stream();
     std::int64_t sends = 0;
     HALO_NCCL_TRY(ncclGroupStart());
     try {
@@ -383,7 +393,7 @@ void NcclExchanger::start(DenseView<float> x)
             // Allocated on the compute stream, so before ready_ is recorded there.
             staging_ = buffer(num_halo_ * max_dim_);
         }
-        const cudaStream_t stream = ctx_.comm_stream();
+        const cudaStream_t stream = transfer_stream();
         float* halo = staged ? staging_.get() : x.row(num_owned_);
         std::int64_t sends = 0;
         if (!pack_stream_) {
@@ -392,7 +402,7 @@ void NcclExchanger::start(DenseView<float> x)
                               stream);
             sends = post(halo, cols, 0);
         } else {
-            // The comm stream follows the compute stream through the pack stream's events (the
+            // The transfer stream follows the compute stream through the pack stream's events (the
             // receives overwrite halo rows that earlier kernels may read); the pack stream follows
             // the previous exchange's sends through the compute stream (finish()).
             const cudaStream_t packing = pack_stream_->get();
@@ -427,7 +437,7 @@ void NcclExchanger::finish()
     in_flight_ = false;
     {
         const detail::DeviceGuard guard(ctx_.device());
-        done_.order(ctx_.comm_stream(), ctx_.compute_stream());
+        done_.order(transfer_stream(), ctx_.compute_stream());
     }
     // A failure NCCL detected while the operations ran (a peer lost, a network error) is reported
     // here rather than left to surface as a hang or as garbage in the halo rows.
