@@ -90,7 +90,7 @@ struct Options {
     bool cuda_graph = false;
     bool step_timing = false;
     bool exchange_barrier = false;
-    int exchange_pieces = 1;
+    int exchange_pieces = 0;  // 0: ExchangeSpec's default
     bool no_cuda_graph = false;
     bool no_save_tuning = false;
     std::string device_memory_limit;  // empty = the backend's default
@@ -225,7 +225,7 @@ void check_options(const Options& o)
                    "--exchange nccl or nccl-int8 or the default), not ",
                    cuda ? "--exchange " + o.exchange : "--backend " + o.backend);
     }
-    if (o.exchange_pieces > 1 && (!cuda || exchange != "nccl")) {
+    if (o.exchange_pieces > 1 && (!cuda || exchange != "nccl")) {  // 1 or unset: anywhere
         HALO_THROW(halo::InputError, "--exchange-pieces ", o.exchange_pieces,
                    " needs the NCCL exchange (--backend cuda, --exchange nccl or nccl-int8 or "
                    "the default), not ",
@@ -956,7 +956,7 @@ void write_manifest(const Job& job, const std::string& command, const halo::Data
     manifest["overlap_mode"] = o.no_overlap ? "none" : o.overlap;
     manifest["split_share"] = o.split_share;
     manifest["exchange_barrier"] = o.exchange_barrier;
-    manifest["exchange_pieces"] = o.exchange_pieces;
+    manifest["exchange_pieces"] = exchange.pieces();
     manifest["spmm"] = !o.spmm.empty() ? o.spmm : job.cuda ? "auto" : "reference";
     manifest["attention"] = o.attention;
     manifest["int8_features"] = o.int8_features;
@@ -1120,7 +1120,9 @@ int run(halo::MpiWorld& world, const Options& o, const std::string& command,
     auto exchange_spec = halo::parse_exchange_spec(o.exchange);
     exchange_spec.fixed_device = o.device >= 0;
     exchange_spec.registration = halo::parse_registration(o.nccl_register);
-    exchange_spec.pieces = o.exchange_pieces;
+    if (o.exchange_pieces > 0) {
+        exchange_spec.pieces = o.exchange_pieces;
+    }
     const auto exchange = halo::make_exchanger(exchange_spec, world, shard, model.exchange_width(),
                                                backend.context.get());
     if (job.lead && !exchange->note().empty()) {
@@ -1246,9 +1248,9 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--exchange-pieces", o.exchange_pieces,
                    "NCCL: move each exchange in this many pieces, packing the send rows of one "
-                   "while the previous one moves (1: pack all rows, then send; docs/ENGINE.md)")
-        ->check(CLI::Range(1, 64))
-        ->capture_default_str();
+                   "while the previous one moves (default 4; 1: pack all rows, then send; "
+                   "docs/ENGINE.md)")
+        ->check(CLI::Range(1, 64));
     app.add_option("--spmm", o.spmm,
                    "SpMM kernel of --backend cuda: " + halo::spmm_kernel_help(halo::spmm_use_infer))
         ->check([](const std::string& v) {

@@ -114,6 +114,7 @@ std::unique_ptr<Exchange> make_exchanger(const ExchangeSpec& spec, const MpiWorl
             return make_nccl_exchanger(ctx, *nccl, s, w, options);
         };
         out->registered_ = spec.registration != ExchangeSpec::Registration::off;
+        out->pieces_ = spec.pieces;
     } else {
         make_transport = [&ctx, comm](const Shard& s, std::int64_t w) {
             return make_mpi_device_exchanger(ctx, comm, s, w);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine with 2+ GPUs (after `source .gpu/setup.sh`, Release build in BUILD_DIR):
 #   1. the GPU-exchanger tests (NCCL across GPUs, MPI over device buffers);
-#   2. CUDA backend over NCCL (registered buffers and NCCL's own) and over MPI on 2 ranks equals
-#      the CPU backend (Cora, R-MAT 16);
+#   2. CUDA backend over NCCL (registered buffers and NCCL's own, in pieces and in one) and over
+#      MPI on 2 ranks equals the CPU backend (Cora, R-MAT 16);
 #   3. an injected fault on one rank of a CUDA/NCCL job ends the job quickly, without a manifest;
 #   4. overlap: a 2-layer GCN on R-MAT (scale given, default 22) split over 2 GPUs, with and
 #      without overlapping the exchange with interior aggregation (median of --repeat runs).
@@ -23,10 +23,14 @@ for g in "$data/cora.el.gz" rmat:16:16; do
   for layer in gcn sage gin; do
     "${mpi[@]}" "$bin/halo-infer" "$out/$name-2.h5" --random-model 64,32,8 --layer $layer \
       --backend cpu --out "$out/$name-$layer-cpu" -q
-    # nccl: registered buffers (the default); nccl-off: NCCL's own buffers
-    for ex in nccl nccl-off mpi; do
+    # nccl: registered buffers and 4 pieces (the default); nccl-off: NCCL's own buffers;
+    # nccl-p1: in one piece
+    for ex in nccl nccl-off nccl-p1 mpi; do
+      extra=()
+      [ $ex = nccl-off ] && extra=(--nccl-register off)
+      [ $ex = nccl-p1 ] && extra=(--exchange-pieces 1)
       "${mpi[@]}" "$bin/halo-infer" "$out/$name-2.h5" --random-model 64,32,8 --layer $layer \
-        --backend cuda --exchange ${ex%-off} $([ $ex = nccl-off ] && echo --nccl-register off) \
+        --backend cuda --exchange ${ex%-*} "${extra[@]}" \
         --out "$out/$name-$layer-$ex" -q
       echo -n "$name $layer cuda/$ex vs cpu: "
       "$bin/halo-inspect" "$out/$name-$layer-$ex" --compare "$out/$name-$layer-cpu" \

@@ -33,7 +33,8 @@ struct ExchangeSpec {
     Registration registration = Registration::automatic;
     /// NCCL: each exchange in this many pieces, packing one while the previous moves
     /// (NcclExchangerOptions::pieces; halo-infer --exchange-pieces). Other transports ignore it.
-    int pieces = 1;
+    /// 4 by measurement (docs/PERFORMANCE.md "The exchange in pieces": 2 and 8 within 0.3%).
+    int pieces = 4;
 };
 
 /// "auto" | "on" | "off" (halo-infer --nccl-register); throws halo::InputError otherwise.
@@ -64,6 +65,8 @@ public:
     std::string name() const { return transport_ + (int8_rows_ ? "-int8" : ""); }
     /// Whether NCCL runs with registered buffers.
     bool registered() const { return registered_; }
+    /// The pieces each NCCL exchange moves in (ExchangeSpec::pieces); 1 for other transports.
+    int pieces() const { return pieces_; }
     /// Why the transport differs from the one asked for (empty when it does not).
     const std::string& note() const { return note_; }
 
@@ -76,6 +79,7 @@ private:
     std::string transport_;
     bool int8_rows_ = false;
     bool registered_ = false;
+    int pieces_ = 1;
     std::string note_;
 };
 
