@@ -33,7 +33,7 @@ struct ExchangeSpec {
     Registration registration = Registration::automatic;
     /// NCCL: each exchange in this many pieces, packing one while the previous moves
     /// (NcclExchangerOptions::pieces; halo-infer --exchange-pieces). Other transports ignore it.
-    /// 4 by measurement (docs/PERFORMANCE.md "The exchange in pieces": 2 and 8 within 0.3%).
+    /// 4 by measurement (docs/PERFORMANCE.md "The exchange in pieces": 2 and 8 within 0.5%).
     int pieces = 4;
 };
 
