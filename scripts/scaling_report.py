@@ -3,7 +3,9 @@
 
 Reads OUT/*.json (halo-infer manifests named EXPERIMENT-rmatSCALE-LAYER-gGPUS-KIND.json and
 halo-partition reports named partition-rmatSCALE-pPARTS.json) and writes
-  OUT/scaling.csv   one row per run and layer (plus a row "all" per run with the forward median)
+  OUT/scaling.csv   one row per run and layer (plus a row "all" per run with the forward median),
+                    with the exchange's settings (nccl_registered, exchange_pieces; empty for
+                    manifests from before they were recorded)
   OUT/scaling.md    the strong, weak, int8 and partition tables
   OUT/strong-speedup.png, OUT/exchange-hidden.png, OUT/weak.png   where matplotlib imports.
 
@@ -60,7 +62,8 @@ def load(out):
 
 
 def write_csv(out, runs):
-    fields = ["experiment", "scale", "layer_type", "gpus", "kind", "exchange", "layer", "width",
+    fields = ["experiment", "scale", "layer_type", "gpus", "kind", "exchange", "nccl_registered",
+              "exchange_pieces", "layer", "width",
               "forward_ms", "total_ms_max", "compute_ms_max", "compute_ms_mean",
               "compute_ms_max_rank",
               "exchange_ms_max", "waiting_ms_max", "skew_ms_max", "exchanged_bytes_per_rank_max",
@@ -71,6 +74,9 @@ def write_csv(out, runs):
         for (exp, scale, ltype, gpus, kind), m in sorted(runs.items()):
             base = {"experiment": exp, "scale": scale, "layer_type": ltype, "gpus": gpus,
                     "kind": kind, "exchange": m["exchange"],
+                    # what the exchange ran with (manifests from before they were recorded: none)
+                    "nccl_registered": m.get("nccl_registered"),
+                    "exchange_pieces": m.get("exchange_pieces"),
                     "forward_ms": m["forward_seconds_median"] * 1e3,
                     "read_s_max": phase(m, "dataset read"), "total_s_max": phase(m, "total"),
                     "device_bytes_max": m.get("device_memory", {}).get("max_total_over_ranks")}
