@@ -30,6 +30,7 @@
 #include "halo/cuda/device.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
+#include "halo/cuda/rowsplit.hpp"
 #include "halo/feature_type.hpp"
 #include "halo/gather_model.hpp"
 #include "halo/io.hpp"
@@ -83,6 +84,8 @@ struct Options {
     std::string feature_type = "fp32";
     // Extra "mergepath(cost=N)" kernels: the merge-path cost sweep.
     std::vector<std::int64_t> mergepath_costs;
+    // Extra "rowchunk(length=N)" kernels: the chunked row-split's unit-length sweep.
+    std::vector<std::int64_t> rowchunk_lengths;
     KernelRunOptions run;
     bool e2e = false;
     E2eOptions e2e_model;
@@ -582,6 +585,31 @@ void add_mergepath_costs(const std::vector<std::int64_t>& costs, std::deque<Kern
     }
 }
 
+// The unit-length sweep of the chunked row-split: one "rowchunk(length=N)" kernel per length,
+// appended like add_mergepath_costs's.
+void add_rowchunk_lengths(const std::vector<std::int64_t>& lengths, std::deque<KernelEntry>& extra,
+                          std::vector<const KernelEntry*>& chosen)
+{
+    for (const auto length : lengths) {
+        if (length < 1) {
+            HALO_THROW(halo::InputError, "--rowchunk-lengths: length ", length,
+                       " must be at least 1");
+        }
+        const auto name = fmt::format("rowchunk(length={})", length);
+        for (const auto* c : chosen) {
+            if (c->name == name) {
+                HALO_THROW(halo::InputError, "--rowchunk-lengths: length ", length, " given twice");
+            }
+        }
+        extra.push_back(
+            {name, fmt::format("chunked row-split, rows longer than {} nonzeros cut", length),
+             [length](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+                 return halo::cuda::make_rowchunk_spmm_plan(ctx, a, max_dim, {.length = length});
+             }});
+        chosen.push_back(&extra.back());
+    }
+}
+
 std::vector<const KernelEntry*> resolve_kernels(const std::vector<std::string>& names)
 {
     std::vector<const KernelEntry*> chosen;
@@ -643,6 +671,7 @@ int run_spmm(const Options& o, const std::string& command)
     auto kernel_entries = resolve_kernels(o.kernels);
     std::deque<KernelEntry> sweep_entries;
     add_mergepath_costs(o.mergepath_costs, sweep_entries, kernel_entries);
+    add_rowchunk_lengths(o.rowchunk_lengths, sweep_entries, kernel_entries);
     const auto feature_type = halo::parse_feature_type(o.feature_type);
 
     check_before_device(o.run, o.graph);
@@ -880,6 +909,7 @@ int run_spmm(const Options& o, const std::string& command)
                            {"feature_type", halo::to_string(feature_type)},
                            {"baseline_feature_type", "fp32"},
                            {"mergepath_costs", o.mergepath_costs},
+                           {"rowchunk_lengths", o.rowchunk_lengths},
                            {"check_rows", cs.rows.size()},
                            {"check_sampled", cs.sampled}};
         Json list = Json::array();
@@ -918,6 +948,10 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
     app.add_option("--mergepath-costs", o->mergepath_costs,
                    "merge-path cost sweep: adds a kernel mergepath(cost=N) per cost, "
                    "comma-separated")
+        ->delimiter(',');
+    app.add_option("--rowchunk-lengths", o->rowchunk_lengths,
+                   "chunked row-split unit-length sweep: adds a kernel rowchunk(length=N) per "
+                   "length, comma-separated")
         ->delimiter(',');
     app.add_option("--gather-cache-mib", o->gather_cache_mib,
                    "caches of the gather model in MiB, comma-separated (default: the device's L2; "

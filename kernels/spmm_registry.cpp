@@ -20,6 +20,7 @@ SpmmPlanFactory mergepath_c200_spmm_factory;       // spmm/mergepath.cu
 SpmmPlanFactory mergepath_c400_spmm_factory;       // spmm/mergepath.cu
 SpmmPlanFactory mergepath_c400_t128_spmm_factory;  // spmm/column_tiled.cpp
 SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
+SpmmPlanFactory rowchunk_spmm_factory;             // spmm/rowsplit.cu
 SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
 SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
 // The factories over a pattern and its scalings (ScaledSpmmPlanFactory).
@@ -28,6 +29,7 @@ ScaledSpmmPlanFactory cusparse_scaled_factory;            // spmm/cusparse_spmm.
 ScaledSpmmPlanFactory accel_gcn_scaled_factory;           // spmm/accel_gcn.cpp
 ScaledSpmmPlanFactory mergepath_scaled_factory;           // spmm/mergepath.cu
 ScaledSpmmPlanFactory rowsplit_scaled_factory;            // spmm/rowsplit.cu
+ScaledSpmmPlanFactory rowchunk_scaled_factory;            // spmm/rowsplit.cu
 }  // namespace halo::cuda
 #define HALO_SPMM_FACTORY(name) (&halo::cuda::name)
 #else
@@ -131,6 +133,14 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .uses = infer | bench | autotune,
          .make = HALO_SPMM_FACTORY(rowsplit_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(rowsplit_scaled_factory)},
+        // Row-split with long rows cut into units (no hub row holds a warp for its whole length)
+        // in one launch: the small graphs' kernel, where a launch costs as much as the product.
+        {.name = "rowchunk",
+         .description = "row-split SpMM with rows longer than a unit cut into units, one launch",
+         .help = "row-split with long rows cut into units summed by the last to finish",
+         .uses = infer | bench | autotune,
+         .make = HALO_SPMM_FACTORY(rowchunk_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(rowchunk_scaled_factory)},
         {.name = "autotune",
          .description = "the fastest exact kernel per (range, width), timed on its first run",
          .help = "the fastest exact kernel per row range and width, timed on the first run, or "

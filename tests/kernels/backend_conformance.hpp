@@ -333,12 +333,13 @@ TYPED_TEST_P(BackendConformance, SpmmOfEveryExactKernelMatchesTheReferenceOnItsR
 // SpmmPlan::run_add of every exact kernel's plans that add in place, plain and (where the backend
 // makes them) scaled: y0 + A x on the rows asked for, the other rows untouched, over the whole
 // matrix, interior then boundary rows, a middle range, an empty one and the last row. Plans whose
-// sums are fixed (the reference loop, row-split) add exactly what run() writes.
+// sums are fixed (the reference loop, row-split and its chunked variant) add exactly what run()
+// writes.
 TYPED_TEST_P(BackendConformance, SpmmAddAddsTheProductToItsRowsOnly)
 {
     for (auto& [kernel, backend] : this->spmm_variants()) {
         SCOPED_TRACE("SpMM kernel " + kernel);
-        const bool bitwise = kernel == "reference" || kernel == "rowsplit";
+        const bool bitwise = kernel == "reference" || kernel == "rowsplit" || kernel == "rowchunk";
         std::uint64_t seed = 5000;
         for (const std::string kind : {"rmat", "er"}) {
             for (const bool valued : {false, true}) {

@@ -16,6 +16,26 @@
 //   the sums are the fp32 path's, in the same order.
 // - Offsets are int32 when nnz + a warp stays below 2^31 (the lane index is added to offsets
 //   before the bound check), else int64; columns are int32 (local ids) in both.
+//
+// The chunked variant (make_rowchunk_spmm_plan) is the same kernel for rows of at most `length`
+// nonzeros, and cuts every longer row into units of `length` nonzeros, one group each, so that a
+// hub row no longer holds one group for its whole length (a row of 168 nonzeros made the whole
+// Cora product 3x slower than MergePath, one of 4,000 made BlogCatalog's 17x slower):
+// - One launch: the groups of the units come first in the grid, then a group per row (the long
+//   rows' own groups return at once). No pre-pass zeroes y, so the smallest graphs, where a
+//   launch costs as much as the product, pay for one kernel (MergePath pays for two, cuSPARSE
+//   for three).
+// - A unit stores its sums in a workspace slot of its own, then counts itself in its row's
+//   arrival counter (a fence first: the classic last-block reduction); the group that arrives
+//   last adds the row's slots in unit order, scales, stores y's row and sets the counter back to
+//   0 for the next launch. No spinning, no atomics on y, and the same bits every run whichever
+//   unit arrives last; a long row's sum is the units' sums added in order, so not the CSR-order
+//   bits of the plain kernel.
+// - The unit length: at least 32 (one coalesced load of a warp), and nnz / 16384 rounded up to a
+//   multiple of 32 on larger operators, so that the workspace stays near 16384 slots of max_dim
+//   floats (a slot write and read per `length` gathered x rows: at most 3% more traffic).
+// - Runs of one plan must be ordered on one stream (they are: the context's compute stream),
+//   since they share the workspace and the counters.
 
 #include <algorithm>
 #include <climits>
@@ -41,6 +61,7 @@ namespace halo::cuda {
 namespace {
 
 using detail::load_features;
+using detail::store_results;
 using detail::write_results;
 using rowsplit::kWarp;
 
@@ -142,29 +163,215 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
-template <typename Offset, int Group, int Vec, typename T>
-void launch(cudaStream_t stream, const Offset* offsets, const Args<T>& args)
+// The chunked variant's long rows (header comment): rows, ascending; units
+// [first_unit[k], first_unit[k + 1]) of long row k, each of lengths[k] nonzeros but the last
+// (rowsplit::unit_length); unit_row[u] = k; the run's units are [unit_begin, unit_end) (those of
+// its row range).
+struct Chunks {
+    const std::int64_t* rows = nullptr;
+    const std::int64_t* lengths = nullptr;
+    const std::int32_t* first_unit = nullptr;
+    const std::int32_t* unit_row = nullptr;
+    std::int64_t unit_begin = 0;
+    std::int64_t unit_end = 0;
+    std::int64_t length = 0;  // nonzeros per unit; rows with more are long
+    float* partial = nullptr;  // unit u's sums at partial + u * ldp (ldp a multiple of 4)
+    std::int64_t ldp = 0;
+    unsigned int* arrivals = nullptr;  // per long row: units done in this launch (0 between)
+};
+
+template <int Vec>
+__device__ __forceinline__ void load_partial(const float* p, float (&out)[Vec])
 {
-    const std::int64_t rows = args.row_end - args.row_begin;
-    const std::int64_t rows_per_block = kBlock / Group;
-    const std::int64_t blocks = std::min((rows + rows_per_block - 1) / rows_per_block, kMaxBlocks);
-    rowsplit_kernel<Offset, Group, Vec, T>
-        <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(offsets, args);
+    if constexpr (Vec == 1) {
+        out[0] = __ldcg(p);
+    } else {
+#pragma unroll
+        for (int i = 0; i < Vec; i += 4) {
+            const float4 v = __ldcg(reinterpret_cast<const float4*>(p + i));
+            out[i] = v.x;
+            out[i + 1] = v.y;
+            out[i + 2] = v.z;
+            out[i + 3] = v.w;
+        }
+    }
+}
+
+// A group's sums of nonzeros [start, stop) of one row over its columns x_col: Group (column,
+// value) pairs loaded at once (coalesced) and broadcast by shuffles, then kBatch x loads issued
+// before their fused multiply-adds (in CSR order) so that kBatch gathers are in flight per lane.
+template <typename Offset, int Group, int Vec, typename T>
+__device__ __forceinline__ void chunk_sum(const Args<T>& a, Offset start, Offset stop, int lane,
+                                          unsigned mask, bool active, const T* x_col,
+                                          Acc<T, Vec>& acc)
+{
+    constexpr int kBatch = 8;
+    for (Offset base = start; base < stop; base += Group) {
+        const Offset k = base + lane;
+        std::int32_t c = 0;
+        float v = 0.0f;
+        if (k < stop) {
+            c = __ldg(a.columns + k);
+            v = a.values != nullptr      ? __ldg(a.values + k)
+                : a.col_scale != nullptr ? __ldg(a.col_scale + c)
+                                         : 1.0f;
+        }
+        const int n = stop - base < Group ? static_cast<int>(stop - base) : Group;
+        for (int j0 = 0; j0 < n; j0 += kBatch) {
+            float b[kBatch][Vec];
+            float w[kBatch];
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j) {
+                // Lanes past n shuffle too (all of the group's lanes take part) and load nothing.
+                const std::int32_t cj = __shfl_sync(mask, c, (j0 + j) % Group, Group);
+                w[j] = __shfl_sync(mask, v, (j0 + j) % Group, Group);
+                if (active && j0 + j < n) {
+                    load_features<T, Vec>(x_col + static_cast<std::int64_t>(cj) * a.ldx, b[j]);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j) {
+                if (j0 + j < n) {
+#pragma unroll
+                    for (int i = 0; i < Vec; ++i) {
+                        acc.v[i] = fmaf(w[j], b[j][i], acc.v[i]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+template <typename Offset, int Group, int Vec, typename T>
+__global__ void __launch_bounds__(kBlock)
+    rowchunk_kernel(const Offset* __restrict__ offsets, Args<T> a, Chunks ch)
+{
+    static_assert(kBlock % kWarp == 0 && kWarp % Group == 0, "groups must tile warps");
+    const int lane = static_cast<int>(threadIdx.x) % Group;
+    const int group_base = static_cast<int>(threadIdx.x) % kWarp - lane;
+    const unsigned mask =
+        Group == kWarp ? 0xffffffffu : ((1u << (Group % kWarp)) - 1u) << group_base;
+    const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
+    const std::int64_t units = ch.unit_end - ch.unit_begin;
+    const std::int64_t items = units + (a.row_end - a.row_begin);
+
+    for (std::int64_t item = thread / Group; item < items; item += groups) {
+        if (item < units) {
+            const std::int64_t u = ch.unit_begin + item;
+            const std::int32_t k = __ldg(ch.unit_row + u);
+            const std::int64_t row = __ldg(ch.rows + k);
+            const std::int32_t first = __ldg(ch.first_unit + k);
+            const std::int32_t count = __ldg(ch.first_unit + k + 1) - first;
+            const std::int64_t length = __ldg(ch.lengths + k);
+            const Offset start = offsets[row] + static_cast<Offset>((u - first) * length);
+            const Offset row_stop = offsets[row + 1];
+            const Offset stop =
+                row_stop - start < length ? row_stop : start + static_cast<Offset>(length);
+            for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
+                const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
+                const bool active = col < a.width;
+                Acc<T, Vec> acc;
+                chunk_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
+                if (active) {
+                    store_results<Vec>(ch.partial + u * ch.ldp + col, acc.v);
+                }
+            }
+            // Last-block reduction: every lane's slot writes are visible device-wide before the
+            // group counts itself; the last of the row's units sums the slots (read from L2).
+            __threadfence();
+            __syncwarp(mask);
+            unsigned last = 0;
+            if (lane == 0) {
+                last = atomicAdd(ch.arrivals + k, 1u) == static_cast<unsigned>(count - 1) ? 1u : 0u;
+            }
+            last = __shfl_sync(mask, last, 0, Group);
+            if (last != 0) {
+                __threadfence();
+                for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
+                    const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
+                    if (col >= a.width) {
+                        continue;
+                    }
+                    float sum[Vec];
+                    load_partial<Vec>(ch.partial + first * ch.ldp + col, sum);
+#pragma unroll 8
+                    for (std::int32_t v = 1; v < count; ++v) {
+                        float part[Vec];
+                        load_partial<Vec>(ch.partial + (first + v) * ch.ldp + col, part);
+#pragma unroll
+                        for (int i = 0; i < Vec; ++i) {
+                            sum[i] += part[i];
+                        }
+                    }
+                    if (a.row_scale != nullptr) {
+                        const float s = __ldg(a.row_scale + row);
+#pragma unroll
+                        for (int i = 0; i < Vec; ++i) {
+                            sum[i] *= s;
+                        }
+                    }
+                    write_results<Vec>(a.y + row * a.ldy + col, sum, a.add);
+                }
+                if (lane == 0) {
+                    ch.arrivals[k] = 0;  // the next launch on this stream starts from 0
+                }
+            }
+            continue;
+        }
+        const std::int64_t row = a.row_begin + (item - units);
+        const Offset start = offsets[row];
+        const Offset stop = offsets[row + 1];
+        if (stop - start > ch.length) {
+            continue;  // a long row: its units sum it
+        }
+        for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
+            const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
+            const bool active = col < a.width;
+            Acc<T, Vec> acc;
+            chunk_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
+            if (active) {
+                if (a.row_scale != nullptr) {
+                    acc.scale(__ldg(a.row_scale + row));
+                }
+                acc.write(a.y + row * a.ldy + col, a.add);
+            }
+        }
+    }
+}
+
+// The plain kernel, or the chunked one when `chunks` is not null.
+template <typename Offset, int Group, int Vec, typename T>
+void launch(cudaStream_t stream, const Offset* offsets, const Args<T>& args, const Chunks* chunks)
+{
+    const std::int64_t items =
+        args.row_end - args.row_begin + (chunks != nullptr ? chunks->unit_end - chunks->unit_begin : 0);
+    const std::int64_t items_per_block = kBlock / Group;
+    const std::int64_t blocks =
+        std::min((items + items_per_block - 1) / items_per_block, kMaxBlocks);
+    if (chunks != nullptr) {
+        rowchunk_kernel<Offset, Group, Vec, T>
+            <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(offsets, args, *chunks);
+    } else {
+        rowsplit_kernel<Offset, Group, Vec, T>
+            <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(offsets, args);
+    }
     HALO_CUDA_CHECK_LAUNCH();
 }
 
 template <typename Offset, int Vec, typename T>
-void launch_group(cudaStream_t stream, int group, const Offset* offsets, const Args<T>& args)
+void launch_group(cudaStream_t stream, int group, const Offset* offsets, const Args<T>& args,
+                  const Chunks* chunks)
 {
     switch (group) {
         case 4:
-            return launch<Offset, 4, Vec>(stream, offsets, args);
+            return launch<Offset, 4, Vec>(stream, offsets, args, chunks);
         case 8:
-            return launch<Offset, 8, Vec>(stream, offsets, args);
+            return launch<Offset, 8, Vec>(stream, offsets, args, chunks);
         case 16:
-            return launch<Offset, 16, Vec>(stream, offsets, args);
+            return launch<Offset, 16, Vec>(stream, offsets, args, chunks);
         case 32:
-            return launch<Offset, 32, Vec>(stream, offsets, args);
+            return launch<Offset, 32, Vec>(stream, offsets, args, chunks);
         default:
             HALO_EXPECTS(false, "row-split group of ", group, " lanes is not instantiated");
     }
@@ -173,26 +380,35 @@ void launch_group(cudaStream_t stream, int group, const Offset* offsets, const A
 // fp32 features: 1 or 4 columns per lane; fp16/bf16: 1 or 8 (16-byte loads either way).
 template <typename Offset, typename T>
 void launch_layout(cudaStream_t stream, const rowsplit::Layout& layout, const Offset* offsets,
-                   const Args<T>& args)
+                   const Args<T>& args, const Chunks* chunks)
 {
     constexpr int kWide = std::is_same_v<T, float> ? 4 : 8;
     HALO_EXPECTS(layout.vec == 1 || layout.vec == kWide, "row-split lanes of ", layout.vec,
                  " columns are not instantiated for this feature type");
     if (layout.vec == kWide) {
-        launch_group<Offset, kWide>(stream, layout.group, offsets, args);
+        launch_group<Offset, kWide>(stream, layout.group, offsets, args, chunks);
     } else {
-        launch_group<Offset, 1>(stream, layout.group, offsets, args);
+        launch_group<Offset, 1>(stream, layout.group, offsets, args, chunks);
     }
 }
 
 class RowsplitSpmmPlan final : public FeatureSpmmPlan {
 public:
+    static constexpr std::int64_t kAutomaticChunk = -1;
+
+    // chunk_length: 0 for the plain kernel; else the chunked one with units of that many
+    // nonzeros (kAutomaticChunk: chunk_length_for()).
     RowsplitSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth offsets,
-                     const OperatorScaling* scaling, ScaledForm form)
+                     const OperatorScaling* scaling, ScaledForm form, std::int64_t chunk_length)
         : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-        validate(a, "the operator of a row-split SpMM plan");
+        if (chunk_length < 0 && chunk_length != kAutomaticChunk) {
+            HALO_THROW(InputError, "rowchunk plan: unit length ", chunk_length,
+                       " must be positive (or automatic)");
+        }
+        validate(a, chunk_length != 0 ? "the operator of a chunked row-split SpMM plan"
+                                      : "the operator of a row-split SpMM plan");
         const std::int64_t nnz = a.nnz();
         wide_ = offsets == IndexWidth::bits64 || nnz > std::int64_t{INT_MAX} - 2 * kWarp;
         const cudaStream_t stream = ctx_.compute_stream();
@@ -218,6 +434,9 @@ public:
         } else if (a.has_values()) {
             values_ = detail::upload(ctx_, a.values);
         }
+        if (chunk_length != 0) {
+            make_chunks(a, chunk_length == kAutomaticChunk ? chunk_length_for(nnz) : chunk_length);
+        }
         // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(stream));
     }
@@ -239,14 +458,16 @@ public:
 
     std::string algorithm() const override
     {
-        return std::string(wide_ ? "rowsplit-i64" : "rowsplit") +
+        const std::string base =
+            chunked_ ? "rowchunk-" + std::to_string(chunk_length_) : std::string("rowsplit");
+        return base + (wide_ ? "-i64" : "") +
                (pattern_scaled_ ? ", pattern with scalings"
                 : scaled_        ? ", values made on the device"
                                  : "");
     }
 
 private:
-    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add) const
+    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add)
     {
         if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
             return;
@@ -285,17 +506,94 @@ public:
         // 0 for a pattern operator; the scalings of a scaled one (rows + columns floats).
         r.values = static_cast<std::int64_t>(values_.bytes() + scaling_.bytes());
         r.nonzeros = static_cast<std::int64_t>(columns_.size());
+        r.kernel_metadata =
+            static_cast<std::int64_t>(long_rows_.bytes() + lengths_.bytes() + first_unit_.bytes() +
+                                      unit_row_.bytes() + arrivals_.bytes());
+        r.workspace = static_cast<std::int64_t>(partial_.bytes());
         return r;
     }
 
+    /// The automatic unit length of an operator of `nnz` nonzeros (header comment).
+    static std::int64_t chunk_length_for(std::int64_t nnz)
+    {
+        const std::int64_t per_unit = (nnz + kTargetUnits - 1) / kTargetUnits;
+        return std::max<std::int64_t>(kWarp, (per_unit + kWarp - 1) / kWarp * kWarp);
+    }
+
 private:
+    static constexpr std::int64_t kTargetUnits = 16384;
+
+    // The long rows (more than `length` nonzeros), their units, the workspace and the counters.
+    void make_chunks(const Csr& a, std::int64_t length)
+    {
+        chunked_ = true;
+        chunk_length_ = length;
+        std::vector<std::int64_t> rows;
+        std::vector<std::int64_t> lengths;
+        std::vector<std::int32_t> unit_row;
+        first_unit_host_.assign(1, 0);
+        for (std::int64_t i = 0; i < a.num_rows; ++i) {
+            const std::int64_t degree = a.indptr[i + 1] - a.indptr[i];
+            if (degree <= length) {
+                continue;
+            }
+            const std::int64_t unit = rowsplit::unit_length(degree, length);
+            const std::int64_t units = (degree + unit - 1) / unit;
+            lengths.push_back(unit);
+            HALO_EXPECTS(first_unit_host_.back() + units < std::int64_t{INT_MAX},
+                         "rowchunk plan: more than 2^31 units");
+            unit_row.insert(unit_row.end(), static_cast<std::size_t>(units),
+                            static_cast<std::int32_t>(rows.size()));
+            rows.push_back(i);
+            first_unit_host_.push_back(
+                static_cast<std::int32_t>(first_unit_host_.back() + units));
+        }
+        long_rows_host_ = rows;
+        ldp_ = (max_dim_ + 3) / 4 * 4;
+        if (!rows.empty()) {
+            long_rows_ = detail::upload(ctx_, rows);
+            lengths_ = detail::upload(ctx_, lengths);
+            first_unit_ = detail::upload(ctx_, first_unit_host_);
+            unit_row_ = detail::upload(ctx_, unit_row);
+            partial_ = DeviceBuffer<float>(ctx_, unit_row.size() * static_cast<std::size_t>(ldp_));
+            arrivals_ = DeviceBuffer<unsigned int>(ctx_, rows.size());
+            HALO_CUDA_TRY(cudaMemsetAsync(arrivals_.data(), 0, arrivals_.bytes(),
+                                          ctx_.compute_stream()));
+        }
+    }
+
+    // The chunks of a run over `rows`: the units of the long rows inside the range.
+    Chunks chunks_for(RowRange rows) const
+    {
+        const auto lo = std::lower_bound(long_rows_host_.begin(), long_rows_host_.end(), rows.begin);
+        const auto hi = std::lower_bound(lo, long_rows_host_.end(), rows.end);
+        Chunks c;
+        c.rows = long_rows_.data();
+        c.lengths = lengths_.data();
+        c.first_unit = first_unit_.data();
+        c.unit_row = unit_row_.data();
+        c.unit_begin = first_unit_host_[static_cast<std::size_t>(lo - long_rows_host_.begin())];
+        c.unit_end = first_unit_host_[static_cast<std::size_t>(hi - long_rows_host_.begin())];
+        c.length = chunk_length_;
+        c.partial = partial_.data();
+        c.ldp = ldp_;
+        c.arrivals = arrivals_.data();
+        return c;
+    }
+
     template <typename T>
     void dispatch(const rowsplit::Layout& layout, const Args<T>& args) const
     {
+        Chunks chunks;
+        const Chunks* ch = nullptr;
+        if (chunked_) {
+            chunks = chunks_for(RowRange{args.row_begin, args.row_end});
+            ch = &chunks;
+        }
         if (wide_) {
-            launch_layout(ctx_.compute_stream(), layout, offsets64_.data(), args);
+            launch_layout(ctx_.compute_stream(), layout, offsets64_.data(), args, ch);
         } else {
-            launch_layout(ctx_.compute_stream(), layout, offsets32_.data(), args);
+            launch_layout(ctx_.compute_stream(), layout, offsets32_.data(), args, ch);
         }
     }
 
@@ -311,6 +609,18 @@ private:
     DeviceBuffer<std::int32_t> columns_;
     DeviceBuffer<float> values_;     // empty for a pattern matrix or a pattern-scaled plan
     detail::DeviceScaling scaling_;  // a pattern-scaled plan's scalings
+    // The chunked variant (make_chunks): empty for the plain kernel or without long rows.
+    bool chunked_ = false;
+    std::int64_t chunk_length_ = 0;
+    std::int64_t ldp_ = 0;
+    std::vector<std::int64_t> long_rows_host_;
+    std::vector<std::int32_t> first_unit_host_;
+    DeviceBuffer<std::int64_t> long_rows_;
+    DeviceBuffer<std::int64_t> lengths_;
+    DeviceBuffer<std::int32_t> first_unit_;
+    DeviceBuffer<std::int32_t> unit_row_;
+    DeviceBuffer<float> partial_;
+    DeviceBuffer<unsigned int> arrivals_;
 };
 
 }  // namespace
@@ -319,13 +629,45 @@ std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, st
                                                   IndexWidth offsets, const OperatorScaling* scaling,
                                                   ScaledForm form)
 {
-    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets, scaling, form);
+    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets, scaling, form, 0);
+}
+
+std::unique_ptr<SpmmPlan> make_rowchunk_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                  const RowchunkOptions& options,
+                                                  const OperatorScaling* scaling, ScaledForm form)
+{
+    if (options.length < 0) {
+        HALO_THROW(InputError, "rowchunk plan: unit length ", options.length,
+                   " must be positive (or 0 for the automatic length)");
+    }
+    return std::make_unique<RowsplitSpmmPlan>(
+        ctx, a, max_dim, options.offsets, scaling, form,
+        options.length > 0 ? options.length : RowsplitSpmmPlan::kAutomaticChunk);
+}
+
+std::int64_t rowchunk_length(std::int64_t nnz)
+{
+    return RowsplitSpmmPlan::chunk_length_for(nnz);
 }
 
 std::unique_ptr<SpmmPlan> rowsplit_spmm_factory(Context& ctx, const Csr& a,
                                                 const SpmmPlanRequest& request)
 {
     return make_rowsplit_spmm_plan(ctx, a, request.max_dim);
+}
+
+std::unique_ptr<SpmmPlan> rowchunk_spmm_factory(Context& ctx, const Csr& a,
+                                                const SpmmPlanRequest& request)
+{
+    return make_rowchunk_spmm_plan(ctx, a, request.max_dim);
+}
+
+std::unique_ptr<SpmmPlan> rowchunk_scaled_factory(Context& ctx, const Csr& pattern,
+                                                  const SpmmPlanRequest& request,
+                                                  const OperatorScaling& scaling)
+{
+    return make_rowchunk_spmm_plan(ctx, pattern, request.max_dim, {}, &scaling,
+                                   scaled_form(request));
 }
 
 std::unique_ptr<SpmmPlan> rowsplit_scaled_factory(Context& ctx, const Csr& pattern,

@@ -10,6 +10,7 @@
 // warp), so narrow widths do not leave most of a warp idle.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "halo/detail/host_device.hpp"
@@ -65,6 +66,23 @@ HALO_HOST_DEVICE constexpr std::int64_t first_column(int group, int vec, std::in
                                                      int lane)
 {
     return (chunk * group + lane) * vec;
+}
+
+/// The chunked kernel (make_rowchunk_spmm_plan) cuts a row of more than `length` nonzeros into
+/// units of unit_length(degree, length) nonzeros: `length`, or ceil(sqrt(degree)) where that is
+/// larger, so that the last unit's sum over the row's units stays as short as a unit (a row of a
+/// million nonzeros: 1000 units of 1000, not 31250 of 32). The host decides; the kernel reads the
+/// length per long row.
+inline std::int64_t unit_length(std::int64_t degree, std::int64_t length)
+{
+    auto root = static_cast<std::int64_t>(std::sqrt(static_cast<double>(degree)));
+    while (root * root < degree) {
+        ++root;
+    }
+    while (root > 0 && (root - 1) * (root - 1) >= degree) {
+        --root;
+    }
+    return root > length ? root : length;
 }
 
 }  // namespace halo::cuda::rowsplit

@@ -46,7 +46,7 @@ using halo::testing::upload;
 
 const std::set<std::string> kKernels = {"cusparse",       "accel_gcn",      "mergepath",
                                         "mergepath_c200", "mergepath_c400", "mergepath_c400_t128",
-                                        "rowsplit"};
+                                        "rowsplit",       "rowchunk"};
 
 // Runs the plan over `ranges` in order on a NaN-poisoned y (ld = width + 1, so the padding is
 // checked too); after each run, covered rows must equal the reference within tolerance and all

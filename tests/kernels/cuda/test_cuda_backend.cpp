@@ -424,7 +424,7 @@ TEST(CusparseSpmm, ScaledPlanMakesTheValuesOnTheDevice)
     // unless pattern operators are asked for (ScaledPatternSpmm below).
     const halo::OperatorScaling ones;
     EXPECT_NE(gpu.backend->make_scaled_spmm_plan(a, {}, ones), nullptr);
-    for (const char* kernel : {"mergepath", "rowsplit", "accel_gcn"}) {
+    for (const char* kernel : {"mergepath", "rowsplit", "rowchunk", "accel_gcn"}) {
         const auto backend = halo::cuda::make_cuda_backend(gpu.ctx, kernel);
         EXPECT_NE(backend->make_scaled_spmm_plan(a, {}, ones), nullptr) << kernel;
     }
@@ -447,7 +447,7 @@ TEST(ScaledPatternSpmm, ExactKernelsKeepThePatternAndItsScalings)
     Gpu gpu;
     std::uint64_t seed = 3300;
     using halo::cuda::ScaledForm;
-    for (const std::string kernel : {"mergepath", "rowsplit", "accel_gcn"}) {
+    for (const std::string kernel : {"mergepath", "rowsplit", "rowchunk", "accel_gcn"}) {
         const auto automatic = halo::cuda::make_cuda_backend(gpu.ctx, kernel);
         auto choice = halo::parse_spmm_choice(kernel);
         choice.pattern_operators = true;
@@ -469,6 +469,10 @@ TEST(ScaledPatternSpmm, ExactKernelsKeepThePatternAndItsScalings)
             } else if (kernel == "accel_gcn") {
                 plans.emplace_back("pattern", halo::cuda::make_accel_gcn_spmm_plan(
                                                   gpu.ctx, pattern, 256, {}, &scaling));
+            } else if (kernel == "rowchunk") {
+                plans.emplace_back("pattern", halo::cuda::make_rowchunk_spmm_plan(
+                                                  gpu.ctx, pattern, 256, {.length = 8}, &scaling,
+                                                  ScaledForm::pattern));
             } else {
                 plans.emplace_back("pattern",
                                    halo::cuda::make_rowsplit_spmm_plan(

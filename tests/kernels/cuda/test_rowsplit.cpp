@@ -1,7 +1,8 @@
-// The row-split SpMM kernel (include/halo/cuda/rowsplit.hpp) against the CPU on fresh seeded
-// inputs. Two oracles: reference::spmm within tolerance, and a host loop that sums each row's
-// nonzeros in CSR order with std::fma, which the kernel must match bit for bit (it performs exactly
-// those fused multiply-adds in that order; nvcc keeps IEEE fma, no fast math). Outputs are
+// The row-split SpMM kernel (include/halo/cuda/rowsplit.hpp) and its chunked variant against the
+// CPU on fresh seeded inputs. Two oracles: reference::spmm within tolerance, and a host loop that
+// sums each row's nonzeros in CSR order with std::fma, which the kernel must match bit for bit (it
+// performs exactly those fused multiply-adds in that order; nvcc keeps IEEE fma, no fast math);
+// for the chunked variant the loop sums each unit so and adds the units' sums in order. Outputs are
 // poisoned with NaN, so rows outside the requested range and the padding between cols and ld must
 // stay NaN. Both access paths run: float4 (widths and leading dimensions multiples of 4) and
 // scalar.
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/spmm/rowsplit_layout.hpp"
 #include "halo/backend.hpp"
 #include "halo/cuda/backend.hpp"
 #include "halo/cuda/context.hpp"
@@ -40,16 +42,28 @@ using halo::testing::tolerance;
 using halo::testing::upload;
 
 // y[i, :] = sum_k a_ik x[k, :] with one fma per nonzero, in CSR order: the kernel's arithmetic.
-HostMatrix fma_spmm(const halo::Csr& a, const HostMatrix& x, std::int64_t ldy)
+// With `chunk` > 0 the chunked kernel's: a row of more than `chunk` nonzeros is summed so per unit
+// of rowsplit::unit_length nonzeros, and the units' sums are added in order.
+HostMatrix fma_spmm(const halo::Csr& a, const HostMatrix& x, std::int64_t ldy,
+                    std::int64_t chunk = 0)
 {
     HostMatrix y(a.num_rows, x.cols, ldy);
     for (std::int64_t i = 0; i < a.num_rows; ++i) {
+        const auto begin = a.indptr[i];
+        const auto end = a.indptr[i + 1];
+        const std::int64_t unit = chunk > 0 && end - begin > chunk
+                                      ? halo::cuda::rowsplit::unit_length(end - begin, chunk)
+                                      : std::max<std::int64_t>(end - begin, 1);
         for (std::int64_t j = 0; j < x.cols; ++j) {
-            float s = 0.0f;
-            for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
-                s = std::fma(a.has_values() ? a.values[k] : 1.0f, x(a.indices[k], j), s);
+            float sum = 0.0f;
+            for (auto u = begin; u < end; u += unit) {
+                float s = 0.0f;
+                for (auto k = u; k < std::min<std::int64_t>(u + unit, end); ++k) {
+                    s = std::fma(a.has_values() ? a.values[k] : 1.0f, x(a.indices[k], j), s);
+                }
+                sum = u == begin ? s : sum + s;
             }
-            y(i, j) = s;
+            y(i, j) = sum;
         }
     }
     return y;
@@ -71,7 +85,7 @@ std::int64_t y_ld(std::int64_t width, bool vector)
 // tolerance. The final y goes to *result when given.
 void check_spmm(halo::Backend& backend, halo::SpmmPlan& plan, const halo::Csr& a,
                 std::int64_t width, bool vector, const std::vector<halo::RowRange>& ranges,
-                std::uint64_t seed, HostMatrix* result = nullptr)
+                std::uint64_t seed, HostMatrix* result = nullptr, std::int64_t chunk = 0)
 {
     SCOPED_TRACE(testing::Message() << a.num_rows << " rows, " << a.nnz() << " nonzeros, "
                                     << (a.has_values() ? "valued" : "pattern") << ", width "
@@ -80,7 +94,7 @@ void check_spmm(halo::Backend& backend, halo::SpmmPlan& plan, const halo::Csr& a
     const auto ldy = y_ld(width, vector);
     HostMatrix want(a.num_rows, width, ldy);
     halo::reference::spmm(a.view(), x.cview(), want.view());
-    const auto exact = fma_spmm(a, x, ldy);
+    const auto exact = fma_spmm(a, x, ldy, chunk);
     auto dx = upload(backend, x);
     auto dy = upload(backend, HostMatrix(a.num_rows, width, ldy));
     std::vector<char> covered(static_cast<std::size_t>(a.num_rows), 0);
@@ -329,6 +343,127 @@ TEST(RowsplitSpmm, CudaBackendRunsItWhenAsked)
                8);
     const auto default_backend = halo::cuda::make_cuda_backend(ctx);
     EXPECT_EQ(default_backend->make_spmm_plan(a)->algorithm(), "cusparse-csr-alg2");
+}
+
+// The chunked variant: rows longer than the unit length cut into units whose sums the last unit
+// adds in order, bit for bit the host's loop (fma_spmm with the chunk), for unit lengths from one
+// nonzero up to the automatic one, every width class, and the standard row-range splits (a range
+// holds only its own long rows' units).
+TEST(RowchunkSpmm, RandomGraphsUnitLengthsWidthsAndRowRanges)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    std::uint64_t seed = 9000;
+    for (const std::string kind : {"rmat", "er"}) {
+        for (const bool valued : {false, true}) {
+            const auto a = graph_csr(kind, kind == "rmat" ? 10 : 11, ++seed, valued);
+            for (const std::int64_t length : {1, 5, 32, 0}) {
+                const std::int64_t used =
+                    length > 0 ? length : halo::cuda::rowchunk_length(a.nnz());
+                const auto plan =
+                    halo::cuda::make_rowchunk_spmm_plan(gpu.ctx, a, 1000, {.length = length});
+                EXPECT_EQ(plan->algorithm(), "rowchunk-" + std::to_string(used));
+                for (const std::int64_t width : {1, 4, 33, 128, 256, 1000}) {
+                    for (const bool vector : {false, true}) {
+                        if (vector && width % 4 != 0) {
+                            continue;
+                        }
+                        for (const auto& ranges : standard_ranges(a.num_rows)) {
+                            check_spmm(*gpu.backend, *plan, a, width, vector, ranges, ++seed,
+                                       nullptr, used);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The counters start from 0 in every launch and the sum order is fixed: repeated runs, splits
+// and the int64-offset path give the same bits; a row of a million nonzeros (1000 units of 1000)
+// and empty rows beside it; the memory report holds the workspace.
+TEST(RowchunkSpmm, RepeatedRunsSplitsWideOffsetsAndAMillionNonzeroRow)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 12, 77, true);
+    const auto plan = halo::cuda::make_rowchunk_spmm_plan(gpu.ctx, a, 64, {.length = 8});
+    const auto wide = halo::cuda::make_rowchunk_spmm_plan(
+        gpu.ctx, a, 64, {.length = 8, .offsets = halo::cuda::IndexWidth::bits64});
+    EXPECT_EQ(wide->algorithm(), "rowchunk-8-i64");
+    EXPECT_GT(plan->memory().workspace, 0);
+    const auto n = a.num_rows;
+    for (const std::int64_t width : {33, 64}) {
+        HostMatrix first(0, 0, 0);
+        check_spmm(*gpu.backend, *plan, a, width, width % 4 == 0, {{0, n}}, 78, &first, 8);
+        for (int r = 0; r < 5; ++r) {
+            HostMatrix again(0, 0, 0);
+            auto& p = r == 4 ? *wide : *plan;
+            if (r % 2 == 0) {
+                check_spmm(*gpu.backend, p, a, width, width % 4 == 0, {{0, n}}, 78, &again, 8);
+            } else {
+                check_spmm(*gpu.backend, p, a, width, width % 4 == 0, {{n / 3, n}, {0, n / 3}}, 78,
+                           &again, 8);
+            }
+            ASSERT_EQ(again.data, first.data) << "width " << width << " run " << r;
+        }
+    }
+
+    const std::int64_t cols = 1000000;
+    halo::Csr hub;
+    hub.num_rows = 4;
+    hub.num_cols = cols;
+    hub.indices = {3, 999999};  // row 0
+    hub.indptr = {0, 2};
+    for (halo::local_id c = 0; c < cols; ++c) {  // row 1: every column
+        hub.indices.push_back(c);
+    }
+    hub.indptr.push_back(static_cast<halo::offset_t>(hub.indices.size()));
+    hub.indptr.push_back(static_cast<halo::offset_t>(hub.indices.size()));  // row 2: empty
+    hub.indices.push_back(500000);                                          // row 3
+    hub.indptr.push_back(static_cast<halo::offset_t>(hub.indices.size()));
+    EXPECT_EQ(halo::cuda::rowsplit::unit_length(cols, 32), 1000);
+    for (const bool valued : {false, true}) {
+        if (valued) {
+            hub.values = halo::testing::random_floats(hub.indices.size(), 31);
+        }
+        const auto hub_plan = halo::cuda::make_rowchunk_spmm_plan(gpu.ctx, hub, 64);
+        const auto used = halo::cuda::rowchunk_length(hub.nnz());
+        for (const std::int64_t width : {1, 32, 33}) {
+            const bool vector = width % 4 == 0;
+            check_spmm(*gpu.backend, *hub_plan, hub, width, vector, {{0, 4}}, 40 + width, nullptr,
+                       used);
+            check_spmm(*gpu.backend, *hub_plan, hub, width, vector,
+                       {{1, 2}, {3, 4}, {0, 1}, {2, 3}}, 50 + width, nullptr, used);
+        }
+    }
+}
+
+TEST(RowchunkSpmm, BlogCatalogWithGcnNormalization)
+{
+    HALO_REQUIRE_GPUS(1);
+    HALO_REQUIRE_SHARED_FILE(path, "BlogCatalog.el.gz");
+    Gpu gpu;
+    const auto a = read_gcn_graph(path);
+    const auto used = halo::cuda::rowchunk_length(a.nnz());
+    const auto plan = halo::cuda::make_rowchunk_spmm_plan(gpu.ctx, a, 256);
+    const auto n = a.num_rows;
+    std::uint64_t seed = 9500;
+    for (const std::int64_t width : {16, 33, 128, 256}) {
+        const bool vector = width % 4 == 0;
+        check_spmm(*gpu.backend, *plan, a, width, vector, {{0, n}}, ++seed, nullptr, used);
+        check_spmm(*gpu.backend, *plan, a, width, vector, {{0, n / 3}, {n / 3, n}}, ++seed, nullptr,
+                   used);
+    }
+}
+
+TEST(RowchunkSpmm, RejectsANegativeUnitLength)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 6, 1, true);
+    EXPECT_THROW(halo::cuda::make_rowchunk_spmm_plan(gpu.ctx, a, 8, {.length = -3}),
+                 halo::InputError);
 }
 
 TEST(RowsplitSpmm, RejectsBadOperatorsAndOperands)

@@ -51,7 +51,8 @@ Plans make_plans(Context& ctx, const Csr& a)
     combined.ranges = {{0, n / 3}, {n / 3, n}};
     halo::cuda::AccelGcnOptions plain = combined;
     plain.combined_warps = false;
-    p.names = {"accel_gcn", "accel_gcn_nocombine", "mergepath", "rowsplit", "mergepath_c400_t128"};
+    p.names = {"accel_gcn", "accel_gcn_nocombine", "mergepath",
+               "rowsplit",  "mergepath_c400_t128", "rowchunk"};
     p.plans.push_back(halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, combined));
     p.plans.push_back(halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, plain));
     p.plans.push_back(halo::cuda::make_mergepath_spmm_plan(ctx, a, kMaxDim));
@@ -61,6 +62,8 @@ Plans make_plans(Context& ctx, const Csr& a)
     static const halo::SpmmPlanHints none;
     const auto* tiled = halo::find_spmm_kernel("mergepath_c400_t128", halo::spmm_use_bench);
     p.plans.push_back(tiled->make(ctx, a, halo::SpmmPlanRequest{kMaxDim, none}));
+    // Rows longer than 16 nonzeros cut into units (most of a power-law graph's hubs).
+    p.plans.push_back(halo::cuda::make_rowchunk_spmm_plan(ctx, a, kMaxDim, {.length = 16}));
     return p;
 }
 

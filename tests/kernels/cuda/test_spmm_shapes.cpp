@@ -72,6 +72,10 @@ const std::vector<Kernel>& kernels()
          [](Context& ctx, const Csr& a, const std::vector<RowRange>&) {
              return halo::cuda::make_rowsplit_spmm_plan(ctx, a, kMaxDim);
          }},
+        {"rowchunk",  // units of 4 nonzeros: most rows of the shapes are cut
+         [](Context& ctx, const Csr& a, const std::vector<RowRange>&) {
+             return halo::cuda::make_rowchunk_spmm_plan(ctx, a, kMaxDim, {.length = 4});
+         }},
     };
     return list;
 }

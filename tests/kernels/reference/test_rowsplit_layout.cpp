@@ -254,4 +254,35 @@ TEST(RowsplitLayout, EmulatedKernelMatchesTheReference)
     }
 }
 
+// The chunked kernel's unit length: the base length, or ceil(sqrt(degree)) where larger, so that
+// neither a unit nor the last unit's sum over the row's units is long.
+TEST(RowsplitLayout, UnitLengthIsTheBaseOrTheCeilingOfTheSquareRoot)
+{
+    EXPECT_EQ(rs::unit_length(168, 32), 32);        // Cora's longest row: 6 units of 32
+    EXPECT_EQ(rs::unit_length(3992, 32), 64);       // BlogCatalog's: 63 units
+    EXPECT_EQ(rs::unit_length(1000000, 32), 1000);  // a perfect square
+    EXPECT_EQ(rs::unit_length(1000001, 32), 1001);
+    EXPECT_EQ(rs::unit_length(100, 1), 10);
+    EXPECT_EQ(rs::unit_length(2, 1), 2);
+    for (std::int64_t degree = 2; degree < 5000; ++degree) {
+        for (const std::int64_t length : {1, 5, 32, 64}) {
+            if (degree <= length) {
+                continue;
+            }
+            const auto unit = rs::unit_length(degree, length);
+            const auto units = (degree + unit - 1) / unit;
+            ASSERT_GE(unit, length) << degree;
+            ASSERT_GE(unit * unit, degree) << degree;  // at most as many units as nonzeros a unit
+            ASSERT_LE(units, unit) << degree;
+            if (unit > length) {
+                ASSERT_LT((unit - 1) * (unit - 1), degree) << degree;  // the smallest such root
+            }
+        }
+    }
+    const std::int64_t huge = std::int64_t{1} << 40;  // beyond a double's exact square roots
+    const auto root = rs::unit_length(huge + 1, 32);
+    EXPECT_GE(root * root, huge + 1);
+    EXPECT_LT((root - 1) * (root - 1), huge + 1);
+}
+
 }  // namespace
