@@ -34,7 +34,10 @@ public:
 
     /// `candidates` (at least one) compute the same product of a num_rows x num_cols operator; ties
     /// go to the earlier one. `unavailable` lists kernels that could not be built ("name: why"),
-    /// for report(). Each candidate runs `warmup` untimed and `trials` timed times per shape.
+    /// for report(). Each candidate runs `warmup` untimed and `trials` timed times per shape; a
+    /// timed run shorter than 0.25 ms is timed again as a batch of up to 64 back-to-back runs
+    /// (the batch's mean is the trial's time), so that launch latency and jitter do not decide
+    /// between the kernels of a small operator.
     AutotunedSpmmPlan(Context& ctx, std::int64_t num_rows, std::int64_t num_cols,
                       std::vector<Candidate> candidates, std::vector<std::string> unavailable = {},
                       int trials = 3, int warmup = 1);

@@ -110,6 +110,41 @@ struct Acc {
     __device__ void write(float* y, bool add) const { write_results<Vec>(y, v, add); }
 };
 
+// A group's sums of nonzeros [start, stop) of one row over its columns x_col (added to acc):
+// Group (column, value) pairs loaded at once (coalesced), then taken one by one from the lanes
+// with shuffles, one fused multiply-add per nonzero in CSR order. Both kernels' inner loop. (A
+// version issuing 8 x loads before their multiply-adds took 86 registers a thread instead of 32
+// and ran the chunked kernel 1.6x slower on 4elt, an H100 at a quarter of the occupancy.)
+template <typename Offset, int Group, int Vec, typename T>
+__device__ __forceinline__ void group_sum(const Args<T>& a, Offset start, Offset stop, int lane,
+                                          unsigned mask, bool active, const T* x_col,
+                                          Acc<T, Vec>& acc)
+{
+    const std::int32_t* __restrict__ columns = a.columns;
+    const float* __restrict__ values = a.values;
+    const float* __restrict__ col_scale = a.col_scale;
+    for (Offset base = start; base < stop; base += Group) {
+        const Offset k = base + lane;
+        std::int32_t c = 0;
+        float v = 0.0f;
+        if (k < stop) {
+            c = __ldg(columns + k);
+            v = values != nullptr      ? __ldg(values + k)
+                : col_scale != nullptr ? __ldg(col_scale + c)
+                                       : 1.0f;
+        }
+        const int n = stop - base < Group ? static_cast<int>(stop - base) : Group;
+#pragma unroll 4
+        for (int j = 0; j < n; ++j) {
+            const std::int32_t cj = __shfl_sync(mask, c, j, Group);
+            const float vj = __shfl_sync(mask, v, j, Group);
+            if (active) {
+                acc.fma(vj, x_col + static_cast<std::int64_t>(cj) * a.ldx);
+            }
+        }
+    }
+}
+
 template <typename Offset, int Group, int Vec, typename T>
 __global__ void __launch_bounds__(kBlock)
     rowsplit_kernel(const Offset* __restrict__ offsets, Args<T> a)
@@ -121,38 +156,14 @@ __global__ void __launch_bounds__(kBlock)
         Group == kWarp ? 0xffffffffu : ((1u << (Group % kWarp)) - 1u) << group_base;
     const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
-    const std::int32_t* __restrict__ columns = a.columns;
-    const float* __restrict__ values = a.values;
-    const float* __restrict__ col_scale = a.col_scale;
-
     for (std::int64_t row = a.row_begin + thread / Group; row < a.row_end; row += groups) {
         const Offset start = offsets[row];
         const Offset stop = offsets[row + 1];
         for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
             const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
             const bool active = col < a.width;
-            const T* x_col = a.x + col;
             Acc<T, Vec> acc;
-            for (Offset base = start; base < stop; base += Group) {
-                const Offset k = base + lane;
-                std::int32_t c = 0;
-                float v = 0.0f;
-                if (k < stop) {
-                    c = __ldg(columns + k);
-                    v = values != nullptr      ? __ldg(values + k)
-                        : col_scale != nullptr ? __ldg(col_scale + c)
-                                               : 1.0f;
-                }
-                const int n = stop - base < Group ? static_cast<int>(stop - base) : Group;
-#pragma unroll 4
-                for (int j = 0; j < n; ++j) {
-                    const std::int32_t cj = __shfl_sync(mask, c, j, Group);
-                    const float vj = __shfl_sync(mask, v, j, Group);
-                    if (active) {
-                        acc.fma(vj, x_col + static_cast<std::int64_t>(cj) * a.ldx);
-                    }
-                }
-            }
+            group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
             if (active) {
                 if (a.row_scale != nullptr) {
                     acc.scale(__ldg(a.row_scale + row));
@@ -197,53 +208,10 @@ __device__ __forceinline__ void load_partial(const float* p, float (&out)[Vec])
     }
 }
 
-// A group's sums of nonzeros [start, stop) of one row over its columns x_col: Group (column,
-// value) pairs loaded at once (coalesced) and broadcast by shuffles, then kBatch x loads issued
-// before their fused multiply-adds (in CSR order) so that kBatch gathers are in flight per lane.
+// Eight blocks of kBlock threads per SM, as the plain kernel reaches at 32 registers: the gathers
+// are latency-bound, and the long rows' extra code would otherwise cost a quarter of the warps.
 template <typename Offset, int Group, int Vec, typename T>
-__device__ __forceinline__ void chunk_sum(const Args<T>& a, Offset start, Offset stop, int lane,
-                                          unsigned mask, bool active, const T* x_col,
-                                          Acc<T, Vec>& acc)
-{
-    constexpr int kBatch = 8;
-    for (Offset base = start; base < stop; base += Group) {
-        const Offset k = base + lane;
-        std::int32_t c = 0;
-        float v = 0.0f;
-        if (k < stop) {
-            c = __ldg(a.columns + k);
-            v = a.values != nullptr      ? __ldg(a.values + k)
-                : a.col_scale != nullptr ? __ldg(a.col_scale + c)
-                                         : 1.0f;
-        }
-        const int n = stop - base < Group ? static_cast<int>(stop - base) : Group;
-        for (int j0 = 0; j0 < n; j0 += kBatch) {
-            float b[kBatch][Vec];
-            float w[kBatch];
-#pragma unroll
-            for (int j = 0; j < kBatch; ++j) {
-                // Lanes past n shuffle too (all of the group's lanes take part) and load nothing.
-                const std::int32_t cj = __shfl_sync(mask, c, (j0 + j) % Group, Group);
-                w[j] = __shfl_sync(mask, v, (j0 + j) % Group, Group);
-                if (active && j0 + j < n) {
-                    load_features<T, Vec>(x_col + static_cast<std::int64_t>(cj) * a.ldx, b[j]);
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < kBatch; ++j) {
-                if (j0 + j < n) {
-#pragma unroll
-                    for (int i = 0; i < Vec; ++i) {
-                        acc.v[i] = fmaf(w[j], b[j][i], acc.v[i]);
-                    }
-                }
-            }
-        }
-    }
-}
-
-template <typename Offset, int Group, int Vec, typename T>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, 8)
     rowchunk_kernel(const Offset* __restrict__ offsets, Args<T> a, Chunks ch)
 {
     static_assert(kBlock % kWarp == 0 && kWarp % Group == 0, "groups must tile warps");
@@ -272,7 +240,7 @@ __global__ void __launch_bounds__(kBlock)
                 const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
                 const bool active = col < a.width;
                 Acc<T, Vec> acc;
-                chunk_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
+                group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
                 if (active) {
                     store_results<Vec>(ch.partial + u * ch.ldp + col, acc.v);
                 }
@@ -295,7 +263,7 @@ __global__ void __launch_bounds__(kBlock)
                     }
                     float sum[Vec];
                     load_partial<Vec>(ch.partial + first * ch.ldp + col, sum);
-#pragma unroll 8
+#pragma unroll 4
                     for (std::int32_t v = 1; v < count; ++v) {
                         float part[Vec];
                         load_partial<Vec>(ch.partial + (first + v) * ch.ldp + col, part);
@@ -329,7 +297,7 @@ __global__ void __launch_bounds__(kBlock)
             const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
             const bool active = col < a.width;
             Acc<T, Vec> acc;
-            chunk_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
+            group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
             if (active) {
                 if (a.row_scale != nullptr) {
                     acc.scale(__ldg(a.row_scale + row));
