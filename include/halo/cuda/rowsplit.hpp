@@ -30,9 +30,10 @@ std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, st
                                                   ScaledForm form = ScaledForm::automatic);
 
 /// The chunked row-split kernel ("rowchunk" in the registry): the row-split kernel for rows of at
-/// most `length` nonzeros, and every longer row cut into units of `length` nonzeros, a lane group
-/// each, whose sums the last unit to finish adds in unit order (a workspace slot of max_dim floats
-/// per unit and a counter per long row, kept by the plan). One launch per run, no atomics on y, the
+/// most `length` nonzeros, and every longer row cut into units of `length` nonzeros (or
+/// ceil(sqrt(degree)) where that is more), a lane group each, whose sums the last unit to finish
+/// adds in unit order (a workspace slot of max_dim floats per unit and a counter per long row,
+/// kept by the plan). One launch per run, no atomics on y, the
 /// same bits every run and across row-range splits; a long row's bits are those of its units'
 /// sums added in order, not of one CSR-order sum. Runs of one plan must be ordered on one stream
 /// (the context's compute stream is). Same operators, operands, scalings and feature types as
@@ -48,8 +49,8 @@ std::unique_ptr<SpmmPlan> make_rowchunk_spmm_plan(Context& ctx, const Csr& a, st
                                                   const OperatorScaling* scaling = nullptr,
                                                   ScaledForm form = ScaledForm::automatic);
 
-/// The automatic unit length for an operator of `nnz` nonzeros: 32, or nnz / 16384 rounded up to
-/// a multiple of 32 when larger (the workspace stays near 16384 slots).
+/// The automatic unit length for an operator of `nnz` nonzeros: 8 below 2^16 nonzeros, 32 below
+/// 2^19, else 64, and at least ceil(nnz / 32768) (the workspace stays below 65536 slots).
 std::int64_t rowchunk_length(std::int64_t nnz);
 
 }  // namespace halo::cuda

@@ -17,23 +17,26 @@
 // - Offsets are int32 when nnz + a warp stays below 2^31 (the lane index is added to offsets
 //   before the bound check), else int64; columns are int32 (local ids) in both.
 //
-// The chunked variant (make_rowchunk_spmm_plan) is the same kernel for rows of at most `length`
-// nonzeros, and cuts every longer row into units of `length` nonzeros, one group each, so that a
-// hub row no longer holds one group for its whole length (a row of 168 nonzeros made the whole
-// Cora product 3x slower than MergePath, one of 4,000 made BlogCatalog's 17x slower):
-// - One launch: the groups of the units come first in the grid, then a group per row (the long
-//   rows' own groups return at once). No pre-pass zeroes y, so the smallest graphs, where a
-//   launch costs as much as the product, pay for one kernel (MergePath pays for two, cuSPARSE
-//   for three).
-// - A unit stores its sums in a workspace slot of its own, then counts itself in its row's
-//   arrival counter (a fence first: the classic last-block reduction); the group that arrives
-//   last adds the row's slots in unit order, scales, stores y's row and sets the counter back to
-//   0 for the next launch. No spinning, no atomics on y, and the same bits every run whichever
-//   unit arrives last; a long row's sum is the units' sums added in order, so not the CSR-order
-//   bits of the plain kernel.
-// - The unit length: at least 32 (one coalesced load of a warp), and nnz / 16384 rounded up to a
-//   multiple of 32 on larger operators, so that the workspace stays near 16384 slots of max_dim
-//   floats (a slot write and read per `length` gathered x rows: at most 3% more traffic).
+// The chunked variant (make_rowchunk_spmm_plan) is the same inner loop for rows of at most
+// `length` nonzeros, and cuts every longer row into units (rowsplit::unit_length: `length`, or
+// ceil(sqrt(degree)) where larger), a group each, so that a hub row no longer holds one group for
+// its whole length (on an H100 a row of 168 nonzeros made the whole Cora product 3.5x slower than
+// MergePath, rows of up to 4,000 made BlogCatalog's 17x slower):
+// - One launch: the units' items come first in the grid, then the rows' (the long rows' own
+//   items return at once); an item is a (unit or row, column pass) pair, so that the passes of a
+//   width above one group's columns run side by side, not one after the other. No pre-pass
+//   zeroes y: the smallest graphs, where a launch costs as much as the product, pay for one
+//   kernel (MergePath pays for two, cuSPARSE for three).
+// - A unit's item stores its sums in a workspace slot of the unit, then counts itself in its
+//   row's arrival counter (a fence first: the classic last-block reduction); the item that arrives
+//   last adds the row's slots in unit order for every pass, scales, stores y's row and sets the
+//   counter back to 0 for the next launch. No spinning, no atomics on y, and the same bits every
+//   run whichever item arrives last; a long row's sum is the units' sums added in order, so not
+//   the CSR-order bits of the plain kernel.
+// - The automatic unit length: 8 below 2^16 nonzeros, 32 below 2^19, else 64 (measured on an
+//   H100: the small graphs are bound by the gathers' latency along a group's nonzeros, the larger
+//   ones by the slots' traffic, a write and a read per unit), and at least nnz / 32768, so that
+//   the workspace stays below 65536 slots of max_dim floats.
 // - Runs of one plan must be ordered on one stream (they are: the context's compute stream),
 //   since they share the workspace and the counters.
 
@@ -222,11 +225,16 @@ __global__ void __launch_bounds__(kBlock, 8)
     const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
     const std::int64_t units = ch.unit_end - ch.unit_begin;
-    const std::int64_t items = units + (a.row_end - a.row_begin);
+    // An item is a (unit or row, column pass) pair: the passes of a wide row run side by side.
+    const std::int64_t items = (units + (a.row_end - a.row_begin)) * a.chunks;
 
     for (std::int64_t item = thread / Group; item < items; item += groups) {
-        if (item < units) {
-            const std::int64_t u = ch.unit_begin + item;
+        const std::int64_t index = item / a.chunks;
+        const std::int64_t chunk = item - index * a.chunks;
+        const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
+        const bool active = col < a.width;
+        if (index < units) {
+            const std::int64_t u = ch.unit_begin + index;
             const std::int32_t k = __ldg(ch.unit_row + u);
             const std::int64_t row = __ldg(ch.rows + k);
             const std::int32_t first = __ldg(ch.first_unit + k);
@@ -236,37 +244,35 @@ __global__ void __launch_bounds__(kBlock, 8)
             const Offset row_stop = offsets[row + 1];
             const Offset stop =
                 row_stop - start < length ? row_stop : start + static_cast<Offset>(length);
-            for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
-                const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
-                const bool active = col < a.width;
-                Acc<T, Vec> acc;
-                group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
-                if (active) {
-                    store_results<Vec>(ch.partial + u * ch.ldp + col, acc.v);
-                }
+            Acc<T, Vec> acc;
+            group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
+            if (active) {
+                store_results<Vec>(ch.partial + u * ch.ldp + col, acc.v);
             }
             // Last-block reduction: every lane's slot writes are visible device-wide before the
-            // group counts itself; the last of the row's units sums the slots (read from L2).
+            // group counts itself; the last of the row's (unit, pass) items sums every pass's
+            // slots (read from L2).
             __threadfence();
             __syncwarp(mask);
             unsigned last = 0;
             if (lane == 0) {
-                last = atomicAdd(ch.arrivals + k, 1u) == static_cast<unsigned>(count - 1) ? 1u : 0u;
+                const auto arrivals = static_cast<unsigned>(count * a.chunks);
+                last = atomicAdd(ch.arrivals + k, 1u) == arrivals - 1 ? 1u : 0u;
             }
             last = __shfl_sync(mask, last, 0, Group);
             if (last != 0) {
                 __threadfence();
-                for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
-                    const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
-                    if (col >= a.width) {
+                for (std::int64_t pass = 0; pass < a.chunks; ++pass) {
+                    const std::int64_t c = rowsplit::first_column(Group, Vec, pass, lane);
+                    if (c >= a.width) {
                         continue;
                     }
                     float sum[Vec];
-                    load_partial<Vec>(ch.partial + first * ch.ldp + col, sum);
+                    load_partial<Vec>(ch.partial + first * ch.ldp + c, sum);
 #pragma unroll 4
                     for (std::int32_t v = 1; v < count; ++v) {
                         float part[Vec];
-                        load_partial<Vec>(ch.partial + (first + v) * ch.ldp + col, part);
+                        load_partial<Vec>(ch.partial + (first + v) * ch.ldp + c, part);
 #pragma unroll
                         for (int i = 0; i < Vec; ++i) {
                             sum[i] += part[i];
@@ -279,7 +285,7 @@ __global__ void __launch_bounds__(kBlock, 8)
                             sum[i] *= s;
                         }
                     }
-                    write_results<Vec>(a.y + row * a.ldy + col, sum, a.add);
+                    write_results<Vec>(a.y + row * a.ldy + c, sum, a.add);
                 }
                 if (lane == 0) {
                     ch.arrivals[k] = 0;  // the next launch on this stream starts from 0
@@ -287,23 +293,19 @@ __global__ void __launch_bounds__(kBlock, 8)
             }
             continue;
         }
-        const std::int64_t row = a.row_begin + (item - units);
+        const std::int64_t row = a.row_begin + (index - units);
         const Offset start = offsets[row];
         const Offset stop = offsets[row + 1];
         if (stop - start > ch.length) {
             continue;  // a long row: its units sum it
         }
-        for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
-            const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
-            const bool active = col < a.width;
-            Acc<T, Vec> acc;
-            group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
-            if (active) {
-                if (a.row_scale != nullptr) {
-                    acc.scale(__ldg(a.row_scale + row));
-                }
-                acc.write(a.y + row * a.ldy + col, a.add);
+        Acc<T, Vec> acc;
+        group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
+        if (active) {
+            if (a.row_scale != nullptr) {
+                acc.scale(__ldg(a.row_scale + row));
             }
+            acc.write(a.y + row * a.ldy + col, a.add);
         }
     }
 }
@@ -312,8 +314,10 @@ __global__ void __launch_bounds__(kBlock, 8)
 template <typename Offset, int Group, int Vec, typename T>
 void launch(cudaStream_t stream, const Offset* offsets, const Args<T>& args, const Chunks* chunks)
 {
-    const std::int64_t items =
-        args.row_end - args.row_begin + (chunks != nullptr ? chunks->unit_end - chunks->unit_begin : 0);
+    const std::int64_t rows = args.row_end - args.row_begin;
+    const std::int64_t items = chunks != nullptr
+                                   ? (rows + chunks->unit_end - chunks->unit_begin) * args.chunks
+                                   : rows;
     const std::int64_t items_per_block = kBlock / Group;
     const std::int64_t blocks =
         std::min((items + items_per_block - 1) / items_per_block, kMaxBlocks);
@@ -484,12 +488,15 @@ public:
     /// The automatic unit length of an operator of `nnz` nonzeros (header comment).
     static std::int64_t chunk_length_for(std::int64_t nnz)
     {
-        const std::int64_t per_unit = (nnz + kTargetUnits - 1) / kTargetUnits;
-        return std::max<std::int64_t>(kWarp, (per_unit + kWarp - 1) / kWarp * kWarp);
+        const std::int64_t base = nnz < (std::int64_t{1} << 16)   ? 8
+                                  : nnz < (std::int64_t{1} << 19) ? 32
+                                                                   : 64;
+        return std::max(base, (nnz + kMaxUnits - 1) / kMaxUnits);
     }
 
 private:
-    static constexpr std::int64_t kTargetUnits = 16384;
+    // Units beyond the long rows' own last ones: the workspace stays below 2 * kMaxUnits slots.
+    static constexpr std::int64_t kMaxUnits = 32768;
 
     // The long rows (more than `length` nonzeros), their units, the workspace and the counters.
     void make_chunks(const Csr& a, std::int64_t length)

@@ -463,6 +463,17 @@ TEST(RowchunkSpmm, BlogCatalogWithGcnNormalization)
     }
 }
 
+// The automatic unit length: 8, 32 or 64 by size, and at least nnz / 32768.
+TEST(RowchunkSpmm, AutomaticUnitLengths)
+{
+    EXPECT_EQ(halo::cuda::rowchunk_length(0), 8);
+    EXPECT_EQ(halo::cuda::rowchunk_length(10556), 8);         // Cora
+    EXPECT_EQ(halo::cuda::rowchunk_length(201524), 32);       // wiki-Vote
+    EXPECT_EQ(halo::cuda::rowchunk_length(667966), 64);       // BlogCatalog
+    EXPECT_EQ(halo::cuda::rowchunk_length(128314020), 3916);  // R-MAT 22: nnz / 32768
+    EXPECT_EQ(halo::cuda::rowchunk_length(std::int64_t{1} << 33), std::int64_t{1} << 18);
+}
+
 TEST(RowchunkSpmm, RejectsANegativeUnitLength)
 {
     HALO_REQUIRE_GPUS(1);
