@@ -439,7 +439,7 @@ public:
     }
 
 private:
-    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add)
+    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add) const
     {
         if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
             return;
