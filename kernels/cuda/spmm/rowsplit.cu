@@ -113,6 +113,28 @@ struct Acc {
     __device__ void write(float* y, bool add) const { write_results<Vec>(y, v, add); }
 };
 
+// A thread's place among the lane groups of the grid: its lane, its group's shuffle mask (groups
+// of one warp own different rows or units, so their trip counts differ), its group and the
+// grid's number of groups (the grid-stride step).
+struct GroupPlace {
+    int lane;
+    unsigned mask;
+    std::int64_t group;
+    std::int64_t groups;
+};
+
+template <int Group>
+__device__ __forceinline__ GroupPlace group_place()
+{
+    static_assert(kBlock % kWarp == 0 && kWarp % Group == 0, "groups must tile warps");
+    const int lane = static_cast<int>(threadIdx.x) % Group;
+    const int group_base = static_cast<int>(threadIdx.x) % kWarp - lane;
+    const unsigned mask =
+        Group == kWarp ? 0xffffffffu : ((1u << (Group % kWarp)) - 1u) << group_base;
+    const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    return {lane, mask, thread / Group, static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group};
+}
+
 // A group's sums of nonzeros [start, stop) of one row over its columns x_col (added to acc):
 // Group (column, value) pairs loaded at once (coalesced), then taken one by one from the lanes
 // with shuffles, one fused multiply-add per nonzero in CSR order. Both kernels' inner loop. (A
@@ -152,14 +174,8 @@ template <typename Offset, int Group, int Vec, typename T>
 __global__ void __launch_bounds__(kBlock)
     rowsplit_kernel(const Offset* __restrict__ offsets, Args<T> a)
 {
-    static_assert(kBlock % kWarp == 0 && kWarp % Group == 0, "groups must tile warps");
-    const int lane = static_cast<int>(threadIdx.x) % Group;
-    const int group_base = static_cast<int>(threadIdx.x) % kWarp - lane;
-    const unsigned mask =
-        Group == kWarp ? 0xffffffffu : ((1u << (Group % kWarp)) - 1u) << group_base;
-    const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
-    for (std::int64_t row = a.row_begin + thread / Group; row < a.row_end; row += groups) {
+    const auto [lane, mask, first_group, groups] = group_place<Group>();
+    for (std::int64_t row = a.row_begin + first_group; row < a.row_end; row += groups) {
         const Offset start = offsets[row];
         const Offset stop = offsets[row + 1];
         for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
@@ -217,18 +233,12 @@ template <typename Offset, int Group, int Vec, typename T>
 __global__ void __launch_bounds__(kBlock, 8)
     rowchunk_kernel(const Offset* __restrict__ offsets, Args<T> a, Chunks ch)
 {
-    static_assert(kBlock % kWarp == 0 && kWarp % Group == 0, "groups must tile warps");
-    const int lane = static_cast<int>(threadIdx.x) % Group;
-    const int group_base = static_cast<int>(threadIdx.x) % kWarp - lane;
-    const unsigned mask =
-        Group == kWarp ? 0xffffffffu : ((1u << (Group % kWarp)) - 1u) << group_base;
-    const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * blockDim.x / Group;
+    const auto [lane, mask, first_group, groups] = group_place<Group>();
     const std::int64_t units = ch.unit_end - ch.unit_begin;
     // An item is a (unit or row, column pass) pair: the passes of a wide row run side by side.
     const std::int64_t items = (units + (a.row_end - a.row_begin)) * a.chunks;
 
-    for (std::int64_t item = thread / Group; item < items; item += groups) {
+    for (std::int64_t item = first_group; item < items; item += groups) {
         const std::int64_t index = item / a.chunks;
         const std::int64_t chunk = item - index * a.chunks;
         const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);

@@ -133,6 +133,25 @@ void check_spmm(halo::Backend& backend, halo::SpmmPlan& plan, const halo::Csr& a
     }
 }
 
+// 4 x 10^6 pattern: row 0 two nonzeros, row 1 every column, row 2 empty, row 3 one nonzero.
+halo::Csr million_nonzero_row()
+{
+    const std::int64_t cols = 1000000;
+    halo::Csr a;
+    a.num_rows = 4;
+    a.num_cols = cols;
+    a.indices = {3, 999999};  // row 0
+    a.indptr = {0, 2};
+    for (halo::local_id c = 0; c < cols; ++c) {  // row 1: every column
+        a.indices.push_back(c);
+    }
+    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
+    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));  // row 2: empty
+    a.indices.push_back(500000);                                        // row 3
+    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
+    return a;
+}
+
 // The standard ranges: all rows; interior then boundary (as the engine runs them around the
 // exchange); a middle range, an empty one and the single last row.
 std::vector<std::vector<halo::RowRange>> standard_ranges(std::int64_t n)
@@ -277,19 +296,7 @@ TEST(RowsplitSpmm, OneRowOfAMillionNonzeros)
 {
     HALO_REQUIRE_GPUS(1);
     Gpu gpu;
-    const std::int64_t cols = 1000000;
-    halo::Csr a;
-    a.num_rows = 4;
-    a.num_cols = cols;
-    a.indices = {3, 999999};  // row 0
-    a.indptr.push_back(2);
-    for (halo::local_id c = 0; c < cols; ++c) {  // row 1: every column
-        a.indices.push_back(c);
-    }
-    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
-    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));  // row 2: empty
-    a.indices.push_back(500000);                                        // row 3
-    a.indptr.push_back(static_cast<halo::offset_t>(a.indices.size()));
+    auto a = million_nonzero_row();
     for (const bool valued : {false, true}) {
         if (valued) {
             a.values = halo::testing::random_floats(a.indices.size(), 31);
@@ -415,20 +422,8 @@ TEST(RowchunkSpmm, RepeatedRunsSplitsWideOffsetsAndAMillionNonzeroRow)
         }
     }
 
-    const std::int64_t cols = 1000000;
-    halo::Csr hub;
-    hub.num_rows = 4;
-    hub.num_cols = cols;
-    hub.indices = {3, 999999};  // row 0
-    hub.indptr = {0, 2};
-    for (halo::local_id c = 0; c < cols; ++c) {  // row 1: every column
-        hub.indices.push_back(c);
-    }
-    hub.indptr.push_back(static_cast<halo::offset_t>(hub.indices.size()));
-    hub.indptr.push_back(static_cast<halo::offset_t>(hub.indices.size()));  // row 2: empty
-    hub.indices.push_back(500000);                                          // row 3
-    hub.indptr.push_back(static_cast<halo::offset_t>(hub.indices.size()));
-    EXPECT_EQ(halo::cuda::rowsplit::unit_length(cols, 32), 1000);
+    auto hub = million_nonzero_row();
+    EXPECT_EQ(halo::cuda::rowsplit::unit_length(hub.row_nnz(1), 32), 1000);
     for (const bool valued : {false, true}) {
         if (valued) {
             hub.values = halo::testing::random_floats(hub.indices.size(), 31);
