@@ -1,6 +1,6 @@
 // The autotuned SpMM plan of the CUDA backend: it holds a plan of every exact kernel (cuSPARSE,
-// Accel-GCN, MergePath-SpMM, row-split) and, on the first run of each (row range, width), times
-// each of them on the real operands with CUDA events and keeps the fastest
+// Accel-GCN, MergePath-SpMM, row-split, chunked row-split) and, on the first run of each (row
+// range, width), times each of them on the real operands with CUDA events and keeps the fastest
 // (include/halo/autotune.hpp); later runs of that shape run the chosen kernel only. Approximate
 // kernels never take part. Costs: every candidate keeps its own device copy of the operator, and
 // the first run of a shape synchronizes the compute stream (a few runs of every candidate).

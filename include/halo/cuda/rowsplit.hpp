@@ -33,9 +33,9 @@ std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, st
 /// most `length` nonzeros, and every longer row cut into units of `length` nonzeros (or
 /// ceil(sqrt(degree)) where that is more), a lane group each, whose sums the last unit to finish
 /// adds in unit order (a workspace slot of max_dim floats per unit and a counter per long row,
-/// kept by the plan). One launch per run, no atomics on y, the
-/// same bits every run and across row-range splits; a long row's bits are those of its units'
-/// sums added in order, not of one CSR-order sum. Runs of one plan must be ordered on one stream
+/// kept by the plan). One launch per run, no atomics on y, the same bits every run and across
+/// row-range splits; a long row's bits are those of its units' sums added in order, not of one
+/// CSR-order sum. Runs of one plan must be ordered on one stream
 /// (the context's compute stream is). Same operators, operands, scalings and feature types as
 /// make_rowsplit_spmm_plan.
 struct RowchunkOptions {
