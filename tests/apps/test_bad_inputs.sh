@@ -262,6 +262,7 @@ bad "bench: negative --device" "device -1" -- "${B[@]}" --graph rmat:8:4 --devic
 bad "bench: --json in a missing directory" "/nonexistent/x\.json" -- "${B[@]}" --graph rmat:8:4 --json /nonexistent/x.json
 bad "bench: --e2e --model-dims 16,x" "16,x" -- "${B[@]}" --graph rmat:8:4 --e2e --model-dims 16,x
 bad "bench: --mergepath-costs -3" "cost -3" -- "${B[@]}" --graph rmat:8:4 --mergepath-costs -3
+bad "bench: --rowchunk-lengths 0" "length 0 must be at least 1" -- "${B[@]}" --graph rmat:8:4 --rowchunk-lengths 0
 bad "bench: no --graph" "graph is required" -- "${B[@]}" --dims 32
 bad "bench maxk: k beyond the width" "k = 300 outside" -- "${B[@]}" maxk --graph rmat:8:4 --ks 300
 bad "bench attention: unsupported width" "d = 48" -- "${B[@]}" attention --graph rmat:8:4 --dims 48
