@@ -170,6 +170,22 @@ __device__ __forceinline__ void group_sum(const Args<T>& a, Offset start, Offset
     }
 }
 
+// A whole row's column pass: its sums, scaled, stored in (or added to) y. Both kernels' rows.
+template <typename Offset, int Group, int Vec, typename T>
+__device__ __forceinline__ void row_pass(const Args<T>& a, std::int64_t row, Offset start,
+                                         Offset stop, int lane, unsigned mask, std::int64_t col,
+                                         bool active)
+{
+    Acc<T, Vec> acc;
+    group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
+    if (active) {
+        if (a.row_scale != nullptr) {
+            acc.scale(__ldg(a.row_scale + row));
+        }
+        acc.write(a.y + row * a.ldy + col, a.add);
+    }
+}
+
 template <typename Offset, int Group, int Vec, typename T>
 __global__ void __launch_bounds__(kBlock)
     rowsplit_kernel(const Offset* __restrict__ offsets, Args<T> a)
@@ -181,14 +197,7 @@ __global__ void __launch_bounds__(kBlock)
         for (std::int64_t chunk = 0; chunk < a.chunks; ++chunk) {
             const std::int64_t col = rowsplit::first_column(Group, Vec, chunk, lane);
             const bool active = col < a.width;
-            Acc<T, Vec> acc;
-            group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
-            if (active) {
-                if (a.row_scale != nullptr) {
-                    acc.scale(__ldg(a.row_scale + row));
-                }
-                acc.write(a.y + row * a.ldy + col, a.add);
-            }
+            row_pass<Offset, Group, Vec>(a, row, start, stop, lane, mask, col, active);
         }
     }
 }
@@ -309,14 +318,7 @@ __global__ void __launch_bounds__(kBlock, 8)
         if (stop - start > ch.length) {
             continue;  // a long row: its units sum it
         }
-        Acc<T, Vec> acc;
-        group_sum<Offset, Group, Vec>(a, start, stop, lane, mask, active, a.x + col, acc);
-        if (active) {
-            if (a.row_scale != nullptr) {
-                acc.scale(__ldg(a.row_scale + row));
-            }
-            acc.write(a.y + row * a.ldy + col, a.add);
-        }
+        row_pass<Offset, Group, Vec>(a, row, start, stop, lane, mask, col, active);
     }
 }
 
@@ -385,10 +387,6 @@ public:
         : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-        if (chunk_length < 0 && chunk_length != kAutomaticChunk) {
-            HALO_THROW(InputError, "rowchunk plan: unit length ", chunk_length,
-                       " must be positive (or automatic)");
-        }
         validate(a, chunk_length != 0 ? "the operator of a chunked row-split SpMM plan"
                                       : "the operator of a row-split SpMM plan");
         const std::int64_t nnz = a.nnz();
