@@ -1248,7 +1248,7 @@ int main(int argc, char** argv)
         ->capture_default_str();
     app.add_option("--exchange-pieces", o.exchange_pieces,
                    "NCCL: move each exchange in this many pieces, packing the send rows of one "
-                   "while the previous one moves (default 4; 1: pack all rows, then send; "
+                   "while the previous one moves (default 2; 1: pack all rows, then send; "
                    "docs/ENGINE.md)")
         ->check(CLI::Range(1, 64));
     app.add_option("--spmm", o.spmm,

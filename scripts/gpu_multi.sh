@@ -23,7 +23,7 @@ for g in "$data/cora.el.gz" rmat:16:16; do
   for layer in gcn sage gin; do
     "${mpi[@]}" "$bin/halo-infer" "$out/$name-2.h5" --random-model 64,32,8 --layer $layer \
       --backend cpu --out "$out/$name-$layer-cpu" -q
-    # nccl: registered buffers and 4 pieces (the default); nccl-off: NCCL's own buffers;
+    # nccl: registered buffers and 2 pieces (the default); nccl-off: NCCL's own buffers;
     # nccl-p1: in one piece
     for ex in nccl nccl-off nccl-p1 mpi; do
       extra=()
