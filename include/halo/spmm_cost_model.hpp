@@ -26,7 +26,7 @@ struct OperatorShape {
 OperatorShape operator_shape(const CsrView& a);
 
 /// The kernels the model picks among (names as in the SpMM registry).
-enum class ModeledKernel { cusparse, accel_gcn, mergepath, rowsplit };
+enum class ModeledKernel { cusparse, accel_gcn, mergepath, rowsplit, rowchunk };
 
 std::string to_string(ModeledKernel kernel);
 
@@ -44,17 +44,24 @@ struct ModeledChoice {
 ///   2. a regular operator, longest row at most kRegularRowFactor times the mean: row-split;
 ///   3. a tiny sparse operator (rows + nonzeros at most kTinyItems, mean row at most
 ///      kTinyMeanRow) at width at most kTinyMaxWidth: Accel-GCN;
-///   4. a large operator (rows + nonzeros at least kLargeItems) at width at least kLargeMinWidth:
+///   4. a small sparse operator without an extreme hub (fewer than kChunkMaxNnz nonzeros, mean
+///      row below kChunkMaxMeanRow, longest row at most kChunkRowFactor times the mean) at width
+///      at least kChunkMinWidth: the chunked row-split (one launch, long rows cut into units);
+///   5. a large operator (rows + nonzeros at least kLargeItems) at width at least kLargeMinWidth:
 ///      MergePath with kLargeCost merge items per segment;
-///   5. width at least kWideMinWidth over a dense operator (mean row at least kWideMeanRow):
+///   6. width at least kWideMinWidth over a dense operator (mean row at least kWideMeanRow):
 ///      cuSPARSE;
-///   6. otherwise MergePath at its per-width default cost.
+///   7. otherwise MergePath at its per-width default cost.
 ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width);
 
 inline constexpr double kRegularRowFactor = 8.0;
 inline constexpr std::int64_t kTinyItems = 200000;
 inline constexpr double kTinyMeanRow = 8.0;
 inline constexpr std::int64_t kTinyMaxWidth = 32;
+inline constexpr std::int64_t kChunkMaxNnz = std::int64_t{1} << 19;
+inline constexpr double kChunkMaxMeanRow = 16.0;
+inline constexpr double kChunkRowFactor = 256.0;
+inline constexpr std::int64_t kChunkMinWidth = 64;
 inline constexpr std::int64_t kLargeItems = 2000000;
 inline constexpr std::int64_t kLargeMinWidth = 64;
 inline constexpr std::int64_t kLargeCost = 200;

@@ -18,11 +18,12 @@ OperatorShape operator_shape(const CsrView& a)
 
 namespace {
 
-constexpr std::array<EnumName<ModeledKernel>, 4> kKernelNames{{
+constexpr std::array<EnumName<ModeledKernel>, 5> kKernelNames{{
     {ModeledKernel::cusparse, "cusparse"},
     {ModeledKernel::accel_gcn, "accel_gcn"},
     {ModeledKernel::mergepath, "mergepath"},
     {ModeledKernel::rowsplit, "rowsplit"},
+    {ModeledKernel::rowchunk, "rowchunk"},
 }};
 
 }  // namespace
@@ -51,6 +52,10 @@ ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width)
     }
     if (width <= kTinyMaxWidth && items <= kTinyItems && mean_row <= kTinyMeanRow) {
         return {ModeledKernel::accel_gcn, 0, "a tiny sparse operator at a narrow width"};
+    }
+    if (width >= kChunkMinWidth && s.nnz < kChunkMaxNnz && mean_row < kChunkMaxMeanRow &&
+        static_cast<double>(s.max_row_nnz) <= kChunkRowFactor * mean_row) {
+        return {ModeledKernel::rowchunk, 0, "a small sparse operator without an extreme hub"};
     }
     if (items >= kLargeItems && width >= kLargeMinWidth) {
         return {ModeledKernel::mergepath, kLargeCost, "a large operator at a wide width"};

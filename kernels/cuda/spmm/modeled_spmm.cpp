@@ -24,7 +24,7 @@
 namespace halo::cuda {
 namespace {
 
-constexpr std::size_t kKernels = 4;  // the ModeledKernel values
+constexpr std::size_t kKernels = 5;  // the ModeledKernel values
 
 std::size_t slot(ModeledKernel k)
 {
@@ -169,6 +169,8 @@ private:
             case ModeledKernel::rowsplit:
                 return make_rowsplit_spmm_plan(ctx, a, request.max_dim, IndexWidth::automatic,
                                                scaling, form);
+            case ModeledKernel::rowchunk:
+                return make_rowchunk_spmm_plan(ctx, a, request.max_dim, {}, scaling, form);
             case ModeledKernel::accel_gcn: {
                 // Its host preprocessing reorders the values: no scaled form (the factory of a
                 // scaled plan declines where Accel-GCN may be picked).

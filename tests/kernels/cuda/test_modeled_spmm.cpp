@@ -41,6 +41,16 @@ std::vector<Case> cases()
     std::vector<Case> out;
     out.push_back({"grid (regular: row-split)", halo::build_csr(halo::testing::grid_edges(70), {}),
                    {7, 64, 256}});
+    // A 240 x 240 grid with a hub linked to 300 nodes: 230k nonzeros (not tiny), a longest row of
+    // 302 (about 76x the mean): MergePath to 63, the chunked row-split (the hub cut into units)
+    // from 64; no width picks Accel-GCN, so the scaled test runs it too.
+    auto hub = halo::testing::grid_edges(240);
+    for (halo::global_id v = 1; v <= 300; ++v) {
+        hub.src.push_back(0);
+        hub.dst.push_back(v * 13);
+    }
+    out.push_back({"grid with a hub (small sparse: rowchunk from 64)", halo::build_csr(hub, {}),
+                   {33, 63, 64, 256}});
     // R-MAT 12 with edge factor 2: about 15k nonzeros, a skewed degree: tiny.
     out.push_back({"R-MAT 12/2 (tiny: Accel-GCN to 32, MergePath above)",
                    rmat_graph(12, 2, 5, halo::Normalization::gcn), {7, 32, 33, 128}});
@@ -64,6 +74,8 @@ std::string expected_algorithm(const halo::ModeledChoice& c)
             return "model(mergepath";
         case ModeledKernel::rowsplit:
             return "model(rowsplit";
+        case ModeledKernel::rowchunk:
+            return "model(rowchunk";
     }
     return "?";
 }
@@ -79,10 +91,8 @@ TEST(ModeledSpmm, EachRuleRunsItsKernelAndMatchesTheReference)
         const auto plan = halo::cuda::make_modeled_spmm_plan(gpu.ctx, c.a, {256, kNoHints});
         EXPECT_EQ(plan->algorithm(), "model");
         const auto n = c.a.num_rows;
-        std::vector<ModeledKernel> seen;
         for (const auto d : c.widths) {
             const auto choice = halo::spmm_cost_model(shape, d);
-            seen.push_back(choice.kernel);
             check_spmm(*gpu.backend, *plan, c.a, d, {{0, n}}, ++seed);
             EXPECT_EQ(plan->algorithm().rfind(expected_algorithm(choice), 0), 0u)
                 << "d = " << d << ": " << plan->algorithm();

@@ -24,6 +24,9 @@ const OperatorShape kBlogCatalog{10312, 678278, 3993};
 const OperatorShape kRmat22{4194304, 132508324, 162719};
 const OperatorShape kEgoTwitter{81306, 2765664, 3384};
 const OperatorShape kErdosRenyi{2000000, 34000000, 42};
+const OperatorShape kEmailEnron{36692, 404354, 1384};
+const OperatorShape kAs22July06{22963, 119835, 2391};
+const OperatorShape kAstroPh{16706, 259208, 361};
 
 TEST(SpmmCostModel, EachRuleOnTheGraphsItWasFittedOn)
 {
@@ -36,6 +39,15 @@ TEST(SpmmCostModel, EachRuleOnTheGraphsItWasFittedOn)
     EXPECT_EQ(spmm_cost_model(kCora, 7).kernel, ModeledKernel::accel_gcn);
     EXPECT_EQ(spmm_cost_model(kCora, 32).kernel, ModeledKernel::accel_gcn);
     EXPECT_EQ(spmm_cost_model(kCora, 33).kernel, ModeledKernel::mergepath);
+    // Small sparse operators without an extreme hub: the chunked row-split from 64; not where the
+    // longest row is past 256x the mean (as-22july06), nor for mean rows of 16 and more.
+    for (const auto& small : {kCora, kEmailEnron, kAstroPh}) {
+        EXPECT_EQ(spmm_cost_model(small, 63).kernel, ModeledKernel::mergepath);
+        for (const std::int64_t d : {64, 128, 256}) {
+            EXPECT_EQ(spmm_cost_model(small, d).kernel, ModeledKernel::rowchunk) << d;
+        }
+    }
+    EXPECT_EQ(spmm_cost_model(kAs22July06, 128).kernel, ModeledKernel::mergepath);
     // Large operators: MergePath at its per-width cost below 64, at cost 200 from 64.
     for (const auto& large : {kRmat22, kEgoTwitter}) {
         const auto narrow = spmm_cost_model(large, 32);
@@ -64,6 +76,15 @@ TEST(SpmmCostModel, ThresholdsAndRuleOrder)
     EXPECT_EQ(spmm_cost_model({25000, 175000, 1000}, 16).kernel, ModeledKernel::accel_gcn);
     EXPECT_EQ(spmm_cost_model({25000, 175001, 1000}, 16).kernel, ModeledKernel::mergepath);
     EXPECT_EQ(spmm_cost_model({10000, 90000, 1000}, 16).kernel, ModeledKernel::mergepath);
+    // Chunked row-split: fewer than 2^19 nonzeros, a mean row below 16, the longest row at most
+    // 256x the mean, width at least 64.
+    EXPECT_EQ(spmm_cost_model({40000, 524287, 3000}, 64).kernel, ModeledKernel::rowchunk);
+    EXPECT_EQ(spmm_cost_model({40000, 524288, 3000}, 64).kernel, ModeledKernel::mergepath);
+    EXPECT_EQ(spmm_cost_model({40000, 524287, 3000}, 63).kernel, ModeledKernel::mergepath);
+    EXPECT_EQ(spmm_cost_model({10000, 159999, 1000}, 64).kernel, ModeledKernel::rowchunk);
+    EXPECT_EQ(spmm_cost_model({10000, 160000, 1000}, 64).kernel, ModeledKernel::mergepath);
+    EXPECT_EQ(spmm_cost_model({10000, 40000, 1024}, 64).kernel, ModeledKernel::rowchunk);
+    EXPECT_EQ(spmm_cost_model({10000, 40000, 1025}, 64).kernel, ModeledKernel::mergepath);
     // Large: at least 2e6 items.
     EXPECT_EQ(spmm_cost_model({100000, 1900000, 50000}, 64).mergepath_cost, halo::kLargeCost);
     EXPECT_EQ(spmm_cost_model({100000, 1899999, 50000}, 64).mergepath_cost, 0);
