@@ -42,17 +42,17 @@ std::vector<Case> cases()
     out.push_back({"grid (regular: row-split)", halo::build_csr(halo::testing::grid_edges(70), {}),
                    {7, 64, 256}});
     // A 240 x 240 grid with a hub linked to 300 nodes: 230k nonzeros (not tiny), a longest row of
-    // 302 (about 76x the mean): MergePath to 63, the chunked row-split (the hub cut into units)
-    // from 64; no width picks Accel-GCN, so the scaled test runs it too.
+    // 302 (about 76x the mean): MergePath to 31, the chunked row-split (the hub cut into units)
+    // from 32; no width picks Accel-GCN, so the scaled test runs it too.
     auto hub = halo::testing::grid_edges(240);
     for (halo::global_id v = 1; v <= 300; ++v) {
         hub.src.push_back(0);
         hub.dst.push_back(v * 13);
     }
-    out.push_back({"grid with a hub (small sparse: rowchunk from 64)", halo::build_csr(hub, {}),
-                   {33, 63, 64, 256}});
+    out.push_back({"grid with a hub (small sparse: rowchunk from 32)", halo::build_csr(hub, {}),
+                   {16, 31, 32, 256}});
     // R-MAT 12 with edge factor 2: about 15k nonzeros, a skewed degree: tiny.
-    out.push_back({"R-MAT 12/2 (tiny: Accel-GCN to 32, MergePath above)",
+    out.push_back({"R-MAT 12/2 (tiny: Accel-GCN to 32)",
                    rmat_graph(12, 2, 5, halo::Normalization::gcn), {7, 32, 33, 128}});
     // R-MAT 12 with edge factor 32: mean row about 50, under 2e6 items: cuSPARSE from 192.
     out.push_back({"R-MAT 12/32 (dense mid-size: MergePath, cuSPARSE from 192)",
