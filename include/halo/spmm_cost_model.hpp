@@ -20,6 +20,8 @@ struct OperatorShape {
     std::int64_t rows = 0;
     std::int64_t nnz = 0;
     std::int64_t max_row_nnz = 0;
+    /// Columns (the rows of X); 0: unknown, and no column-slice rule applies.
+    std::int64_t cols = 0;
 };
 
 /// The shape of `a` (one pass over its row offsets).
@@ -31,10 +33,12 @@ enum class ModeledKernel { cusparse, accel_gcn, mergepath, rowsplit, rowchunk };
 std::string to_string(ModeledKernel kernel);
 
 /// The model's decision for one width: the kernel, MergePath's merge items per segment (0: the
-/// per-width default, mergepath::default_cost) and the rule that decided, in words.
+/// per-width default, mergepath::default_cost), the column slice (0: whole rows; else the kernel
+/// runs once per slice of that many feature columns) and the rule that decided, in words.
 struct ModeledChoice {
     ModeledKernel kernel = ModeledKernel::cusparse;
     std::int64_t mergepath_cost = 0;
+    std::int64_t column_slice = 0;
     const char* rule = "";
 };
 
@@ -48,11 +52,16 @@ struct ModeledChoice {
 ///      row below kChunkMaxMeanRow, longest row at most kChunkRowFactor times the mean) at width
 ///      at least kChunkMinWidth: the chunked row-split (one launch, long rows cut into units);
 ///   5. a large operator (rows + nonzeros at least kLargeItems) at width at least kLargeMinWidth:
-///      MergePath with kLargeCost merge items per segment;
+///      MergePath with kLargeCost merge items per segment; where also the width is above
+///      kSliceWidth and X (cols x width floats) is at least kSliceCacheFactor times
+///      `cache_bytes` (the device's L2; 0: unknown, never), over slices of kSliceWidth columns
+///      (each slice gathers a part of each X row, so width / kSliceWidth times as many rows stay
+///      in L2; docs/PERFORMANCE.md "The gather-bound limit");
 ///   6. width at least kWideMinWidth over a dense operator (mean row at least kWideMeanRow):
 ///      cuSPARSE;
 ///   7. otherwise MergePath at its per-width default cost.
-ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width);
+ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width,
+                              std::int64_t cache_bytes = 0);
 
 inline constexpr double kRegularRowFactor = 8.0;
 inline constexpr std::int64_t kTinyItems = 200000;
@@ -62,6 +71,8 @@ inline constexpr std::int64_t kChunkMaxNnz = std::int64_t{1} << 19;
 inline constexpr double kChunkMaxMeanRow = 16.0;
 inline constexpr double kChunkRowFactor = 256.0;
 inline constexpr std::int64_t kChunkMinWidth = 32;
+inline constexpr std::int64_t kSliceWidth = 128;
+inline constexpr std::int64_t kSliceCacheFactor = 8;
 inline constexpr std::int64_t kLargeItems = 2000000;
 inline constexpr std::int64_t kLargeMinWidth = 64;
 inline constexpr std::int64_t kLargeCost = 200;

@@ -13,7 +13,7 @@ namespace halo {
 
 OperatorShape operator_shape(const CsrView& a)
 {
-    return {a.num_rows, a.nnz(), a.num_rows == 0 ? 0 : max_row_nnz(a)};
+    return {a.num_rows, a.nnz(), a.num_rows == 0 ? 0 : max_row_nnz(a), a.num_cols};
 }
 
 namespace {
@@ -33,37 +33,46 @@ std::string to_string(ModeledKernel kernel)
     return std::string(enum_name(kKernelNames, kernel));
 }
 
-ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width)
+ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes)
 {
-    HALO_EXPECTS(s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz,
-                 "operator shape: ", s.rows, " rows, ", s.nnz, " nonzeros, longest row ",
-                 s.max_row_nnz);
+    HALO_EXPECTS(s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz &&
+                     s.cols >= 0,
+                 "operator shape: ", s.rows, " rows, ", s.cols, " columns, ", s.nnz,
+                 " nonzeros, longest row ", s.max_row_nnz);
     HALO_EXPECTS(width >= 1, "cost model at width ", width);
+    HALO_EXPECTS(cache_bytes >= 0, "cost model with a cache of ", cache_bytes, " bytes");
     if (s.rows == 0 || s.nnz == 0) {
-        return {ModeledKernel::cusparse, 0, "an empty operator"};
+        return {ModeledKernel::cusparse, 0, 0, "an empty operator"};
     }
     if (s.nnz > std::numeric_limits<std::int32_t>::max()) {
-        return {ModeledKernel::cusparse, 0, "past 2^31 - 1 nonzeros, where cuSPARSE runs in pieces"};
+        return {ModeledKernel::cusparse, 0, 0, "past 2^31 - 1 nonzeros, where cuSPARSE runs in pieces"};
     }
     const double mean_row = static_cast<double>(s.nnz) / static_cast<double>(s.rows);
     const std::int64_t items = s.rows + s.nnz;
     if (static_cast<double>(s.max_row_nnz) <= kRegularRowFactor * mean_row) {
-        return {ModeledKernel::rowsplit, 0, "a regular operator (longest row within 8x the mean)"};
+        return {ModeledKernel::rowsplit, 0, 0, "a regular operator (longest row within 8x the mean)"};
     }
     if (width <= kTinyMaxWidth && items <= kTinyItems && mean_row <= kTinyMeanRow) {
-        return {ModeledKernel::accel_gcn, 0, "a tiny sparse operator at a narrow width"};
+        return {ModeledKernel::accel_gcn, 0, 0, "a tiny sparse operator at a narrow width"};
     }
     if (width >= kChunkMinWidth && s.nnz < kChunkMaxNnz && mean_row < kChunkMaxMeanRow &&
         static_cast<double>(s.max_row_nnz) <= kChunkRowFactor * mean_row) {
-        return {ModeledKernel::rowchunk, 0, "a small sparse operator without an extreme hub"};
+        return {ModeledKernel::rowchunk, 0, 0, "a small sparse operator without an extreme hub"};
     }
     if (items >= kLargeItems && width >= kLargeMinWidth) {
-        return {ModeledKernel::mergepath, kLargeCost, "a large operator at a wide width"};
+        // X's bytes in double: cols x width overflows nothing there.
+        if (cache_bytes > 0 && width > kSliceWidth &&
+            static_cast<double>(s.cols) * static_cast<double>(width) * sizeof(float) >=
+                static_cast<double>(kSliceCacheFactor) * static_cast<double>(cache_bytes)) {
+            return {ModeledKernel::mergepath, kLargeCost, kSliceWidth,
+                    "a large operator whose X is past 8x the L2, at a width above 128"};
+        }
+        return {ModeledKernel::mergepath, kLargeCost, 0, "a large operator at a wide width"};
     }
     if (width >= kWideMinWidth && mean_row >= kWideMeanRow) {
-        return {ModeledKernel::cusparse, 0, "a dense operator at a very wide width"};
+        return {ModeledKernel::cusparse, 0, 0, "a dense operator at a very wide width"};
     }
-    return {ModeledKernel::mergepath, 0, "the default"};
+    return {ModeledKernel::mergepath, 0, 0, "the default"};
 }
 
 std::string describe(const OperatorShape& s, std::int64_t width, const ModeledChoice& c)
@@ -74,6 +83,9 @@ std::string describe(const OperatorShape& s, std::int64_t width, const ModeledCh
     if (c.kernel == ModeledKernel::mergepath) {
         out += c.mergepath_cost > 0 ? " cost " + std::to_string(c.mergepath_cost)
                                     : " (per-width cost)";
+    }
+    if (c.column_slice > 0) {
+        out += " over slices of " + std::to_string(c.column_slice) + " columns";
     }
     return out + " (" + c.rule + ")";
 }

@@ -15,6 +15,7 @@
 
 #include "cuda/primitives/spmm_checks.hpp"
 #include "halo/cuda/backend.hpp"
+#include "halo/cuda/device.hpp"
 #include "halo/cuda/mergepath.hpp"
 #include "halo/cuda/rowsplit.hpp"
 #include "halo/error.hpp"
@@ -38,14 +39,15 @@ public:
         : num_rows_(a.num_rows),
           num_cols_(a.num_cols),
           max_dim_(request.max_dim),
-          shape_(operator_shape(a.view()))
+          shape_(operator_shape(a.view())),
+          cache_bytes_(device_info(ctx.device()).l2_cache_bytes)
     {
         HALO_EXPECTS(max_dim_ >= 1, "max_dim ", max_dim_, " must be at least 1");
         std::array<bool, kKernels> needed{};
         MergePathOptions mergepath;
         mergepath.prepare_at_setup = false;  // the schedules of the widths that run, on first use
         for (std::int64_t w = 1; w <= max_dim_; ++w) {
-            const auto c = spmm_cost_model(shape_, w);
+            const auto c = spmm_cost_model(shape_, w, cache_bytes_);
             needed[slot(c.kernel)] = true;
             if (c.kernel == ModeledKernel::mergepath && c.mergepath_cost > 0 &&
                 mergepath.wide_from == 0) {
@@ -97,7 +99,11 @@ public:
 
     std::string algorithm() const override
     {
-        return last_ < kKernels ? "model(" + plans_[last_]->algorithm() + ")" : "model";
+        if (last_ == kKernels) {
+            return "model";
+        }
+        return "model(" + plans_[last_]->algorithm() +
+               (last_slice_ > 0 ? ", column slices of " + std::to_string(last_slice_) : "") + ")";
     }
 
     std::string report() const override
@@ -133,17 +139,27 @@ private:
         if (rows.empty() || x.cols == 0) {
             return;  // nothing to compute, and the model wants a width of at least 1
         }
-        const auto choice = spmm_cost_model(shape_, x.cols);
+        const auto choice = spmm_cost_model(shape_, x.cols, cache_bytes_);
         std::size_t k = slot(choice.kernel);
         if (plans_[k] == nullptr) {
             k = slot(ModeledKernel::cusparse);  // the kernel rejected the operator (notes_)
         }
-        if (add) {
-            plans_[k]->run_add(x, y, rows);
-        } else {
-            plans_[k]->run(x, y, rows);
+        // Column slices: the kernel once per slice of X's and y's columns (the sums of one
+        // element do not depend on the other columns: the bits of an unsliced run).
+        const auto slice = k == slot(choice.kernel) && choice.column_slice > 0 ? choice.column_slice
+                                                                               : x.cols;
+        for (std::int64_t c0 = 0; c0 < x.cols; c0 += slice) {
+            const auto w = std::min(slice, x.cols - c0);
+            const DenseView<const float> xs{x.data + c0, x.rows, w, x.ld};
+            const DenseView<float> ys{y.data + c0, y.rows, w, y.ld};
+            if (add) {
+                plans_[k]->run_add(xs, ys, rows);
+            } else {
+                plans_[k]->run(xs, ys, rows);
+            }
         }
         last_ = k;
+        last_slice_ = slice < x.cols ? slice : 0;
         if (decisions_.find(x.cols) == decisions_.end()) {
             decisions_.emplace(x.cols, describe(shape_, x.cols, choice) +
                                            (k != slot(choice.kernel) ? ", ran cuSPARSE" : ""));
@@ -189,8 +205,10 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     OperatorShape shape_;
+    std::int64_t cache_bytes_ = 0;  // the device's L2, for the column-slice rule
     std::array<std::unique_ptr<SpmmPlan>, kKernels> plans_;
     std::size_t last_ = kKernels;  // the kernel of the last run; kKernels before any
+    std::int64_t last_slice_ = 0;  // its column slice (0: whole rows)
     std::map<std::int64_t, std::string> decisions_;  // per width, the model's decision in words
     std::vector<std::string> notes_;
 };

@@ -12,6 +12,7 @@
 
 #include "halo/backend.hpp"
 #include "halo/cuda/backend.hpp"
+#include "halo/cuda/device.hpp"
 #include "halo/error.hpp"
 #include "halo/graph.hpp"
 #include "halo/spmm_cost_model.hpp"
@@ -129,6 +130,35 @@ TEST(ModeledSpmm, MergePathIsBuiltOnceForBothCosts)
     check_spmm(*gpu.backend, *plan, a, 32, {{0, a.num_rows}}, 31500);
     EXPECT_NE(plan->algorithm().find("cost 200 from d = 64"), std::string::npos)
         << plan->algorithm();
+}
+
+// A large operator whose X is past 8x the device's L2 at a width above 128 runs MergePath over
+// slices of 128 columns: the reference's results over full and split ranges, run_add the same
+// bits as run plus y0, whole rows at 128.
+TEST(ModeledSpmm, ColumnSlicesWhereXIsPastEightTimesTheL2)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    // R-MAT 19 with edge factor 4: 524288 rows, X at d = 256 is 537 MB.
+    const auto a = rmat_graph(19, 4, 11, halo::Normalization::gcn);
+    const auto shape = halo::operator_shape(a.view());
+    const auto l2 = halo::cuda::device_info(gpu.ctx.device()).l2_cache_bytes;
+    if (halo::spmm_cost_model(shape, 256, l2).column_slice == 0) {
+        GTEST_SKIP() << "this device's L2 (" << l2 << " bytes) holds more than 1/8 of X";
+    }
+    const auto plan = halo::cuda::make_modeled_spmm_plan(gpu.ctx, a, {256, kNoHints});
+    const auto n = a.num_rows;
+    std::uint64_t seed = 35000;
+    for (const std::int64_t d : {256, 192}) {
+        check_spmm(*gpu.backend, *plan, a, d, {{0, n / 3}, {n / 3, n}}, ++seed);
+        EXPECT_NE(plan->algorithm().find(", column slices of 128)"), std::string::npos)
+            << plan->algorithm();
+    }
+    halo::testing::check_spmm_add(*gpu.backend, *plan, a, 256, {{0, n}}, ++seed, true);
+    check_spmm(*gpu.backend, *plan, a, 128, {{0, n}}, ++seed);
+    EXPECT_EQ(plan->algorithm().find("column slices"), std::string::npos) << plan->algorithm();
+    EXPECT_NE(plan->report().find("over slices of 128 columns"), std::string::npos)
+        << plan->report();
 }
 
 // With scalings the values are made on the device: the result is that of the operator whose

@@ -93,6 +93,37 @@ TEST(SpmmCostModel, ThresholdsAndRuleOrder)
     EXPECT_EQ(spmm_cost_model({100000, 5000000, 50000}, 256).kernel, ModeledKernel::mergepath);
 }
 
+// A large operator whose X is at least 8x the cache, at a width above 128: MergePath at the large
+// cost over slices of 128 columns; not at 128, not without a cache size, not for operators the
+// large rule does not take (a regular one stays row-split).
+TEST(SpmmCostModel, ColumnSlicesWhereXIsPastEightTimesTheCache)
+{
+    const std::int64_t l2 = 60 << 20;
+    auto rmat22 = kRmat22;
+    rmat22.cols = rmat22.rows;  // X at d = 129: 2.16 GB, 34x the cache
+    for (const std::int64_t d : {129, 192, 256}) {
+        const auto c = spmm_cost_model(rmat22, d, l2);
+        EXPECT_EQ(c.kernel, ModeledKernel::mergepath) << d;
+        EXPECT_EQ(c.mergepath_cost, halo::kLargeCost) << d;
+        EXPECT_EQ(c.column_slice, halo::kSliceWidth) << d;
+    }
+    EXPECT_EQ(spmm_cost_model(rmat22, 128, l2).column_slice, 0);
+    EXPECT_EQ(spmm_cost_model(rmat22, 256, 0).column_slice, 0);
+    EXPECT_EQ(spmm_cost_model(kRmat22, 256, l2).column_slice, 0);  // columns unknown
+    // The edge: cols x 256 x 4 bytes exactly 8x the cache slices, one column fewer does not.
+    const std::int64_t cols = 8 * l2 / (256 * 4);
+    EXPECT_EQ(spmm_cost_model({cols, 4000000, 100000, cols}, 256, l2).column_slice, 128);
+    EXPECT_EQ(spmm_cost_model({cols, 4000000, 100000, cols - 1}, 256, l2).column_slice, 0);
+    auto er = kErdosRenyi;
+    er.cols = er.rows;
+    EXPECT_EQ(spmm_cost_model(er, 256, l2).kernel, ModeledKernel::rowsplit);
+    EXPECT_EQ(halo::describe(rmat22, 256, spmm_cost_model(rmat22, 256, l2)),
+              "rows 4194304, nonzeros 132508324, longest row 162719, d = 256: mergepath cost 200 "
+              "over slices of 128 columns (a large operator whose X is past 8x the L2, at a width "
+              "above 128)");
+    EXPECT_THROW(spmm_cost_model(rmat22, 256, -1), halo::LogicError);
+}
+
 TEST(SpmmCostModel, EmptyAndPast2To31AreCusparse)
 {
     EXPECT_EQ(spmm_cost_model({0, 0, 0}, 64).kernel, ModeledKernel::cusparse);
@@ -113,6 +144,7 @@ TEST(SpmmCostModel, ShapeOfACsrAndTheDescription)
     EXPECT_EQ(s.rows, 3);
     EXPECT_EQ(s.nnz, 5);
     EXPECT_EQ(s.max_row_nnz, 3);
+    EXPECT_EQ(s.cols, 4);
     EXPECT_EQ(halo::operator_shape(halo::Csr{}.view()).max_row_nnz, 0);
     const auto text = halo::describe(kRmat22, 64, spmm_cost_model(kRmat22, 64));
     EXPECT_EQ(text,
