@@ -145,7 +145,7 @@ private:
             k = slot(ModeledKernel::cusparse);  // the kernel rejected the operator (notes_)
         }
         // Column slices: the kernel once per slice of X's and y's columns (the sums of one
-        // element do not depend on the other columns: the bits of an unsliced run).
+        // element do not depend on the other columns).
         const auto slice = k == slot(choice.kernel) && choice.column_slice > 0 ? choice.column_slice
                                                                                : x.cols;
         for (std::int64_t c0 = 0; c0 < x.cols; c0 += slice) {
