@@ -1,11 +1,13 @@
 // The SpMM cost model (host only, no CUDA): which exact kernel the CUDA backend runs for an
 // operator and a dense width when nothing was timed for it (halo-infer's default `--spmm auto`
-// without the autotuner's stored choices). It reads the operator's shape only (rows, nonzeros,
-// longest row), never its values, and decides in O(1) per width; the shape costs one pass over
-// the row offsets. The rules and their thresholds come from one measured sweep (docs/KERNELS.md
-// "The cost model", docs/PERFORMANCE.md "The default without stored choices"): every shared graph
-// and seven generated ones at widths 7..256 on an H100, where they are never more than 0.1% slower
-// than cuSPARSE and within 2% of the autotuner's geomean.
+// without the autotuner's stored choices). It reads the operator's shape only (rows, columns,
+// nonzeros, longest row), never its values, and the device's L2 size, and decides in O(1) per
+// width; the shape costs one pass over the row offsets. The rules and their thresholds come from
+// one measured sweep (docs/KERNELS.md "The cost model", docs/PERFORMANCE.md "The default without
+// stored choices"): every shared graph and seven generated ones at widths 7..256 on an H100,
+// where they are never more than 0.1% slower than cuSPARSE and within 2% of the autotuner's
+// geomean; the chunked row-split and column-slice rules from later H100 and H200 runs
+// (docs/PERFORMANCE.md "The cost model learns the chunked row-split and column slices").
 #pragma once
 
 #include <cstdint>
