@@ -90,8 +90,8 @@ TEST(MakeExchanger, HostMatricesOverMpi)
     EXPECT_EQ(fp32->transport(), "mpi");
     EXPECT_EQ(fp32->name(), "mpi");
     EXPECT_TRUE(fp32->note().empty());
-    // Pieces are NCCL's: the spec's default (4) does not apply to MPI, which moves one.
-    EXPECT_EQ(halo::parse_exchange_spec("").pieces, 4);
+    // Pieces are NCCL's: the spec's default (2) does not apply to MPI, which moves one.
+    EXPECT_EQ(halo::parse_exchange_spec("").pieces, 2);
     EXPECT_EQ(fp32->pieces(), 1);
     EXPECT_EQ(exchange_error(fp32->exchanger(), shard, width), 0.0);
 
