@@ -35,22 +35,24 @@ std::string to_string(ModeledKernel kernel)
 
 ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes)
 {
-    HALO_EXPECTS(s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz &&
-                     s.cols >= 0,
-                 "operator shape: ", s.rows, " rows, ", s.cols, " columns, ", s.nnz,
-                 " nonzeros, longest row ", s.max_row_nnz);
+    HALO_EXPECTS(
+        s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz && s.cols >= 0,
+        "operator shape: ", s.rows, " rows, ", s.cols, " columns, ", s.nnz,
+        " nonzeros, longest row ", s.max_row_nnz);
     HALO_EXPECTS(width >= 1, "cost model at width ", width);
     HALO_EXPECTS(cache_bytes >= 0, "cost model with a cache of ", cache_bytes, " bytes");
     if (s.rows == 0 || s.nnz == 0) {
         return {ModeledKernel::cusparse, 0, 0, "an empty operator"};
     }
     if (s.nnz > std::numeric_limits<std::int32_t>::max()) {
-        return {ModeledKernel::cusparse, 0, 0, "past 2^31 - 1 nonzeros, where cuSPARSE runs in pieces"};
+        return {ModeledKernel::cusparse, 0, 0,
+                "past 2^31 - 1 nonzeros, where cuSPARSE runs in pieces"};
     }
     const double mean_row = static_cast<double>(s.nnz) / static_cast<double>(s.rows);
     const std::int64_t items = s.rows + s.nnz;
     if (static_cast<double>(s.max_row_nnz) <= kRegularRowFactor * mean_row) {
-        return {ModeledKernel::rowsplit, 0, 0, "a regular operator (longest row within 8x the mean)"};
+        return {ModeledKernel::rowsplit, 0, 0,
+                "a regular operator (longest row within 8x the mean)"};
     }
     if (width <= kTinyMaxWidth && items <= kTinyItems && mean_row <= kTinyMeanRow) {
         return {ModeledKernel::accel_gcn, 0, 0, "a tiny sparse operator at a narrow width"};

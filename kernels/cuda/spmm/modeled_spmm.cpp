@@ -146,8 +146,8 @@ private:
         }
         // Column slices: the kernel once per slice of X's and y's columns (the sums of one
         // element do not depend on the other columns).
-        const auto slice = k == slot(choice.kernel) && choice.column_slice > 0 ? choice.column_slice
-                                                                               : x.cols;
+        const auto slice =
+            k == slot(choice.kernel) && choice.column_slice > 0 ? choice.column_slice : x.cols;
         for (std::int64_t c0 = 0; c0 < x.cols; c0 += slice) {
             const auto w = std::min(slice, x.cols - c0);
             const DenseView<const float> xs{x.data + c0, x.rows, w, x.ld};

@@ -50,11 +50,13 @@ std::vector<Case> cases()
         hub.src.push_back(0);
         hub.dst.push_back(v * 13);
     }
-    out.push_back({"grid with a hub (small sparse: rowchunk from 32)", halo::build_csr(hub, {}),
+    out.push_back({"grid with a hub (small sparse: rowchunk from 32)",
+                   halo::build_csr(hub, {}),
                    {16, 31, 32, 256}});
     // R-MAT 12 with edge factor 2: about 15k nonzeros, a skewed degree: tiny.
     out.push_back({"R-MAT 12/2 (tiny: Accel-GCN to 32)",
-                   rmat_graph(12, 2, 5, halo::Normalization::gcn), {7, 32, 33, 128}});
+                   rmat_graph(12, 2, 5, halo::Normalization::gcn),
+                   {7, 32, 33, 128}});
     // R-MAT 12 with edge factor 32: mean row about 50, under 2e6 items: cuSPARSE from 192.
     out.push_back({"R-MAT 12/32 (dense mid-size: MergePath, cuSPARSE from 192)",
                    rmat_graph(12, 32, 6, halo::Normalization::gcn), {16, 191, 192, 256}});
