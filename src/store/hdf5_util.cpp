@@ -254,9 +254,19 @@ AtomicH5File::AtomicH5File(const std::filesystem::path& target, Durability durab
     }
     temp_ = target;
     temp_ += ".tmp-" + std::to_string(::getpid());
-    handle_ = create_file(temp_.string(), name_);
-    if (durability_ == Durability::synced) {
-        writeback_ = std::make_unique<Writeback>(temp_);
+    try {
+        handle_ = create_file(temp_.string(), name_);
+        if (durability_ == Durability::synced) {
+            writeback_ = std::make_unique<Writeback>(temp_);
+        }
+    } catch (...) {
+        // No destructor runs for an object whose constructor throws: H5Fcreate may have made
+        // the file before it failed (a full file system), so remove it here.
+        const QuietErrors quiet;
+        handle_.reset();
+        std::error_code ignored;
+        std::filesystem::remove(temp_, ignored);
+        throw;
     }
 }
 

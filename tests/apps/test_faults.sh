@@ -5,7 +5,8 @@
 #   1. kill -9 of one rank in the middle of the forward pass (HALO_FAULT_INJECT=...,sleep=S holds
 #      it before a layer while its peer waits in that layer's halo exchange);
 #   2. SIGTERM to mpiexec (scancel, a batch system's time limit) and to one rank;
-#   3. a full disk while writing results and while writing a dataset: a small tmpfs where this
+#   3. a full disk while writing results and while writing a dataset, and one full before the
+#      dataset's file is created (H5Fcreate fails after making it): a small tmpfs where this
 #      runs as root and may mount (ENOSPC), and always RLIMIT_FSIZE (ulimit -f with SIGXFSZ
 #      ignored, so writes fail with EFBIG instead of killing the process);
 #   4. two jobs writing the same --out: the second is refused at once, the first completes;
@@ -176,6 +177,11 @@ if [ "$(id -u)" -eq 0 ] && mkdir -p "$work/tmpfs" &&
   full_disk_infer "results on a full tmpfs" "$mnt/out"
   mkdir -p "$mnt/data"
   full_disk_partition "dataset on a full tmpfs" "$mnt/data/g.h5"
+  # Full before the dataset is created: H5Fcreate itself fails, after making the file.
+  mkdir -p "$mnt/data2"
+  dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null
+  full_disk_partition "dataset on a tmpfs full from the start" "$mnt/data2/g.h5"
+  rm -f "$mnt/fill"
 else
   echo "note: not root or no mount permission: the tmpfs (ENOSPC) cases are skipped"
 fi
