@@ -19,6 +19,7 @@ SpmmPlanFactory mergepath_spmm_factory;            // spmm/mergepath.cu
 SpmmPlanFactory mergepath_c200_spmm_factory;       // spmm/mergepath.cu
 SpmmPlanFactory mergepath_c400_spmm_factory;       // spmm/mergepath.cu
 SpmmPlanFactory mergepath_c400_t128_spmm_factory;  // spmm/column_tiled.cpp
+SpmmPlanFactory mergepath_c400_l2hints_spmm_factory;  // spmm/mergepath.cu
 SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
 SpmmPlanFactory rowchunk_spmm_factory;             // spmm/rowsplit.cu
 SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
@@ -127,6 +128,12 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .description = "MergePath-SpMM, cost 400, run over slices of 128 feature columns",
          .uses = bench | autotune,
          .make = HALO_SPMM_FACTORY(mergepath_c400_t128_spmm_factory)},
+        // L2 hints (the cold X rows evict-first, the hot evict-last): the cost model's choice
+        // where X is past 32x the L2; here at every width, to measure them anywhere.
+        {.name = "mergepath_c400_l2hints",
+         .description = "MergePath-SpMM, cost 400, X rows loaded with L2 hints at every width",
+         .uses = bench,
+         .make = HALO_SPMM_FACTORY(mergepath_c400_l2hints_spmm_factory)},
         {.name = "rowsplit",
          .description = "row-split SpMM: a warp (or part of one) per row, lanes across columns",
          .help = "a warp per row",

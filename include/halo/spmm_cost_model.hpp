@@ -36,12 +36,14 @@ std::string to_string(ModeledKernel kernel);
 
 /// The model's decision for one width: the kernel, MergePath's merge items per segment (0: the
 /// per-width default, mergepath::default_cost), the column slice (0: whole rows; else the kernel
-/// runs once per slice of that many feature columns) and the rule that decided, in words.
+/// runs once per slice of that many feature columns), the rule that decided, in words, and whether
+/// MergePath loads X with L2 hints (MergePathOptions::hint_hot_bytes).
 struct ModeledChoice {
     ModeledKernel kernel = ModeledKernel::cusparse;
     std::int64_t mergepath_cost = 0;
     std::int64_t column_slice = 0;
     const char* rule = "";
+    bool l2_hints = false;
 };
 
 /// The rules, first match wins (constants below):
@@ -62,6 +64,10 @@ struct ModeledChoice {
 ///   6. width at least kWideMinWidth over a dense operator (mean row at least kWideMeanRow):
 ///      cuSPARSE;
 ///   7. otherwise MergePath at its per-width default cost.
+/// Wherever MergePath is picked and the X one launch reads (cols x the width or the slice,
+/// floats) is at least kHintCacheFactor times `cache_bytes`, it loads X with L2 hints: the rows of
+/// the most-read columns that fit in kHintHotShare of the L2 evict_last, the others evict_first
+/// (MergePathOptions::hint_hot_bytes; docs/PERFORMANCE.md "L2 hints for X past the L2").
 ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width,
                               std::int64_t cache_bytes = 0);
 
@@ -75,6 +81,8 @@ inline constexpr double kChunkRowFactor = 256.0;
 inline constexpr std::int64_t kChunkMinWidth = 32;
 inline constexpr std::int64_t kSliceWidth = 128;
 inline constexpr std::int64_t kSliceCacheFactor = 8;
+inline constexpr std::int64_t kHintCacheFactor = 32;
+inline constexpr double kHintHotShare = 0.5;
 inline constexpr std::int64_t kLargeItems = 2000000;
 inline constexpr std::int64_t kLargeMinWidth = 64;
 inline constexpr std::int64_t kLargeCost = 200;

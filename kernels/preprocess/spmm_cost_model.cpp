@@ -33,14 +33,19 @@ std::string to_string(ModeledKernel kernel)
     return std::string(enum_name(kKernelNames, kernel));
 }
 
-ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes)
+namespace {
+
+// X's bytes at a width against a multiple of the cache, in double: cols x width overflows nothing.
+bool x_past(const OperatorShape& s, std::int64_t width, std::int64_t factor,
+            std::int64_t cache_bytes)
 {
-    HALO_EXPECTS(
-        s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz && s.cols >= 0,
-        "operator shape: ", s.rows, " rows, ", s.cols, " columns, ", s.nnz,
-        " nonzeros, longest row ", s.max_row_nnz);
-    HALO_EXPECTS(width >= 1, "cost model at width ", width);
-    HALO_EXPECTS(cache_bytes >= 0, "cost model with a cache of ", cache_bytes, " bytes");
+    return cache_bytes > 0 &&
+           static_cast<double>(s.cols) * static_cast<double>(width) * sizeof(float) >=
+               static_cast<double>(factor) * static_cast<double>(cache_bytes);
+}
+
+ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes)
+{
     if (s.rows == 0 || s.nnz == 0) {
         return {ModeledKernel::cusparse, 0, 0, "an empty operator"};
     }
@@ -62,10 +67,7 @@ ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::i
         return {ModeledKernel::rowchunk, 0, 0, "a small sparse operator without an extreme hub"};
     }
     if (items >= kLargeItems && width >= kLargeMinWidth) {
-        // X's bytes in double: cols x width overflows nothing there.
-        if (cache_bytes > 0 && width > kSliceWidth &&
-            static_cast<double>(s.cols) * static_cast<double>(width) * sizeof(float) >=
-                static_cast<double>(kSliceCacheFactor) * static_cast<double>(cache_bytes)) {
+        if (width > kSliceWidth && x_past(s, width, kSliceCacheFactor, cache_bytes)) {
             return {ModeledKernel::mergepath, kLargeCost, kSliceWidth,
                     "a large operator whose X is past 8x the L2, at a width above 128"};
         }
@@ -75,6 +77,24 @@ ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::i
         return {ModeledKernel::cusparse, 0, 0, "a dense operator at a very wide width"};
     }
     return {ModeledKernel::mergepath, 0, 0, "the default"};
+}
+
+}  // namespace
+
+ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes)
+{
+    HALO_EXPECTS(
+        s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz && s.cols >= 0,
+        "operator shape: ", s.rows, " rows, ", s.cols, " columns, ", s.nnz,
+        " nonzeros, longest row ", s.max_row_nnz);
+    HALO_EXPECTS(width >= 1, "cost model at width ", width);
+    HALO_EXPECTS(cache_bytes >= 0, "cost model with a cache of ", cache_bytes, " bytes");
+    auto choice = pick_kernel(s, width, cache_bytes);
+    // L2 hints wherever MergePath runs over an X (a slice of it) past kHintCacheFactor x the L2.
+    choice.l2_hints = choice.kernel == ModeledKernel::mergepath &&
+                      x_past(s, choice.column_slice > 0 ? choice.column_slice : width,
+                             kHintCacheFactor, cache_bytes);
+    return choice;
 }
 
 std::string describe(const OperatorShape& s, std::int64_t width, const ModeledChoice& c)
@@ -88,6 +108,9 @@ std::string describe(const OperatorShape& s, std::int64_t width, const ModeledCh
     }
     if (c.column_slice > 0) {
         out += " over slices of " + std::to_string(c.column_slice) + " columns";
+    }
+    if (c.l2_hints) {
+        out += " with L2 hints (X past 32x the L2)";
     }
     return out + " (" + c.rule + ")";
 }

@@ -33,6 +33,16 @@ struct MergePathOptions {
     bool prepare_at_setup = true;
     /// How a plan given an OperatorScaling holds it (ScaledForm, halo/cuda/backend.hpp).
     ScaledForm scaled_form = ScaledForm::automatic;
+    /// L2 residency hints, for X far larger than the L2 (docs/KERNELS.md, "L2 hints"): with
+    /// `hint_hot_bytes` > 0 the plan marks every nonzero whose column is outside the hot set (the
+    /// most-read columns whose X rows at `hint_width` features fit in hint_hot_bytes), and a
+    /// launch whose X (columns x width x 4 bytes) is at least `hint_min_x_bytes` loads the X rows
+    /// of cold columns with L2 evict_first and of hot ones with evict_last, so that rows read once
+    /// do not evict rows read again. Other launches, and fp16/bf16 features, read the marked
+    /// indices with plain loads; results are bit-identical either way.
+    std::int64_t hint_hot_bytes = 0;
+    std::int64_t hint_width = 128;
+    std::int64_t hint_min_x_bytes = 0;
 };
 
 /// The plan uploads `a` and prepares the merge-path schedule of the full row range for every cost

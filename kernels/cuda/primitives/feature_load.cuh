@@ -62,6 +62,37 @@ __device__ __forceinline__ void load_features(const T* p, float (&out)[kVec])
     }
 }
 
+/// L2 cache policies for loads (PTX createpolicy, sm_80 and later): evict_first for rows read once
+/// or rarely, evict_last for rows read again soon. One instruction, made per thread.
+__device__ __forceinline__ unsigned long long l2_evict_first_policy()
+{
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
+__device__ __forceinline__ unsigned long long l2_evict_last_policy()
+{
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
+/// load_features of fp32 with an L2 cache policy (read-only path, ld.global.nc.L2::cache_hint).
+template <int kVec>
+__device__ __forceinline__ void load_features_with_policy(const float* p, float (&out)[kVec],
+                                                          unsigned long long policy)
+{
+    if constexpr (kVec == 1) {
+        asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(out[0]) : "l"(p), "l"(policy));
+    } else {
+        static_assert(kVec == 4, "fp32 vectors are float4");
+        asm("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+            : "=f"(out[0]), "=f"(out[1]), "=f"(out[2]), "=f"(out[3])
+            : "l"(p), "l"(policy));
+    }
+}
+
 /// Stores kVec fp32 results at p: float4 stores when kVec > 1 (p 16-byte aligned).
 template <int kVec>
 __device__ __forceinline__ void store_results(float* p, const float (&v)[kVec])

@@ -39,6 +39,7 @@
 #include "cuda/primitives/zero_rows.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
+#include "halo/cuda/device.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/spmm_registry.hpp"
@@ -81,6 +82,17 @@ struct KernelArgs {
     bool add;  // y += A x (SpmmPlan::run_add): whole rows add, split rows are not zeroed first
 };
 
+// Indices of a plan with L2 hints carry a cold mark in bit 31 (MergePathOptions::hint_hot_bytes):
+// kPlain: no marks; kMarked: marks, plain loads; kHinted: marks, cold X rows loaded evict_first
+// and hot ones evict_last (fp32 only).
+enum Hints : int { kPlain = 0, kMarked = 1, kHinted = 2 };
+constexpr std::uint32_t kColdMark = 0x80000000u;
+
+struct HintPolicies {
+    unsigned long long cold = 0;
+    unsigned long long hot = 0;
+};
+
 // What a nonzero multiplies its x row by: 1 (a pattern), its stored value, or the column scaling
 // of a pattern operator (a[i, j] = row_scale[i] * col_scale[j]: no values array is stored or
 // read; the row scaling is applied once per row sum, at the end of row_sum).
@@ -88,9 +100,10 @@ enum Entries : int { kPattern = 0, kValues = 1, kColumnScaled = 2 };
 
 // A lane's kVec columns: kVec == 1, or one 16-byte load of x (4 fp32 or 8 fp16/bf16 columns)
 // when feature_vec.hpp's lane_columns() allows it; fp32 accumulators and fp32 y either way.
-template <int kEntries, int kVec, typename T>
+template <int kEntries, int kVec, int kHints, typename T>
 __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t from, std::int64_t to,
-                                        std::int64_t col, std::int64_t row, float (&acc)[kVec])
+                                        std::int64_t col, std::int64_t row, float (&acc)[kVec],
+                                        const HintPolicies& policies)
 {
     // Unrolled so that several independent index -> x gathers are in flight per lane; x, the
     // matrix and the schedule are read-only for the whole kernel (read-only cache loads).
@@ -101,8 +114,20 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
 #pragma unroll 4
     for (std::int64_t j = from; j < to; ++j) {
         float xv[kVec];
-        const std::int32_t c = __ldg(k.indices + j);
-        load_features<T, kVec>(k.x + static_cast<std::int64_t>(c) * k.ldx + col, xv);
+        std::int32_t c = __ldg(k.indices + j);
+        if constexpr (kHints == kPlain) {
+            load_features<T, kVec>(k.x + static_cast<std::int64_t>(c) * k.ldx + col, xv);
+        } else {
+            const bool cold = c < 0;  // the mark
+            c &= static_cast<std::int32_t>(~kColdMark);
+            const T* p = k.x + static_cast<std::int64_t>(c) * k.ldx + col;
+            if constexpr (kHints == kHinted && std::is_same_v<T, float>) {
+                detail::load_features_with_policy<kVec>(p, xv,
+                                                        cold ? policies.cold : policies.hot);
+            } else {
+                load_features<T, kVec>(p, xv);
+            }
+        }
         if constexpr (kEntries != kPattern) {
             const float a = kEntries == kValues ? __ldg(k.values + j) : __ldg(k.col_scale + c);
 #pragma unroll
@@ -125,9 +150,14 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
     }
 }
 
-template <int kEntries, int kVec, typename T>
+template <int kEntries, int kVec, int kHints, typename T>
 __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const KernelArgs<T> k)
 {
+    HintPolicies policies;
+    if constexpr (kHints == kHinted) {
+        policies.cold = detail::l2_evict_first_policy();
+        policies.hot = detail::l2_evict_last_policy();
+    }
     const std::int64_t total = k.num_segments * k.lanes;
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
     for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -150,18 +180,18 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
             if (r == row_begin && j > __ldg(k.indptr + r)) {
                 // Partial start row (Algorithm 2, lines 2-10): zeroed by the pre-pass.
                 if (j < next) {
-                    row_sum<kEntries, kVec>(k, j, next, col, r, acc);
+                    row_sum<kEntries, kVec, kHints>(k, j, next, col, r, acc, policies);
                     atomic_add_results<kVec>(out, acc);
                 }
             } else {
-                row_sum<kEntries, kVec>(k, j, next, col, r, acc);
+                row_sum<kEntries, kVec, kHints>(k, j, next, col, r, acc, policies);
                 write_results<kVec>(out, acc, k.add);
             }
             j = next;
         }
         if (j < nz_end) {
             // Partial end row (lines 11-13), continued by the next segment(s).
-            row_sum<kEntries, kVec>(k, j, nz_end, col, row_end, acc);
+            row_sum<kEntries, kVec, kHints>(k, j, nz_end, col, row_end, acc, policies);
             atomic_add_results<kVec>(k.y + row_end * k.ldy + col, acc);
         }
     }
@@ -185,28 +215,41 @@ std::int64_t lanes_per_segment(std::int64_t width)
     return lanes;
 }
 
-template <int kEntries, typename T>
+template <int kEntries, int kHints, typename T>
 void launch_entries(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
 {
     constexpr int kWide = vector_columns(std::is_same_v<T, float> ? FeatureType::fp32
                                                                    : FeatureType::fp16);
     if (vec > 1) {
-        mergepath_spmm_kernel<kEntries, kWide, T><<<grid, kBlockThreads, 0, stream>>>(args);
+        mergepath_spmm_kernel<kEntries, kWide, kHints, T><<<grid, kBlockThreads, 0, stream>>>(args);
     } else {
-        mergepath_spmm_kernel<kEntries, 1, T><<<grid, kBlockThreads, 0, stream>>>(args);
+        mergepath_spmm_kernel<kEntries, 1, kHints, T><<<grid, kBlockThreads, 0, stream>>>(args);
     }
     HALO_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
-void launch_kernel(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
+template <int kHints, typename T>
+void launch_hinted(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
 {
     if (args.values != nullptr) {
-        launch_entries<kValues>(stream, grid, vec, args);
+        launch_entries<kValues, kHints>(stream, grid, vec, args);
     } else if (args.col_scale != nullptr) {
-        launch_entries<kColumnScaled>(stream, grid, vec, args);
+        launch_entries<kColumnScaled, kHints>(stream, grid, vec, args);
     } else {
-        launch_entries<kPattern>(stream, grid, vec, args);
+        launch_entries<kPattern, kHints>(stream, grid, vec, args);
+    }
+}
+
+template <typename T>
+void launch_kernel(cudaStream_t stream, unsigned int grid, int vec, Hints hints,
+                   const KernelArgs<T>& args)
+{
+    if (hints == kPlain) {
+        launch_hinted<kPlain>(stream, grid, vec, args);
+    } else if (hints == kHinted && std::is_same_v<T, float>) {
+        launch_hinted<kHinted>(stream, grid, vec, args);
+    } else {
+        launch_hinted<kMarked>(stream, grid, vec, args);
     }
 }
 
@@ -264,6 +307,10 @@ public:
         for (const std::int64_t cost : costs) {
             (void)schedule(a.view().all_rows(), cost);
         }
+        if (options.hint_hot_bytes > 0) {
+            HALO_EXPECTS(options.hint_width >= 1, "hint_width ", options.hint_width);
+            mark_cold_columns(a, options.hint_hot_bytes / (4 * options.hint_width));
+        }
         // Once, at setup: a failed upload surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(stream));
     }
@@ -291,6 +338,10 @@ public:
             name += " (cost " + std::to_string(options_.wide_cost) + " from d = " +
                     std::to_string(options_.wide_from) + ")";
         }
+        if (options_.hint_hot_bytes > 0) {
+            name += ", L2 hints (" + std::to_string(hot_columns_) + " hot columns, " +
+                    std::to_string(static_cast<int>(100.0 * hot_share_ + 0.5)) + "% of reads)";
+        }
         return pattern_scaled_ ? name + ", pattern with scalings"
                : scaled_       ? name + ", values made on the device"
                                : name;
@@ -313,17 +364,59 @@ private:
         const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
         const std::int64_t lanes = lanes_per_segment(width / vec);
         const unsigned int grid = grid_for(p.host.num_segments() * lanes);
+        const Hints hints = options_.hint_hot_bytes == 0 ? kPlain
+                            : num_cols_ * width * 4 >= options_.hint_min_x_bytes ? kHinted
+                                                                                : kMarked;
         switch (x.type) {
             case FeatureType::fp32:
-                return launch_kernel(stream, grid, vec, kernel_args<float>(p, lanes, x, y, add));
+                return launch_kernel(stream, grid, vec, hints,
+                                     kernel_args<float>(p, lanes, x, y, add));
             case FeatureType::fp16:
-                return launch_kernel(stream, grid, vec,
+                return launch_kernel(stream, grid, vec, hints,
                                      kernel_args<__half>(p, lanes, x, y, add));
             case FeatureType::bf16:
-                return launch_kernel(stream, grid, vec,
+                return launch_kernel(stream, grid, vec, hints,
                                      kernel_args<__nv_bfloat16>(p, lanes, x, y, add));
         }
         HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+    }
+
+    // Marks (kColdMark) the nonzeros whose column is not among the `hot` most-read ones, in the
+    // device copy of the indices; the host's stay unmarked.
+    void mark_cold_columns(const Csr& a, std::int64_t hot)
+    {
+        std::vector<std::int64_t> reads(static_cast<std::size_t>(a.num_cols), 0);
+        for (const auto c : a.indices) {
+            ++reads[static_cast<std::size_t>(c)];
+        }
+        std::vector<std::int32_t> order(reads.size());
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            order[i] = static_cast<std::int32_t>(i);
+        }
+        hot = std::clamp<std::int64_t>(hot, 0, a.num_cols);
+        // Ties by column id, so that the hot set does not depend on the library's nth_element.
+        std::nth_element(order.begin(), order.begin() + hot, order.end(),
+                         [&](std::int32_t l, std::int32_t r) {
+                             return reads[l] != reads[r] ? reads[l] > reads[r] : l < r;
+                         });
+        std::vector<char> is_hot(reads.size(), 0);
+        std::int64_t hot_reads = 0;
+        for (std::int64_t i = 0; i < hot; ++i) {
+            is_hot[static_cast<std::size_t>(order[i])] = 1;
+            hot_reads += reads[static_cast<std::size_t>(order[i])];
+        }
+        std::vector<std::int32_t> marked(a.indices.begin(), a.indices.end());
+        for (auto& c : marked) {
+            if (is_hot[static_cast<std::size_t>(c)] == 0) {
+                c = static_cast<std::int32_t>(static_cast<std::uint32_t>(c) | kColdMark);
+            }
+        }
+        indices_d_ = detail::upload(ctx_, marked);
+        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));  // `marked` leaves scope
+        hot_columns_ = hot;
+        hot_share_ = a.indices.empty() ? 0.0
+                                       : static_cast<double>(hot_reads) /
+                                             static_cast<double>(a.indices.size());
     }
 
     // A row range's schedule on the host (kept: the kernel's scalars, and the source of the
@@ -411,6 +504,8 @@ private:
     MergePathOptions options_;
     bool scaled_ = false;           // values made on the device from an OperatorScaling
     bool pattern_scaled_ = false;   // a pattern with an OperatorScaling: no values array
+    std::int64_t hot_columns_ = 0;  // L2 hints: the columns whose nonzeros are not marked cold
+    double hot_share_ = 0.0;        // and their share of the nonzeros
     std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
     DeviceBuffer<std::int64_t> indptr_d_;
     DeviceBuffer<std::int32_t> indices_d_;
@@ -447,6 +542,18 @@ std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a
                                                       const SpmmPlanRequest& request)
 {
     return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 400});
+}
+
+// Cost 400 with L2 hints at every width, the hot set half the L2 at up to 128 features (bench:
+// the hints' measurement on any graph; the cost model uses them where X is past 32x the L2).
+std::unique_ptr<SpmmPlan> mergepath_c400_l2hints_spmm_factory(Context& ctx, const Csr& a,
+                                                              const SpmmPlanRequest& request)
+{
+    return make_mergepath_spmm_plan(
+        ctx, a, request.max_dim,
+        MergePathOptions{.cost = 400,
+                         .hint_hot_bytes = device_info(ctx.device()).l2_cache_bytes / 2,
+                         .hint_width = std::min<std::int64_t>(request.max_dim, 128)});
 }
 
 std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& pattern,

@@ -54,6 +54,14 @@ public:
                 mergepath.wide_from = w;
                 mergepath.wide_cost = c.mergepath_cost;
             }
+            if (c.l2_hints && mergepath.hint_hot_bytes == 0) {
+                // The plan hints where X (one slice of it) is past the model's factor: the
+                // widths the model hints at, and no others.
+                mergepath.hint_hot_bytes =
+                    static_cast<std::int64_t>(kHintHotShare * static_cast<double>(cache_bytes_));
+                mergepath.hint_width = std::min(max_dim_, kSliceWidth);
+                mergepath.hint_min_x_bytes = kHintCacheFactor * cache_bytes_;
+            }
         }
         for (std::size_t k = 0; k < kKernels; ++k) {
             if (!needed[k] || k == slot(ModeledKernel::cusparse)) {

@@ -195,6 +195,47 @@ TEST(MergePathSpmm, AlignedWidthsUseFloat4Lanes)
     check_spmm(ctx, *plan, long_row, 128, {{0, 4}}, ++seed, false);
 }
 
+// L2 hints: a quarter of the columns hot (the rest marked cold in the device indices), hinted
+// loads at every width (hint_min_x_bytes 0) and marked indices with plain loads (a threshold no
+// X reaches); values, a pattern and every lane width, full and split ranges, run and run_add.
+TEST(MergePathSpmm, L2HintsHotAndColdColumns)
+{
+    HALO_REQUIRE_GPUS(1);
+    halo::cuda::Context ctx;
+    std::uint64_t seed = 1300;
+    for (const bool valued : {false, true}) {
+        const auto a = rmat_csr(10, ++seed, valued);
+        const std::int64_t hint_width = 64;
+        for (const std::int64_t min_x : {std::int64_t{0}, std::int64_t{1} << 40}) {
+            MergePathOptions options;
+            options.hint_hot_bytes = 4 * hint_width * (a.num_cols / 4);
+            options.hint_width = hint_width;
+            options.hint_min_x_bytes = min_x;
+            const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 256, options);
+            // "mergepath, L2 hints (256 hot columns, P% of reads)": the hot quarter reads most.
+            const auto name = plan->algorithm();
+            EXPECT_NE(name.find("mergepath, L2 hints (" + std::to_string(a.num_cols / 4) +
+                                " hot columns, "),
+                      std::string::npos)
+                << name;
+            for (const std::int64_t width : {1, 3, 32, 100, 128, 256}) {
+                for (const auto& ranges : full_and_split(a.num_rows)) {
+                    check_spmm(ctx, *plan, a, width, ranges, ++seed);
+                }
+                check_spmm(ctx, *plan, a, width, {{0, a.num_rows}}, ++seed, false);
+            }
+        }
+    }
+    // No hot column at all (every index marked) and every column hot (none marked).
+    const auto a = rmat_csr(9, ++seed, true);
+    for (const std::int64_t hot_bytes : {std::int64_t{1}, std::int64_t{1} << 30}) {
+        MergePathOptions options;
+        options.hint_hot_bytes = hot_bytes;
+        const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 128, options);
+        check_spmm(ctx, *plan, a, 128, {{0, a.num_rows}}, ++seed, false);
+    }
+}
+
 TEST(MergePathSpmm, ErdosRenyiWithEmptyRows)
 {
     HALO_REQUIRE_GPUS(1);

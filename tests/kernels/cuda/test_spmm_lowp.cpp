@@ -51,8 +51,8 @@ Plans make_plans(Context& ctx, const Csr& a)
     combined.ranges = {{0, n / 3}, {n / 3, n}};
     halo::cuda::AccelGcnOptions plain = combined;
     plain.combined_warps = false;
-    p.names = {"accel_gcn", "accel_gcn_nocombine", "mergepath",
-               "rowsplit",  "mergepath_c400_t128", "rowchunk"};
+    p.names = {"accel_gcn", "accel_gcn_nocombine", "mergepath", "rowsplit", "mergepath_c400_t128",
+               "rowchunk",  "mergepath_l2_hints"};
     p.plans.push_back(halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, combined));
     p.plans.push_back(halo::cuda::make_accel_gcn_spmm_plan(ctx, a, kMaxDim, plain));
     p.plans.push_back(halo::cuda::make_mergepath_spmm_plan(ctx, a, kMaxDim));
@@ -64,6 +64,11 @@ Plans make_plans(Context& ctx, const Csr& a)
     p.plans.push_back(tiled->make(ctx, a, halo::SpmmPlanRequest{kMaxDim, none}));
     // Rows longer than 16 nonzeros cut into units (most of a power-law graph's hubs).
     p.plans.push_back(halo::cuda::make_rowchunk_spmm_plan(ctx, a, kMaxDim, {.length = 16}));
+    // L2 hints with half the columns marked cold: fp16/bf16 read the marked indices with plain
+    // loads, fp32 with the hinted ones.
+    halo::cuda::MergePathOptions hints;
+    hints.hint_hot_bytes = 4 * 128 * (a.num_cols / 2);
+    p.plans.push_back(halo::cuda::make_mergepath_spmm_plan(ctx, a, kMaxDim, hints));
     return p;
 }
 

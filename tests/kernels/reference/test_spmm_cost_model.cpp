@@ -119,9 +119,45 @@ TEST(SpmmCostModel, ColumnSlicesWhereXIsPastEightTimesTheCache)
     EXPECT_EQ(spmm_cost_model(er, 256, l2).kernel, ModeledKernel::rowsplit);
     EXPECT_EQ(halo::describe(rmat22, 256, spmm_cost_model(rmat22, 256, l2)),
               "rows 4194304, nonzeros 132508324, longest row 162719, d = 256: mergepath cost 200 "
-              "over slices of 128 columns (a large operator whose X is past 8x the L2, at a width "
-              "above 128)");
+              "over slices of 128 columns with L2 hints (X past 32x the L2) (a large operator "
+              "whose X is past 8x the L2, at a width above 128)");
     EXPECT_THROW(spmm_cost_model(rmat22, 256, -1), halo::LogicError);
+}
+
+// L2 hints wherever MergePath is picked and the X one launch reads (the slice's, when sliced) is
+// at least 32x the cache: R-MAT 22 at d = 128 (X 2 GiB, 34x 60 MiB) and over slices of 128 at d =
+// 256, not at d = 64 (17x); a large operator at a narrow width (rule 7) too; never without a
+// cache size or for another kernel.
+TEST(SpmmCostModel, L2HintsWhereXIsPastThirtyTwoTimesTheCache)
+{
+    const std::int64_t l2 = 60 << 20;
+    auto rmat22 = kRmat22;
+    rmat22.cols = rmat22.rows;
+    EXPECT_TRUE(spmm_cost_model(rmat22, 128, l2).l2_hints);
+    EXPECT_TRUE(spmm_cost_model(rmat22, 256, l2).l2_hints);
+    EXPECT_TRUE(spmm_cost_model(rmat22, 1000, l2).l2_hints);  // slices of 128
+    EXPECT_FALSE(spmm_cost_model(rmat22, 64, l2).l2_hints);
+    EXPECT_FALSE(spmm_cost_model(rmat22, 128, 0).l2_hints);
+    EXPECT_FALSE(spmm_cost_model(kRmat22, 128, l2).l2_hints);  // columns unknown
+    // The edge: cols x 128 x 4 bytes exactly 32x the cache hints, one column fewer does not.
+    const std::int64_t cols = 32 * l2 / (128 * 4);
+    EXPECT_TRUE(spmm_cost_model({cols, 4000000, 100000, cols}, 128, l2).l2_hints);
+    EXPECT_FALSE(spmm_cost_model({cols, 4000000, 100000, cols - 1}, 128, l2).l2_hints);
+    // Rule 7 (a large operator below the large rule's width) with X past 32x the cache.
+    const halo::OperatorShape wide{1 << 24, 200000000, 100000, 1 << 24};
+    const auto narrow = spmm_cost_model(wide, 32, l2);
+    EXPECT_EQ(narrow.kernel, ModeledKernel::mergepath);
+    EXPECT_EQ(narrow.mergepath_cost, 0);
+    EXPECT_TRUE(narrow.l2_hints);
+    EXPECT_FALSE(spmm_cost_model(wide, 16, l2).l2_hints);
+    // Another kernel never hints, however large X is.
+    auto er = kErdosRenyi;
+    er.cols = std::int64_t{1} << 30;
+    EXPECT_EQ(spmm_cost_model(er, 128, l2).kernel, ModeledKernel::rowsplit);
+    EXPECT_FALSE(spmm_cost_model(er, 128, l2).l2_hints);
+    EXPECT_EQ(halo::describe(rmat22, 128, spmm_cost_model(rmat22, 128, l2)),
+              "rows 4194304, nonzeros 132508324, longest row 162719, d = 128: mergepath cost 200 "
+              "with L2 hints (X past 32x the L2) (a large operator at a wide width)");
 }
 
 TEST(SpmmCostModel, EmptyAndPast2To31AreCusparse)

@@ -74,7 +74,7 @@ TEST(SpmmRegistry, ToolListsFollowTheRegistryOrder)
 {
     EXPECT_EQ(halo::spmm_kernel_names(halo::spmm_use_bench),
               "auto, cusparse, accel_gcn, accel_gcn_nosort, accel_gcn_nocombine, mergepath, "
-              "mergepath_c400_t128, rowsplit, rowchunk, autotune");
+              "mergepath_c400_t128, mergepath_c400_l2hints, rowsplit, rowchunk, autotune");
     EXPECT_EQ(names(halo::spmm_use_infer),
               (std::vector<std::string>{"auto", "cusparse", "accel_gcn", "mergepath", "rowsplit",
                                         "rowchunk", "autotune", "aes"}));
