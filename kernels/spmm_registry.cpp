@@ -118,7 +118,8 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .uses = autotune,
          .make = HALO_SPMM_FACTORY(mergepath_c200_spmm_factory)},
         {.name = "mergepath_c400",
-         .description = "MergePath-SpMM, 400 merge items per segment at every width",
+         .description = "MergePath-SpMM, 400 merge items per segment at every width, L2 hints "
+                        "where X is past 32x the L2",
          .uses = autotune,
          .make = HALO_SPMM_FACTORY(mergepath_c400_spmm_factory)},
         // Column slices: where X outgrows L2, slices of 128 features let twice (at d = 256) as

@@ -39,11 +39,17 @@ struct MergePathOptions {
     /// launch whose X (columns x width x 4 bytes) is at least `hint_min_x_bytes` loads the X rows
     /// of cold columns with L2 evict_first and of hot ones with evict_last, so that rows read once
     /// do not evict rows read again. Other launches, and fp16/bf16 features, read the marked
-    /// indices with plain loads; results are bit-identical either way.
+    /// indices with plain loads; results are bit-identical either way. Nothing is marked where
+    /// every column is hot or X at max_dim stays below hint_min_x_bytes.
     std::int64_t hint_hot_bytes = 0;
     std::int64_t hint_width = 128;
     std::int64_t hint_min_x_bytes = 0;
 };
+
+/// `options` with the cost model's L2 hints (halo/spmm_cost_model.hpp): the hot set kHintHotShare
+/// of the device's L2 at min(max_dim, kSliceWidth) features, hinted where X is at least
+/// kHintCacheFactor times the L2. A plan whose X never gets there is the plain one.
+MergePathOptions with_large_x_hints(Context& ctx, std::int64_t max_dim, MergePathOptions options);
 
 /// The plan uploads `a` and prepares the merge-path schedule of the full row range for every cost
 /// that widths 1..max_dim can use (at most five with the defaults). run() on another row range

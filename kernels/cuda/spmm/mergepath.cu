@@ -42,6 +42,7 @@
 #include "halo/cuda/device.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
+#include "halo/spmm_cost_model.hpp"
 #include "halo/spmm_registry.hpp"
 #include "preprocess/mergepath_schedule.hpp"
 
@@ -309,7 +310,12 @@ public:
         }
         if (options.hint_hot_bytes > 0) {
             HALO_EXPECTS(options.hint_width >= 1, "hint_width ", options.hint_width);
-            mark_cold_columns(a, options.hint_hot_bytes / (4 * options.hint_width));
+            const std::int64_t hot = options.hint_hot_bytes / (4 * options.hint_width);
+            // Marks only where some launch may hint and some column is cold: otherwise the
+            // plan is the plain one.
+            if (hot < a.num_cols && a.num_cols * max_dim * 4 >= options.hint_min_x_bytes) {
+                mark_cold_columns(a, hot);
+            }
         }
         // Once, at setup: a failed upload surfaces here rather than in a later run.
         HALO_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -338,7 +344,7 @@ public:
             name += " (cost " + std::to_string(options_.wide_cost) + " from d = " +
                     std::to_string(options_.wide_from) + ")";
         }
-        if (options_.hint_hot_bytes > 0) {
+        if (marked_) {
             name += ", L2 hints (" + std::to_string(hot_columns_) + " hot columns, " +
                     std::to_string(static_cast<int>(100.0 * hot_share_ + 0.5)) + "% of reads)";
         }
@@ -364,7 +370,7 @@ private:
         const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
         const std::int64_t lanes = lanes_per_segment(width / vec);
         const unsigned int grid = grid_for(p.host.num_segments() * lanes);
-        const Hints hints = options_.hint_hot_bytes == 0 ? kPlain
+        const Hints hints = !marked_ ? kPlain
                             : num_cols_ * width * 4 >= options_.hint_min_x_bytes ? kHinted
                                                                                 : kMarked;
         switch (x.type) {
@@ -413,6 +419,7 @@ private:
         }
         indices_d_ = detail::upload(ctx_, marked);
         HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));  // `marked` leaves scope
+        marked_ = true;
         hot_columns_ = hot;
         hot_share_ = a.indices.empty() ? 0.0
                                        : static_cast<double>(hot_reads) /
@@ -504,7 +511,8 @@ private:
     MergePathOptions options_;
     bool scaled_ = false;           // values made on the device from an OperatorScaling
     bool pattern_scaled_ = false;   // a pattern with an OperatorScaling: no values array
-    std::int64_t hot_columns_ = 0;  // L2 hints: the columns whose nonzeros are not marked cold
+    bool marked_ = false;           // L2 hints: the device indices carry cold marks
+    std::int64_t hot_columns_ = 0;  // the columns whose nonzeros are not marked cold
     double hot_share_ = 0.0;        // and their share of the nonzeros
     std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
     DeviceBuffer<std::int64_t> indptr_d_;
@@ -516,6 +524,16 @@ private:
 };
 
 }  // namespace
+
+MergePathOptions with_large_x_hints(Context& ctx, std::int64_t max_dim, MergePathOptions options)
+{
+    const auto l2 = device_info(ctx.device()).l2_cache_bytes;
+    options.hint_hot_bytes =
+        static_cast<std::int64_t>(kHintHotShare * static_cast<double>(l2));
+    options.hint_width = std::clamp<std::int64_t>(max_dim, 1, kSliceWidth);
+    options.hint_min_x_bytes = kHintCacheFactor * l2;
+    return options;
+}
 
 std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                                    const MergePathOptions& options,
@@ -541,19 +559,19 @@ std::unique_ptr<SpmmPlan> mergepath_c200_spmm_factory(Context& ctx, const Csr& a
 std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 400});
+    return make_mergepath_spmm_plan(
+        ctx, a, request.max_dim,
+        with_large_x_hints(ctx, request.max_dim, MergePathOptions{.cost = 400}));
 }
 
-// Cost 400 with L2 hints at every width, the hot set half the L2 at up to 128 features (bench:
-// the hints' measurement on any graph; the cost model uses them where X is past 32x the L2).
+// Cost 400 with L2 hints at every width (bench: the hints measured on any graph; the cost model
+// and the autotuner's MergePath candidates hint where X is past 32x the L2 only).
 std::unique_ptr<SpmmPlan> mergepath_c400_l2hints_spmm_factory(Context& ctx, const Csr& a,
                                                               const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(
-        ctx, a, request.max_dim,
-        MergePathOptions{.cost = 400,
-                         .hint_hot_bytes = device_info(ctx.device()).l2_cache_bytes / 2,
-                         .hint_width = std::min<std::int64_t>(request.max_dim, 128)});
+    auto options = with_large_x_hints(ctx, request.max_dim, MergePathOptions{.cost = 400});
+    options.hint_min_x_bytes = 0;
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, options);
 }
 
 std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& pattern,

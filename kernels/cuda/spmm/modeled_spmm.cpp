@@ -57,10 +57,7 @@ public:
             if (c.l2_hints && mergepath.hint_hot_bytes == 0) {
                 // The plan hints where X (one slice of it) is past the model's factor: the
                 // widths the model hints at, and no others.
-                mergepath.hint_hot_bytes =
-                    static_cast<std::int64_t>(kHintHotShare * static_cast<double>(cache_bytes_));
-                mergepath.hint_width = std::min(max_dim_, kSliceWidth);
-                mergepath.hint_min_x_bytes = kHintCacheFactor * cache_bytes_;
+                mergepath = with_large_x_hints(ctx, max_dim_, mergepath);
             }
         }
         for (std::size_t k = 0; k < kKernels; ++k) {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "halo/backend.hpp"
@@ -196,8 +197,8 @@ TEST(MergePathSpmm, AlignedWidthsUseFloat4Lanes)
 }
 
 // L2 hints: a quarter of the columns hot (the rest marked cold in the device indices), hinted
-// loads at every width (hint_min_x_bytes 0) and marked indices with plain loads (a threshold no
-// X reaches); values, a pattern and every lane width, full and split ranges, run and run_add.
+// loads at every width (hint_min_x_bytes 0), or from width 200 on (marked indices with plain
+// loads below); values, a pattern and every lane width, full and split ranges.
 TEST(MergePathSpmm, L2HintsHotAndColdColumns)
 {
     HALO_REQUIRE_GPUS(1);
@@ -206,7 +207,7 @@ TEST(MergePathSpmm, L2HintsHotAndColdColumns)
     for (const bool valued : {false, true}) {
         const auto a = rmat_csr(10, ++seed, valued);
         const std::int64_t hint_width = 64;
-        for (const std::int64_t min_x : {std::int64_t{0}, std::int64_t{1} << 40}) {
+        for (const std::int64_t min_x : {std::int64_t{0}, a.num_cols * 200 * 4}) {
             MergePathOptions options;
             options.hint_hot_bytes = 4 * hint_width * (a.num_cols / 4);
             options.hint_width = hint_width;
@@ -226,12 +227,17 @@ TEST(MergePathSpmm, L2HintsHotAndColdColumns)
             }
         }
     }
-    // No hot column at all (every index marked) and every column hot (none marked).
+    // No hot column at all (every index marked); every column hot, or X below the threshold at
+    // every width: nothing marked, the plain plan.
     const auto a = rmat_csr(9, ++seed, true);
-    for (const std::int64_t hot_bytes : {std::int64_t{1}, std::int64_t{1} << 30}) {
+    for (const auto& [hot_bytes, min_x] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {1, 0}, {std::int64_t{1} << 30, 0}, {1024, a.num_cols * 129 * 4}}) {
         MergePathOptions options;
         options.hint_hot_bytes = hot_bytes;
+        options.hint_min_x_bytes = min_x;
         const auto plan = halo::cuda::make_mergepath_spmm_plan(ctx, a, 128, options);
+        EXPECT_EQ(plan->algorithm().find("L2 hints") != std::string::npos, hot_bytes == 1)
+            << plan->algorithm();
         check_spmm(ctx, *plan, a, 128, {{0, a.num_rows}}, ++seed, false);
     }
 }
