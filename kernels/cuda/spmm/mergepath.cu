@@ -44,6 +44,7 @@
 #include "halo/error.hpp"
 #include "halo/spmm_cost_model.hpp"
 #include "halo/spmm_registry.hpp"
+#include "preprocess/hot_columns.hpp"
 #include "preprocess/mergepath_schedule.hpp"
 
 namespace halo::cuda {
@@ -87,7 +88,7 @@ struct KernelArgs {
 // kPlain: no marks; kMarked: marks, plain loads; kHinted: marks, cold X rows loaded evict_first
 // and hot ones evict_last (fp32 only).
 enum Hints : int { kPlain = 0, kMarked = 1, kHinted = 2 };
-constexpr std::uint32_t kColdMark = 0x80000000u;
+using mergepath::kColdMark;
 
 struct HintPolicies {
     unsigned long long cold = 0;
@@ -391,39 +392,14 @@ private:
     // device copy of the indices; the host's stay unmarked.
     void mark_cold_columns(const Csr& a, std::int64_t hot)
     {
-        std::vector<std::int64_t> reads(static_cast<std::size_t>(a.num_cols), 0);
-        for (const auto c : a.indices) {
-            ++reads[static_cast<std::size_t>(c)];
-        }
-        std::vector<std::int32_t> order(reads.size());
-        for (std::size_t i = 0; i < order.size(); ++i) {
-            order[i] = static_cast<std::int32_t>(i);
-        }
-        hot = std::clamp<std::int64_t>(hot, 0, a.num_cols);
-        // Ties by column id, so that the hot set does not depend on the library's nth_element.
-        std::nth_element(order.begin(), order.begin() + hot, order.end(),
-                         [&](std::int32_t l, std::int32_t r) {
-                             return reads[l] != reads[r] ? reads[l] > reads[r] : l < r;
-                         });
-        std::vector<char> is_hot(reads.size(), 0);
-        std::int64_t hot_reads = 0;
-        for (std::int64_t i = 0; i < hot; ++i) {
-            is_hot[static_cast<std::size_t>(order[i])] = 1;
-            hot_reads += reads[static_cast<std::size_t>(order[i])];
-        }
-        std::vector<std::int32_t> marked(a.indices.begin(), a.indices.end());
-        for (auto& c : marked) {
-            if (is_hot[static_cast<std::size_t>(c)] == 0) {
-                c = static_cast<std::int32_t>(static_cast<std::uint32_t>(c) | kColdMark);
-            }
-        }
-        indices_d_ = detail::upload(ctx_, marked);
-        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));  // `marked` leaves scope
+        const auto marks = mergepath::mark_cold_columns(a.view(), hot);
+        indices_d_ = detail::upload(ctx_, marks.indices);
+        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));  // `marks` leaves scope
         marked_ = true;
-        hot_columns_ = hot;
-        hot_share_ = a.indices.empty() ? 0.0
-                                       : static_cast<double>(hot_reads) /
-                                             static_cast<double>(a.indices.size());
+        hot_columns_ = marks.hot;
+        hot_share_ = marks.indices.empty() ? 0.0
+                                           : static_cast<double>(marks.hot_reads) /
+                                                 static_cast<double>(marks.indices.size());
     }
 
     // A row range's schedule on the host (kept: the kernel's scalars, and the source of the

@@ -1,0 +1,27 @@
+// The hot columns of an SpMM operator for MergePath's L2 hints (MergePathOptions::hint_hot_bytes,
+// docs/KERNELS.md "L2 hints"): the `hot` most-read columns (ties to the lower id), and a copy of
+// the column indices in which every nonzero of another column carries kColdMark (bit 31). Host
+// only (no CUDA), parallel over nonzeros with OpenMP, so that the unit test runs in CI and a plan
+// of 10^8 nonzeros marks them in a fraction of a second.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "halo/csr.hpp"
+
+namespace halo::mergepath {
+
+inline constexpr std::uint32_t kColdMark = 0x80000000u;
+
+struct HotColumns {
+    std::int64_t hot = 0;               ///< columns not marked
+    std::int64_t hot_reads = 0;         ///< their nonzeros
+    std::vector<std::int32_t> indices;  ///< a's indices, cold ones with kColdMark set
+};
+
+/// Marks `a`'s nonzeros outside its `hot` most-read columns (hot clamped to [0, num_cols]).
+/// Throws halo::InputError past 2^31 - 1 columns (the mark is the sign bit of an int32 index).
+HotColumns mark_cold_columns(const CsrView& a, std::int64_t hot);
+
+}  // namespace halo::mergepath
