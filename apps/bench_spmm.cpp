@@ -49,8 +49,9 @@ using halo::cuda::Context;
 // with the factory that builds its plan (preprocessing included) for widths up to max_dim, and the
 // merge-path cost sweep's.
 
+// (context, operator, widest d, SpmmPlanRequest::l2_hints: halo-bench --l2-hints).
 using PlanFactory =
-    std::function<std::unique_ptr<halo::SpmmPlan>(Context&, const halo::Csr&, std::int64_t)>;
+    std::function<std::unique_ptr<halo::SpmmPlan>(Context&, const halo::Csr&, std::int64_t, bool)>;
 
 struct KernelEntry {
     std::string name;
@@ -63,11 +64,14 @@ const std::vector<KernelEntry>& bench_kernels()
     static const std::vector<KernelEntry> registry = [] {
         std::vector<KernelEntry> out;
         for (const auto* k : halo::spmm_kernels(halo::spmm_use_bench)) {
-            out.push_back({k->name, k->description,
-                           [k](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
-                               static const halo::SpmmPlanHints none;
-                               return k->make(ctx, a, halo::SpmmPlanRequest{max_dim, none});
-                           }});
+            out.push_back(
+                {k->name, k->description,
+                 [k](Context& ctx, const halo::Csr& a, std::int64_t max_dim, bool l2_hints) {
+                     static const halo::SpmmPlanHints none;
+                     halo::SpmmPlanRequest request{max_dim, none};
+                     request.l2_hints = l2_hints;
+                     return k->make(ctx, a, request);
+                 }});
         }
         return out;
     }();
@@ -91,6 +95,8 @@ struct Options {
     E2eOptions e2e_model;
     // Caches of the gather model in MiB (empty: the device's L2; a single 0: no model).
     std::vector<double> gather_cache_mib;
+    // SpmmPlanRequest::l2_hints of the registry's kernels (auto, autotune, the MergePath ones).
+    bool l2_hints = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -576,7 +582,7 @@ void add_mergepath_costs(const std::vector<std::int64_t>& costs, std::deque<Kern
         }
         extra.push_back(
             {name, fmt::format("MergePath-SpMM, {} merge items per segment at every width", cost),
-             [cost](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             [cost](Context& ctx, const halo::Csr& a, std::int64_t max_dim, bool) {
                  halo::cuda::MergePathOptions mo;
                  mo.cost = cost;
                  return halo::cuda::make_mergepath_spmm_plan(ctx, a, max_dim, mo);
@@ -603,7 +609,7 @@ void add_rowchunk_lengths(const std::vector<std::int64_t>& lengths, std::deque<K
         }
         extra.push_back(
             {name, fmt::format("chunked row-split, rows longer than {} nonzeros cut", length),
-             [length](Context& ctx, const halo::Csr& a, std::int64_t max_dim) {
+             [length](Context& ctx, const halo::Csr& a, std::int64_t max_dim, bool) {
                  return halo::cuda::make_rowchunk_spmm_plan(ctx, a, max_dim, {.length = length});
              }});
         chosen.push_back(&extra.back());
@@ -722,7 +728,7 @@ int run_spmm(const Options& o, const std::string& command)
         k.x_type = entry->name == kBaseline ? halo::FeatureType::fp32 : feature_type;
         halo::app::Stopwatch setup;
         try {
-            k.plan = entry->make(ctx, a, max_dim);
+            k.plan = entry->make(ctx, a, max_dim, o.l2_hints);
             ctx.synchronize();
             k.setup_ms = setup.seconds() * 1e3;
             fmt::print("plan {} ({}): {} ready in {:.1f} ms\n", entry->name, entry->description,
@@ -957,6 +963,9 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
                    "caches of the gather model in MiB, comma-separated (default: the device's L2; "
                    "0: no model); the first gives the %gather column (bench/README.md)")
         ->delimiter(',');
+    app.add_flag("--l2-hints", o->l2_hints,
+                 "auto, autotune and the MergePath kernels load X with L2 hints where X is past "
+                 "32x the L2 (as halo-infer --l2-hints)");
     app.add_option("--warmup", o->run.warmup, "untimed launches per kernel and width")
         ->check(CLI::Range(0, 1 << 20))
         ->capture_default_str();

@@ -33,6 +33,9 @@ struct BackendSpec {
     /// cuda: MergePath and row-split keep scaled operators as the pattern and both scalings
     /// (SpmmPlanRequest::pattern_operators; halo-infer --pattern-operators).
     bool pattern_operators = false;
+    /// cuda: MergePath loads X with L2 hints where X is past 32x the L2 (SpmmPlanRequest::l2_hints;
+    /// halo-infer --l2-hints).
+    bool l2_hints = false;
 };
 
 /// A backend made from a BackendSpec, with the CUDA context it runs on (null on the CPU). The

@@ -58,6 +58,11 @@ struct SpmmPlanRequest {
     /// even where the columns are scaled (cuda::ScaledForm::pattern: 4 bytes per nonzero less
     /// device memory, slower on gcn); false: cuda::ScaledForm::automatic.
     bool pattern_operators = false;
+    /// MergePath plans of the cost model and the autotuner's MergePath candidates load X with L2
+    /// hints where X is past 32x the L2 (cuda::with_large_x_hints; halo-infer --l2-hints). Off by
+    /// default: the plan's hot-column pass costs more setup than a short job saves
+    /// (docs/PERFORMANCE.md "L2 hints for X past the L2").
+    bool l2_hints = false;
 };
 
 /// A kernel's factory: its plan over `a` for widths up to request.max_dim, preprocessing
@@ -129,6 +134,8 @@ struct SpmmChoice {
     std::optional<AesOptions> aes;
     /// SpmmPlanRequest::pattern_operators of every plan (halo-infer --pattern-operators).
     bool pattern_operators = false;
+    /// SpmmPlanRequest::l2_hints of every plan (halo-infer --l2-hints).
+    bool l2_hints = false;
 };
 
 /// Resolves `text` among the kernels with `use`. Throws halo::InputError: "unknown SpMM kernel

@@ -32,6 +32,10 @@ void check_backend_spec(const BackendSpec& spec)
                    "--pattern-operators needs --backend cuda (the cpu backend's "
                    "reference SpMM reads the values)");
     }
+    if (!cuda && spec.l2_hints) {
+        HALO_THROW(InputError,
+                   "--l2-hints needs --backend cuda (the hints are the GPU's L2 cache policies)");
+    }
     if (!cuda && !spec.spmm.empty() && spec.spmm != "auto" && !aes) {
         HALO_THROW(InputError, "--spmm ", spec.spmm,
                    " needs --backend cuda (the cpu backend runs the reference SpMM, or "
@@ -65,6 +69,7 @@ BackendInstance make_backend(const BackendSpec& spec)
     out.context = std::make_shared<cuda::Context>(options);
     auto choice = parse_spmm_choice(spec.spmm.empty() ? "auto" : spec.spmm);
     choice.pattern_operators = spec.pattern_operators;
+    choice.l2_hints = spec.l2_hints;
     out.backend = cuda::make_cuda_backend(*out.context, choice);
 #endif
     return out;

@@ -211,6 +211,7 @@ bad "infer: --input-transform foo" "input-transform: foo not in" --option-error 
 bad "infer: --cuda-graph on the cpu backend" "cuda-graph needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --cuda-graph --out out
 bad "infer: --device on the cpu backend" "device needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --device 0 --out out
 bad "infer: --pattern-operators on the cpu backend" "pattern-operators needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --pattern-operators --out out
+bad "infer: --l2-hints on the cpu backend" "l2-hints needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --l2-hints --out out
 bad "infer: --pattern-operators with --host-operator-values" "pattern-operators with --host-operator-values" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --backend cuda --pattern-operators --host-operator-values --out out
 bad "infer: neither --model nor --random-model" "model or --random-model" --option-error -- "${I[@]}" "$d/g2.h5" --out out
 bad "infer: --model with --random-model" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --model m.h5 --random-model 16,8 --out out

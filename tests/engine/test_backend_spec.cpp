@@ -56,6 +56,13 @@ TEST(BackendSpec, CpuTakesTheReferenceOrAes)
     }
     EXPECT_NE(input_error([] { halo::check_backend_spec(spec("tpu", "")); }).find("unknown"),
               std::string::npos);
+    // The GPU-only switches.
+    auto hinted = spec("cpu", "");
+    hinted.l2_hints = true;
+    EXPECT_NE(input_error([&] {
+                  halo::check_backend_spec(hinted);
+              }).find("--l2-hints needs --backend cuda"),
+              std::string::npos);
 #ifndef HALO_HAVE_CUDA
     EXPECT_NE(
         input_error([] { halo::check_backend_spec(spec("cuda", "")); }).find("built without CUDA"),

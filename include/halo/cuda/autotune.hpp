@@ -107,6 +107,8 @@ struct AutotunePlanOptions {
     std::vector<std::pair<AutotuneKey, AutotuneChoice>> stored_choices;
     /// Lines for report() about stored metadata that was not used, and why.
     std::vector<std::string> notes;
+    /// SpmmPlanRequest::l2_hints of every candidate.
+    bool l2_hints = false;
 };
 
 /// The candidates' names, in the order make_autotuned_spmm_plan tries them: the SpMM kernel

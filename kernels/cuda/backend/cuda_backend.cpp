@@ -236,7 +236,9 @@ public:
     std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a, const SpmmPlanHints& hints) override
     {
         return spmm_.kernel->make(
-            ctx_, a, SpmmPlanRequest{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})});
+            ctx_, a,
+            SpmmPlanRequest{
+                kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{}), {}, false, spmm_.l2_hints});
     }
 
     std::unique_ptr<SpmmPlan> make_scaled_spmm_plan(const Csr& pattern, const SpmmPlanHints& hints,
@@ -247,6 +249,7 @@ public:
         }
         SpmmPlanRequest request{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})};
         request.pattern_operators = spmm_.pattern_operators;
+        request.l2_hints = spmm_.l2_hints;
         return spmm_.kernel->make_scaled(ctx_, pattern, request, scaling);
     }
 

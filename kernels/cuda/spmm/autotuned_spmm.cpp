@@ -238,13 +238,14 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
     // candidates see the ranges but no stored metadata: what they use of it comes in `options`.
     SpmmPlanHints hints;
     hints.ranges = options.ranges;
-    auto make = [&ctx, a = &a, max_dim, hints = std::move(hints),
-                 partition = options.accel_gcn_partition](
-                    const std::string& name) -> std::unique_ptr<SpmmPlan> {
+    auto make =
+        [&ctx, a = &a, max_dim, hints = std::move(hints), partition = options.accel_gcn_partition,
+         l2_hints = options.l2_hints](const std::string& name) -> std::unique_ptr<SpmmPlan> {
         const auto* kernel = find_spmm_kernel(name, spmm_use_autotune);
         HALO_EXPECTS(kernel != nullptr && kernel->make != nullptr, "autotune candidate ", name,
                      " is not a registered kernel");
-        return kernel->make(ctx, *a, SpmmPlanRequest{max_dim, hints, {}, partition});
+        return kernel->make(ctx, *a,
+                            SpmmPlanRequest{max_dim, hints, {}, partition, false, l2_hints});
     };
     std::vector<AutotunedSpmmPlan::Candidate> candidates;
     std::vector<std::string> unavailable;
@@ -318,6 +319,7 @@ std::unique_ptr<SpmmPlan> autotune_spmm_factory(Context& ctx, const Csr& a,
     const auto& hints = request.hints;
     AutotunePlanOptions options;
     options.ranges = hints.ranges;
+    options.l2_hints = request.l2_hints;
     options.accel_gcn_partition = detail::stored_accel_gcn_partition(a, hints, options.notes);
     const auto device = device_info(ctx.device()).name;
     const auto* md = detail::find_stored(hints, autotune_metadata_kernel);

@@ -76,14 +76,16 @@ private:
 
 // The registry's factory (halo/spmm_registry.hpp): MergePath at cost 400 (the autotuner's pick
 // for large power-law operators) over slices of 128 columns, with L2 hints where a slice's X is
-// past 32x the L2 (as the cost model's); its schedule is made for widths up to 128 only.
+// past 32x the L2 when the request asks (SpmmPlanRequest::l2_hints); its schedule is made for
+// widths up to 128 only.
 std::unique_ptr<SpmmPlan> mergepath_c400_t128_spmm_factory(Context& ctx, const Csr& a,
                                                            const SpmmPlanRequest& request)
 {
     constexpr std::int64_t tile = 128;
     const auto width = std::min(request.max_dim, tile);
+    const MergePathOptions options{.cost = 400};
     auto inner = make_mergepath_spmm_plan(
-        ctx, a, width, with_large_x_hints(ctx, width, MergePathOptions{.cost = 400}));
+        ctx, a, width, request.l2_hints ? with_large_x_hints(ctx, width, options) : options);
     return std::make_unique<ColumnTiledSpmmPlan>(std::move(inner), tile, a.num_rows, a.num_cols,
                                                  request.max_dim);
 }

@@ -520,28 +520,39 @@ std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, s
 
 // The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger
 // fixed costs the autotuner also tries.
+namespace {
+
+// A factory's options, with the L2 hints where the request asks (SpmmPlanRequest::l2_hints).
+MergePathOptions requested(Context& ctx, const SpmmPlanRequest& request, MergePathOptions options)
+{
+    return request.l2_hints ? with_large_x_hints(ctx, request.max_dim, options) : options;
+}
+
+}  // namespace
+
 std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim);
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, requested(ctx, request, {}));
 }
 
 std::unique_ptr<SpmmPlan> mergepath_c200_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim, MergePathOptions{.cost = 200});
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim,
+                                    requested(ctx, request, MergePathOptions{.cost = 200}));
 }
 
 std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(
-        ctx, a, request.max_dim,
-        with_large_x_hints(ctx, request.max_dim, MergePathOptions{.cost = 400}));
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim,
+                                    requested(ctx, request, MergePathOptions{.cost = 400}));
 }
 
-// Cost 400 with L2 hints at every width (bench: the hints measured on any graph; the cost model
-// and the autotuner's MergePath candidates hint where X is past 32x the L2 only).
+// Cost 400 with L2 hints at every width (bench: the hints measured on any graph; with
+// SpmmPlanRequest::l2_hints, the cost model and the autotuner's MergePath candidates hint where X
+// is past 32x the L2 only).
 std::unique_ptr<SpmmPlan> mergepath_c400_l2hints_spmm_factory(Context& ctx, const Csr& a,
                                                               const SpmmPlanRequest& request)
 {
@@ -556,7 +567,8 @@ std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& patt
 {
     MergePathOptions options;
     options.scaled_form = scaled_form(request);
-    return make_mergepath_spmm_plan(ctx, pattern, request.max_dim, options, &scaling);
+    return make_mergepath_spmm_plan(ctx, pattern, request.max_dim,
+                                    requested(ctx, request, options), &scaling);
 }
 
 }  // namespace halo::cuda

@@ -40,14 +40,15 @@ public:
           num_cols_(a.num_cols),
           max_dim_(request.max_dim),
           shape_(operator_shape(a.view())),
-          cache_bytes_(device_info(ctx.device()).l2_cache_bytes)
+          cache_bytes_(device_info(ctx.device()).l2_cache_bytes),
+          l2_hints_(request.l2_hints)
     {
         HALO_EXPECTS(max_dim_ >= 1, "max_dim ", max_dim_, " must be at least 1");
         std::array<bool, kKernels> needed{};
         MergePathOptions mergepath;
         mergepath.prepare_at_setup = false;  // the schedules of the widths that run, on first use
         for (std::int64_t w = 1; w <= max_dim_; ++w) {
-            const auto c = spmm_cost_model(shape_, w, cache_bytes_);
+            const auto c = choose(w);
             needed[slot(c.kernel)] = true;
             if (c.kernel == ModeledKernel::mergepath && c.mergepath_cost > 0 &&
                 mergepath.wide_from == 0) {
@@ -144,7 +145,7 @@ private:
         if (rows.empty() || x.cols == 0) {
             return;  // nothing to compute, and the model wants a width of at least 1
         }
-        const auto choice = spmm_cost_model(shape_, x.cols, cache_bytes_);
+        const auto choice = choose(x.cols);
         std::size_t k = slot(choice.kernel);
         if (plans_[k] == nullptr) {
             k = slot(ModeledKernel::cusparse);  // the kernel rejected the operator (notes_)
@@ -169,6 +170,14 @@ private:
             decisions_.emplace(x.cols, describe(shape_, x.cols, choice) +
                                            (k != slot(choice.kernel) ? ", ran cuSPARSE" : ""));
         }
+    }
+
+    // The model's choice, without L2 hints unless the request asked for them.
+    ModeledChoice choose(std::int64_t width) const
+    {
+        auto c = spmm_cost_model(shape_, width, cache_bytes_);
+        c.l2_hints = c.l2_hints && l2_hints_;
+        return c;
     }
 
     static std::unique_ptr<SpmmPlan> build(Context& ctx, const Csr& a,
@@ -211,6 +220,7 @@ private:
     std::int64_t max_dim_ = 0;
     OperatorShape shape_;
     std::int64_t cache_bytes_ = 0;  // the device's L2, for the column-slice rule
+    bool l2_hints_ = false;         // SpmmPlanRequest::l2_hints
     std::array<std::unique_ptr<SpmmPlan>, kKernels> plans_;
     std::size_t last_ = kKernels;  // the kernel of the last run; kKernels before any
     std::int64_t last_slice_ = 0;  // its column slice (0: whole rows)
