@@ -518,8 +518,6 @@ std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, s
     return std::make_unique<MergePathSpmmPlan>(ctx, a, max_dim, options, scaling);
 }
 
-// The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger
-// fixed costs the autotuner also tries.
 namespace {
 
 // A factory's options, with the L2 hints where the request asks (SpmmPlanRequest::l2_hints).
@@ -529,6 +527,9 @@ MergePathOptions requested(Context& ctx, const SpmmPlanRequest& request, MergePa
 }
 
 }  // namespace
+
+// The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger
+// fixed costs the autotuner also tries.
 
 std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request)
