@@ -51,6 +51,11 @@ struct MergePathOptions {
 /// kHintCacheFactor times the L2. A plan whose X never gets there is the plain one.
 MergePathOptions with_large_x_hints(Context& ctx, std::int64_t max_dim, MergePathOptions options);
 
+/// with_large_x_hints where the request asks for them (SpmmPlanRequest::l2_hints), else `options`:
+/// the registry's MergePath factories.
+MergePathOptions with_requested_hints(Context& ctx, const SpmmPlanRequest& request,
+                                      std::int64_t max_dim, MergePathOptions options);
+
 /// The plan uploads `a` and prepares the merge-path schedule of the full row range for every cost
 /// that widths 1..max_dim can use (at most five with the defaults). run() on another row range
 /// prepares that range's schedule on its first call (host binary searches and one upload, cached

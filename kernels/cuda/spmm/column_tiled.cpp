@@ -83,9 +83,8 @@ std::unique_ptr<SpmmPlan> mergepath_c400_t128_spmm_factory(Context& ctx, const C
 {
     constexpr std::int64_t tile = 128;
     const auto width = std::min(request.max_dim, tile);
-    const MergePathOptions options{.cost = 400};
     auto inner = make_mergepath_spmm_plan(
-        ctx, a, width, request.l2_hints ? with_large_x_hints(ctx, width, options) : options);
+        ctx, a, width, with_requested_hints(ctx, request, width, MergePathOptions{.cost = 400}));
     return std::make_unique<ColumnTiledSpmmPlan>(std::move(inner), tile, a.num_rows, a.num_cols,
                                                  request.max_dim);
 }

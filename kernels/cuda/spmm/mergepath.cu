@@ -518,15 +518,11 @@ std::unique_ptr<SpmmPlan> make_mergepath_spmm_plan(Context& ctx, const Csr& a, s
     return std::make_unique<MergePathSpmmPlan>(ctx, a, max_dim, options, scaling);
 }
 
-namespace {
-
-// A factory's options, with the L2 hints where the request asks (SpmmPlanRequest::l2_hints).
-MergePathOptions requested(Context& ctx, const SpmmPlanRequest& request, MergePathOptions options)
+MergePathOptions with_requested_hints(Context& ctx, const SpmmPlanRequest& request,
+                                      std::int64_t max_dim, MergePathOptions options)
 {
-    return request.l2_hints ? with_large_x_hints(ctx, request.max_dim, options) : options;
+    return request.l2_hints ? with_large_x_hints(ctx, max_dim, options) : options;
 }
-
-}  // namespace
 
 // The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger
 // fixed costs the autotuner also tries.
@@ -534,21 +530,21 @@ MergePathOptions requested(Context& ctx, const SpmmPlanRequest& request, MergePa
 std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim, requested(ctx, request, {}));
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim, with_requested_hints(ctx, request, request.max_dim, {}));
 }
 
 std::unique_ptr<SpmmPlan> mergepath_c200_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
     return make_mergepath_spmm_plan(ctx, a, request.max_dim,
-                                    requested(ctx, request, MergePathOptions{.cost = 200}));
+                                    with_requested_hints(ctx, request, request.max_dim, MergePathOptions{.cost = 200}));
 }
 
 std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
     return make_mergepath_spmm_plan(ctx, a, request.max_dim,
-                                    requested(ctx, request, MergePathOptions{.cost = 400}));
+                                    with_requested_hints(ctx, request, request.max_dim, MergePathOptions{.cost = 400}));
 }
 
 // Cost 400 with L2 hints at every width (bench: the hints measured on any graph; with
@@ -569,7 +565,7 @@ std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& patt
     MergePathOptions options;
     options.scaled_form = scaled_form(request);
     return make_mergepath_spmm_plan(ctx, pattern, request.max_dim,
-                                    requested(ctx, request, options), &scaling);
+                                    with_requested_hints(ctx, request, request.max_dim, options), &scaling);
 }
 
 }  // namespace halo::cuda
