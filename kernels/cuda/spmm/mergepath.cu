@@ -22,6 +22,7 @@
 //   without its early return.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -203,6 +204,30 @@ unsigned int grid_for(std::int64_t threads)
 {
     const std::int64_t blocks = (threads + kBlockThreads - 1) / kBlockThreads;
     return static_cast<unsigned int>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
+}
+
+// L2 hints' setup (MergePathSpmmPlan::mark_cold_columns): reads per column, then the marks.
+__global__ void count_column_reads(const std::int32_t* __restrict__ indices, std::int64_t nnz,
+                                   std::uint32_t* __restrict__ reads)
+{
+    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         k < nnz; k += stride) {
+        atomicAdd(reads + indices[k], 1u);
+    }
+}
+
+__global__ void mark_cold_indices(std::int32_t* __restrict__ indices, std::int64_t nnz,
+                                  const std::uint8_t* __restrict__ is_hot)
+{
+    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         k < nnz; k += stride) {
+        const std::int32_t c = indices[k];
+        if (is_hot[c] == 0) {
+            indices[k] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c) | kColdMark);
+        }
+    }
 }
 
 std::int64_t lanes_per_segment(std::int64_t width)
@@ -388,18 +413,41 @@ private:
         HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
     }
 
-    // Marks (kColdMark) the nonzeros whose column is not among the `hot` most-read ones, in the
-    // device copy of the indices; the host's stay unmarked.
+    // Marks (kColdMark) the device indices of the nonzeros whose column is not among the `hot`
+    // most-read ones: reads counted and indices marked on the device, the hot set picked on the
+    // host from the counts (preprocess/hot_columns.hpp; mark_cold_columns there is the same on
+    // the host). The host's indices stay unmarked.
     void mark_cold_columns(const Csr& a, std::int64_t hot)
     {
-        const auto marks = mergepath::mark_cold_columns(a.view(), hot);
-        indices_d_ = detail::upload(ctx_, marks.indices);
-        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));  // `marks` leaves scope
+        HALO_EXPECTS(a.num_cols <= std::numeric_limits<std::int32_t>::max(),
+                     "L2 hints past 2^31 - 1 columns");
+        const cudaStream_t stream = ctx_.compute_stream();
+        const std::int64_t nnz = a.nnz();
+        DeviceBuffer<std::uint32_t> reads_d(ctx_, static_cast<std::size_t>(a.num_cols));
+        HALO_CUDA_TRY(cudaMemsetAsync(reads_d.data(), 0, reads_d.bytes(), stream));
+        if (nnz > 0) {
+            count_column_reads<<<grid_for(nnz), kBlockThreads, 0, stream>>>(
+                indices_d_.data(), nnz, reads_d.data());
+            HALO_CUDA_CHECK_LAUNCH();
+        }
+        std::vector<std::uint32_t> reads(static_cast<std::size_t>(a.num_cols));
+        if (!reads.empty()) {
+            HALO_CUDA_TRY(cudaMemcpyAsync(reads.data(), reads_d.data(), reads_d.bytes(),
+                                          cudaMemcpyDeviceToHost, stream));
+        }
+        HALO_CUDA_TRY(cudaStreamSynchronize(stream));
+        const auto set = mergepath::hot_set(reads, hot);
+        const auto is_hot_d = detail::upload(ctx_, set.is_hot);
+        if (nnz > 0) {
+            mark_cold_indices<<<grid_for(nnz), kBlockThreads, 0, stream>>>(
+                indices_d_.data(), nnz, is_hot_d.data());
+            HALO_CUDA_CHECK_LAUNCH();
+        }
+        HALO_CUDA_TRY(cudaStreamSynchronize(stream));  // is_hot leaves scope
         marked_ = true;
-        hot_columns_ = marks.hot;
-        hot_share_ = marks.indices.empty() ? 0.0
-                                           : static_cast<double>(marks.hot_reads) /
-                                                 static_cast<double>(marks.indices.size());
+        hot_columns_ = set.hot;
+        hot_share_ = nnz == 0 ? 0.0
+                              : static_cast<double>(set.hot_reads) / static_cast<double>(nnz);
     }
 
     // A row range's schedule on the host (kept: the kernel's scalars, and the source of the
