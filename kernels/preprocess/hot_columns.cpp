@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
-#include <numeric>
 #include <vector>
 
 #include "halo/error.hpp"
@@ -15,22 +15,30 @@ namespace halo::mergepath {
 
 HotSet hot_set(const std::vector<std::uint32_t>& reads, std::int64_t hot)
 {
-    const auto cols = reads.size();
+    const auto cols = static_cast<std::int64_t>(reads.size());
     HotSet out;
-    out.hot = std::clamp<std::int64_t>(hot, 0, static_cast<std::int64_t>(cols));
-    std::vector<std::int32_t> order(cols);
-    std::iota(order.begin(), order.end(), 0);
-    std::nth_element(order.begin(), order.begin() + out.hot, order.end(),
-                     [&](std::int32_t l, std::int32_t r) {
-                         const auto rl = reads[static_cast<std::size_t>(l)];
-                         const auto rr = reads[static_cast<std::size_t>(r)];
-                         return rl != rr ? rl > rr : l < r;
-                     });
-    out.is_hot.assign(cols, 0);
-    for (std::int64_t i = 0; i < out.hot; ++i) {
-        const auto c = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
-        out.is_hot[c] = 1;
-        out.hot_reads += reads[c];
+    out.hot = std::clamp<std::int64_t>(hot, 0, cols);
+    out.is_hot.assign(reads.size(), 0);
+    if (out.hot == 0) {
+        return out;
+    }
+    // The hot-th largest count t (a selection over plain counts, linear on average): every column
+    // read more than t is hot, and the lowest ids among those read exactly t fill the rest.
+    std::vector<std::uint32_t> counts(reads);
+    std::nth_element(counts.begin(), counts.begin() + (out.hot - 1), counts.end(),
+                     std::greater<>());
+    const std::uint32_t t = counts[static_cast<std::size_t>(out.hot - 1)];
+    std::int64_t ties = out.hot;
+    for (const std::uint32_t r : reads) {
+        ties -= r > t ? 1 : 0;
+    }
+    for (std::size_t c = 0; c < reads.size(); ++c) {
+        const bool tie = reads[c] == t && ties > 0;
+        if (reads[c] > t || tie) {
+            out.is_hot[c] = 1;
+            out.hot_reads += reads[c];
+            ties -= tie ? 1 : 0;
+        }
     }
     return out;
 }
