@@ -115,6 +115,41 @@ TEST(Int8Values, RoundsToNearestTiesToEvenAndClamps)
 
 // Columns of many shapes: symmetric, positive only, negative only, constant, tiny and huge
 // magnitudes, exact zeros mixed in; every element within scale/2 of its original, zeros exact.
+// The GPU gathers' form (a byte placed in the float 2^23, the biased zero point subtracted) gives
+// dequantize_int8's bits for every value, zero point, byte position and these scales.
+TEST(Int8Values, ByteFormEqualsDequantizeBitForBit)
+{
+    const float scales[] = {1.0f, FLT_MIN, 3.0e-3f, 0.0078431377f, 1.7f, 6.5e4f, 3.0e38f};
+    int checked = 0;
+    for (const float scale : scales) {
+        for (std::int32_t zero = halo::kInt8Min; zero <= halo::kInt8Max; ++zero) {
+            const QuantParams p{scale, zero};
+            const float bias = halo::int8_bias(zero);
+            for (std::int32_t q = halo::kInt8Min; q <= halo::kInt8Max; ++q) {
+                // q in byte (q & 3) of the word, other bytes different values
+                const auto b = static_cast<std::uint32_t>(static_cast<std::uint8_t>(q));
+                const int at = q & 3;
+                std::uint32_t word = 0x5A2C7F81u;
+                word = (word & ~(0xFFu << (8 * at))) | (b << (8 * at));
+                const std::uint32_t offset = word ^ 0x80808080u;
+                const float got = at == 0   ? halo::dequantize_int8_byte<0>(offset, bias, scale)
+                                  : at == 1 ? halo::dequantize_int8_byte<1>(offset, bias, scale)
+                                  : at == 2 ? halo::dequantize_int8_byte<2>(offset, bias, scale)
+                                            : halo::dequantize_int8_byte<3>(offset, bias, scale);
+                const float want = halo::dequantize_int8(q, p);
+                std::uint32_t gb = 0;
+                std::uint32_t wb = 0;
+                std::memcpy(&gb, &got, 4);
+                std::memcpy(&wb, &want, 4);
+                ASSERT_EQ(gb, wb) << "q " << q << " zero point " << zero << " scale " << scale
+                                  << " byte " << at << ": " << got << " against " << want;
+                ++checked;
+            }
+        }
+    }
+    EXPECT_EQ(checked, 7 * 256 * 256);
+}
+
 TEST(QuantizeColumns, ErrorAtMostHalfAStepPerElement)
 {
     constexpr std::int64_t rows = 3000;
