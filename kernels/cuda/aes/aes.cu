@@ -82,29 +82,31 @@ struct Int8Gather {
     std::int64_t ld;
     const float* scale;
     const std::int32_t* zero_point;
-    QuantParams params[Vec];
-    float bias[Vec];  // int8_bias of the zero points
+    float scales[Vec];  // the lane's columns' scales
+    float bias[Vec];    // and int8_bias of their zero points
 
     __device__ void prepare(std::int64_t col)
     {
 #pragma unroll
         for (int t = 0; t < Vec; ++t) {
-            params[t] = {__ldg(scale + col + t), __ldg(zero_point + col + t)};
-            bias[t] = int8_bias(params[t].zero_point);
+            scales[t] = __ldg(scale + col + t);
+            bias[t] = int8_bias(__ldg(zero_point + col + t));
         }
     }
+    // dequantize_int8's bits without an int-to-float conversion (quantize.hpp).
     __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
     {
         const std::int8_t* p = q + static_cast<std::int64_t>(row) * ld + col;
         if constexpr (Vec == 4) {
-            // dequantize_int8's bits without an int-to-float conversion (quantize.hpp).
             const std::uint32_t u = __ldg(reinterpret_cast<const unsigned int*>(p)) ^ 0x80808080u;
-            v[0] = dequantize_int8_byte<0>(u, bias[0], params[0].scale);
-            v[1] = dequantize_int8_byte<1>(u, bias[1], params[1].scale);
-            v[2] = dequantize_int8_byte<2>(u, bias[2], params[2].scale);
-            v[3] = dequantize_int8_byte<3>(u, bias[3], params[3].scale);
+            v[0] = dequantize_int8_byte<0>(u, bias[0], scales[0]);
+            v[1] = dequantize_int8_byte<1>(u, bias[1], scales[1]);
+            v[2] = dequantize_int8_byte<2>(u, bias[2], scales[2]);
+            v[3] = dequantize_int8_byte<3>(u, bias[3], scales[3]);
         } else {
-            v[0] = dequantize_int8(__ldg(p), params[0]);
+            const std::uint32_t u =
+                static_cast<std::uint32_t>(static_cast<std::uint8_t>(__ldg(p))) ^ 0x80u;
+            v[0] = dequantize_int8_byte<0>(u, bias[0], scales[0]);
         }
     }
 };
