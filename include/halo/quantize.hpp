@@ -11,8 +11,8 @@
 //   scale = (x_max - x_min) / 255 and zero_point = round(-128 - x_min / scale).
 //
 // The parameter and value functions are host/device inline so that the CUDA kernels (the int8
-// gather of kernels/cuda/aes/aes.cu, the row packing of comm/quantized_pack.cu) round exactly as the
-// CPU code here does.
+// gather of kernels/cuda/aes/aes.cu, the row packing of comm/quantized_pack.cu) round exactly as
+// the CPU code here does.
 #pragma once
 
 // The C headers: their global rintf, rint, nextafterf, fmaxf and fminf are the names that host

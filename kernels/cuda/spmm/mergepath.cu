@@ -38,9 +38,9 @@
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/primitives/upload.hpp"
 #include "cuda/primitives/zero_rows.hpp"
+#include "halo/cuda/device.hpp"
 #include "halo/cuda/lowp_spmm.hpp"
 #include "halo/cuda/mergepath.hpp"
-#include "halo/cuda/device.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
 #include "halo/spmm_cost_model.hpp"
@@ -53,8 +53,8 @@ namespace {
 
 using detail::atomic_add_results;
 using detail::load_features;
-using detail::write_results;
 using detail::vector_columns;
+using detail::write_results;
 
 constexpr int kBlockThreads = 256;
 // Grid-stride loops beyond this many blocks (any larger grid only adds block scheduling).
@@ -125,8 +125,7 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
             c &= static_cast<std::int32_t>(~kColdMark);
             const T* p = k.x + static_cast<std::int64_t>(c) * k.ldx + col;
             if constexpr (kHints == kHinted && std::is_same_v<T, float>) {
-                detail::load_features_with_policy<kVec>(p, xv,
-                                                        cold ? policies.cold : policies.hot);
+                detail::load_features_with_policy<kVec>(p, xv, cold ? policies.cold : policies.hot);
             } else {
                 load_features<T, kVec>(p, xv);
             }
@@ -211,8 +210,8 @@ __global__ void count_column_reads(const std::int32_t* __restrict__ indices, std
                                    std::uint32_t* __restrict__ reads)
 {
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         k < nnz; k += stride) {
+    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < nnz;
+         k += stride) {
         atomicAdd(reads + indices[k], 1u);
     }
 }
@@ -221,8 +220,8 @@ __global__ void mark_cold_indices(std::int32_t* __restrict__ indices, std::int64
                                   const std::uint8_t* __restrict__ is_hot)
 {
     const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-         k < nnz; k += stride) {
+    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < nnz;
+         k += stride) {
         const std::int32_t c = indices[k];
         if (is_hot[c] == 0) {
             indices[k] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c) | kColdMark);
@@ -245,8 +244,8 @@ std::int64_t lanes_per_segment(std::int64_t width)
 template <int kEntries, int kHints, typename T>
 void launch_entries(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
 {
-    constexpr int kWide = vector_columns(std::is_same_v<T, float> ? FeatureType::fp32
-                                                                   : FeatureType::fp16);
+    constexpr int kWide =
+        vector_columns(std::is_same_v<T, float> ? FeatureType::fp32 : FeatureType::fp16);
     if (vec > 1) {
         mergepath_spmm_kernel<kEntries, kWide, kHints, T><<<grid, kBlockThreads, 0, stream>>>(args);
     } else {
@@ -367,8 +366,8 @@ public:
         std::string name =
             options_.cost > 0 ? "mergepath-cost" + std::to_string(options_.cost) : "mergepath";
         if (options_.wide_from > 0) {
-            name += " (cost " + std::to_string(options_.wide_cost) + " from d = " +
-                    std::to_string(options_.wide_from) + ")";
+            name += " (cost " + std::to_string(options_.wide_cost) +
+                    " from d = " + std::to_string(options_.wide_from) + ")";
         }
         if (marked_) {
             name += ", L2 hints (" + std::to_string(hot_columns_) + " hot columns, " +
@@ -396,9 +395,9 @@ private:
         const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
         const std::int64_t lanes = lanes_per_segment(width / vec);
         const unsigned int grid = grid_for(p.host.num_segments() * lanes);
-        const Hints hints = !marked_ ? kPlain
+        const Hints hints = !marked_                                             ? kPlain
                             : num_cols_ * width * 4 >= options_.hint_min_x_bytes ? kHinted
-                                                                                : kMarked;
+                                                                                 : kMarked;
         switch (x.type) {
             case FeatureType::fp32:
                 return launch_kernel(stream, grid, vec, hints,
@@ -426,8 +425,8 @@ private:
         DeviceBuffer<std::uint32_t> reads_d(ctx_, static_cast<std::size_t>(a.num_cols));
         HALO_CUDA_TRY(cudaMemsetAsync(reads_d.data(), 0, reads_d.bytes(), stream));
         if (nnz > 0) {
-            count_column_reads<<<grid_for(nnz), kBlockThreads, 0, stream>>>(
-                indices_d_.data(), nnz, reads_d.data());
+            count_column_reads<<<grid_for(nnz), kBlockThreads, 0, stream>>>(indices_d_.data(), nnz,
+                                                                            reads_d.data());
             HALO_CUDA_CHECK_LAUNCH();
         }
         std::vector<std::uint32_t> reads(static_cast<std::size_t>(a.num_cols));
@@ -439,15 +438,14 @@ private:
         const auto set = mergepath::hot_set(reads, hot);
         const auto is_hot_d = detail::upload(ctx_, set.is_hot);
         if (nnz > 0) {
-            mark_cold_indices<<<grid_for(nnz), kBlockThreads, 0, stream>>>(
-                indices_d_.data(), nnz, is_hot_d.data());
+            mark_cold_indices<<<grid_for(nnz), kBlockThreads, 0, stream>>>(indices_d_.data(), nnz,
+                                                                           is_hot_d.data());
             HALO_CUDA_CHECK_LAUNCH();
         }
         HALO_CUDA_TRY(cudaStreamSynchronize(stream));  // is_hot leaves scope
         marked_ = true;
         hot_columns_ = set.hot;
-        hot_share_ = nnz == 0 ? 0.0
-                              : static_cast<double>(set.hot_reads) / static_cast<double>(nnz);
+        hot_share_ = nnz == 0 ? 0.0 : static_cast<double>(set.hot_reads) / static_cast<double>(nnz);
     }
 
     // A row range's schedule on the host (kept: the kernel's scalars, and the source of the
@@ -541,7 +539,7 @@ private:
     std::vector<offset_t> indptr_;  // host copy: the schedules of new ranges
     DeviceBuffer<std::int64_t> indptr_d_;
     DeviceBuffer<std::int32_t> indices_d_;
-    DeviceBuffer<float> values_d_;  // empty for a pattern matrix or a pattern-scaled plan
+    DeviceBuffer<float> values_d_;     // empty for a pattern matrix or a pattern-scaled plan
     detail::DeviceScaling scaling_d_;  // a pattern-scaled plan's scalings
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::unique_ptr<Prepared>>
         prepared_;
@@ -552,8 +550,7 @@ private:
 MergePathOptions with_large_x_hints(Context& ctx, std::int64_t max_dim, MergePathOptions options)
 {
     const auto l2 = device_info(ctx.device()).l2_cache_bytes;
-    options.hint_hot_bytes =
-        static_cast<std::int64_t>(kHintHotShare * static_cast<double>(l2));
+    options.hint_hot_bytes = static_cast<std::int64_t>(kHintHotShare * static_cast<double>(l2));
     options.hint_width = std::clamp<std::int64_t>(max_dim, 1, kSliceWidth);
     options.hint_min_x_bytes = kHintCacheFactor * l2;
     return options;
@@ -578,21 +575,24 @@ MergePathOptions with_requested_hints(Context& ctx, const SpmmPlanRequest& reque
 std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim, with_requested_hints(ctx, request, request.max_dim, {}));
+    return make_mergepath_spmm_plan(ctx, a, request.max_dim,
+                                    with_requested_hints(ctx, request, request.max_dim, {}));
 }
 
 std::unique_ptr<SpmmPlan> mergepath_c200_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim,
-                                    with_requested_hints(ctx, request, request.max_dim, MergePathOptions{.cost = 200}));
+    return make_mergepath_spmm_plan(
+        ctx, a, request.max_dim,
+        with_requested_hints(ctx, request, request.max_dim, MergePathOptions{.cost = 200}));
 }
 
 std::unique_ptr<SpmmPlan> mergepath_c400_spmm_factory(Context& ctx, const Csr& a,
                                                       const SpmmPlanRequest& request)
 {
-    return make_mergepath_spmm_plan(ctx, a, request.max_dim,
-                                    with_requested_hints(ctx, request, request.max_dim, MergePathOptions{.cost = 400}));
+    return make_mergepath_spmm_plan(
+        ctx, a, request.max_dim,
+        with_requested_hints(ctx, request, request.max_dim, MergePathOptions{.cost = 400}));
 }
 
 // Cost 400 with L2 hints at every width (bench: the hints measured on any graph; with
@@ -613,7 +613,8 @@ std::unique_ptr<SpmmPlan> mergepath_scaled_factory(Context& ctx, const Csr& patt
     MergePathOptions options;
     options.scaled_form = scaled_form(request);
     return make_mergepath_spmm_plan(ctx, pattern, request.max_dim,
-                                    with_requested_hints(ctx, request, request.max_dim, options), &scaling);
+                                    with_requested_hints(ctx, request, request.max_dim, options),
+                                    &scaling);
 }
 
 }  // namespace halo::cuda
