@@ -1353,8 +1353,8 @@ int main(int argc, char** argv)
                  "cuda: MergePath (of --spmm auto, autotune, mergepath) loads the X rows of "
                  "rarely read columns with L2 evict_first and the most-read ones with evict_last "
                  "where X is past 32x the L2: 9-10% faster SpMM on R-MAT 22 and 24 on an H200, "
-                 "for a hot-column pass at setup (0.8 s on R-MAT 22); pays where the plans run "
-                 "hundreds of times (--repeat, serving)");
+                 "for a hot-column pass at setup (about 50 ms per plan on R-MAT 22); pays where "
+                 "the plans run tens of times (--repeat, serving)");
     app.add_option("--eval-nodes", o.eval_nodes,
                    "node ids (one per line) to report accuracy on, against the dataset's labels");
     app.add_option("--repeat", o.repeat, "run inference this many times, report the median")
