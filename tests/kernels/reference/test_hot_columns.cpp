@@ -111,6 +111,47 @@ TEST(HotColumns, RmatAgainstASerialRecount)
     }
 }
 
+// hot_set alone (what the GPU plan calls on the counts it downloads): many ties, every size,
+// against a brute-force order (most reads first, then the lower id).
+TEST(HotColumns, HotSetTakesTheLowestIdsAmongTies)
+{
+    const std::vector<std::uint32_t> reads{3, 1, 3, 0, 3, 1, 2};
+    const auto two = halo::mergepath::hot_set(reads, 2);
+    EXPECT_EQ(two.is_hot, (std::vector<std::uint8_t>{1, 0, 1, 0, 0, 0, 0}));
+    EXPECT_EQ(two.hot_reads, 6);
+    const auto four = halo::mergepath::hot_set(reads, 4);
+    EXPECT_EQ(four.is_hot, (std::vector<std::uint8_t>{1, 0, 1, 0, 1, 0, 1}));
+    const auto five = halo::mergepath::hot_set(reads, 5);
+    EXPECT_EQ(five.is_hot, (std::vector<std::uint8_t>{1, 1, 1, 0, 1, 0, 1}));
+    EXPECT_EQ(five.hot_reads, 12);
+    const auto past = halo::mergepath::hot_set(reads, 100);
+    EXPECT_EQ(past.hot, 7);
+    EXPECT_EQ(past.hot_reads, 13);
+    EXPECT_EQ(halo::mergepath::hot_set({}, 3).hot, 0);
+
+    std::uint64_t state = 12345;
+    for (int trial = 0; trial < 20; ++trial) {
+        std::vector<std::uint32_t> r(200 + 37 * trial);
+        for (auto& v : r) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            v = static_cast<std::uint32_t>((state >> 33) % (trial % 4 == 0 ? 3 : 50));
+        }
+        std::vector<std::int32_t> order(r.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) {
+            return r[static_cast<std::size_t>(x)] > r[static_cast<std::size_t>(y)];
+        });
+        const auto hot = static_cast<std::int64_t>(r.size()) * trial / 20;
+        std::vector<std::uint8_t> want(r.size(), 0);
+        for (std::int64_t i = 0; i < hot; ++i) {
+            want[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;
+        }
+        const auto got = halo::mergepath::hot_set(r, hot);
+        EXPECT_EQ(got.hot, hot) << trial;
+        EXPECT_EQ(got.is_hot, want) << trial;
+    }
+}
+
 TEST(HotColumns, RejectsColumnsPastTheMark)
 {
     const std::vector<halo::offset_t> indptr{0, 0};
