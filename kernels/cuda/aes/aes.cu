@@ -22,8 +22,8 @@
 //   dimensions and the base pointers allow 16-byte fp32 (4-byte int8) accesses; else one column.
 // - int8 features: a lane loads its columns' scale and zero point once per column chunk and
 //   dequantizes each gathered value to halo::dequantize_int8's bits (one rounded product, as the
-//   CPU reference), four values of a word by halo::dequantize_int8_byte: a byte permute and an add
-//   in place of the int-to-float conversion, whose quarter rate bounded the kernel.
+//   CPU reference): sampled AES by halo::dequantize_int8_byte (a byte permute and an add in place
+//   of the quarter-rate int-to-float conversion), the exact kernel by dequantize_int8 itself.
 // - The exact kernel is the same code with every row's strategy "the whole row" (W = infinity).
 #include <cuda_runtime.h>
 
