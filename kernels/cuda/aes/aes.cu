@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/aes/aes_kernels.hpp"
 #include "cuda/primitives/feature_load.cuh"
@@ -69,10 +70,27 @@ struct Fp32Gather {
     const float* x;
     std::int64_t ld;
 
+    struct Raw {
+        float v[Vec];
+    };
+
     __device__ void prepare(std::int64_t) {}
+    __device__ Raw fetch(std::int32_t row, std::int64_t col) const
+    {
+        Raw r;
+        load_features<float, Vec>(x + static_cast<std::int64_t>(row) * ld + col, r.v);
+        return r;
+    }
+    __device__ void convert(const Raw& r, float (&v)[Vec]) const
+    {
+#pragma unroll
+        for (int t = 0; t < Vec; ++t) {
+            v[t] = r.v[t];
+        }
+    }
     __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
     {
-        load_features<float, Vec>(x + static_cast<std::int64_t>(row) * ld + col, v);
+        convert(fetch(row, col), v);
     }
 };
 
@@ -103,28 +121,44 @@ struct Int8Gather {
             }
         }
     }
-    __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
+    // The gathered bytes as loaded: four columns' bytes in one word, or one column's byte.
+    using Raw = std::conditional_t<Vec == 4, std::conditional_t<kBytes, std::uint32_t, char4>,
+                                   std::int8_t>;
+
+    __device__ Raw fetch(std::int32_t row, std::int64_t col) const
     {
         const std::int8_t* p = q + static_cast<std::int64_t>(row) * ld + col;
+        if constexpr (Vec == 4 && kBytes) {
+            return __ldg(reinterpret_cast<const unsigned int*>(p));
+        } else if constexpr (Vec == 4) {
+            return __ldg(reinterpret_cast<const char4*>(p));
+        } else {
+            return __ldg(p);
+        }
+    }
+    __device__ void convert(Raw r, float (&v)[Vec]) const
+    {
         if constexpr (kBytes && Vec == 4) {
-            const std::uint32_t u = __ldg(reinterpret_cast<const unsigned int*>(p)) ^ 0x80808080u;
+            const std::uint32_t u = r ^ 0x80808080u;
             v[0] = dequantize_int8_byte<0>(u, bias[0], scales[0]);
             v[1] = dequantize_int8_byte<1>(u, bias[1], scales[1]);
             v[2] = dequantize_int8_byte<2>(u, bias[2], scales[2]);
             v[3] = dequantize_int8_byte<3>(u, bias[3], scales[3]);
         } else if constexpr (kBytes) {
-            const std::uint32_t u =
-                static_cast<std::uint32_t>(static_cast<std::uint8_t>(__ldg(p))) ^ 0x80u;
+            const std::uint32_t u = static_cast<std::uint32_t>(static_cast<std::uint8_t>(r)) ^ 0x80u;
             v[0] = dequantize_int8_byte<0>(u, bias[0], scales[0]);
         } else if constexpr (Vec == 4) {
-            const char4 t = __ldg(reinterpret_cast<const char4*>(p));
-            v[0] = dequantize_int8(t.x, {scales[0], zeros[0]});
-            v[1] = dequantize_int8(t.y, {scales[1], zeros[1]});
-            v[2] = dequantize_int8(t.z, {scales[2], zeros[2]});
-            v[3] = dequantize_int8(t.w, {scales[3], zeros[3]});
+            v[0] = dequantize_int8(r.x, {scales[0], zeros[0]});
+            v[1] = dequantize_int8(r.y, {scales[1], zeros[1]});
+            v[2] = dequantize_int8(r.z, {scales[2], zeros[2]});
+            v[3] = dequantize_int8(r.w, {scales[3], zeros[3]});
         } else {
-            v[0] = dequantize_int8(__ldg(p), {scales[0], zeros[0]});
+            v[0] = dequantize_int8(r, {scales[0], zeros[0]});
         }
+    }
+    __device__ void load(std::int32_t row, std::int64_t col, float (&v)[Vec]) const
+    {
+        convert(fetch(row, col), v);
     }
 };
 
@@ -200,21 +234,24 @@ __device__ void stage_and_multiply(const Args& a, const Gather& gather, const Gr
         for (int t = 0; t < Vec; ++t) {
             acc[t] = 0.0f;
         }
-        // kBatch gathers are issued before their products, so that many loads per lane are in
-        // flight; the products still run in slot order.
+        // kBatch gathers are issued (their raw words fetched) before any is converted or
+        // multiplied, so that many loads per lane are in flight; the products still run in slot
+        // order.
         int k = 0;
         for (; k + kBatch <= n; k += kBatch) {
-            float v[kBatch][Vec];
+            typename Gather::Raw raw[kBatch];
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
-                lanes.load(g.sh_col[k + b], col, v[b]);
+                raw[b] = lanes.fetch(g.sh_col[k + b], col);
             }
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
+                float v[Vec];
+                lanes.convert(raw[b], v);
                 const float w = g.sh_val[k + b];
 #pragma unroll
                 for (int t = 0; t < Vec; ++t) {
-                    acc[t] = fmaf(w, v[b][t], acc[t]);
+                    acc[t] = fmaf(w, v[t], acc[t]);
                 }
             }
         }
@@ -238,8 +275,14 @@ __device__ void stage_and_multiply(const Args& a, const Gather& gather, const Gr
 }
 
 // Every row of the range whose slots fit one staging piece.
+//
+// The minimum of one block per SM in the launch bounds changes no limit (48-64 registers, the
+// same occupancy) but changes ptxas's schedule of the product loop: with it, all eight gathers of
+// a batch issue before the first conversion; without it, three did and the other five waited
+// behind the first's data (SASS of the int8 W = 128 instance, cuobjdump). Measured on H200s,
+// docs/AES.md "Eight gathers in flight": int8 at W = 128, d = 128 on R-MAT 22/64 5.83 -> 5.28 ms.
 template <typename Gather, int G, int Vec>
-__global__ void __launch_bounds__(kBlock) aes_rows_kernel(const Args a, const Gather gather)
+__global__ void __launch_bounds__(kBlock, 1) aes_rows_kernel(const Args a, const Gather gather)
 {
     extern __shared__ std::int32_t staging[];
     constexpr int kGroups = kBlock / G;
