@@ -276,10 +276,11 @@ __device__ void stage_and_multiply(const Args& a, const Gather& gather, const Gr
 
 // Every row of the range whose slots fit one staging piece.
 //
-// The minimum of one block per SM in the launch bounds changes no limit (48-64 registers, the
-// same occupancy) but changes ptxas's schedule of the product loop: with it, all eight gathers of
-// a batch issue before the first conversion; without it, three did and the other five waited
-// behind the first's data (SASS of the int8 W = 128 instance, cuobjdump). Measured on H200s,
+// The minimum of one block per SM in the launch bounds changes ptxas's schedule of the product
+// loop: with it, all eight gathers of a batch issue before the first conversion; without it,
+// three did and the other five waited behind the first's data (SASS of the int8 W = 128
+// instance, cuobjdump; 48 registers either way). Other instances take more registers with it
+// (fp32 40 -> 63-64, int8 with groups of 8 or 16 lanes 47-48 -> 52-53). Measured on H200s,
 // docs/AES.md "Eight gathers in flight": int8 at W = 128, d = 128 on R-MAT 22/64 5.83 -> 5.28 ms.
 template <typename Gather, int G, int Vec>
 __global__ void __launch_bounds__(kBlock, 1) aes_rows_kernel(const Args a, const Gather gather)
