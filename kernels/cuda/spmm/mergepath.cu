@@ -35,6 +35,7 @@
 #include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling, device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
+#include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/primitives/upload.hpp"
 #include "cuda/primitives/zero_rows.hpp"
@@ -209,9 +210,7 @@ unsigned int grid_for(std::int64_t threads)
 __global__ void count_column_reads(const std::int32_t* __restrict__ indices, std::int64_t nnz,
                                    std::uint32_t* __restrict__ reads)
 {
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < nnz;
-         k += stride) {
+    for (std::int64_t k = detail::first_index(); k < nnz; k += detail::stride()) {
         atomicAdd(reads + indices[k], 1u);
     }
 }
@@ -219,9 +218,7 @@ __global__ void count_column_reads(const std::int32_t* __restrict__ indices, std
 __global__ void mark_cold_indices(std::int32_t* __restrict__ indices, std::int64_t nnz,
                                   const std::uint8_t* __restrict__ is_hot)
 {
-    const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-    for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < nnz;
-         k += stride) {
+    for (std::int64_t k = detail::first_index(); k < nnz; k += detail::stride()) {
         const std::int32_t c = indices[k];
         if (is_hot[c] == 0) {
             indices[k] = static_cast<std::int32_t>(static_cast<std::uint32_t>(c) | kColdMark);
