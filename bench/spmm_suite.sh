@@ -20,7 +20,8 @@
 #   --spec SPEC         also a generator graph (rmat:S:EF[:SEED] | er:N:M[:SEED]), named with
 #                       ':' as '-'; may be given several times
 #   --symmetrize-all    pass --symmetrize for the generated graphs too (the shared ones always)
-#   --mergepath-costs L, --runs N, --warmup N, --device N, --row-order O, --shuffle-ids S
+#   --mergepath-costs L, --runs N, --warmup N, --device N, --row-order O, --shuffle-ids S,
+#   --gather-cache-mib L, --l2-hints
 #                       passed to halo-bench [its defaults]
 #   --no-table          no TABLE.md (kernels make_table.py does not tabulate, e.g. auto)
 #   --pack FILE         pack the results directory into FILE (.tar.gz) at the end
@@ -70,8 +71,10 @@ while [[ $# -gt 0 ]]; do
         --dims) need_value "$@"; dims="$2"; shift 2 ;;
         --kernels) need_value "$@"; kernels="$2"; shift 2 ;;
         --normalize) need_value "$@"; normalize="$2"; shift 2 ;;
-        --runs|--warmup|--device|--self-loops|--mergepath-costs|--row-order|--shuffle-ids)
+        --runs|--warmup|--device|--self-loops|--mergepath-costs|--row-order|--shuffle-ids|\
+        --gather-cache-mib)
             need_value "$@"; extra+=("$1" "$2"); shift 2 ;;
+        --l2-hints) extra+=("$1"); shift ;;
         --spec) need_value "$@"; specs+=("$2"); shift 2 ;;
         --symmetrize-all) generated_flags=(--symmetrize); shift ;;
         --no-table) table=0; shift ;;

@@ -102,47 +102,98 @@ struct HintPolicies {
 // read; the row scaling is applied once per row sum, at the end of row_sum).
 enum Entries : int { kPattern = 0, kValues = 1, kColumnScaled = 2 };
 
+// Nonzeros per batch of row_sum: every index, x gather and value of a batch is issued before its
+// first product, so that eight gathers per lane are in flight (AES's batches, docs/AES.md "Eight
+// gathers in flight"). A loop unrolled by the compiler interleaved them: the SASS issued one x
+// gather, then the four FFMAs that wait for it, then the next gather.
+constexpr int kBatch = 8;
+
+// x's kVec columns of row c (the cold mark, if any, cleared in c) into xv.
+template <int kVec, int kHints, typename T>
+__device__ __forceinline__ void gather_row(const KernelArgs<T>& k, std::int32_t& c,
+                                           std::int64_t col, float (&xv)[kVec],
+                                           const HintPolicies& policies)
+{
+    if constexpr (kHints == kPlain) {
+        load_features<T, kVec>(k.x + static_cast<std::int64_t>(c) * k.ldx + col, xv);
+    } else {
+        const bool cold = c < 0;  // the mark
+        c &= static_cast<std::int32_t>(~kColdMark);
+        const T* p = k.x + static_cast<std::int64_t>(c) * k.ldx + col;
+        if constexpr (kHints == kHinted && std::is_same_v<T, float>) {
+            detail::load_features_with_policy<kVec>(p, xv, cold ? policies.cold : policies.hot);
+        } else {
+            load_features<T, kVec>(p, xv);
+        }
+    }
+}
+
+// The multiplier of nonzero j (column c, the mark cleared); 1 for a pattern.
+template <int kEntries, typename T>
+__device__ __forceinline__ float entry(const KernelArgs<T>& k, std::int64_t j, std::int32_t c)
+{
+    if constexpr (kEntries == kValues) {
+        return __ldg(k.values + j);
+    } else if constexpr (kEntries == kColumnScaled) {
+        return __ldg(k.col_scale + c);
+    } else {
+        return 1.0f;
+    }
+}
+
+template <int kEntries, int kVec>
+__device__ __forceinline__ void accumulate(float a, const float (&xv)[kVec], float (&acc)[kVec])
+{
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+        if constexpr (kEntries == kPattern) {
+            acc[i] += xv[i];
+        } else {
+            acc[i] = fmaf(a, xv[i], acc[i]);
+        }
+    }
+}
+
 // A lane's kVec columns: kVec == 1, or one 16-byte load of x (4 fp32 or 8 fp16/bf16 columns)
 // when feature_vec.hpp's lane_columns() allows it; fp32 accumulators and fp32 y either way.
+// Nonzeros are summed in storage order (full batches, then the rest one at a time); x, the
+// matrix and the schedule are read-only for the whole kernel (read-only cache loads).
 template <int kEntries, int kVec, int kHints, typename T>
 __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t from, std::int64_t to,
                                         std::int64_t col, std::int64_t row, float (&acc)[kVec],
                                         const HintPolicies& policies)
 {
-    // Unrolled so that several independent index -> x gathers are in flight per lane; x, the
-    // matrix and the schedule are read-only for the whole kernel (read-only cache loads).
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
         acc[i] = 0.0f;
+    }
+    for (; from + kBatch <= to; from += kBatch) {
+        std::int32_t c[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            c[b] = __ldg(k.indices + from + b);
+        }
+        float xv[kBatch][kVec];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            gather_row<kVec, kHints>(k, c[b], col, xv[b], policies);
+        }
+        float a[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            a[b] = entry<kEntries>(k, from + b, c[b]);
+        }
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            accumulate<kEntries>(a[b], xv[b], acc);
+        }
     }
 #pragma unroll 4
     for (std::int64_t j = from; j < to; ++j) {
         float xv[kVec];
         std::int32_t c = __ldg(k.indices + j);
-        if constexpr (kHints == kPlain) {
-            load_features<T, kVec>(k.x + static_cast<std::int64_t>(c) * k.ldx + col, xv);
-        } else {
-            const bool cold = c < 0;  // the mark
-            c &= static_cast<std::int32_t>(~kColdMark);
-            const T* p = k.x + static_cast<std::int64_t>(c) * k.ldx + col;
-            if constexpr (kHints == kHinted && std::is_same_v<T, float>) {
-                detail::load_features_with_policy<kVec>(p, xv, cold ? policies.cold : policies.hot);
-            } else {
-                load_features<T, kVec>(p, xv);
-            }
-        }
-        if constexpr (kEntries != kPattern) {
-            const float a = kEntries == kValues ? __ldg(k.values + j) : __ldg(k.col_scale + c);
-#pragma unroll
-            for (int i = 0; i < kVec; ++i) {
-                acc[i] = fmaf(a, xv[i], acc[i]);
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < kVec; ++i) {
-                acc[i] += xv[i];
-            }
-        }
+        gather_row<kVec, kHints>(k, c, col, xv, policies);
+        accumulate<kEntries>(entry<kEntries>(k, j, c), xv, acc);
     }
     if (k.row_scale != nullptr) {  // a part of a split row too: the parts' sum scales alike
         const float s = __ldg(k.row_scale + row);
