@@ -102,10 +102,10 @@ struct HintPolicies {
 // read; the row scaling is applied once per row sum, at the end of row_sum).
 enum Entries : int { kPattern = 0, kValues = 1, kColumnScaled = 2 };
 
-// Nonzeros per batch of row_sum: every index, x gather and value of a batch is issued before its
-// first product, so that eight gathers per lane are in flight (AES's batches, docs/AES.md "Eight
-// gathers in flight"). A loop unrolled by the compiler interleaved them: the SASS issued one x
-// gather, then the four FFMAs that wait for it, then the next gather.
+// Nonzeros per batch of row_sum (fp32 x with values): every index, x gather and value of a batch
+// is issued before its first product, so that eight gathers per lane are in flight (AES's
+// batches, docs/AES.md "Eight gathers in flight"). A loop unrolled by the compiler interleaved
+// them: the SASS issued one x gather, then the four FFMAs that wait for it, then the next gather.
 constexpr int kBatch = 8;
 
 // x's kVec columns of row c (the cold mark, if any, cleared in c) into xv.
@@ -167,7 +167,11 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
     for (int i = 0; i < kVec; ++i) {
         acc[i] = 0.0f;
     }
-    for (; from + kBatch <= to; from += kBatch) {
+    // Batches only for fp32 x with stored values, where they were measured faster; the pattern
+    // and fp16 / bf16 instances ran 1-4% slower batched (docs/PERFORMANCE.md, "MergePath in
+    // batches of eight") and the column-scaled ones were not measured.
+    constexpr bool kBatched = std::is_same_v<T, float> && kEntries == kValues;
+    for (; kBatched && from + kBatch <= to; from += kBatch) {
         std::int32_t c[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
