@@ -2,12 +2,12 @@
 //
 // For each k: the top-k activation of a random embedding X (n x D) into CBSR, then the SSD
 // aggregation A * CBSR in every asked variant (the MaxK baseline, the decoupled operator and its
-// ablations) for each edge group size and buffers-per-warp setting, and cuSPARSE SpMM of A by the
-// dense X at d = D, all in the same run. Before timing, every result is checked against the CPU
-// reference on NaN-poisoned outputs (all rows of small graphs, a seeded sample of large ones):
-// the top-k bit for bit, the SSD within tolerance. Timings are medians of CUDA-event-timed runs
-// after warm-up, rotating among enough input/output sets that consecutive runs do not find their
-// data in L2. Exit code: 0 all checks passed, 1 an error stopped the run, 3 a check failed.
+// ablations) for each edge group size, group order and buffers-per-warp setting, and cuSPARSE SpMM
+// of A by the dense X at d = D, all in the same run. Before timing, every result is checked against
+// the CPU reference on NaN-poisoned outputs (all rows of small graphs, a seeded sample of large
+// ones): the top-k bit for bit, the SSD within tolerance. Timings are medians of CUDA-event-timed
+// runs after warm-up, rotating among enough input/output sets that consecutive runs do not find
+// their data in L2. Exit code: 0 all checks passed, 1 an error stopped the run, 3 a check failed.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -41,6 +41,7 @@ namespace {
 
 namespace bench = halo::cuda::bench;
 using halo::cuda::SsdLaunch;
+using halo::cuda::SsdOrder;
 using halo::cuda::SsdVariant;
 
 struct MaxkOptions {
@@ -49,6 +50,7 @@ struct MaxkOptions {
     std::vector<std::int64_t> ks{2, 4, 8, 16, 32, 64};
     std::vector<std::int32_t> group_sizes{64};
     std::vector<std::int32_t> buffers{4};  // SsdLaunch's default
+    std::vector<std::string> orders{"rows", "longest_first"};
     std::vector<std::string> variants{"maxk", "decoupled", "no_slots", "no_atomic_aware",
                                       "no_slots_no_atomic_aware"};
     std::int32_t warps_per_block = 12;
@@ -169,6 +171,7 @@ struct CbsrSets {
 struct SsdRecord {
     std::int64_t k = 0;
     std::int32_t group_size = 0;
+    std::string order;
     std::string variant;
     std::int32_t buffers = 0;  // 0: the variant has no slots
     std::string config;
@@ -178,7 +181,8 @@ struct SsdRecord {
     Check check;
     std::int64_t compulsory_bytes = 0;
     double roofline_fraction = 0;
-    double vs_maxk = 0;
+    double vs_maxk = 0;       // the MaxK baseline in the same order
+    double vs_maxk_rows = 0;  // the MaxK baseline in row order (the paper's), when measured
     double vs_cusparse = 0;
 };
 
@@ -208,6 +212,9 @@ void check_options(const MaxkOptions& o)
     }
     for (const auto& v : o.variants) {
         (void)cuda::parse_ssd_variant(v);
+    }
+    for (const auto& order : o.orders) {
+        (void)cuda::parse_ssd_order(order);
     }
 }
 
@@ -399,53 +406,67 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
             }
             const auto bytes = groups.size() * 16 + a.nnz() * (a.has_values() ? 8 : 4) +
                                a.num_cols * k * 6 + a.num_rows * dim * 4;
-            double maxk_ms = 0;
-            for (const auto v : variants) {
-                const auto buffer_list = has_slots(v) ? o.buffers : std::vector<std::int32_t>{0};
-                for (const auto b : buffer_list) {
-                    SsdRecord rec;
-                    rec.k = k;
-                    rec.group_size = g;
-                    rec.variant = cuda::to_string(v);
-                    rec.buffers = b;
-                    const SsdLaunch launch{v, o.warps_per_block, std::max(b, 1)};
-                    try {
-                        rec.config = plan.describe(launch, dim, k);
-                        poison(0);
-                        plan.run(cbsr(0), y_view(0), {0, a.num_rows}, launch);
-                        rec.check = compare(gather_rows(y_view(0), cs.rows, stream), ref.values,
-                                            ref.scale, terms, dim);
-                        rec.time = time_launch_sets(o.run, stream, cb.count, [&](auto s) {
-                            plan.run(cbsr(s), y_view(s), {0, a.num_rows}, launch);
-                        });
-                        rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
-                    } catch (const Error& e) {
-                        rec.status = "ERROR";
-                        rec.message = e.message();
-                    }
-                    if (rec.status == "ERROR") {
-                        fmt::print("  {} g {} b {}: ERROR: {}\n", rec.variant, g, b, rec.message);
-                        ++failures;
+            double maxk_rows_ms = 0;
+            for (const auto& order_name : o.orders) {
+                const auto order = cuda::parse_ssd_order(order_name);
+                double maxk_ms = 0;
+                for (const auto v : variants) {
+                    const auto buffer_list =
+                        has_slots(v) ? o.buffers : std::vector<std::int32_t>{0};
+                    for (const auto b : buffer_list) {
+                        SsdRecord rec;
+                        rec.k = k;
+                        rec.group_size = g;
+                        rec.order = order_name;
+                        rec.variant = cuda::to_string(v);
+                        rec.buffers = b;
+                        const SsdLaunch launch{v, o.warps_per_block, std::max(b, 1), order};
+                        try {
+                            rec.config = plan.describe(launch, dim, k);
+                            poison(0);
+                            plan.run(cbsr(0), y_view(0), {0, a.num_rows}, launch);
+                            rec.check = compare(gather_rows(y_view(0), cs.rows, stream), ref.values,
+                                                ref.scale, terms, dim);
+                            rec.time = time_launch_sets(o.run, stream, cb.count, [&](auto s) {
+                                plan.run(cbsr(s), y_view(s), {0, a.num_rows}, launch);
+                            });
+                            rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
+                        } catch (const Error& e) {
+                            rec.status = "ERROR";
+                            rec.message = e.message();
+                        }
+                        if (rec.status == "ERROR") {
+                            fmt::print("  {} g {} b {} {}: ERROR: {}\n", rec.variant, g, b,
+                                       order_name, rec.message);
+                            ++failures;
+                            records.push_back(rec);
+                            continue;
+                        }
+                        failures += rec.status == "ok" ? 0 : 1;
+                        rec.compulsory_bytes = bytes;
+                        rec.roofline_fraction =
+                            double(bytes) / (rec.time.ms.median * 1e6) / copy_gb_per_s;
+                        if (v == SsdVariant::maxk) {
+                            maxk_ms = rec.time.ms.median;
+                            if (order == SsdOrder::rows) {
+                                maxk_rows_ms = maxk_ms;
+                            }
+                        }
+                        rec.vs_maxk = maxk_ms > 0 ? maxk_ms / rec.time.ms.median : 0;
+                        rec.vs_maxk_rows = maxk_rows_ms > 0 ? maxk_rows_ms / rec.time.ms.median : 0;
+                        rec.vs_cusparse = cusparse_time.ms.median / rec.time.ms.median;
+                        fmt::print(
+                            "  k {:>3} g {:>4} {:<26} {:<29} median {:>9.4f} ms  {:>5.1f}% copy  "
+                            "vs maxk {:>5.2f}x  vs maxk (rows) {:>5.2f}x  vs cusparse {:>6.2f}x  "
+                            "bad "
+                            "{} of {}: {}\n",
+                            k, g, rec.variant + (b > 0 ? fmt::format(" b{}", b) : ""), rec.config,
+                            rec.time.ms.median, 100.0 * rec.roofline_fraction, rec.vs_maxk,
+                            rec.vs_maxk_rows, rec.vs_cusparse, rec.check.bad, rec.check.elements,
+                            rec.status);
+                        std::fflush(stdout);
                         records.push_back(rec);
-                        continue;
                     }
-                    failures += rec.status == "ok" ? 0 : 1;
-                    rec.compulsory_bytes = bytes;
-                    rec.roofline_fraction =
-                        double(bytes) / (rec.time.ms.median * 1e6) / copy_gb_per_s;
-                    if (v == SsdVariant::maxk) {
-                        maxk_ms = rec.time.ms.median;
-                    }
-                    rec.vs_maxk = maxk_ms > 0 ? maxk_ms / rec.time.ms.median : 0;
-                    rec.vs_cusparse = cusparse_time.ms.median / rec.time.ms.median;
-                    fmt::print(
-                        "  k {:>3} g {:>4} {:<26} {:<26} median {:>9.4f} ms  {:>5.1f}% copy  "
-                        "vs maxk {:>5.2f}x  vs cusparse {:>6.2f}x  bad {} of {}: {}\n",
-                        k, g, rec.variant + (b > 0 ? fmt::format(" b{}", b) : ""), rec.config,
-                        rec.time.ms.median, 100.0 * rec.roofline_fraction, rec.vs_maxk,
-                        rec.vs_cusparse, rec.check.bad, rec.check.elements, rec.status);
-                    std::fflush(stdout);
-                    records.push_back(rec);
                 }
             }
         }
@@ -455,34 +476,48 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     fmt::print("\ncusparse SpMM at d = {}: median {:.4f} ms ({:.1f}% of copy)\n", dim,
                cusparse_time.ms.median,
                100.0 * double(dense_bytes) / (cusparse_time.ms.median * 1e6) / copy_gb_per_s);
-    fmt::print("{:<6} {:<34} {:>14} {:>18}\n", "group", "variant", "geomean vs maxk",
-               "geomean vs cusparse");
+    fmt::print("{:<6} {:<14} {:<34} {:>16} {:>22} {:>20}\n", "group", "order", "variant",
+               "geomean vs maxk", "geomean vs maxk (rows)", "geomean vs cusparse");
     Json summary = Json::array();
     for (const auto g : o.group_sizes) {
-        std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by;
-        std::vector<std::string> order;
+        struct Speedups {
+            std::vector<double> maxk, maxk_rows, cusparse;
+        };
+        std::map<std::pair<std::string, std::string>, Speedups> by;
+        std::vector<std::pair<std::string, std::string>> seen;
         for (const auto& r : records) {
             if (r.group_size != g || r.status == "ERROR") {
                 continue;
             }
-            const auto name = r.variant + (r.buffers > 0 ? fmt::format(" b{}", r.buffers) : "");
-            if (by.find(name) == by.end()) {
-                order.push_back(name);
+            const std::pair<std::string, std::string> key{
+                r.order, r.variant + (r.buffers > 0 ? fmt::format(" b{}", r.buffers) : "")};
+            if (by.find(key) == by.end()) {
+                seen.push_back(key);
             }
+            auto& s = by[key];
             if (r.vs_maxk > 0) {
-                by[name].first.push_back(r.vs_maxk);
+                s.maxk.push_back(r.vs_maxk);
             }
-            by[name].second.push_back(r.vs_cusparse);
+            if (r.vs_maxk_rows > 0) {
+                s.maxk_rows.push_back(r.vs_maxk_rows);
+            }
+            s.cusparse.push_back(r.vs_cusparse);
         }
-        for (const auto& name : order) {
-            const auto gm = geomean(by[name].first);
-            const auto gc = geomean(by[name].second);
-            fmt::print("{:<6} {:<34} {:>13.3f}x {:>17.3f}x\n", g, name, gm, gc);
-            summary.push_back({{"group_size", g},
-                               {"variant", name},
-                               {"geomean_vs_maxk", gm},
-                               {"geomean_vs_cusparse", gc},
-                               {"ks", o.ks}});
+        for (const auto& key : seen) {
+            const auto& s = by[key];
+            const auto gm = geomean(s.maxk);
+            const auto gr = s.maxk_rows.empty() ? 0.0 : geomean(s.maxk_rows);
+            const auto gc = geomean(s.cusparse);
+            fmt::print("{:<6} {:<14} {:<34} {:>15.3f}x {:>21.3f}x {:>19.3f}x\n", g, key.first,
+                       key.second, gm, gr, gc);
+            summary.push_back(
+                {{"group_size", g},
+                 {"order", key.first},
+                 {"variant", key.second},
+                 {"geomean_vs_maxk", gm},
+                 {"geomean_vs_maxk_rows", s.maxk_rows.empty() ? Json(nullptr) : Json(gr)},
+                 {"geomean_vs_cusparse", gc},
+                 {"ks", o.ks}});
         }
     }
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
@@ -496,6 +531,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                            {"ks", o.ks},
                            {"group_sizes", o.group_sizes},
                            {"buffers_per_warp", o.buffers},
+                           {"orders", o.orders},
                            {"warps_per_block", o.warps_per_block},
                            {"warmup", o.run.warmup},
                            {"runs", o.run.runs},
@@ -523,6 +559,7 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
         for (const auto& r : records) {
             Json j{{"k", r.k},
                    {"group_size", r.group_size},
+                   {"order", r.order},
                    {"variant", r.variant},
                    {"buffers_per_warp", r.buffers > 0 ? Json(r.buffers) : Json(nullptr)},
                    {"config", r.config},
@@ -535,6 +572,8 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                 j["compulsory_bytes"] = r.compulsory_bytes;
                 j["roofline_fraction"] = r.roofline_fraction;
                 j["speedup_vs_maxk"] = r.vs_maxk;
+                j["speedup_vs_maxk_rows"] =
+                    r.vs_maxk_rows > 0 ? Json(r.vs_maxk_rows) : Json(nullptr);
                 j["speedup_vs_cusparse"] = r.vs_cusparse;
                 j["check"] = {{"elements", r.check.elements},
                               {"bad_elements", r.check.bad},
@@ -570,6 +609,11 @@ void add_maxk_command(CLI::App& app, const std::string& command, int& exit_code)
         ->capture_default_str();
     cmd->add_option("--buffers-per-warp", o->buffers,
                     "buffers (slots) per warp of the slotted variants, comma-separated (a sweep)")
+        ->delimiter(',')
+        ->capture_default_str();
+    cmd->add_option("--orders", o->orders,
+                    "group orders, comma-separated: rows (MaxK's), longest_first (each order "
+                    "runs every variant, its own MaxK baseline first)")
         ->delimiter(',')
         ->capture_default_str();
     cmd->add_option("--variants", o->variants,

@@ -149,6 +149,12 @@ GroupRange edge_group_range(const EdgeGroups& groups, RowRange rows);
 /// kernels zero before adding into them.
 std::vector<std::int32_t> shared_rows(const EdgeGroups& groups);
 
+/// The groups of `range` (edge_group_range), as indices into `groups`, by count descending, ties
+/// in storage order (a stable sort). The order in which the GPU's SSD plan hands groups to warps
+/// (halo::cuda::SsdOrder::longest_first). Throws halo::InputError when the range is outside
+/// [0, groups.size()] or an index would not fit in int32.
+std::vector<std::int32_t> longest_first(const EdgeGroups& groups, GroupRange range);
+
 // ---------------------------------------------------------------------------------------------
 // The SSD operator as a plan (backend-neutral; the CUDA plans are in halo/cuda/maxk.hpp).
 

@@ -181,6 +181,47 @@ std::vector<std::int32_t> shared_rows(const EdgeGroups& g)
     return rows;
 }
 
+std::vector<std::int32_t> longest_first(const EdgeGroups& g, GroupRange range)
+{
+    if (range.begin < 0 || range.begin > range.end || range.end > g.size()) {
+        HALO_THROW(InputError, "edge group range [", range.begin, ", ", range.end, ") outside [0, ",
+                   g.size(), ")");
+    }
+    if (range.end - 1 > std::numeric_limits<std::int32_t>::max()) {
+        HALO_THROW(InputError, "edge group ", range.end - 1,
+                   " past the int32 indices of a longest-first order");
+    }
+    std::vector<std::int32_t> order(static_cast<std::size_t>(range.end - range.begin));
+    if (order.empty()) {
+        return order;
+    }
+    constexpr std::int32_t kCountingLimit = 1 << 16;
+    if (g.group_size <= kCountingLimit) {
+        // Counting sort on count (at most group_size): one pass to count, one to place.
+        std::vector<std::int64_t> start(static_cast<std::size_t>(g.group_size) + 2, 0);
+        for (auto q = range.begin; q < range.end; ++q) {
+            if (g.count[q] < 0 || g.count[q] > g.group_size) {
+                HALO_THROW(InputError, "edge group ", q, ": count ", g.count[q], " outside [0, ",
+                           g.group_size, "]");
+            }
+            ++start[static_cast<std::size_t>(g.group_size - g.count[q]) + 1];
+        }
+        for (std::size_t c = 1; c < start.size(); ++c) {
+            start[c] += start[c - 1];
+        }
+        for (auto q = range.begin; q < range.end; ++q) {
+            order[static_cast<std::size_t>(
+                start[static_cast<std::size_t>(g.group_size - g.count[q])]++)] =
+                static_cast<std::int32_t>(q);
+        }
+    } else {
+        std::iota(order.begin(), order.end(), static_cast<std::int32_t>(range.begin));
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::int32_t x, std::int32_t y) { return g.count[x] > g.count[y]; });
+    }
+    return order;
+}
+
 }  // namespace halo
 
 namespace halo::reference {

@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "halo/cuda/context.hpp"
 #include "halo/dense.hpp"
@@ -74,6 +75,22 @@ std::string to_string(SsdVariant variant);
 /// Parses the names above; throws halo::InputError naming the text otherwise.
 SsdVariant parse_ssd_variant(std::string_view text);
 
+/// The order in which the warps of a run take its groups.
+enum class SsdOrder {
+    /// By row, as the groups are stored (MaxK's kernels).
+    rows,
+    /// Most nonzeros first (ties by row): the slots of a warp step in lockstep up to the warp's
+    /// longest group, so that slots of groups of one length waste no steps, and the longest
+    /// groups start first. Only for the row ranges the plan ordered (SsdOptions::ordered_ranges);
+    /// a run over any other range takes its groups by row.
+    longest_first,
+};
+
+/// "rows" | "longest_first".
+std::string to_string(SsdOrder order);
+/// Parses the names above; throws halo::InputError naming the text otherwise.
+SsdOrder parse_ssd_order(std::string_view text);
+
 /// How one run maps groups to threads; may change between runs of one plan.
 struct SsdLaunch {
     SsdVariant variant = SsdVariant::decoupled;
@@ -85,6 +102,9 @@ struct SsdLaunch {
     /// (section VI-C); on the H200 here 4 was faster than 2 at D = 256 on BlogCatalog,
     /// ego-Twitter and R-MAT 22 (docs/MAXK.md), so 4 is the default.
     std::int32_t buffers_per_warp = 4;
+    /// Every variant, the MaxK baseline too: rows is the paper's order (docs/MAXK.md, "Longest
+    /// groups first").
+    SsdOrder order = SsdOrder::longest_first;
 };
 
 /// Throws halo::InputError naming the option and value.
@@ -93,6 +113,10 @@ void validate(const SsdLaunch& launch);
 struct SsdOptions {
     EdgeGroupOptions groups;
     SsdLaunch launch;
+    /// The row ranges whose groups the plan also keeps longest first (4 bytes per group each),
+    /// for runs over exactly one of them (the engine's interior and boundary rows); empty: the
+    /// whole operator. Each within [0, A's rows]; they may overlap.
+    std::vector<RowRange> ordered_ranges;
 };
 
 /// The SSD operator of one operator A (a shard's local CSR): A and its edge groups live on the
@@ -107,8 +131,8 @@ public:
     /// With another launch (variant, warps, buffers) over the same uploaded operator and groups.
     virtual void run(CbsrView<const float> s, DenseView<float> out, RowRange rows,
                      const SsdLaunch& launch) = 0;
-    /// The launch as it would run for width `dim` and `k`: variant, warps and slots actually used
-    /// ("decoupled-w12-s2-g64").
+    /// The launch as it would run for width `dim` and `k`: variant, warps and slots actually used,
+    /// and "-lf" for longest first on the ordered ranges ("decoupled-w12-s2-g64-lf").
     virtual std::string describe(const SsdLaunch& launch, std::int64_t dim,
                                  std::int64_t k) const = 0;
     virtual const EdgeGroups& groups() const = 0;

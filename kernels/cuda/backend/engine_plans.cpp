@@ -65,11 +65,21 @@ public:
                  const SpmmPlanHints& hints)
         : ctx_(ctx), s_(make_device_cbsr(ctx, a.num_cols, dim, k)), first_bad_(ctx, 1)
     {
+        // Groups longest first for every range the engine runs: all rows (no overlap, one
+        // rank), and the interior and the boundary rows.
+        SsdOptions options;
+        options.ordered_ranges.push_back({0, a.num_rows});
+        for (const auto& r : hints.ranges) {
+            if (r.begin >= 0 && r.begin < r.end && r.end <= a.num_rows &&
+                (r.begin > 0 || r.end < a.num_rows)) {
+                options.ordered_ranges.push_back(r);
+            }
+        }
         if (const auto* md = find_stored(hints, maxk_metadata_kernel)) {
-            ssd_ = make_ssd_plan(ctx, a, dim, edge_groups_from_metadata(*md, a.view()));
+            ssd_ = make_ssd_plan(ctx, a, dim, edge_groups_from_metadata(*md, a.view()), options);
             groups_ = "stored edge groups";
         } else {
-            ssd_ = make_ssd_plan(ctx, a, dim);
+            ssd_ = make_ssd_plan(ctx, a, dim, options);
             groups_ = "edge groups built here";
         }
     }

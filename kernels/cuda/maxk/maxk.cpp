@@ -5,6 +5,9 @@
 //
 // Row ranges: groups are ordered by row, so a range is one contiguous slice of them (binary
 // search on the host copy of the group rows), and its shared rows one slice of the sorted list.
+// The ordered ranges (SsdOptions::ordered_ranges, else all rows) also have their groups' indices
+// longest first (halo::longest_first), one slice each of one device array; a longest-first run
+// over exactly such a range reads its groups through that slice, any other run by row.
 // Atomic-always variants zero the whole range first (cudaMemset2DAsync over the width only);
 // atomic-aware ones zero only the shared rows, every other row being written by a plain store of
 // its single group (empty rows included: they have one group of 0 nonzeros).
@@ -50,7 +53,7 @@ struct Resolved {
 class SsdPlanImpl final : public DeviceSsdPlan {
 public:
     SsdPlanImpl(Context& ctx, const Csr& a, std::int64_t max_dim, EdgeGroups groups,
-                const SsdLaunch& launch)
+                const SsdLaunch& launch, std::vector<RowRange> ordered_ranges)
         : ctx_(ctx),
           num_rows_(a.num_rows),
           num_cols_(a.num_cols),
@@ -73,10 +76,25 @@ public:
             packed[q].first = groups_.first[q];
         }
         shared_rows_ = shared_rows(groups_);
+        if (ordered_ranges.empty()) {
+            ordered_ranges.push_back({0, num_rows_});
+        }
+        std::vector<std::int32_t> order;
+        for (const auto& rows : ordered_ranges) {
+            if (rows.begin < 0 || rows.begin > rows.end || rows.end > num_rows_) {
+                HALO_THROW(InputError, "SSD plan: ordered row range [", rows.begin, ", ", rows.end,
+                           ") outside [0, ", num_rows_, ")");
+            }
+            const auto slice = longest_first(groups_, edge_group_range(groups_, rows));
+            ordered_.push_back({rows, static_cast<std::int64_t>(order.size()),
+                                static_cast<std::int64_t>(slice.size())});
+            order.insert(order.end(), slice.begin(), slice.end());
+        }
         valued_ = a.has_values();
         indices_ = upload(ctx_, a.indices);
         values_ = upload(ctx_, a.values);
         groups_device_ = upload(ctx_, packed);
+        order_device_ = upload(ctx_, order);
         shared_rows_device_ = upload(ctx_, shared_rows_);
         HALO_CUDA_TRY(cudaDeviceGetAttribute(
             &shared_optin_, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx_.device()));
@@ -123,10 +141,20 @@ public:
                                             static_cast<std::size_t>(rows.size()), stream));
         }
 
-        const GroupRange range = edge_group_range(groups_, rows);
         detail::SsdArgs args;
-        args.groups = groups_device_.data() + range.begin;
-        args.group_count = range.end - range.begin;
+        const auto ordered =
+            std::find_if(ordered_.begin(), ordered_.end(), [&](const OrderedRange& o) {
+                return o.rows.begin == rows.begin && o.rows.end == rows.end;
+            });
+        if (launch.order == SsdOrder::longest_first && ordered != ordered_.end()) {
+            args.groups = groups_device_.data();
+            args.order = order_device_.data() + ordered->offset;
+            args.group_count = ordered->count;
+        } else {
+            const GroupRange range = edge_group_range(groups_, rows);
+            args.groups = groups_device_.data() + range.begin;
+            args.group_count = range.end - range.begin;
+        }
         args.a_indices = indices_.data();
         args.a_values = valued_ ? values_.data() : nullptr;
         args.s_values = s.values;
@@ -147,14 +175,17 @@ public:
         check_cbsr_shape(0, dim, k);
         const Resolved r = resolve(launch, dim, k);
         return to_string(r.variant) + "-w" + std::to_string(r.warps) + "-s" +
-               std::to_string(r.slots) + "-g" + std::to_string(groups_.group_size);
+               std::to_string(r.slots) + "-g" + std::to_string(groups_.group_size) +
+               (launch.order == SsdOrder::longest_first ? "-lf" : "");
     }
 
     std::string algorithm() const override
     {
         return "ssd-" + to_string(launch_.variant) + "-w" +
                std::to_string(launch_.warps_per_block) + "-b" +
-               std::to_string(launch_.buffers_per_warp) + "-g" + std::to_string(groups_.group_size);
+               std::to_string(launch_.buffers_per_warp) + "-g" +
+               std::to_string(groups_.group_size) +
+               (launch_.order == SsdOrder::longest_first ? "-lf" : "");
     }
 
     const EdgeGroups& groups() const override { return groups_; }
@@ -186,6 +217,13 @@ private:
         return r;
     }
 
+    // A range whose groups are kept longest first: order_device_[offset, offset + count).
+    struct OrderedRange {
+        RowRange rows;
+        std::int64_t offset = 0;
+        std::int64_t count = 0;
+    };
+
     Context& ctx_;
     std::int64_t num_rows_ = 0;
     std::int64_t num_cols_ = 0;
@@ -193,13 +231,18 @@ private:
     SsdLaunch launch_;
     EdgeGroups groups_;
     std::vector<std::int32_t> shared_rows_;
+    std::vector<OrderedRange> ordered_;
     bool valued_ = false;
     int shared_optin_ = 48 * 1024;
     DeviceBuffer<std::int32_t> indices_;
     DeviceBuffer<float> values_;
     DeviceBuffer<detail::SsdGroup> groups_device_;
+    DeviceBuffer<std::int32_t> order_device_;
     DeviceBuffer<std::int32_t> shared_rows_device_;
 };
+
+constexpr std::array<EnumName<SsdOrder>, 2> ssd_order_names{
+    {{SsdOrder::rows, "rows"}, {SsdOrder::longest_first, "longest_first"}}};
 
 constexpr std::array<EnumName<SsdVariant>, 5> ssd_variant_names{
     {{SsdVariant::maxk, "maxk"},
@@ -256,6 +299,22 @@ SsdVariant parse_ssd_variant(std::string_view text)
                "' (known: maxk, decoupled, no_slots, no_atomic_aware, no_slots_no_atomic_aware)");
 }
 
+std::string to_string(SsdOrder order)
+{
+    const auto name = enum_name(ssd_order_names, order);
+    return name == "?" ? std::string("unknown") : std::string(name);
+}
+
+SsdOrder parse_ssd_order(std::string_view text)
+{
+    for (const auto& n : ssd_order_names) {
+        if (text == n.name) {
+            return n.value;
+        }
+    }
+    HALO_THROW(InputError, "unknown SSD group order '", text, "' (known: rows, longest_first)");
+}
+
 void validate(const SsdLaunch& launch)
 {
     if (launch.warps_per_block < 1 || launch.warps_per_block > 32) {
@@ -271,15 +330,17 @@ std::unique_ptr<DeviceSsdPlan> make_ssd_plan(Context& ctx, const Csr& a, std::in
                                              const SsdOptions& options)
 {
     validate(a, "the operator of an SSD plan");
-    return std::make_unique<SsdPlanImpl>(
-        ctx, a, max_dim, build_edge_groups(a.view(), options.groups), options.launch);
+    return std::make_unique<SsdPlanImpl>(ctx, a, max_dim,
+                                         build_edge_groups(a.view(), options.groups),
+                                         options.launch, options.ordered_ranges);
 }
 
 std::unique_ptr<DeviceSsdPlan> make_ssd_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
                                              EdgeGroups groups, const SsdOptions& options)
 {
     validate(a, "the operator of an SSD plan");
-    return std::make_unique<SsdPlanImpl>(ctx, a, max_dim, std::move(groups), options.launch);
+    return std::make_unique<SsdPlanImpl>(ctx, a, max_dim, std::move(groups), options.launch,
+                                         options.ordered_ranges);
 }
 
 }  // namespace halo::cuda

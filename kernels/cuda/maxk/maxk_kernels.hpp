@@ -23,9 +23,11 @@ static_assert(sizeof(SsdGroup) == 16, "SsdGroup is read as an int4");
 void maxk_topk(cudaStream_t stream, const float* x, std::int64_t rows, int dim, std::int64_t ldx,
                int k, float* values, std::int16_t* indices);
 
-/// Operands of one SSD launch: the groups [groups, groups + group_count) of the range.
+/// Operands of one SSD launch: the range's groups, group g of the launch (0 <= g < group_count)
+/// being groups[order[g]] when order is set (longest first), else groups[g] (by row).
 struct SsdArgs {
     const SsdGroup* groups = nullptr;
+    const std::int32_t* order = nullptr;
     std::int64_t group_count = 0;
     const std::int32_t* a_indices = nullptr;
     const float* a_values = nullptr;  // null: pattern matrix

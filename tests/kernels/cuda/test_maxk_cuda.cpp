@@ -36,6 +36,7 @@ using halo::Cbsr;
 using halo::Csr;
 using halo::RowRange;
 using halo::cuda::SsdLaunch;
+using halo::cuda::SsdOrder;
 using halo::cuda::SsdVariant;
 using halo::testing::download;
 using halo::testing::Gpu;
@@ -362,20 +363,59 @@ TEST(MaxkCudaSsd, DescribeReportsSlotsAndFittedWarps)
     Gpu gpu;
     const Csr a = halo::testing::rmat_csr(6, 1, true);
     auto plan = halo::cuda::make_ssd_plan(gpu.ctx, a, 1024);
-    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 2}, 256, 8), "decoupled-w12-s2-g64");
-    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 8}, 256, 8), "decoupled-w12-s4-g64");
-    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 2}, 256, 64), "decoupled-w12-s1-g64");
-    EXPECT_EQ(plan->describe({SsdVariant::no_slots, 12, 8}, 256, 2), "no_slots-w12-s1-g64");
-    EXPECT_EQ(plan->describe({SsdVariant::maxk, 12, 8}, 256, 2), "maxk-w12-s1-g64");
-    EXPECT_EQ(plan->algorithm(), "ssd-decoupled-w12-b4-g64");  // the default launch
+    constexpr auto rows = SsdOrder::rows;
+    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 2}, 256, 8), "decoupled-w12-s2-g64-lf");
+    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 8, rows}, 256, 8), "decoupled-w12-s4-g64");
+    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 2, rows}, 256, 64),
+              "decoupled-w12-s1-g64");
+    EXPECT_EQ(plan->describe({SsdVariant::no_slots, 12, 8, rows}, 256, 2), "no_slots-w12-s1-g64");
+    EXPECT_EQ(plan->describe({SsdVariant::maxk, 12, 8, rows}, 256, 2), "maxk-w12-s1-g64");
+    EXPECT_EQ(plan->describe({SsdVariant::maxk, 12, 8}, 256, 2), "maxk-w12-s1-g64-lf");
+    EXPECT_EQ(plan->algorithm(), "ssd-decoupled-w12-b4-g64-lf");  // the default launch
     // 16 buffers of 4 KiB per warp: fewer warps than asked fit a block.
     int optin = 0;
     HALO_CUDA_TRY(
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu.ctx.device()));
-    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 16}, 1024, 2),
+    EXPECT_EQ(plan->describe({SsdVariant::decoupled, 12, 16, rows}, 1024, 2),
               "decoupled-w" + std::to_string(std::min(12, optin / (16 * 4096))) + "-s16-g64");
     EXPECT_THROW((void)plan->describe({SsdVariant::decoupled, 0, 2}, 256, 2), halo::InputError);
     EXPECT_THROW((void)plan->describe({SsdVariant::decoupled, 12, 33}, 256, 2), halo::InputError);
+}
+
+// Both orders, every variant, on ranges the plan ordered (longest first read through the order)
+// and on others (by row whatever the launch says); a range outside the rows is refused.
+TEST(MaxkCudaSsd, OrderedRangesAndRowOrder)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const Csr a = halo::testing::rmat_csr(10, 17, true);
+    const auto third = a.num_rows / 3;
+    halo::cuda::SsdOptions options;
+    options.ordered_ranges = {{0, third}, {third, a.num_rows}, {third, third}};
+    auto plan = halo::cuda::make_ssd_plan(gpu.ctx, a, 256, options);
+    const std::vector<RowRange> ordered = {{0, third}, {third, a.num_rows}};
+    const std::vector<RowRange> unordered = {{0, 2 * third}, {2 * third, a.num_rows}};
+    for (const std::int64_t k : {4, 16, 32, 64}) {
+        const auto s = random_cbsr(a.num_cols, 256, k, 77 + k);
+        const auto want = expected_ssd(a, plan->groups(), s);
+        for (const auto v : kVariants) {
+            for (const auto order : {SsdOrder::rows, SsdOrder::longest_first}) {
+                for (const auto& ranges : {ordered, unordered, {all_rows(a)}}) {
+                    check_ssd(gpu, *plan, a, s, want, {v, 12, 4, order}, ranges);
+                    if (testing::Test::HasFatalFailure()) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    options.ordered_ranges = {{0, a.num_rows + 1}};
+    EXPECT_THROW((void)halo::cuda::make_ssd_plan(gpu.ctx, a, 256, options), halo::InputError);
+    options.ordered_ranges = {{5, 4}};
+    EXPECT_THROW((void)halo::cuda::make_ssd_plan(gpu.ctx, a, 256, options), halo::InputError);
+    EXPECT_EQ(halo::cuda::parse_ssd_order("rows"), SsdOrder::rows);
+    EXPECT_EQ(halo::cuda::to_string(SsdOrder::longest_first), "longest_first");
+    EXPECT_THROW((void)halo::cuda::parse_ssd_order("random"), halo::InputError);
 }
 
 TEST(MaxkCudaSsd, PrecomputedGroupsAndOperandErrors)

@@ -295,6 +295,35 @@ TEST(MaxkEdgeGroups, HandComputed)
     EXPECT_NO_THROW(halo::validate(g, a.view()));
 }
 
+TEST(MaxkEdgeGroups, LongestFirstIsAStableSortByCount)
+{
+    const Csr a = csr_from_lengths({3, 0, 7, 4, 1, 4}, 5, false, 0);
+    const auto g = halo::build_edge_groups(a.view(), {4});
+    ASSERT_EQ(g.count, (std::vector<std::int32_t>{3, 0, 4, 3, 4, 1, 4}));
+    EXPECT_EQ(halo::longest_first(g, {0, 7}), (std::vector<std::int32_t>{2, 4, 6, 0, 3, 5, 1}));
+    EXPECT_EQ(halo::longest_first(g, {3, 6}), (std::vector<std::int32_t>{4, 3, 5}));
+    EXPECT_TRUE(halo::longest_first(g, {2, 2}).empty());
+    EXPECT_THROW((void)halo::longest_first(g, {0, 8}), halo::InputError);
+    EXPECT_THROW((void)halo::longest_first(g, {3, 2}), halo::InputError);
+    auto bad = g;
+    bad.count[1] = 5;
+    EXPECT_THROW((void)halo::longest_first(bad, {0, 7}), halo::InputError);
+
+    // Large groups take the comparison sort; both paths give the same order on random counts.
+    const Csr r = halo::testing::rmat_csr(9, 7, false);
+    const auto small = halo::build_edge_groups(r.view(), {5});
+    auto large = small;
+    large.group_size = (1 << 16) + 1;
+    const auto want = halo::longest_first(small, {0, small.size()});
+    EXPECT_EQ(halo::longest_first(large, {0, large.size()}), want);
+    for (std::size_t i = 1; i < want.size(); ++i) {
+        const auto p = want[i - 1];
+        const auto q = want[i];
+        ASSERT_TRUE(small.count[p] > small.count[q] || (small.count[p] == small.count[q] && p < q))
+            << "positions " << i - 1 << " and " << i;
+    }
+}
+
 // Every nonzero of every row in exactly one group of that row, in order; sizes within bounds;
 // update_mode as the row's group count says.
 void expect_coverage(const Csr& a, const EdgeGroups& g)
