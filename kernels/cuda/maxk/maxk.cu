@@ -149,6 +149,12 @@ __device__ __forceinline__ void accumulate(float* buffer, const SsdArgs& args, l
     const short* __restrict__ s_indices = args.s_indices + t;
     if constexpr (kEntries > 0) {
         constexpr int kB = kEntries == 1 ? kBatch : kBatch / 2;
+        // Addresses: a CBSR row's by one 32 x 32 -> 64-bit multiply-add from its column (c >= 0,
+        // k <= 1024), A's entries at constant offsets from a pointer that moves by a batch.
+        const unsigned value_row_bytes = static_cast<unsigned>(k) * sizeof(float);
+        const unsigned index_row_bytes = static_cast<unsigned>(k) * sizeof(short);
+        const char* s_value_base = reinterpret_cast<const char*>(s_values);
+        const char* s_index_base = reinterpret_cast<const char*>(s_indices);
         int c[kB];
         float a[kB];
 #pragma unroll
@@ -163,23 +169,30 @@ __device__ __forceinline__ void accumulate(float* buffer, const SsdArgs& args, l
 #pragma unroll
             for (int u = 0; u < kB; ++u) {
                 a_now[u] = a[u];
-                const long long row = static_cast<long long>(c[u]) * k;
+                const auto column = static_cast<unsigned long long>(static_cast<unsigned>(c[u]));
+                const auto* v_row =
+                    reinterpret_cast<const float*>(s_value_base + column * value_row_bytes);
+                const auto* i_row =
+                    reinterpret_cast<const short*>(s_index_base + column * index_row_bytes);
 #pragma unroll
                 for (int i = 0; i < kEntries; ++i) {
                     v[u][i] = 0.0f;
                     col[u][i] = -1;
                     if (e0 + u < nnz && t + i * team < k) {
-                        v[u][i] = __ldg(s_values + row + i * team);
-                        col[u][i] = __ldg(s_indices + row + i * team);
+                        v[u][i] = __ldg(v_row + i * team);
+                        col[u][i] = __ldg(i_row + i * team);
                     }
                 }
             }
+            a_indices += kB;
+            if constexpr (kValued) {
+                a_values += kB;
+            }
 #pragma unroll
             for (int u = 0; u < kB; ++u) {
-                const int e = e0 + kB + u;
-                if (e < nnz) {
-                    c[u] = __ldg(a_indices + e);
-                    a[u] = kValued ? __ldg(a_values + e) : 1.0f;
+                if (e0 + kB + u < nnz) {
+                    c[u] = __ldg(a_indices + u);
+                    a[u] = kValued ? __ldg(a_values + u) : 1.0f;
                 }
             }
 #pragma unroll
