@@ -307,12 +307,7 @@ std::string to_string(SsdOrder order)
 
 SsdOrder parse_ssd_order(std::string_view text)
 {
-    for (const auto& n : ssd_order_names) {
-        if (text == n.name) {
-            return n.value;
-        }
-    }
-    HALO_THROW(InputError, "unknown SSD group order '", text, "' (known: rows, longest_first)");
+    return parse_enum(ssd_order_names, text, "SSD group order");
 }
 
 void validate(const SsdLaunch& launch)
