@@ -115,7 +115,8 @@ struct SsdOptions {
     SsdLaunch launch;
     /// The row ranges whose groups the plan also keeps longest first (4 bytes per group each),
     /// for runs over exactly one of them (the engine's interior and boundary rows); empty: the
-    /// whole operator. Each within [0, A's rows]; they may overlap.
+    /// whole operator. Each within [0, A's rows]; they may overlap. Past 2^31 groups (int32
+    /// indices) no range is ordered.
     std::vector<RowRange> ordered_ranges;
 };
 

@@ -80,10 +80,12 @@ public:
             ordered_ranges.push_back({0, num_rows_});
         }
         std::vector<std::int32_t> order;
-        for (const auto& rows : ordered_ranges) {
+        // int32 group indices: past 2^31 groups every run takes its groups by row.
+        const bool orderable = groups_.size() <= std::int64_t{INT32_MAX} + 1;
+        for (const auto& rows : orderable ? ordered_ranges : std::vector<RowRange>{}) {
             if (rows.begin < 0 || rows.begin > rows.end || rows.end > num_rows_) {
                 HALO_THROW(InputError, "SSD plan: ordered row range [", rows.begin, ", ", rows.end,
-                           ") outside [0, ", num_rows_, ")");
+                           ") outside [0, ", num_rows_, "]");
             }
             const auto slice = longest_first(groups_, edge_group_range(groups_, rows));
             ordered_.push_back({rows, static_cast<std::int64_t>(order.size()),

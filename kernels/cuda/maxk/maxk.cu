@@ -341,9 +341,9 @@ __global__ void __maxnreg__(40) ssd_maxk_kernel(SsdArgs args)
 // coalesced update). kAtomicAware: update_mode 0 stores, 1 adds atomically; otherwise every group
 // adds atomically.
 // kOneSlot: slots == 1 known at compile time (k >= 32, the no_slots variants), as the MaxK
-// kernel knows its team of 32 lanes for k >= 32. With the slot count a run-time value, this
-// kernel issued 21% more instructions than the MaxK kernel for the same groups at k = 32
-// (Nsight Compute, BlogCatalog).
+// kernel knows its team of 32 lanes for k >= 32. With the slot count a run-time value this
+// kernel issued about 21% more instructions than the MaxK kernel for the same groups at k = 32;
+// with it, 27.03M against 27.20M (Nsight Compute, BlogCatalog, docs/MAXK.md).
 template <bool kValued, bool kAtomicAware, int kEntries, bool kOneSlot>
 __global__ void __maxnreg__(40) ssd_decoupled_kernel(SsdArgs args, int slots_in)
 {
