@@ -266,6 +266,7 @@ bad "bench: --mergepath-costs -3" "cost -3" -- "${B[@]}" --graph rmat:8:4 --merg
 bad "bench: --rowchunk-lengths 0" "length 0 must be at least 1" -- "${B[@]}" --graph rmat:8:4 --rowchunk-lengths 0
 bad "bench: no --graph" "graph is required" -- "${B[@]}" --dims 32
 bad "bench maxk: k beyond the width" "k = 300 outside" -- "${B[@]}" maxk --graph rmat:8:4 --ks 300
+bad "bench maxk: unknown group order" "unknown SSD group order 'bogus'" -- "${B[@]}" maxk --graph rmat:8:4 --orders rows,bogus
 bad "bench attention: unsupported width" "d = 48" -- "${B[@]}" attention --graph rmat:8:4 --dims 48
 bad "bench attention: graph file missing" "nope\.mtx" -- "${B[@]}" attention --graph "$d/nope.mtx"
 bad "bench aes: sample width 5" "W = 5 outside" -- "${B[@]}" aes --graph rmat:8:4 --ws 5
