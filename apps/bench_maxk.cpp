@@ -240,9 +240,12 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                           [](SsdVariant v) { return v == SsdVariant::maxk; });
     variants.erase(std::unique(variants.begin(), variants.end()), variants.end());
     // Row order first, so that every record of the other order knows the paper's baseline.
-    auto orders = o.orders;
+    std::vector<SsdOrder> orders;
+    for (const auto& name : o.orders) {
+        orders.push_back(cuda::parse_ssd_order(name));
+    }
     std::stable_partition(orders.begin(), orders.end(),
-                          [](const std::string& name) { return name == "rows"; });
+                          [](SsdOrder order) { return order == SsdOrder::rows; });
     orders.erase(std::unique(orders.begin(), orders.end()), orders.end());
     const auto dim = o.dim;
 
@@ -412,8 +415,8 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
             const auto bytes = groups.size() * 16 + a.nnz() * (a.has_values() ? 8 : 4) +
                                a.num_cols * k * 6 + a.num_rows * dim * 4;
             double maxk_rows_ms = 0;
-            for (const auto& order_name : orders) {
-                const auto order = cuda::parse_ssd_order(order_name);
+            for (const auto order : orders) {
+                const auto order_name = cuda::to_string(order);
                 double maxk_ms = 0;
                 for (const auto v : variants) {
                     const auto buffer_list =

@@ -81,8 +81,10 @@ public:
         }
         std::vector<std::int32_t> order;
         // int32 group indices: past 2^31 groups every run takes its groups by row.
-        const bool orderable = groups_.size() <= std::int64_t{INT32_MAX} + 1;
-        for (const auto& rows : orderable ? ordered_ranges : std::vector<RowRange>{}) {
+        if (groups_.size() > std::int64_t{INT32_MAX} + 1) {
+            ordered_ranges.clear();
+        }
+        for (const auto& rows : ordered_ranges) {
             if (rows.begin < 0 || rows.begin > rows.end || rows.end > num_rows_) {
                 HALO_THROW(InputError, "SSD plan: ordered row range [", rows.begin, ", ", rows.end,
                            ") outside [0, ", num_rows_, "]");
