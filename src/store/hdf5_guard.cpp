@@ -21,6 +21,18 @@
 #include "halo/memory_limits.hpp"
 #include "hdf5_util.hpp"
 
+// Under ASan (clang or gcc) the child clears the death callback: see quiet_crashes.
+#if defined(__SANITIZE_ADDRESS__)
+#define HALO_GUARD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HALO_GUARD_ASAN 1
+#endif
+#endif
+#if defined(HALO_GUARD_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace halo::store {
 
 namespace {
@@ -124,6 +136,25 @@ bool write_all(int fd, const void* data, std::size_t bytes) noexcept
     return true;
 }
 
+/// A crash of HDF5 in the child is the child's alone, an outcome its parent reports: the child
+/// dies by the signal itself, not through a handler it inherited (a crash reporter of the
+/// application, a sanitizer's or a fuzzer's, which would report the parent's input as a crash of
+/// the whole process: scripts/fuzz.sh's fuzz_model did, on corrupt global heaps). A sanitizer's
+/// report that is not a signal (a bad memcpy caught before it faults) still ends the child with
+/// the sanitizer's exit code; only the death callback a fuzzer set is cleared.
+void quiet_crashes() noexcept
+{
+    struct sigaction by_default {};
+    by_default.sa_handler = SIG_DFL;
+    sigemptyset(&by_default.sa_mask);
+    for (const int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+        ::sigaction(signal, &by_default, nullptr);
+    }
+#if defined(HALO_GUARD_ASAN)
+    __sanitizer_set_death_callback(nullptr);
+#endif
+}
+
 /// The child's whole life. It is a copy of a process that may run other threads (OpenMP workers,
 /// AtomicH5File's write-back, Open MPI's progress thread), of which only this one exists here: a
 /// lock one of them held stays held. So the child touches HDF5 (the serial build takes no locks),
@@ -141,6 +172,7 @@ bool write_all(int fd, const void* data, std::size_t bytes) noexcept
     if (::getppid() != parent) {
         ::_exit(1);
     }
+    quiet_crashes();
     ::signal(SIGALRM, SIG_DFL);
     sigset_t alarm_only;
     sigemptyset(&alarm_only);
