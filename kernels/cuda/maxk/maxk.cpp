@@ -10,7 +10,8 @@
 // over exactly such a range reads its groups through that slice, any other run by row.
 // Atomic-always variants zero the whole range first (cudaMemset2DAsync over the width only);
 // atomic-aware ones zero only the shared rows, every other row being written by a plain store of
-// its single group (empty rows included: they have one group of 0 nonzeros).
+// its single group (empty rows included: they have one group of 0 nonzeros); their kernel is the
+// zeroing's programmatic dependent, which accumulates while the zeroing runs.
 #include "halo/cuda/maxk.hpp"
 
 #include <algorithm>
@@ -133,11 +134,13 @@ public:
         const cudaStream_t stream = ctx_.compute_stream();
         const int dim = static_cast<int>(s.dim);
 
+        bool zeroed_by_kernel = false;
         if (atomic_aware(r.variant)) {
             const auto lo = std::lower_bound(shared_rows_.begin(), shared_rows_.end(), rows.begin);
             const auto hi = std::lower_bound(lo, shared_rows_.end(), rows.end);
-            detail::zero_rows(stream, shared_rows_device_.data() + (lo - shared_rows_.begin()),
-                              hi - lo, dim, out.data, out.ld);
+            zeroed_by_kernel =
+                detail::zero_rows(stream, shared_rows_device_.data() + (lo - shared_rows_.begin()),
+                                  hi - lo, dim, out.data, out.ld);
         } else {
             HALO_CUDA_TRY(cudaMemset2DAsync(out.data + rows.begin * out.ld,
                                             static_cast<std::size_t>(out.ld) * sizeof(float), 0,
@@ -170,7 +173,8 @@ public:
         if (r.variant == SsdVariant::maxk) {
             detail::ssd_maxk(stream, args, r.warps);
         } else {
-            detail::ssd_decoupled(stream, args, r.warps, r.slots, atomic_aware(r.variant));
+            detail::ssd_decoupled(stream, args, r.warps, r.slots, atomic_aware(r.variant),
+                                  zeroed_by_kernel);
         }
     }
 

@@ -25,6 +25,7 @@
 
 #include "cuda/maxk/maxk_kernels.hpp"
 #include "cuda/maxk/maxk_select.hpp"
+#include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/warp_reduce.cuh"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -348,6 +349,9 @@ template <bool kValued, bool kAtomicAware, int kEntries, bool kOneSlot>
 __global__ void __maxnreg__(40) ssd_decoupled_kernel(SsdArgs args, int slots_in)
 {
     const auto [shared, warps, warp, lane] = ssd_thread();
+    if (blockIdx.x == 0) {
+        wait_for_prerequisite();  // so that the grid ends after the zeroing it may depend on
+    }
     const int dim = args.dim;
     const int slots = kOneSlot ? 1 : slots_in;
     const int team = kOneSlot ? 32 : 32 / slots;
@@ -366,6 +370,10 @@ __global__ void __maxnreg__(40) ssd_decoupled_kernel(SsdArgs args, int slots_in)
     }
     accumulate<kValued, kEntries>(buffers + (mine ? slot : 0) * dim, args, m.first,
                                   mine ? group_count(m) : 0, lane - slot * team, team);
+    // Atomic-aware runs: the shared rows' zeros (the zeroing kernel, this kernel's prerequisite,
+    // ran during the accumulation). One wait before the whole update: the plain stores, to rows
+    // the zeroing does not touch, need not wait, but sorting them out per group costs more.
+    wait_for_prerequisite();
     __syncwarp();
     for (int s = 0; s < slots && g0 + s < args.group_count; ++s) {
         const SsdGroup g = run_group(args, g0 + s);
@@ -395,29 +403,31 @@ std::int64_t grid_blocks(std::int64_t groups, std::int64_t groups_per_block)
 }
 
 template <bool kValued, bool kAtomicAware, int kEntries, bool kOneSlot>
-void launch_decoupled(cudaStream_t stream, const SsdArgs& args, int warps, int slots)
+void launch_decoupled(cudaStream_t stream, bool dependent, const SsdArgs& args, int warps,
+                      int slots)
 {
     const auto blocks = grid_blocks(args.group_count, std::int64_t{warps} * slots);
     const auto bytes = ssd_decoupled_shared_bytes(warps, slots, args.dim);
     auto kernel = ssd_decoupled_kernel<kValued, kAtomicAware, kEntries, kOneSlot>;
     allow_shared(kernel, bytes);
-    kernel<<<static_cast<unsigned>(blocks), warps * 32, bytes, stream>>>(args, slots);
-    HALO_CUDA_CHECK_LAUNCH();
+    launch(kernel, static_cast<unsigned>(blocks), warps * 32, bytes, stream, dependent, args,
+           slots);
 }
 
 template <bool kValued, bool kAtomicAware>
-void launch_decoupled_entries(cudaStream_t stream, const SsdArgs& args, int warps, int slots)
+void launch_decoupled_entries(cudaStream_t stream, bool dependent, const SsdArgs& args, int warps,
+                              int slots)
 {
     if (slots == 1) {
         if (args.k <= 32) {
-            launch_decoupled<kValued, kAtomicAware, 1, true>(stream, args, warps, 1);
+            launch_decoupled<kValued, kAtomicAware, 1, true>(stream, dependent, args, warps, 1);
         } else if (args.k <= 64) {
-            launch_decoupled<kValued, kAtomicAware, 2, true>(stream, args, warps, 1);
+            launch_decoupled<kValued, kAtomicAware, 2, true>(stream, dependent, args, warps, 1);
         } else {
-            launch_decoupled<kValued, kAtomicAware, 0, true>(stream, args, warps, 1);
+            launch_decoupled<kValued, kAtomicAware, 0, true>(stream, dependent, args, warps, 1);
         }
     } else {  // k <= team (ssd_decoupled checks it): one entry per lane
-        launch_decoupled<kValued, kAtomicAware, 1, false>(stream, args, warps, slots);
+        launch_decoupled<kValued, kAtomicAware, 1, false>(stream, dependent, args, warps, slots);
     }
 }
 
@@ -511,7 +521,7 @@ void ssd_maxk(cudaStream_t stream, const SsdArgs& args_in, int warps)
 }
 
 void ssd_decoupled(cudaStream_t stream, const SsdArgs& args_in, int warps, int slots,
-                   bool atomic_aware)
+                   bool atomic_aware, bool dependent)
 {
     check_args(args_in, warps);
     HALO_EXPECTS(slots >= 1 && slots <= 32 && (slots == 1 || args_in.k <= 32 / slots), "slots ",
@@ -521,14 +531,15 @@ void ssd_decoupled(cudaStream_t stream, const SsdArgs& args_in, int warps, int s
     }
     const SsdArgs args = with_vec4(args_in);
     const bool valued = args.a_values != nullptr;
+    dependent = dependent && atomic_aware;
     if (valued && atomic_aware) {
-        launch_decoupled_entries<true, true>(stream, args, warps, slots);
+        launch_decoupled_entries<true, true>(stream, dependent, args, warps, slots);
     } else if (valued) {
-        launch_decoupled_entries<true, false>(stream, args, warps, slots);
+        launch_decoupled_entries<true, false>(stream, dependent, args, warps, slots);
     } else if (atomic_aware) {
-        launch_decoupled_entries<false, true>(stream, args, warps, slots);
+        launch_decoupled_entries<false, true>(stream, dependent, args, warps, slots);
     } else {
-        launch_decoupled_entries<false, false>(stream, args, warps, slots);
+        launch_decoupled_entries<false, false>(stream, dependent, args, warps, slots);
     }
 }
 

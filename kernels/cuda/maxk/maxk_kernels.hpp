@@ -45,8 +45,11 @@ void ssd_maxk(cudaStream_t stream, const SsdArgs& args, int warps);
 
 /// The decoupled operator: `warps` warps per block, `slots` groups per warp; atomic_aware: plain
 /// stores for update_mode 0 (shared rows zeroed first), else atomics always (rows zeroed first).
+/// dependent: the shared rows were zeroed by the kernel launched just before this one on
+/// `stream` (zero_rows' answer), of which this kernel is then the programmatic dependent
+/// (dependent_launch.cuh); atomic-aware runs only.
 void ssd_decoupled(cudaStream_t stream, const SsdArgs& args, int warps, int slots,
-                   bool atomic_aware);
+                   bool atomic_aware, bool dependent);
 
 /// Dynamic shared memory of one block of each kernel.
 std::size_t ssd_maxk_shared_bytes(int warps, int dim);

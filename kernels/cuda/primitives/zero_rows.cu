@@ -4,6 +4,7 @@
 // of BlogCatalog at width 256 that executed more instructions than the SSD kernel after it.)
 #include <cstdint>
 
+#include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/zero_rows.hpp"
 #include "halo/cuda_error.hpp"
@@ -19,6 +20,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     zero_rows_kernel(const Row* __restrict__ rows, std::int64_t count, std::int64_t width, float* y,
                      std::int64_t ld, bool vec4)
 {
+    allow_dependent_launch();  // the kernel that adds into these rows waits for the zeros itself
     const int lane = static_cast<int>(threadIdx.x) & 31;
     const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarps;
     for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
@@ -38,31 +40,32 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 template <typename Row>
-void launch(cudaStream_t stream, const Row* rows, std::int64_t count, std::int64_t width, float* y,
+bool launch_zero(cudaStream_t stream, const Row* rows, std::int64_t count, std::int64_t width, float* y,
             std::int64_t ld)
 {
     if (count == 0 || width == 0) {
-        return;
+        return false;
     }
     const bool vec4 =
         width % 4 == 0 && ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
     zero_rows_kernel<<<grid_blocks(count, kWarps, kMaxBlocks), kWarps * 32, 0, stream>>>(
         rows, count, width, y, ld, vec4);
     HALO_CUDA_CHECK_LAUNCH();
+    return true;
 }
 
 }  // namespace
 
-void zero_rows(cudaStream_t stream, const std::int32_t* rows, std::int64_t count,
+bool zero_rows(cudaStream_t stream, const std::int32_t* rows, std::int64_t count,
                std::int64_t width, float* y, std::int64_t ld)
 {
-    launch(stream, rows, count, width, y, ld);
+    return launch_zero(stream, rows, count, width, y, ld);
 }
 
-void zero_rows(cudaStream_t stream, const std::int64_t* rows, std::int64_t count,
+bool zero_rows(cudaStream_t stream, const std::int64_t* rows, std::int64_t count,
                std::int64_t width, float* y, std::int64_t ld)
 {
-    launch(stream, rows, count, width, y, ld);
+    return launch_zero(stream, rows, count, width, y, ld);
 }
 
 }  // namespace halo::cuda::detail

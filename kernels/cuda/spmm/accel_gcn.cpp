@@ -128,10 +128,11 @@ public:
         const cudaStream_t stream = ctx_.compute_stream();
 
         const std::int64_t split_begin = prep->segment_split_rows[s0];
-        detail::zero_rows(stream, prep->split_rows.data() + split_begin,
-                          prep->segment_split_rows[s1] - split_begin, d, y.data, y.ld);
+        const bool zeroed =
+            detail::zero_rows(stream, prep->split_rows.data() + split_begin,
+                              prep->segment_split_rows[s1] - split_begin, d, y.data, y.ld);
         const std::int64_t block_begin = prep->segment_blocks[s0];
-        detail::accel_gcn_spmm(stream, launch_, prep->blocks.data() + block_begin,
+        detail::accel_gcn_spmm(stream, zeroed, launch_, prep->blocks.data() + block_begin,
                                prep->segment_blocks[s1] - block_begin, prep->sorted_rows.data(),
                                prep->indices.data(), prep->valued ? prep->values.data() : nullptr,
                                scaling_.row.data(), scaling_.col.data(), x.data, x.type, x.ld,

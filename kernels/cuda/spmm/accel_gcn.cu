@@ -8,7 +8,9 @@
 // - A block whose rows take one warp each writes each lane's sum with a plain store. Rows shared
 //   by several warps add their partials in shared memory (atomicAdd_block), then the block stores
 //   them. Chunks of a split row (degree > deg_bound) reduce in shared memory the same way and add
-//   the block's sum to y with one atomicAdd per column, after a kernel zeroed those rows.
+//   the block's sum to y with one atomicAdd per column, after a kernel zeroed those rows. The
+//   kernel is that zeroing's programmatic dependent (dependent_launch.cuh): it sums while the
+//   zeroing runs and waits for it only before those atomic adds.
 // - Wide dense matrices: the shared accumulator holds at most warps_per_block / 2 rows of a column
 //   tile; widths beyond the tile run as several tiles (gridDim.y), each a combined-warp sweep.
 // - Ablation (AccelGcnOptions::combined_warps = false): the same nonzero groups and columns, but
@@ -19,6 +21,7 @@
 #include <cstddef>
 
 #include "cuda/spmm/accel_gcn_kernels.hpp"
+#include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/feature_load.cuh"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
@@ -50,6 +53,9 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
                                  int tile, int deg_bound, int warp_cap)
 {
     extern __shared__ float shared[];
+    if (blockIdx.x == 0 && blockIdx.y == 0) {
+        wait_for_prerequisite();  // so that the grid ends after the zeroing it depends on
+    }
     const int4 m = blocks[blockIdx.x];
     const int col0 = static_cast<int>(blockIdx.y) * tile;
     const int width = min(tile, d - col0);
@@ -130,6 +136,9 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
     }
     if (use_shared) {
         __syncthreads();
+        if (split) {
+            wait_for_prerequisite();  // the zeros of the split rows
+        }
         for (int i = threadIdx.x; i < rows * width; i += blockDim.x) {
             const int row = sorted_rows[m.y + i / width];
             float* dst = y + static_cast<long long>(row) * ldy + col0 + i % width;
@@ -158,6 +167,7 @@ struct KernelArgs {
     dim3 block;
     std::size_t shared_bytes;
     cudaStream_t stream;
+    bool dependent;
     const int4* blocks;
     const std::int32_t* sorted_rows;
     const std::int32_t* indices;
@@ -174,20 +184,21 @@ struct KernelArgs {
 };
 
 template <int kEntries, bool kCombined, typename T>
-void launch(const KernelArgs& k, const void* x)
+void launch_kernel(const KernelArgs& k, const void* x)
 {
-    accel_gcn_kernel<kEntries, kCombined, T><<<k.grid, k.block, k.shared_bytes, k.stream>>>(
-        k.blocks, k.sorted_rows, k.indices, k.values, k.row_scale, k.col_scale,
-        static_cast<const T*>(x), k.ldx, k.y, k.ldy, k.d, k.tile, k.deg_bound, k.warp_cap);
+    detail::launch(accel_gcn_kernel<kEntries, kCombined, T>, k.grid, k.block, k.shared_bytes,
+                   k.stream, k.dependent, k.blocks, k.sorted_rows, k.indices, k.values,
+                   k.row_scale, k.col_scale, static_cast<const T*>(x), k.ldx, k.y, k.ldy, k.d,
+                   k.tile, k.deg_bound, k.warp_cap);
 }
 
 template <int kEntries, typename T>
 void launch_mapping(const KernelArgs& k, bool combined, const void* x)
 {
     if (combined) {
-        launch<kEntries, true, T>(k, x);
+        launch_kernel<kEntries, true, T>(k, x);
     } else {
-        launch<kEntries, false, T>(k, x);
+        launch_kernel<kEntries, false, T>(k, x);
     }
 }
 
@@ -205,7 +216,8 @@ void launch_type(const KernelArgs& k, bool combined, const void* x)
 
 }  // namespace
 
-void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const void* blocks,
+void accel_gcn_spmm(cudaStream_t stream, bool dependent, const AccelGcnLaunch& launch,
+                    const void* blocks,
                     std::int64_t block_count, const std::int32_t* sorted_rows,
                     const std::int32_t* indices, const float* values, const float* row_scale,
                     const float* col_scale, const void* x, FeatureType x_type, std::int64_t ldx,
@@ -226,6 +238,7 @@ void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const voi
         dim3(static_cast<unsigned>(32 * launch.warps_per_block)),
         static_cast<std::size_t>(shared_rows(launch.warps_per_block)) * tile * sizeof(float),
         stream,
+        dependent,
         static_cast<const int4*>(blocks),
         sorted_rows,
         indices,

@@ -28,9 +28,10 @@ int accel_gcn_tile_cap(int warps_per_block);
 /// halo::AccelGcnBlock), x of `x_type` (fp32 accumulation). values == null: pattern matrix,
 /// each entry then col_scale[j] (or 1 where col_scale is null) and each row's result times
 /// row_scale[i] (where not null): a pattern with its OperatorScaling. Split rows must be zeroed
-/// before.
-void accel_gcn_spmm(cudaStream_t stream, const AccelGcnLaunch& launch, const void* blocks,
-                    std::int64_t block_count, const std::int32_t* sorted_rows,
+/// before: by the kernel launched just before this one when `dependent` (zero_rows' answer), of
+/// which this kernel is then the programmatic dependent (dependent_launch.cuh).
+void accel_gcn_spmm(cudaStream_t stream, bool dependent, const AccelGcnLaunch& launch,
+                    const void* blocks, std::int64_t block_count, const std::int32_t* sorted_rows,
                     const std::int32_t* indices, const float* values, const float* row_scale,
                     const float* col_scale, const void* x, FeatureType x_type, std::int64_t ldx,
                     float* y, std::int64_t ldy, std::int64_t d);

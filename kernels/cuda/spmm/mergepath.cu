@@ -8,7 +8,9 @@
 //   split rows only, then each segment adds its part with one atomicAdd per element (the paper's
 //   T[0, :] / T[1, :] accumulate in registers first). Every other row gets one plain store from
 //   the segment holding its start and end, so no other row of y is read or zeroed. run_add
-//   (y += A x) skips the zeroing and adds where run() stores.
+//   (y += A x) skips the zeroing and adds where run() stores. The kernel is launched as the
+//   zeroing's programmatic dependent (dependent_launch.cuh): it starts while the zeroing runs and
+//   waits for it only before an atomic add.
 // - Mapping by width d: a lane owns the columns of one 16-byte load (4 fp32 or 8 fp16/bf16; one or
 //   two float4 stores of y) when d, both leading dimensions and both base pointers allow it, else
 //   1 column (feature_vec.hpp); fp16/bf16 features are widened at the load, sums stay fp32; with c
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling, device_scaled_values
+#include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/grid_stride.cuh"
@@ -211,6 +214,12 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
 template <int kEntries, int kVec, int kHints, typename T>
 __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const KernelArgs<T> k)
 {
+    // Launched as the dependent of the split rows' zeroing (dependent_launch.cuh): the atomic
+    // adds wait for it; the rest of the walk (gathers, sums, plain stores of whole rows) runs
+    // while it does. Block 0 waits in any case, so that this grid ends after the zeroing.
+    if (blockIdx.x == 0) {
+        detail::wait_for_prerequisite();
+    }
     HintPolicies policies;
     if constexpr (kHints == kHinted) {
         policies.cold = detail::l2_evict_first_policy();
@@ -239,6 +248,7 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
                 // Partial start row (Algorithm 2, lines 2-10): zeroed by the pre-pass.
                 if (j < next) {
                     row_sum<kEntries, kVec, kHints>(k, j, next, col, r, acc, policies);
+                    detail::wait_for_prerequisite();
                     atomic_add_results<kVec>(out, acc);
                 }
             } else {
@@ -250,6 +260,7 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
         if (j < nz_end) {
             // Partial end row (lines 11-13), continued by the next segment(s).
             row_sum<kEntries, kVec, kHints>(k, j, nz_end, col, row_end, acc, policies);
+            detail::wait_for_prerequisite();
             atomic_add_results<kVec>(k.y + row_end * k.ldy + col, acc);
         }
     }
@@ -293,41 +304,41 @@ std::int64_t lanes_per_segment(std::int64_t width)
     return lanes;
 }
 
+// dependent: launched as the programmatic dependent of the zeroing just before it.
 template <int kEntries, int kHints, typename T>
-void launch_entries(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
+void launch_entries(cudaStream_t stream, bool dependent, unsigned int grid, int vec,
+                    const KernelArgs<T>& args)
 {
     constexpr int kWide =
         vector_columns(std::is_same_v<T, float> ? FeatureType::fp32 : FeatureType::fp16);
-    if (vec > 1) {
-        mergepath_spmm_kernel<kEntries, kWide, kHints, T><<<grid, kBlockThreads, 0, stream>>>(args);
-    } else {
-        mergepath_spmm_kernel<kEntries, 1, kHints, T><<<grid, kBlockThreads, 0, stream>>>(args);
-    }
-    HALO_CUDA_CHECK_LAUNCH();
+    auto kernel = vec > 1 ? mergepath_spmm_kernel<kEntries, kWide, kHints, T>
+                          : mergepath_spmm_kernel<kEntries, 1, kHints, T>;
+    detail::launch(kernel, grid, kBlockThreads, 0, stream, dependent, args);
 }
 
 template <int kHints, typename T>
-void launch_hinted(cudaStream_t stream, unsigned int grid, int vec, const KernelArgs<T>& args)
+void launch_hinted(cudaStream_t stream, bool dependent, unsigned int grid, int vec,
+                   const KernelArgs<T>& args)
 {
     if (args.values != nullptr) {
-        launch_entries<kValues, kHints>(stream, grid, vec, args);
+        launch_entries<kValues, kHints>(stream, dependent, grid, vec, args);
     } else if (args.col_scale != nullptr) {
-        launch_entries<kColumnScaled, kHints>(stream, grid, vec, args);
+        launch_entries<kColumnScaled, kHints>(stream, dependent, grid, vec, args);
     } else {
-        launch_entries<kPattern, kHints>(stream, grid, vec, args);
+        launch_entries<kPattern, kHints>(stream, dependent, grid, vec, args);
     }
 }
 
 template <typename T>
-void launch_kernel(cudaStream_t stream, unsigned int grid, int vec, Hints hints,
+void launch_kernel(cudaStream_t stream, bool dependent, unsigned int grid, int vec, Hints hints,
                    const KernelArgs<T>& args)
 {
     if (hints == kPlain) {
-        launch_hinted<kPlain>(stream, grid, vec, args);
+        launch_hinted<kPlain>(stream, dependent, grid, vec, args);
     } else if (hints == kHinted && std::is_same_v<T, float>) {
-        launch_hinted<kHinted>(stream, grid, vec, args);
+        launch_hinted<kHinted>(stream, dependent, grid, vec, args);
     } else {
-        launch_hinted<kMarked>(stream, grid, vec, args);
+        launch_hinted<kMarked>(stream, dependent, grid, vec, args);
     }
 }
 
@@ -440,9 +451,10 @@ private:
         const Prepared& p = schedule(rows, cost_for(width));
         const cudaStream_t stream = ctx_.compute_stream();
         const auto num_split = static_cast<std::int64_t>(p.host.split_rows.size());
-        if (num_split > 0 && !add) {  // adding: the segments' atomics add to y's own values
-            detail::zero_rows(stream, p.split_rows.data(), num_split, width, y.data, y.ld);
-        }
+        // Adding: the segments' atomics add to y's own values. Zeroing: the kernel is its
+        // dependent and overlaps it.
+        const bool dependent =
+            !add && detail::zero_rows(stream, p.split_rows.data(), num_split, width, y.data, y.ld);
         // 16-byte lanes (4 fp32 or 8 fp16/bf16 columns) when every access of a lane is aligned.
         const int vec = detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width);
         const std::int64_t lanes = lanes_per_segment(width / vec);
@@ -452,13 +464,13 @@ private:
                                                                                  : kMarked;
         switch (x.type) {
             case FeatureType::fp32:
-                return launch_kernel(stream, grid, vec, hints,
+                return launch_kernel(stream, dependent, grid, vec, hints,
                                      kernel_args<float>(p, lanes, x, y, add));
             case FeatureType::fp16:
-                return launch_kernel(stream, grid, vec, hints,
+                return launch_kernel(stream, dependent, grid, vec, hints,
                                      kernel_args<__half>(p, lanes, x, y, add));
             case FeatureType::bf16:
-                return launch_kernel(stream, grid, vec, hints,
+                return launch_kernel(stream, dependent, grid, vec, hints,
                                      kernel_args<__nv_bfloat16>(p, lanes, x, y, add));
         }
         HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));

@@ -1,0 +1,77 @@
+// Programmatic dependent launch (compute capability 9.0 and later; CUDA programming guide,
+// "Programmatic Dependent Launch and Synchronization"): a kernel launched as the dependent of the
+// kernel before it in its stream may be scheduled as soon as every block of that prerequisite has
+// called allow_dependent_launch() (or exited), and runs whatever does not read or write what the
+// prerequisite writes before wait_for_prerequisite() returns.
+//
+// Used where a small kernel zeroes the rows that the next kernel then adds into atomically
+// (zero_rows.hpp): the SpMM or SSD kernel gathers and sums while the zeroing runs, and waits only
+// before its first atomic add. Its plain stores go to rows the zeroing does not touch. On older
+// devices, or with HALO_DEPENDENT_LAUNCH=0 in the environment, the launch is an ordinary one and
+// both device calls do nothing. Internal to halo_kernels.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "halo/cuda_error.hpp"
+
+namespace halo::cuda::detail {
+
+/// In a prerequisite kernel, first thing: its dependent may be scheduled once every block of it
+/// has called this. Says nothing about its writes (the dependent waits for those).
+__device__ __forceinline__ void allow_dependent_launch()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// In a dependent kernel: returns once the prerequisite grid has completed and its writes are
+/// visible; at once in a kernel that was not launched as a dependent, and after the first call.
+__device__ __forceinline__ void wait_for_prerequisite()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Whether launch() may make dependents: not when HALO_DEPENDENT_LAUNCH is "0" (read once), the
+/// switch that measures what the overlap is worth and rules it out when debugging.
+inline bool dependent_launch_enabled()
+{
+    static const bool enabled = [] {
+        const char* v = std::getenv("HALO_DEPENDENT_LAUNCH");
+        return v == nullptr || std::strcmp(v, "0") != 0;
+    }();
+    return enabled;
+}
+
+/// kernel<<<grid, block, shared_bytes, stream>>>(args...), checked; when `dependent` (and
+/// enabled), as the programmatic dependent of the kernel launched just before it on `stream`.
+/// Such a kernel must call wait_for_prerequisite() before it touches anything that kernel
+/// writes, and block 0 calls it in any case, so that this kernel's completion implies the
+/// prerequisite's whatever the later work on the stream assumes.
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,
+            cudaStream_t stream, bool dependent, Args&&... args)
+{
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = dependent && dependent_launch_enabled() ? 1 : 0;
+    HALO_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+    HALO_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace halo::cuda::detail
