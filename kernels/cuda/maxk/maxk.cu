@@ -410,6 +410,7 @@ void launch_decoupled(cudaStream_t stream, bool dependent, const SsdArgs& args, 
     const auto bytes = ssd_decoupled_shared_bytes(warps, slots, args.dim);
     auto kernel = ssd_decoupled_kernel<kValued, kAtomicAware, kEntries, kOneSlot>;
     allow_shared(kernel, bytes);
+    dependent = dependent && fills_device(kernel, blocks, warps * 32, bytes);
     launch(kernel, static_cast<unsigned>(blocks), warps * 32, bytes, stream, dependent, args,
            slots);
 }

@@ -9,11 +9,19 @@
 // before its first atomic add. Its plain stores go to rows the zeroing does not touch. On older
 // devices, or with HALO_DEPENDENT_LAUNCH=0 in the environment, the launch is an ordinary one and
 // both device calls do nothing. Internal to halo_kernels.
+//
+// Kernels with shared memory are launched so only when their grid fills the device at least once
+// (fills_device): the zeroing (no shared memory) holds SMs in a configuration with little shared
+// memory when the dependent's first blocks arrive, and a grid of less than one wave then piles
+// onto the other SMs. Measured on an H200: the decoupled SSD on BlogCatalog at k = 8 (360 blocks
+// of 48 KiB, 0.7 of a wave) took 37.5 us instead of 26.2 us, bimodal (min 24.3 us); at k >= 16
+// (1.1 waves and more), and on ego-Twitter at every k, it gained 1-3 us (docs/MAXK.md).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -49,6 +57,23 @@ inline bool dependent_launch_enabled()
         return v == nullptr || std::strcmp(v, "0") != 0;
     }();
     return enabled;
+}
+
+/// Whether `blocks` blocks of `kernel` (`threads` each, `shared_bytes` of dynamic shared memory,
+/// whose attribute allowing it is already set) fill every SM of the current device's resident
+/// block slots at least once.
+template <typename... Params>
+bool fills_device(void (*kernel)(Params...), std::int64_t blocks, int threads,
+                  std::size_t shared_bytes)
+{
+    int device = 0;
+    HALO_CUDA_TRY(cudaGetDevice(&device));
+    int sms = 0;
+    HALO_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int per_sm = 0;
+    HALO_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes));
+    return blocks >= std::int64_t{per_sm} * sms;
 }
 
 /// kernel<<<grid, block, shared_bytes, stream>>>(args...), checked; when `dependent` (and

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 
 #include "cuda/spmm/accel_gcn_kernels.hpp"
 #include "cuda/primitives/dependent_launch.cuh"
@@ -186,8 +187,11 @@ struct KernelArgs {
 template <int kEntries, bool kCombined, typename T>
 void launch_kernel(const KernelArgs& k, const void* x)
 {
-    detail::launch(accel_gcn_kernel<kEntries, kCombined, T>, k.grid, k.block, k.shared_bytes,
-                   k.stream, k.dependent, k.blocks, k.sorted_rows, k.indices, k.values,
+    auto kernel = accel_gcn_kernel<kEntries, kCombined, T>;
+    const bool dependent =
+        k.dependent && fills_device(kernel, std::int64_t{k.grid.x} * k.grid.y,
+                                    static_cast<int>(k.block.x), k.shared_bytes);
+    detail::launch(kernel, k.grid, k.block, k.shared_bytes, k.stream, dependent, k.blocks, k.sorted_rows, k.indices, k.values,
                    k.row_scale, k.col_scale, static_cast<const T*>(x), k.ldx, k.y, k.ldy, k.d,
                    k.tile, k.deg_bound, k.warp_cap);
 }
