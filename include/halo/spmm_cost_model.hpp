@@ -54,7 +54,12 @@ struct ModeledChoice {
 ///      kTinyMeanRow) at width at most kTinyMaxWidth: Accel-GCN;
 ///   4. a small sparse operator without an extreme hub (fewer than kChunkMaxNnz nonzeros, mean
 ///      row below kChunkMaxMeanRow, longest row at most kChunkRowFactor times the mean) at width
-///      at least kChunkMinWidth: the chunked row-split (one launch, long rows cut into units);
+///      at least kChunkMinWidth, where the device does not overlap MergePath's zeroing with its
+///      kernel (`zeroing_overlapped` false): the chunked row-split (one launch, long rows cut
+///      into units). Where it does (compute capability 9.0 and later, halo::cuda::
+///      zeroing_overlapped), MergePath is one launch's worth too and was faster on 21 of 25
+///      (graph, width) pairs of these operators (docs/PERFORMANCE.md "Rule 4 after the
+///      dependent launch"): the rule does not apply;
 ///   5. a large operator (rows + nonzeros at least kLargeItems) at width at least kLargeMinWidth:
 ///      MergePath with kLargeCost merge items per segment; where also the width is above
 ///      kSliceWidth and X (cols x width floats) is at least kSliceCacheFactor times
@@ -69,7 +74,7 @@ struct ModeledChoice {
 /// the most-read columns that fit in kHintHotShare of the L2 evict_last, the others evict_first
 /// (MergePathOptions::hint_hot_bytes; docs/PERFORMANCE.md "L2 hints for X past the L2").
 ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width,
-                              std::int64_t cache_bytes = 0);
+                              std::int64_t cache_bytes = 0, bool zeroing_overlapped = false);
 
 inline constexpr double kRegularRowFactor = 8.0;
 inline constexpr std::int64_t kTinyItems = 200000;

@@ -44,7 +44,8 @@ bool x_past(const OperatorShape& s, std::int64_t width, std::int64_t factor,
                static_cast<double>(factor) * static_cast<double>(cache_bytes);
 }
 
-ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes)
+ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
+                          bool zeroing_overlapped)
 {
     if (s.rows == 0 || s.nnz == 0) {
         return {ModeledKernel::cusparse, 0, 0, "an empty operator"};
@@ -62,7 +63,8 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
     if (width <= kTinyMaxWidth && items <= kTinyItems && mean_row <= kTinyMeanRow) {
         return {ModeledKernel::accel_gcn, 0, 0, "a tiny sparse operator at a narrow width"};
     }
-    if (width >= kChunkMinWidth && s.nnz < kChunkMaxNnz && mean_row < kChunkMaxMeanRow &&
+    if (!zeroing_overlapped && width >= kChunkMinWidth && s.nnz < kChunkMaxNnz &&
+        mean_row < kChunkMaxMeanRow &&
         static_cast<double>(s.max_row_nnz) <= kChunkRowFactor * mean_row) {
         return {ModeledKernel::rowchunk, 0, 0, "a small sparse operator without an extreme hub"};
     }
@@ -81,7 +83,8 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
 
 }  // namespace
 
-ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes)
+ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
+                              bool zeroing_overlapped)
 {
     HALO_EXPECTS(
         s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz && s.cols >= 0,
@@ -89,7 +92,7 @@ ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::i
         " nonzeros, longest row ", s.max_row_nnz);
     HALO_EXPECTS(width >= 1, "cost model at width ", width);
     HALO_EXPECTS(cache_bytes >= 0, "cost model with a cache of ", cache_bytes, " bytes");
-    auto choice = pick_kernel(s, width, cache_bytes);
+    auto choice = pick_kernel(s, width, cache_bytes, zeroing_overlapped);
     // L2 hints wherever MergePath runs over an X (a slice of it) past kHintCacheFactor x the L2.
     choice.l2_hints = choice.kernel == ModeledKernel::mergepath &&
                       x_past(s, choice.column_slice > 0 ? choice.column_slice : width,

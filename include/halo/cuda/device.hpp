@@ -24,6 +24,12 @@ struct DeviceInfo {
 /// Properties of device `index`; throws halo::CudaError for an invalid index.
 DeviceInfo device_info(int index);
 
+/// Whether a kernel that adds into rows zeroed by the kernel before it starts while that zeroing
+/// runs on device `index` (a programmatic dependent launch: compute capability 9.0 and later,
+/// unless HALO_DEPENDENT_LAUNCH=0 in the environment). MergePath, Accel-GCN and the MaxK SSD
+/// then pay no launch of their own for it; the SpMM cost model's rule 4 depends on it.
+bool zeroing_overlapped(int index);
+
 /// Copies `count` floats host -> device -> host through a device kernel that adds `offset` to each
 /// element: a self-test that the runtime, the driver and code generation for this architecture
 /// work. Throws halo::CudaError on any failure.

@@ -1,3 +1,4 @@
+#include "cuda/primitives/dependent_launch.cuh"
 #include "halo/cuda/device.hpp"
 #include "halo/cuda_error.hpp"
 
@@ -24,6 +25,13 @@ int device_count()
         return 0;
     }
     return count;
+}
+
+bool zeroing_overlapped(int index)
+{
+    int major = 0;
+    HALO_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index));
+    return major >= 9 && detail::dependent_launch_enabled();
 }
 
 DeviceInfo device_info(int index)

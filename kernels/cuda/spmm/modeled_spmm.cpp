@@ -41,6 +41,7 @@ public:
           max_dim_(request.max_dim),
           shape_(operator_shape(a.view())),
           cache_bytes_(device_info(ctx.device()).l2_cache_bytes),
+          zeroing_overlapped_(zeroing_overlapped(ctx.device())),
           l2_hints_(request.l2_hints)
     {
         HALO_EXPECTS(max_dim_ >= 1, "max_dim ", max_dim_, " must be at least 1");
@@ -175,7 +176,7 @@ private:
     // The model's choice, without L2 hints unless the request asked for them.
     ModeledChoice choose(std::int64_t width) const
     {
-        auto c = spmm_cost_model(shape_, width, cache_bytes_);
+        auto c = spmm_cost_model(shape_, width, cache_bytes_, zeroing_overlapped_);
         c.l2_hints = c.l2_hints && l2_hints_;
         return c;
     }
@@ -219,7 +220,8 @@ private:
     std::int64_t num_cols_ = 0;
     std::int64_t max_dim_ = 0;
     OperatorShape shape_;
-    std::int64_t cache_bytes_ = 0;  // the device's L2, for the column-slice rule
+    std::int64_t cache_bytes_ = 0;     // the device's L2, for the column-slice rule
+    bool zeroing_overlapped_ = false;  // the device's, for the chunked row-split's rule
     bool l2_hints_ = false;         // SpmmPlanRequest::l2_hints
     std::array<std::unique_ptr<SpmmPlan>, kKernels> plans_;
     std::size_t last_ = kKernels;  // the kernel of the last run; kKernels before any

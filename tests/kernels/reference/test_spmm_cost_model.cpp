@@ -49,6 +49,18 @@ TEST(SpmmCostModel, EachRuleOnTheGraphsItWasFittedOn)
         }
     }
     EXPECT_EQ(spmm_cost_model(kAs22July06, 128).kernel, ModeledKernel::mergepath);
+    // Where the device overlaps MergePath's zeroing with its kernel, rule 4 does not apply: the
+    // same operators take MergePath at its per-width cost (the tiny rule still comes first).
+    EXPECT_EQ(spmm_cost_model(kCora, 32, 0, true).kernel, ModeledKernel::accel_gcn);
+    EXPECT_EQ(spmm_cost_model(kCora, 33, 0, true).kernel, ModeledKernel::mergepath);
+    for (const auto& small : {kEmailEnron, kAstroPh}) {
+        for (const std::int64_t d : {32, 64, 128, 256}) {
+            const auto c = spmm_cost_model(small, d, 0, true);
+            EXPECT_EQ(c.kernel, ModeledKernel::mergepath) << d;
+            EXPECT_EQ(c.mergepath_cost, 0) << d;
+            EXPECT_STREQ(c.rule, "the default") << d;
+        }
+    }
     // Large operators: MergePath at its per-width cost below 64, at cost 200 from 64.
     for (const auto& large : {kRmat22, kEgoTwitter}) {
         const auto narrow = spmm_cost_model(large, 32);
