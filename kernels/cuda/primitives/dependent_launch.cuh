@@ -73,8 +73,8 @@ bool fills_device(void (*kernel)(Params...), std::int64_t blocks, int threads,
 {
     int device = 0;
     HALO_CUDA_TRY(cudaGetDevice(&device));
-    const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), threads, shared_bytes,
-                                     device);
+    const auto key =
+        std::make_tuple(reinterpret_cast<const void*>(kernel), threads, shared_bytes, device);
     static std::mutex mutex;
     static std::map<decltype(key), std::int64_t> slots;  // resident blocks on the whole device
     std::lock_guard<std::mutex> lock(mutex);

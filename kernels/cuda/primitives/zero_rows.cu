@@ -40,8 +40,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 template <typename Row>
-bool launch_zero(cudaStream_t stream, const Row* rows, std::int64_t count, std::int64_t width, float* y,
-            std::int64_t ld)
+bool launch_zero(cudaStream_t stream, const Row* rows, std::int64_t count, std::int64_t width,
+                 float* y, std::int64_t ld)
 {
     if (count == 0 || width == 0) {
         return false;

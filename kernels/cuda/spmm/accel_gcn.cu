@@ -191,9 +191,10 @@ void launch_kernel(const KernelArgs& k, const void* x)
     const bool dependent =
         k.dependent && fills_device(kernel, std::int64_t{k.grid.x} * k.grid.y,
                                     static_cast<int>(k.block.x), k.shared_bytes);
-    detail::launch(kernel, k.grid, k.block, k.shared_bytes, k.stream, dependent, k.blocks, k.sorted_rows, k.indices, k.values,
-                   k.row_scale, k.col_scale, static_cast<const T*>(x), k.ldx, k.y, k.ldy, k.d,
-                   k.tile, k.deg_bound, k.warp_cap);
+    detail::launch(kernel, k.grid, k.block, k.shared_bytes, k.stream, dependent, k.blocks,
+                   k.sorted_rows, k.indices, k.values, k.row_scale, k.col_scale,
+                   static_cast<const T*>(x), k.ldx, k.y, k.ldy, k.d, k.tile, k.deg_bound,
+                   k.warp_cap);
 }
 
 template <int kEntries, typename T>
