@@ -349,9 +349,7 @@ template <bool kValued, bool kAtomicAware, int kEntries, bool kOneSlot>
 __global__ void __maxnreg__(40) ssd_decoupled_kernel(SsdArgs args, int slots_in)
 {
     const auto [shared, warps, warp, lane] = ssd_thread();
-    if (blockIdx.x == 0) {
-        wait_for_prerequisite();  // so that the grid ends after the zeroing it may depend on
-    }
+    end_after_prerequisite();  // the grid ends after the zeroing it may depend on
     const int dim = args.dim;
     const int slots = kOneSlot ? 1 : slots_in;
     const int team = kOneSlot ? 32 : 32 / slots;

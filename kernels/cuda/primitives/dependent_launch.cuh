@@ -51,6 +51,15 @@ __device__ __forceinline__ void wait_for_prerequisite()
 #endif
 }
 
+/// In a dependent kernel, first thing: block 0 waits for the prerequisite, so that the grid
+/// never completes before it (launch()'s rule), whatever the other blocks need.
+__device__ __forceinline__ void end_after_prerequisite()
+{
+    if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
+        wait_for_prerequisite();
+    }
+}
+
 /// Whether launch() may make dependents: not when HALO_DEPENDENT_LAUNCH is "0" (read once), the
 /// switch that measures what the overlap is worth and rules it out when debugging.
 inline bool dependent_launch_enabled()
@@ -93,7 +102,7 @@ bool fills_device(void (*kernel)(Params...), std::int64_t blocks, int threads,
 /// kernel<<<grid, block, shared_bytes, stream>>>(args...), checked; when `dependent` (and
 /// enabled), as the programmatic dependent of the kernel launched just before it on `stream`.
 /// Such a kernel must call wait_for_prerequisite() before it touches anything that kernel
-/// writes, and block 0 calls it in any case, so that this kernel's completion implies the
+/// writes, and end_after_prerequisite() first, so that this kernel's completion implies the
 /// prerequisite's whatever the later work on the stream assumes.
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared_bytes,

@@ -54,9 +54,7 @@ __global__ void accel_gcn_kernel(const int4* __restrict__ blocks,
                                  int tile, int deg_bound, int warp_cap)
 {
     extern __shared__ float shared[];
-    if (blockIdx.x == 0 && blockIdx.y == 0) {
-        wait_for_prerequisite();  // so that the grid ends after the zeroing it depends on
-    }
+    end_after_prerequisite();  // the grid ends after the zeroing it may depend on
     const int4 m = blocks[blockIdx.x];
     const int col0 = static_cast<int>(blockIdx.y) * tile;
     const int width = min(tile, d - col0);

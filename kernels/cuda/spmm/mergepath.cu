@@ -217,9 +217,7 @@ __global__ void __launch_bounds__(kBlockThreads) mergepath_spmm_kernel(const Ker
     // Launched as the dependent of the split rows' zeroing (dependent_launch.cuh): the atomic
     // adds wait for it; the rest of the walk (gathers, sums, plain stores of whole rows) runs
     // while it does. Block 0 waits in any case, so that this grid ends after the zeroing.
-    if (blockIdx.x == 0) {
-        detail::wait_for_prerequisite();
-    }
+    detail::end_after_prerequisite();
     HintPolicies policies;
     if constexpr (kHints == kHinted) {
         policies.cold = detail::l2_evict_first_policy();
