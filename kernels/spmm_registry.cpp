@@ -22,6 +22,8 @@ SpmmPlanFactory mergepath_c400_t128_spmm_factory;  // spmm/column_tiled.cpp
 SpmmPlanFactory mergepath_c400_l2hints_spmm_factory;  // spmm/mergepath.cu
 SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
 SpmmPlanFactory rowchunk_spmm_factory;             // spmm/rowsplit.cu
+SpmmPlanFactory resident_spmm_factory;             // spmm/resident.cu
+SpmmPlanFactory resident_csr_order_spmm_factory;   // spmm/resident.cu
 SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
 SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
 // The factories over a pattern and its scalings (ScaledSpmmPlanFactory).
@@ -31,6 +33,7 @@ ScaledSpmmPlanFactory accel_gcn_scaled_factory;           // spmm/accel_gcn.cpp
 ScaledSpmmPlanFactory mergepath_scaled_factory;           // spmm/mergepath.cu
 ScaledSpmmPlanFactory rowsplit_scaled_factory;            // spmm/rowsplit.cu
 ScaledSpmmPlanFactory rowchunk_scaled_factory;            // spmm/rowsplit.cu
+ScaledSpmmPlanFactory resident_scaled_factory;            // spmm/resident.cu
 }  // namespace halo::cuda
 #define HALO_SPMM_FACTORY(name) (&halo::cuda::name)
 #else
@@ -149,6 +152,21 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .uses = infer | bench | autotune,
          .make = HALO_SPMM_FACTORY(rowchunk_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(rowchunk_scaled_factory)},
+        // X's slices of 4 columns held in shared memory, A read once per slice: where X fits in
+        // L2 and rows are long, no gather of X rows from L2 per nonzero (operators of at most
+        // about 14.5K columns; the plan refuses larger ones, and the autotuner leaves it out).
+        {.name = "resident",
+         .description = "X slices of 4 columns resident in shared memory, A read per slice "
+                        "(SELL-32 chunks, bank-conflict schedule)",
+         .help = "X slices in shared memory, operators of at most ~14.5K columns",
+         .uses = infer | bench | autotune,
+         .make = HALO_SPMM_FACTORY(resident_spmm_factory),
+         .make_scaled = HALO_SPMM_FACTORY(resident_scaled_factory)},
+        {.name = "resident_csr_order",
+         .description = "resident-slice ablation: each lane's nonzeros in CSR order (no "
+                        "bank-conflict schedule)",
+         .uses = bench,
+         .make = HALO_SPMM_FACTORY(resident_csr_order_spmm_factory)},
         {.name = "autotune",
          .description = "the fastest exact kernel per (range, width), timed on its first run",
          .help = "the fastest exact kernel per row range and width, timed on the first run, or "

@@ -63,7 +63,7 @@ TEST(SpmmRegistry, AutotuneCandidatesAreTheExactKernelsInTheirTieOrder)
     EXPECT_EQ(names(halo::spmm_use_autotune),
               (std::vector<std::string>{"cusparse", "accel_gcn", "mergepath", "mergepath_c200",
                                         "mergepath_c400", "mergepath_c400_t128", "rowsplit",
-                                        "rowchunk"}));
+                                        "rowchunk", "resident"}));
     for (const auto* k : halo::spmm_kernels(halo::spmm_use_autotune)) {
         EXPECT_TRUE(k->exact) << k->name << ": approximate kernels are never chosen silently";
         EXPECT_EQ(k->parse_arguments, nullptr) << k->name;
@@ -74,10 +74,11 @@ TEST(SpmmRegistry, ToolListsFollowTheRegistryOrder)
 {
     EXPECT_EQ(halo::spmm_kernel_names(halo::spmm_use_bench),
               "auto, cusparse, accel_gcn, accel_gcn_nosort, accel_gcn_nocombine, mergepath, "
-              "mergepath_c400_t128, mergepath_c400_l2hints, rowsplit, rowchunk, autotune");
+              "mergepath_c400_t128, mergepath_c400_l2hints, rowsplit, rowchunk, resident, "
+              "resident_csr_order, autotune");
     EXPECT_EQ(names(halo::spmm_use_infer),
               (std::vector<std::string>{"auto", "cusparse", "accel_gcn", "mergepath", "rowsplit",
-                                        "rowchunk", "autotune", "aes"}));
+                                        "rowchunk", "resident", "autotune", "aes"}));
     const auto help = halo::spmm_kernel_help(halo::spmm_use_infer);
     EXPECT_EQ(help.rfind("auto (default: ", 0), 0u) << help;
     EXPECT_NE(help.find(" | rowsplit (a warp per row) | "), std::string::npos) << help;

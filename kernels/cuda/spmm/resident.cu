@@ -1,0 +1,492 @@
+// The resident-slice SpMM (include/halo/cuda/resident.hpp): X's slices of 4 columns held in
+// shared memory, A read once per slice in the chunk layout of kernels/preprocess/resident_layout.
+//
+// Why: where X fits in L2 and rows are long (BlogCatalog, facebook-combined, wiki-Vote: 30-65
+// nonzeros a row), every kernel that gathers X rows per nonzero is bound by the L2's bandwidth:
+// BlogCatalog at d = 256 gathers 684 MB of X rows from L2 per product (0.67M nonzeros, 1 KB
+// each), and cuSPARSE and MergePath both take about 80 us on an H200. Here a nonzero costs a
+// 16-byte shared-memory load per slice and its 6 bytes of A (2-byte column, 4-byte value) per
+// slice from L2: 384 bytes of L2 traffic per nonzero at d = 256 instead of 1 KB.
+//
+// Choices:
+// - One block of 1024 threads per (row part, slice); the grid is one wave (row parts = the
+//   resident blocks over the slices, at least 1). The block first loads its slice of every X
+//   row (scaled by the column scaling of a pattern-scaled plan) into shared memory, 16 bytes a
+//   row, then its warps take the part's chunks in turn.
+// - A lane sums its entries with fmaf in the layout's order, reading the column and value of
+//   step k at chunk_start + 32 k + lane (coalesced) and X's row from shared memory; a row split
+//   over a group of lanes is added by a butterfly of shuffles (every lane of the warp shuffles;
+//   a lane adds only partners inside its group), and the group's first lane stores (or adds)
+//   the 4 sums. No atomics, nothing zeroed: every element of y[rows] is written once.
+// - The layout orders each lane's nonzeros against bank conflicts (resident_layout.hpp): X row
+//   j's 16 bytes lie in bank group j mod 8, and the 8 lanes of a phase of a 128-bit load that
+//   read different rows of one group are serialized.
+// - A row part is a contiguous run of chunks of about equal entries (a binary search over the
+//   chunk starts, in the block): the layout puts the split rows' chunks first, so every part
+//   starts with its share of long rows.
+// - A's arrays are read with __ldcg (L2, not L1): every slice's blocks read the same part of A,
+//   and the L1 left beside 227 KB of shared memory is small.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling
+#include "cuda/primitives/feature_load.cuh"
+#include "cuda/primitives/spmm_checks.hpp"
+#include "cuda/primitives/upload.hpp"
+#include "halo/cuda/lowp_spmm.hpp"
+#include "halo/cuda/resident.hpp"
+#include "halo/cuda_error.hpp"
+#include "halo/error.hpp"
+#include "halo/spmm_registry.hpp"
+#include "preprocess/resident_layout.hpp"
+
+namespace halo::cuda {
+namespace {
+
+using resident::kGroupShift;
+using resident::kItemsMask;
+using resident::kLanes;
+using resident::kSliceColumns;
+
+constexpr int kBlock = 1024;
+constexpr int kWarps = kBlock / kLanes;
+constexpr std::size_t kRowBytes = kSliceColumns * sizeof(float);
+
+template <typename T>
+struct Args {
+    const T* x;
+    std::int64_t ldx;
+    float* y;
+    std::int64_t ldy;
+    std::int64_t width;
+    std::int64_t num_cols;
+    // The range's layout on the device.
+    const std::int64_t* chunk_start;  // chunks + 1
+    std::int64_t chunks;
+    const std::int32_t* lane_row;
+    const std::int32_t* lane_info;
+    const std::uint16_t* columns;
+    const float* values;     // null: a pattern (ones), or a pattern-scaled plan
+    const float* row_scale;  // null, or the sums times row_scale[row]
+    const float* col_scale;  // null, or X's row j times col_scale[j] as the slice is loaded
+    bool x_vectors;          // fp32 x, 16-byte aligned rows and slices: float4 loads
+    bool y_vectors;          // y's slices 16-byte aligned and whole: float4 stores
+    bool add;                // y += the sums (SpmmPlan::run_add)
+};
+
+// The first chunk of row part `part` of `parts`: the first chunk whose start reaches the part's
+// share of the entries (the last part ends at the last chunk).
+__device__ std::int64_t part_begin(const std::int64_t* chunk_start, std::int64_t chunks,
+                                   std::int64_t part, std::int64_t parts)
+{
+    if (part >= parts) {
+        return chunks;
+    }
+    const std::int64_t target =
+        chunk_start[chunks] / parts * part + chunk_start[chunks] % parts * part / parts;
+    std::int64_t lo = 0;
+    std::int64_t hi = chunks;
+    while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (chunk_start[mid] < target) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+// X row j's slice [col0, col0 + 4) as fp32, zero past the width, times the column scaling.
+template <typename T>
+__device__ __forceinline__ float4 load_slice(const Args<T>& a, std::int64_t j, std::int64_t col0)
+{
+    float v[kSliceColumns];
+    const T* p = a.x + j * a.ldx + col0;
+    if constexpr (std::is_same_v<T, float>) {
+        if (a.x_vectors) {
+            detail::load_features<T, kSliceColumns>(p, v);
+        } else {
+#pragma unroll
+            for (int i = 0; i < kSliceColumns; ++i) {
+                v[i] = col0 + i < a.width ? detail::load_feature(p + i) : 0.0f;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < kSliceColumns; ++i) {
+            v[i] = col0 + i < a.width ? detail::load_feature(p + i) : 0.0f;
+        }
+    }
+    if (a.col_scale != nullptr) {
+        const float s = __ldg(a.col_scale + j);
+#pragma unroll
+        for (int i = 0; i < kSliceColumns; ++i) {
+            v[i] = __fmul_rn(v[i], s);
+        }
+    }
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+template <typename T, bool kValues>
+__global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
+{
+    extern __shared__ float4 slice[];
+    __shared__ std::int64_t bounds[2];
+
+    const std::int64_t col0 = static_cast<std::int64_t>(blockIdx.y) * kSliceColumns;
+    for (std::int64_t j = threadIdx.x; j < a.num_cols; j += kBlock) {
+        slice[j] = load_slice(a, j, col0);
+    }
+    if (threadIdx.x < 2) {
+        bounds[threadIdx.x] =
+            part_begin(a.chunk_start, a.chunks, blockIdx.x + threadIdx.x, gridDim.x);
+    }
+    __syncthreads();
+
+    const int warp = static_cast<int>(threadIdx.x) / kLanes;
+    const int lane = static_cast<int>(threadIdx.x) % kLanes;
+    for (std::int64_t c = bounds[0] + warp; c < bounds[1]; c += kWarps) {
+        const std::int64_t base = __ldg(a.chunk_start + c);
+        const std::int64_t at = c * kLanes + lane;
+        const std::int32_t info = __ldg(a.lane_info + at);
+        const int items = info & kItemsMask;
+        const int log_group = info >> kGroupShift;
+        const std::uint16_t* __restrict__ columns = a.columns + base + lane;
+        const float* __restrict__ values = kValues ? a.values + base + lane : nullptr;
+        float s0 = 0.0f;
+        float s1 = 0.0f;
+        float s2 = 0.0f;
+        float s3 = 0.0f;
+#pragma unroll 4
+        for (int k = 0; k < items; ++k) {
+            const int col = __ldcg(columns + static_cast<std::ptrdiff_t>(k) * kLanes);
+            const float v =
+                kValues ? __ldcg(values + static_cast<std::ptrdiff_t>(k) * kLanes) : 1.0f;
+            const float4 xv = slice[col];
+            s0 = fmaf(v, xv.x, s0);
+            s1 = fmaf(v, xv.y, s1);
+            s2 = fmaf(v, xv.z, s2);
+            s3 = fmaf(v, xv.w, s3);
+        }
+        // The butterfly over the split rows' groups (warp-uniform bound: every lane shuffles).
+#if __CUDA_ARCH__ >= 800
+        const int widest = static_cast<int>(__reduce_max_sync(0xffffffffu, log_group));
+#else
+        int widest = log_group;
+        for (int off = 1; off < kLanes; off *= 2) {
+            widest = max(widest, __shfl_xor_sync(0xffffffffu, widest, off));
+        }
+#endif
+        for (int off = 1; off < (1 << widest); off *= 2) {
+            const float o0 = __shfl_xor_sync(0xffffffffu, s0, off);
+            const float o1 = __shfl_xor_sync(0xffffffffu, s1, off);
+            const float o2 = __shfl_xor_sync(0xffffffffu, s2, off);
+            const float o3 = __shfl_xor_sync(0xffffffffu, s3, off);
+            if (off < (1 << log_group)) {
+                s0 = __fadd_rn(s0, o0);
+                s1 = __fadd_rn(s1, o1);
+                s2 = __fadd_rn(s2, o2);
+                s3 = __fadd_rn(s3, o3);
+            }
+        }
+        const std::int32_t row = __ldg(a.lane_row + at);
+        if (row < 0 || (lane & ((1 << log_group) - 1)) != 0) {
+            continue;
+        }
+        float r[kSliceColumns] = {s0, s1, s2, s3};
+        if (a.row_scale != nullptr) {
+            const float s = __ldg(a.row_scale + row);
+#pragma unroll
+            for (int i = 0; i < kSliceColumns; ++i) {
+                r[i] = __fmul_rn(r[i], s);
+            }
+        }
+        float* out = a.y + static_cast<std::int64_t>(row) * a.ldy + col0;
+        if (a.y_vectors) {
+            detail::write_results<kSliceColumns>(out, r, a.add);
+        } else {
+#pragma unroll
+            for (int i = 0; i < kSliceColumns; ++i) {
+                if (col0 + i < a.width) {
+                    out[i] = a.add ? __fadd_rn(out[i], r[i]) : r[i];
+                }
+            }
+        }
+    }
+}
+
+// A range's layout on the device.
+struct DeviceLayout {
+    std::int64_t chunks = 0;
+    std::int64_t entries = 0;
+    DeviceBuffer<std::int64_t> chunk_start;
+    DeviceBuffer<std::int32_t> lane_row;
+    DeviceBuffer<std::int32_t> lane_info;
+    DeviceBuffer<std::uint16_t> columns;
+    DeviceBuffer<float> values;
+};
+
+bool aligned16(const void* p)
+{
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+
+int max_shared_bytes(int device)
+{
+    int bytes = 0;
+    HALO_CUDA_TRY(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    // The kernel's static shared memory (the part bounds) comes out of the same budget.
+    return bytes - 64;
+}
+
+class ResidentSpmmPlan final : public FeatureSpmmPlan {
+public:
+    ResidentSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                     const ResidentOptions& options, const OperatorScaling* scaling,
+                     const std::vector<RowRange>& ranges)
+        : ctx_(ctx), max_dim_(max_dim), options_(options)
+    {
+        HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
+        validate(a, "the operator of a resident-slice SpMM plan");
+        if (options.segment < 0) {
+            HALO_THROW(InputError, "resident SpMM plan: segment limit ", options.segment,
+                       " must be positive (or 0 for the automatic limit)");
+        }
+        const std::int64_t limit = resident_max_columns(ctx_.device());
+        if (a.num_cols > limit) {
+            HALO_THROW(InputError, "resident SpMM plan: the operator's ", a.num_cols,
+                       " columns need ", a.num_cols * static_cast<std::int64_t>(kRowBytes),
+                       " bytes of shared memory a block for their X slices; device ", ctx_.device(),
+                       " allows ", limit, " columns");
+        }
+        shared_bytes_ = static_cast<std::size_t>(a.num_cols) * kRowBytes;
+        host_ = a;  // only once the operator is known to fit
+        if (scaling != nullptr) {
+            scaling_ = detail::upload_scaling(ctx_, a, *scaling);
+            pattern_scaled_ = true;
+            host_.values.clear();  // the pattern's own values, if any, are ignored
+        }
+        HALO_CUDA_TRY(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount,
+                                             ctx_.device()));
+        layout_for({0, a.num_rows});
+        for (const auto& r : ranges) {
+            if (r.begin >= 0 && r.begin <= r.end && r.end <= a.num_rows) {
+                layout_for(r);
+            }
+        }
+        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
+    }
+
+    ResidentSpmmPlan(const ResidentSpmmPlan&) = delete;
+    ResidentSpmmPlan& operator=(const ResidentSpmmPlan&) = delete;
+
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        launch_rows(x, y, rows, false);
+    }
+
+    bool adds_in_place() const override { return true; }
+
+    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    {
+        launch_rows(fp32_features(x), y, rows, true);
+    }
+
+    std::string algorithm() const override
+    {
+        return "resident-s" + std::to_string(segment_) + (options_.schedule ? "" : "-unscheduled") +
+               (pattern_scaled_ ? ", pattern with scalings" : "");
+    }
+
+    MemoryReport memory() const override
+    {
+        MemoryReport r;
+        std::int64_t metadata = 0;
+        std::int64_t columns = 0;
+        std::int64_t values = 0;
+        for (const auto& [range, l] : layouts_) {
+            metadata += static_cast<std::int64_t>(l.chunk_start.bytes() + l.lane_row.bytes() +
+                                                  l.lane_info.bytes());
+            columns += static_cast<std::int64_t>(l.columns.bytes());
+            values += static_cast<std::int64_t>(l.values.bytes());
+        }
+        r.indices = columns;
+        r.values = values + static_cast<std::int64_t>(scaling_.bytes());
+        r.nonzeros = host_.nnz();
+        r.kernel_metadata = metadata;
+        return r;
+    }
+
+private:
+    const DeviceLayout& layout_for(RowRange rows)
+    {
+        const auto key = std::make_pair(rows.begin, rows.end);
+        const auto found = layouts_.find(key);
+        if (found != layouts_.end()) {
+            return found->second;
+        }
+        const auto h =
+            resident::build_layout(host_.view(), rows, options_.segment, options_.schedule);
+        segment_ = h.segment;
+        DeviceLayout d;
+        d.chunks = h.num_chunks();
+        d.entries = h.chunk_start.back();
+        d.chunk_start = detail::upload(ctx_, h.chunk_start);
+        d.lane_row = detail::upload(ctx_, h.lane_row);
+        d.lane_info = detail::upload(ctx_, h.lane_info);
+        d.columns = detail::upload(ctx_, h.columns);
+        d.values = detail::upload(ctx_, h.values);
+        // The uploads stage pageable sources before returning: h may go.
+        return layouts_.emplace(key, std::move(d)).first->second;
+    }
+
+    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add)
+    {
+        if (!detail::check_feature_operands(x, y, rows, host_.num_rows, host_.num_cols, max_dim_)) {
+            return;
+        }
+        HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || host_.num_cols == 0),
+                     "null device operands");
+        const DeviceLayout& l = layout_for(rows);
+        switch (x.type) {
+            case FeatureType::fp32:
+                return launch(args<float>(l, x, y, add));
+            case FeatureType::fp16:
+                return launch(args<__half>(l, x, y, add));
+            case FeatureType::bf16:
+                return launch(args<__nv_bfloat16>(l, x, y, add));
+        }
+        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
+    }
+
+    template <typename T>
+    Args<T> args(const DeviceLayout& l, FeatureView x, DenseView<float> y, bool add) const
+    {
+        Args<T> a{};
+        a.x = static_cast<const T*>(x.data);
+        a.ldx = x.ld;
+        a.y = y.data;
+        a.ldy = y.ld;
+        a.width = x.cols;
+        a.num_cols = host_.num_cols;
+        a.chunk_start = l.chunk_start.data();
+        a.chunks = l.chunks;
+        a.lane_row = l.lane_row.data();
+        a.lane_info = l.lane_info.data();
+        a.columns = l.columns.data();
+        a.values = l.values.data();
+        a.row_scale = scaling_.row.data();
+        a.col_scale = scaling_.col.data();
+        a.x_vectors = std::is_same_v<T, float> && x.cols % kSliceColumns == 0 &&
+                      x.ld % kSliceColumns == 0 && aligned16(x.data);
+        a.y_vectors = x.cols % kSliceColumns == 0 && y.ld % kSliceColumns == 0 && aligned16(y.data);
+        a.add = add;
+        return a;
+    }
+
+    template <typename T>
+    void launch(const Args<T>& a)
+    {
+        if (a.values != nullptr) {
+            launch_kernel(resident_kernel<T, true>, a);
+        } else {
+            launch_kernel(resident_kernel<T, false>, a);
+        }
+    }
+
+    template <typename T>
+    void launch_kernel(void (*kernel)(Args<T>), const Args<T>& a)
+    {
+        const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel));
+        const std::int64_t slices = (a.width + kSliceColumns - 1) / kSliceColumns;
+        HALO_EXPECTS(slices <= 65535, "resident SpMM: width ", a.width, " needs ", slices,
+                     " slices, above the grid's 65535");
+        const std::int64_t resident = std::int64_t{multiprocessors_} * per_sm;
+        const std::int64_t parts =
+            std::clamp<std::int64_t>(resident / slices, 1, std::max<std::int64_t>(a.chunks, 1));
+        const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(slices));
+        kernel<<<grid, kBlock, shared_bytes_, ctx_.compute_stream()>>>(a);
+        HALO_CUDA_CHECK_LAUNCH();
+    }
+
+    // Resident blocks per SM of `kernel` at this plan's shared memory, asked once per kernel
+    // (after allowing it that much dynamic shared memory).
+    int blocks_per_sm(const void* kernel)
+    {
+        const auto found = occupancy_.find(kernel);
+        if (found != occupancy_.end()) {
+            return found->second;
+        }
+        HALO_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(shared_bytes_)));
+        int per_sm = 0;
+        HALO_CUDA_TRY(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, shared_bytes_));
+        HALO_EXPECTS(per_sm >= 1, "resident SpMM: no block of ", kBlock, " threads and ",
+                     shared_bytes_, " bytes of shared memory fits an SM of device ", ctx_.device());
+        occupancy_.emplace(kernel, per_sm);
+        return per_sm;
+    }
+
+    Context& ctx_;
+    std::int64_t max_dim_ = 0;
+    ResidentOptions options_;
+    Csr host_;  // the operator, for the layouts of ranges first run later
+    std::int64_t segment_ = 0;
+    std::size_t shared_bytes_ = 0;
+    int multiprocessors_ = 0;
+    bool pattern_scaled_ = false;
+    detail::DeviceScaling scaling_;
+    std::map<std::pair<std::int64_t, std::int64_t>, DeviceLayout> layouts_;
+    std::map<const void*, int> occupancy_;
+};
+
+}  // namespace
+
+std::int64_t resident_max_columns(int index)
+{
+    return max_shared_bytes(index) / static_cast<std::int64_t>(kRowBytes);
+}
+
+std::unique_ptr<SpmmPlan> make_resident_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
+                                                  const ResidentOptions& options,
+                                                  const OperatorScaling* scaling,
+                                                  const std::vector<RowRange>& ranges)
+{
+    return std::make_unique<ResidentSpmmPlan>(ctx, a, max_dim, options, scaling, ranges);
+}
+
+std::unique_ptr<SpmmPlan> resident_spmm_factory(Context& ctx, const Csr& a,
+                                                const SpmmPlanRequest& request)
+{
+    return make_resident_spmm_plan(ctx, a, request.max_dim, {}, nullptr, request.hints.ranges);
+}
+
+std::unique_ptr<SpmmPlan> resident_csr_order_spmm_factory(Context& ctx, const Csr& a,
+                                                          const SpmmPlanRequest& request)
+{
+    return make_resident_spmm_plan(ctx, a, request.max_dim, {.schedule = false}, nullptr,
+                                   request.hints.ranges);
+}
+
+std::unique_ptr<SpmmPlan> resident_scaled_factory(Context& ctx, const Csr& pattern,
+                                                  const SpmmPlanRequest& request,
+                                                  const OperatorScaling& scaling)
+{
+    return make_resident_spmm_plan(ctx, pattern, request.max_dim, {}, &scaling,
+                                   request.hints.ranges);
+}
+
+}  // namespace halo::cuda
