@@ -62,6 +62,9 @@ using resident::kSliceColumns;
 constexpr int kBlock = 1024;
 constexpr int kWarps = kBlock / kLanes;
 constexpr std::size_t kRowBytes = kSliceColumns * sizeof(float);
+// Entries a lane loads ahead (two batches in flight), X rows a thread loads at once.
+constexpr int kBatch = 8;
+constexpr int kFill = 4;
 
 template <typename T>
 struct Args {
@@ -139,6 +142,27 @@ __device__ __forceinline__ float4 load_slice(const Args<T>& a, std::int64_t j, s
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
+// A lane's entries [k, k + kBatch): column (-1 past the lane's items) and value.
+template <bool kValues>
+struct Batch {
+    int col[kBatch];
+    float val[kValues ? kBatch : 1];
+
+    __device__ __forceinline__ void load(const std::uint16_t* columns, const float* values, int k,
+                                         int items)
+    {
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            const bool in = k + i < items;
+            const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(k + i) * kLanes;
+            col[i] = in ? static_cast<int>(__ldcg(columns + at)) : -1;
+            if constexpr (kValues) {
+                val[i] = in ? __ldcg(values + at) : 0.0f;
+            }
+        }
+    }
+};
+
 template <typename T, bool kValues>
 __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
 {
@@ -146,8 +170,23 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
     __shared__ std::int64_t bounds[2];
 
     const std::int64_t col0 = static_cast<std::int64_t>(blockIdx.y) * kSliceColumns;
-    for (std::int64_t j = threadIdx.x; j < a.num_cols; j += kBlock) {
-        slice[j] = load_slice(a, j, col0);
+    // kFill rows a thread at once: their loads in flight together, then the stores.
+    for (std::int64_t j0 = threadIdx.x; j0 < a.num_cols; j0 += std::int64_t{kBlock} * kFill) {
+        float4 v[kFill];
+#pragma unroll
+        for (int i = 0; i < kFill; ++i) {
+            const std::int64_t j = j0 + std::int64_t{i} * kBlock;
+            if (j < a.num_cols) {
+                v[i] = load_slice(a, j, col0);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < kFill; ++i) {
+            const std::int64_t j = j0 + std::int64_t{i} * kBlock;
+            if (j < a.num_cols) {
+                slice[j] = v[i];
+            }
+        }
     }
     if (threadIdx.x < 2) {
         bounds[threadIdx.x] =
@@ -163,22 +202,34 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
         const std::int32_t info = __ldg(a.lane_info + at);
         const int items = info & kItemsMask;
         const int log_group = info >> kGroupShift;
-        const std::uint16_t* __restrict__ columns = a.columns + base + lane;
-        const float* __restrict__ values = kValues ? a.values + base + lane : nullptr;
+        const int steps = static_cast<int>((__ldg(a.chunk_start + c + 1) - base) / kLanes);
+        const std::uint16_t* columns = a.columns + base + lane;
+        const float* values = kValues ? a.values + base + lane : nullptr;
         float s0 = 0.0f;
         float s1 = 0.0f;
         float s2 = 0.0f;
         float s3 = 0.0f;
-#pragma unroll 4
-        for (int k = 0; k < items; ++k) {
-            const int col = __ldcg(columns + static_cast<std::ptrdiff_t>(k) * kLanes);
-            const float v =
-                kValues ? __ldcg(values + static_cast<std::ptrdiff_t>(k) * kLanes) : 1.0f;
-            const float4 xv = slice[col];
-            s0 = fmaf(v, xv.x, s0);
-            s1 = fmaf(v, xv.y, s1);
-            s2 = fmaf(v, xv.z, s2);
-            s3 = fmaf(v, xv.w, s3);
+        // Batches of kBatch entries, the next batch's loads issued before this one's sums
+        // (warp-uniform trip count: the chunk's steps; lanes past their items load nothing).
+        Batch<kValues> cur;
+        cur.load(columns, values, 0, items);
+        for (int k = 0; k < steps; k += kBatch) {
+            Batch<kValues> next;
+            if (k + kBatch < steps) {
+                next.load(columns, values, k + kBatch, items);
+            }
+#pragma unroll
+            for (int i = 0; i < kBatch; ++i) {
+                if (cur.col[i] >= 0) {
+                    const float v = kValues ? cur.val[i] : 1.0f;
+                    const float4 xv = slice[cur.col[i]];
+                    s0 = fmaf(v, xv.x, s0);
+                    s1 = fmaf(v, xv.y, s1);
+                    s2 = fmaf(v, xv.z, s2);
+                    s3 = fmaf(v, xv.w, s3);
+                }
+            }
+            cur = next;
         }
         // The butterfly over the split rows' groups (warp-uniform bound: every lane shuffles).
 #if __CUDA_ARCH__ >= 800
