@@ -30,8 +30,9 @@ std::int64_t part_begin(std::int64_t degree, int g, int t)
 using LaneItems = std::array<std::vector<std::int64_t>, kLanes>;
 
 // Orders each lane's nonzeros of one chunk against bank conflicts (header comment): at step k
-// the lanes of each phase take, fewest choices first, a nonzero of a residue no lane of the
-// phase has taken yet, preferring residue (lane + k) mod 8, else the least-taken residue.
+// the lanes of each phase take, fewest choices first, a nonzero of the residue least taken in
+// the phase so far (the zero row counts as taken where a lane of the phase pads), and among
+// those the residue the lane has most nonzeros of left, which keeps its later choices open.
 void schedule_chunk(const CsrView& a, LaneItems& lanes)
 {
     std::array<std::array<std::vector<std::int64_t>, kResidues>, kLanes> buckets;
@@ -66,6 +67,9 @@ void schedule_chunk(const CsrView& a, LaneItems& lanes)
             std::stable_sort(order.begin(), order.begin() + active,
                              [&](int x, int y) { return choices(x) < choices(y); });
             std::array<int, kResidues> taken{};
+            if (active < kPhaseLanes) {
+                taken[static_cast<std::size_t>(a.num_cols % kResidues)] = 1;  // the zero row
+            }
             for (int i = 0; i < active; ++i) {
                 const int l = order[i];
                 // The least-taken residue of those the lane still has; among those, the one it
@@ -107,9 +111,10 @@ Layout build_layout(const CsrView& a, RowRange rows, std::int64_t segment, bool 
         HALO_THROW(InputError, "resident SpMM layout: row range [", rows.begin, ", ", rows.end,
                    ") outside the operator's ", a.num_rows, " rows");
     }
-    if (a.num_cols > 65536) {
+    if (a.num_cols > 65535) {
         HALO_THROW(InputError, "resident SpMM layout: ", a.num_cols,
-                   " columns; its 16-bit column indices take at most 65536");
+                   " columns; its 16-bit column indices (and the zero row after them) take at "
+                   "most 65535");
     }
     if (segment < 0) {
         HALO_THROW(InputError, "resident SpMM layout: segment limit ", segment,
@@ -172,7 +177,8 @@ Layout build_layout(const CsrView& a, RowRange rows, std::int64_t segment, bool 
         out.chunk_start[c + 1] = out.chunk_start[c] + std::int64_t{steps} * kLanes;
     }
     const auto entries = static_cast<std::size_t>(out.chunk_start.back());
-    out.columns.assign(entries, 0);
+    out.zero_row = a.num_cols;
+    out.columns.assign(entries, static_cast<std::uint16_t>(a.num_cols));
     if (a.values != nullptr) {
         out.values.assign(entries, 0.0f);
     }
@@ -223,10 +229,7 @@ Wavefronts count_wavefronts(const Layout& layout)
                 std::array<int, kResidues> distinct{};
                 bool any = false;
                 for (int i = 0; i < kPhaseLanes; ++i) {
-                    const std::int64_t l = c * kLanes + q * kPhaseLanes + i;
-                    if (k >= Layout::items(layout.lane_info[static_cast<std::size_t>(l)])) {
-                        continue;
-                    }
+                    // Every lane reads at every step: padding reads the zero row.
                     any = true;
                     const int col = layout.columns[static_cast<std::size_t>(
                         layout.chunk_start[static_cast<std::size_t>(c)] + k * kLanes +
@@ -259,13 +262,15 @@ void emulate(const Layout& layout, DenseView<const float> x, DenseView<float> y,
         const std::int64_t base = layout.chunk_start[static_cast<std::size_t>(c)];
         for (std::int64_t j = 0; j < x.cols; ++j) {
             for (int l = 0; l < kLanes; ++l) {
-                const std::int32_t info =
-                    layout.lane_info[static_cast<std::size_t>(c * kLanes + l)];
                 float acc = 0.0f;
-                for (int k = 0; k < Layout::items(info); ++k) {
-                    const auto e = static_cast<std::size_t>(base + std::int64_t{k} * kLanes + l);
+                // Every step of the chunk, the padding included (it adds v * 0: a sum of -0
+                // becomes +0 there, as on the device).
+                for (std::int64_t k = 0; k < layout.steps(c); ++k) {
+                    const auto e = static_cast<std::size_t>(base + k * kLanes + l);
                     const int col = layout.columns[e];
-                    const float xv = col_scale != nullptr ? x(col, j) * col_scale[col] : x(col, j);
+                    const float xv = col == layout.zero_row ? 0.0f
+                                     : col_scale != nullptr ? x(col, j) * col_scale[col]
+                                                            : x(col, j);
                     acc = std::fmaf(pattern ? 1.0f : layout.values[e], xv, acc);
                 }
                 sum[static_cast<std::size_t>(l)] = acc;

@@ -41,9 +41,12 @@ struct Layout {
     /// Per lane: its number of entries (low kGroupShift bits) and log2 of its group's size.
     std::vector<std::int32_t> lane_info;
     /// Per entry: the column (below 2^16) and the value (empty for a pattern operator). Entries
-    /// past a lane's item count are padding (column 0, value 0) and never read.
+    /// past a lane's item count are padding: column `zero_row` (the kernel's row of zeros after
+    /// the slice's X rows), value 0, so that every lane runs its chunk's steps unpredicated.
     std::vector<std::uint16_t> columns;
     std::vector<float> values;
+    /// The padding's column: the operator's column count.
+    std::int64_t zero_row = 0;
     /// Nonzeros of the range (entries that are not padding).
     std::int64_t nonzeros = 0;
     /// The segment limit the layout was built with (segment_limit()).
@@ -69,18 +72,19 @@ struct Layout {
 /// spread their few nonzeros over more lanes.
 std::int64_t segment_limit(std::int64_t nnz);
 
-/// The layout of rows `rows` of `a` (a.num_cols at most 65536: columns are 16-bit). `segment`: 0
+/// The layout of rows `rows` of `a` (a.num_cols at most 65535: columns, and the padding's zero
+/// row, are 16-bit). `segment`: 0
 /// for segment_limit(nnz of the range). `schedule`: order each lane's nonzeros against bank
 /// conflicts (false: CSR order, for comparison). Rows are ordered by group size, then by
 /// nonzeros per lane, both descending (every row of the range gets a lane, empty ones too, so
-/// that its output is written). Throws halo::InputError on a range outside `a`, more than 65536
+/// that its output is written). Throws halo::InputError on a range outside `a`, more than 65535
 /// columns, or a segment limit below 1.
 Layout build_layout(const CsrView& a, RowRange rows, std::int64_t segment = 0,
                     bool schedule = true);
 
 /// Shared-memory wavefronts of the kernel's 128-bit X loads over the whole layout under the bank
 /// model above (per step and phase: the largest number of distinct rows of one residue among
-/// the phase's active lanes), and the least possible (the number of phases with an active lane).
+/// the phase's lanes, the padding's zero row included), and the least possible (one a phase).
 struct Wavefronts {
     std::int64_t model = 0;
     std::int64_t ideal = 0;
@@ -89,7 +93,8 @@ Wavefronts count_wavefronts(const Layout& layout);
 
 /// y[rows] = A[rows] * x (row_scale / col_scale as the kernel applies them: x's row j times
 /// col_scale[j] rounded once to float, each lane's entries added with fmaf in layout order, the
-/// group's lanes added pairwise by the kernel's butterfly, the row's sum times row_scale[row]),
+/// padding entries too: zero_row reads zeros), the group's lanes added pairwise by the kernel's
+/// butterfly, the row's sum times row_scale[row]),
 /// computed on the CPU in exactly the kernel's order of operations, so that the device result
 /// must equal it bit for bit. Rows outside the range are untouched. Either scale may be null.
 void emulate(const Layout& layout, DenseView<const float> x, DenseView<float> y,

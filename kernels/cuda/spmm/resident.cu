@@ -55,7 +55,6 @@ namespace halo::cuda {
 namespace {
 
 using resident::kGroupShift;
-using resident::kItemsMask;
 using resident::kLanes;
 using resident::kSliceColumns;
 
@@ -142,26 +141,34 @@ __device__ __forceinline__ float4 load_slice(const Args<T>& a, std::int64_t j, s
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
-// A lane's entries [k, k + kBatch): column (-1 past the lane's items) and value.
+// A lane's entries [k, k + kBatch) of its chunk: columns and values (padding reads the zero row).
 template <bool kValues>
 struct Batch {
     int col[kBatch];
     float val[kValues ? kBatch : 1];
 
-    __device__ __forceinline__ void load(const std::uint16_t* columns, const float* values, int k,
-                                         int items)
+    __device__ __forceinline__ void load(const std::uint16_t* columns, const float* values, int k)
     {
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
-            const bool in = k + i < items;
             const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(k + i) * kLanes;
-            col[i] = in ? static_cast<int>(__ldcg(columns + at)) : -1;
+            col[i] = __ldcg(columns + at);
             if constexpr (kValues) {
-                val[i] = in ? __ldcg(values + at) : 0.0f;
+                val[i] = __ldcg(values + at);
             }
         }
     }
 };
+
+// acc += v * (X row `col`'s slice), one fmaf per column.
+__device__ __forceinline__ void add_entry(float4& acc, float v, const float4* slice, int col)
+{
+    const float4 xv = slice[col];
+    acc.x = fmaf(v, xv.x, acc.x);
+    acc.y = fmaf(v, xv.y, acc.y);
+    acc.z = fmaf(v, xv.z, acc.z);
+    acc.w = fmaf(v, xv.w, acc.w);
+}
 
 template <typename T, bool kValues>
 __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
@@ -188,6 +195,9 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
             }
         }
     }
+    if (threadIdx.x == 0) {
+        slice[a.num_cols] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // the padding's zero row
+    }
     if (threadIdx.x < 2) {
         bounds[threadIdx.x] =
             part_begin(a.chunk_start, a.chunks, blockIdx.x + threadIdx.x, gridDim.x);
@@ -200,37 +210,37 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
         const std::int64_t base = __ldg(a.chunk_start + c);
         const std::int64_t at = c * kLanes + lane;
         const std::int32_t info = __ldg(a.lane_info + at);
-        const int items = info & kItemsMask;
         const int log_group = info >> kGroupShift;
         const int steps = static_cast<int>((__ldg(a.chunk_start + c + 1) - base) / kLanes);
         const std::uint16_t* columns = a.columns + base + lane;
         const float* values = kValues ? a.values + base + lane : nullptr;
-        float s0 = 0.0f;
-        float s1 = 0.0f;
-        float s2 = 0.0f;
-        float s3 = 0.0f;
-        // Batches of kBatch entries, the next batch's loads issued before this one's sums
-        // (warp-uniform trip count: the chunk's steps; lanes past their items load nothing).
-        Batch<kValues> cur;
-        cur.load(columns, values, 0, items);
-        for (int k = 0; k < steps; k += kBatch) {
-            Batch<kValues> next;
-            if (k + kBatch < steps) {
-                next.load(columns, values, k + kBatch, items);
-            }
-#pragma unroll
-            for (int i = 0; i < kBatch; ++i) {
-                if (cur.col[i] >= 0) {
-                    const float v = kValues ? cur.val[i] : 1.0f;
-                    const float4 xv = slice[cur.col[i]];
-                    s0 = fmaf(v, xv.x, s0);
-                    s1 = fmaf(v, xv.y, s1);
-                    s2 = fmaf(v, xv.z, s2);
-                    s3 = fmaf(v, xv.w, s3);
+        // Every lane runs the chunk's steps (warp-uniform, unpredicated: padding adds v * 0),
+        // in batches of kBatch whose next batch's loads are in flight while this one sums.
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        int k = 0;
+        if (steps >= kBatch) {
+            Batch<kValues> cur;
+            cur.load(columns, values, 0);
+            for (; k + kBatch <= steps; k += kBatch) {
+                Batch<kValues> next;
+                if (k + 2 * kBatch <= steps) {
+                    next.load(columns, values, k + kBatch);
                 }
+#pragma unroll
+                for (int i = 0; i < kBatch; ++i) {
+                    add_entry(acc, kValues ? cur.val[i] : 1.0f, slice, cur.col[i]);
+                }
+                cur = next;
             }
-            cur = next;
         }
+        for (; k < steps; ++k) {
+            const std::ptrdiff_t entry = static_cast<std::ptrdiff_t>(k) * kLanes;
+            add_entry(acc, kValues ? __ldcg(values + entry) : 1.0f, slice, __ldcg(columns + entry));
+        }
+        float s0 = acc.x;
+        float s1 = acc.y;
+        float s2 = acc.z;
+        float s3 = acc.w;
         // The butterfly over the split rows' groups (warp-uniform bound: every lane shuffles).
 #if __CUDA_ARCH__ >= 800
         const int widest = static_cast<int>(__reduce_max_sync(0xffffffffu, log_group));
@@ -318,11 +328,11 @@ public:
         const std::int64_t limit = resident_max_columns(ctx_.device());
         if (a.num_cols > limit) {
             HALO_THROW(InputError, "resident SpMM plan: the operator's ", a.num_cols,
-                       " columns need ", a.num_cols * static_cast<std::int64_t>(kRowBytes),
+                       " columns need ", (a.num_cols + 1) * static_cast<std::int64_t>(kRowBytes),
                        " bytes of shared memory a block for their X slices; device ", ctx_.device(),
                        " allows ", limit, " columns");
         }
-        shared_bytes_ = static_cast<std::size_t>(a.num_cols) * kRowBytes;
+        shared_bytes_ = static_cast<std::size_t>(a.num_cols + 1) * kRowBytes;  // + the zero row
         host_ = a;  // only once the operator is known to fit
         if (scaling != nullptr) {
             scaling_ = detail::upload_scaling(ctx_, a, *scaling);
@@ -508,7 +518,7 @@ private:
 
 std::int64_t resident_max_columns(int index)
 {
-    return max_shared_bytes(index) / static_cast<std::int64_t>(kRowBytes);
+    return max_shared_bytes(index) / static_cast<std::int64_t>(kRowBytes) - 1;  // the zero row
 }
 
 std::unique_ptr<SpmmPlan> make_resident_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,

@@ -87,6 +87,14 @@ void check_structure(const halo::Csr& a, const rl::Layout& l, halo::RowRange r)
             const int g = rl::Layout::group(l.lane_info[at]);
             const std::int64_t row = l.lane_row[at];
             longest = std::max(longest, items);
+            // Padding: the zero row, value 0.
+            for (std::int64_t k = items; k < l.steps(c); ++k) {
+                const auto e = static_cast<std::size_t>(l.chunk_start[c] + k * rl::kLanes + lane);
+                ASSERT_EQ(l.columns[e], a.num_cols) << "chunk " << c << " lane " << lane;
+                if (!l.values.empty()) {
+                    ASSERT_EQ(l.values[e], 0.0f);
+                }
+            }
             if (row < 0) {
                 EXPECT_EQ(items, 0);
                 EXPECT_EQ(g, 1);
@@ -268,15 +276,18 @@ TEST(ResidentLayout, RejectsWhatTheKernelCannotHold)
     EXPECT_THROW(rl::build_layout(a.view(), {0, a.num_rows}, -2), halo::InputError);
     halo::Csr wide;
     wide.num_rows = 1;
-    wide.num_cols = 65537;
+    wide.num_cols = 65536;  // the zero row would be column 65536
     wide.indptr = {0, 1};
-    wide.indices = {65536};
+    wide.indices = {65535};
     try {
         (void)rl::build_layout(wide.view(), {0, 1});
-        FAIL() << "65537 columns accepted";
+        FAIL() << "65536 columns accepted";
     } catch (const halo::InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("65537 columns"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("65536 columns"), std::string::npos) << e.what();
     }
+    wide.num_cols = 65535;
+    wide.indices = {65534};
+    EXPECT_EQ(rl::build_layout(wide.view(), {0, 1}).zero_row, 65535);
 }
 
 TEST(ResidentLayout, SegmentLimitFollowsTheOperatorSize)
