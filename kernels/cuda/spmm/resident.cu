@@ -61,11 +61,9 @@ using resident::kSliceColumns;
 constexpr int kBlock = 1024;
 constexpr int kWarps = kBlock / kLanes;
 constexpr std::size_t kRowBytes = kSliceColumns * sizeof(float);
-// Entries a lane loads ahead (two batches in flight; with values, 6 keeps the kernel within 64
-// registers: 8 spilled), X rows a thread loads at once.
-template <bool kValues>
-inline constexpr int kBatch = kValues ? 6 : 8;
-constexpr int kFill = 8;
+// Entries a lane loads ahead (two batches in flight), X rows a thread loads at once.
+constexpr int kBatch = 8;
+constexpr int kFill = 4;
 
 template <typename T>
 struct Args {
@@ -143,6 +141,25 @@ __device__ __forceinline__ float4 load_slice(const Args<T>& a, std::int64_t j, s
     return make_float4(v[0], v[1], v[2], v[3]);
 }
 
+// A lane's entries [k, k + kBatch) of its chunk: columns and values (padding reads the zero row).
+template <bool kValues>
+struct Batch {
+    int col[kBatch];
+    float val[kValues ? kBatch : 1];
+
+    __device__ __forceinline__ void load(const std::uint16_t* columns, const float* values, int k)
+    {
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+            const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(k + i) * kLanes;
+            col[i] = __ldcg(columns + at);
+            if constexpr (kValues) {
+                val[i] = __ldcg(values + at);
+            }
+        }
+    }
+};
+
 // acc += v * (X row `col`'s slice), one fmaf per column.
 __device__ __forceinline__ void add_entry(float4& acc, float v, const float4* slice, int col)
 {
@@ -151,102 +168,6 @@ __device__ __forceinline__ void add_entry(float4& acc, float v, const float4* sl
     acc.y = fmaf(v, xv.y, acc.y);
     acc.z = fmaf(v, xv.z, acc.z);
     acc.w = fmaf(v, xv.w, acc.w);
-}
-
-// A chunk as a warp walks it: where its lanes' entries start, and its steps.
-struct Chunk {
-    std::int64_t base = 0;
-    int index = 0;  // chunks < 2^31: the layout has a lane per row and rows are 32-bit ids
-    int steps = 0;
-};
-
-__device__ __forceinline__ Chunk chunk_at(const std::int64_t* chunk_start, std::int64_t c)
-{
-    const std::int64_t base = __ldg(chunk_start + c);
-    return {base, static_cast<int>(c),
-            static_cast<int>((__ldg(chunk_start + c + 1) - base) / kLanes)};
-}
-
-// `count` (warp-uniform, at most kBatch) entries of a lane from step k of its chunk: columns and
-// values (padding reads the zero row). Loaded one batch ahead of the sums that use them.
-template <bool kValues>
-struct Batch {
-    static constexpr int kB = kBatch<kValues>;
-    int col[kB];
-    float val[kValues ? kB : 1];
-    int count = 0;
-
-    template <typename T>
-    __device__ __forceinline__ void load(const Args<T>& a, const Chunk& c, int lane, int k)
-    {
-        const int left = c.steps - k;
-        count = left < kB ? left : kB;
-        const std::uint16_t* columns = a.columns + c.base + lane + std::int64_t{k} * kLanes;
-        const float* values =
-            kValues ? a.values + c.base + lane + std::int64_t{k} * kLanes : nullptr;
-        if (count == kB) {
-#pragma unroll
-            for (int i = 0; i < kB; ++i) {
-                col[i] = __ldcg(columns + i * kLanes);
-                if constexpr (kValues) {
-                    val[i] = __ldcg(values + i * kLanes);
-                }
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < kB; ++i) {
-                if (i < count) {
-                    col[i] = __ldcg(columns + i * kLanes);
-                    if constexpr (kValues) {
-                        val[i] = __ldcg(values + i * kLanes);
-                    }
-                }
-            }
-        }
-    }
-
-    __device__ __forceinline__ void add_to(float4& acc, const float4* slice) const
-    {
-        if (count == kB) {
-#pragma unroll
-            for (int i = 0; i < kB; ++i) {
-                add_entry(acc, kValues ? val[i] : 1.0f, slice, col[i]);
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < kB; ++i) {
-                if (i < count) {
-                    add_entry(acc, kValues ? val[i] : 1.0f, slice, col[i]);
-                }
-            }
-        }
-    }
-};
-
-// The group's sums of a row's slice: scaled, stored in (or added to) y.
-template <typename T>
-__device__ __forceinline__ void store_sums(const Args<T>& a, std::int32_t row, std::int64_t col0,
-                                           float s0, float s1, float s2, float s3)
-{
-    float r[kSliceColumns] = {s0, s1, s2, s3};
-    if (a.row_scale != nullptr) {
-        const float s = __ldg(a.row_scale + row);
-#pragma unroll
-        for (int i = 0; i < kSliceColumns; ++i) {
-            r[i] = __fmul_rn(r[i], s);
-        }
-    }
-    float* out = a.y + static_cast<std::int64_t>(row) * a.ldy + col0;
-    if (a.y_vectors) {
-        detail::write_results<kSliceColumns>(out, r, a.add);
-    } else {
-#pragma unroll
-        for (int i = 0; i < kSliceColumns; ++i) {
-            if (col0 + i < a.width) {
-                out[i] = a.add ? __fadd_rn(out[i], r[i]) : r[i];
-            }
-        }
-    }
 }
 
 template <typename T, bool kValues>
@@ -285,38 +206,37 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
 
     const int warp = static_cast<int>(threadIdx.x) / kLanes;
     const int lane = static_cast<int>(threadIdx.x) % kLanes;
-    if (bounds[0] + warp >= bounds[1]) {
-        return;
-    }
-    // The warp's chunks bounds[0] + warp, + kWarps, ... as one stream of batches: the loads of
-    // the next batch (of this chunk or the next one) are in flight while a batch sums, and the
-    // next chunk's place is read while this one runs.
-    Chunk c = chunk_at(a.chunk_start, bounds[0] + warp);
-    Batch<kValues> cur;
-    cur.load(a, c, lane, 0);
-    for (;;) {
-        const std::int64_t at = std::int64_t{c.index} * kLanes + lane;
+    for (std::int64_t c = bounds[0] + warp; c < bounds[1]; c += kWarps) {
+        const std::int64_t base = __ldg(a.chunk_start + c);
+        const std::int64_t at = c * kLanes + lane;
         const std::int32_t info = __ldg(a.lane_info + at);
-        const std::int32_t row = __ldg(a.lane_row + at);
-        const bool more = c.index + kWarps < bounds[1];
-        const Chunk n = more ? chunk_at(a.chunk_start, c.index + kWarps) : Chunk{};
-        // Every lane runs the chunk's steps (warp-uniform, unpredicated: padding adds v * 0).
-        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        constexpr int kB = kBatch<kValues>;
-        for (int k = 0; k < c.steps; k += kB) {
-            Batch<kValues> next;
-            if (k + kB < c.steps) {
-                next.load(a, c, lane, k + kB);
-            } else if (more) {
-                next.load(a, n, lane, 0);
-            }
-            cur.add_to(acc, slice);
-            cur = next;
-        }
-        if (c.steps == 0 && more) {
-            cur.load(a, n, lane, 0);
-        }
         const int log_group = info >> kGroupShift;
+        const int steps = static_cast<int>((__ldg(a.chunk_start + c + 1) - base) / kLanes);
+        const std::uint16_t* columns = a.columns + base + lane;
+        const float* values = kValues ? a.values + base + lane : nullptr;
+        // Every lane runs the chunk's steps (warp-uniform, unpredicated: padding adds v * 0),
+        // in batches of kBatch whose next batch's loads are in flight while this one sums.
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        int k = 0;
+        if (steps >= kBatch) {
+            Batch<kValues> cur;
+            cur.load(columns, values, 0);
+            for (; k + kBatch <= steps; k += kBatch) {
+                Batch<kValues> next;
+                if (k + 2 * kBatch <= steps) {
+                    next.load(columns, values, k + kBatch);
+                }
+#pragma unroll
+                for (int i = 0; i < kBatch; ++i) {
+                    add_entry(acc, kValues ? cur.val[i] : 1.0f, slice, cur.col[i]);
+                }
+                cur = next;
+            }
+        }
+        for (; k < steps; ++k) {
+            const std::ptrdiff_t entry = static_cast<std::ptrdiff_t>(k) * kLanes;
+            add_entry(acc, kValues ? __ldcg(values + entry) : 1.0f, slice, __ldcg(columns + entry));
+        }
         float s0 = acc.x;
         float s1 = acc.y;
         float s2 = acc.z;
@@ -342,13 +262,29 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
                 s3 = __fadd_rn(s3, o3);
             }
         }
-        if (row >= 0 && (lane & ((1 << log_group) - 1)) == 0) {
-            store_sums(a, row, col0, s0, s1, s2, s3);
+        const std::int32_t row = __ldg(a.lane_row + at);
+        if (row < 0 || (lane & ((1 << log_group) - 1)) != 0) {
+            continue;
         }
-        if (!more) {
-            break;
+        float r[kSliceColumns] = {s0, s1, s2, s3};
+        if (a.row_scale != nullptr) {
+            const float s = __ldg(a.row_scale + row);
+#pragma unroll
+            for (int i = 0; i < kSliceColumns; ++i) {
+                r[i] = __fmul_rn(r[i], s);
+            }
         }
-        c = n;
+        float* out = a.y + static_cast<std::int64_t>(row) * a.ldy + col0;
+        if (a.y_vectors) {
+            detail::write_results<kSliceColumns>(out, r, a.add);
+        } else {
+#pragma unroll
+            for (int i = 0; i < kSliceColumns; ++i) {
+                if (col0 + i < a.width) {
+                    out[i] = a.add ? __fadd_rn(out[i], r[i]) : r[i];
+                }
+            }
+        }
     }
 }
 
