@@ -378,6 +378,9 @@ struct Kernel {
     std::unique_ptr<halo::SpmmPlan> plan;
     double setup_ms = 0;
     std::string error;
+    // The plan refused this operator (halo::InputError: a kernel whose limits it exceeds, such as
+    // the resident-slice kernel's column count): its records are SKIPPED, not failures.
+    bool refused = false;
     // What this kernel reads X as: the run's --feature-type, fp32 for the baseline.
     halo::FeatureType x_type = halo::FeatureType::fp32;
 };
@@ -739,7 +742,8 @@ int run_spmm(const Options& o, const std::string& command)
             }
             k.plan.reset();
             k.error = e.message();
-            fmt::print("plan {}: ERROR: {}\n", entry->name, k.error);
+            k.refused = dynamic_cast<const halo::InputError*>(&e) != nullptr;
+            fmt::print("plan {}: {}: {}\n", entry->name, k.refused ? "REFUSED" : "ERROR", k.error);
         }
         kernels.push_back(std::move(k));
     }
@@ -848,8 +852,8 @@ int run_spmm(const Options& o, const std::string& command)
             rec.set_bytes = set_bytes;
             rec.setup_ms = k.setup_ms;
             if (!k.plan) {
-                rec.status = "ERROR";
-                rec.message = k.error;
+                rec.status = k.refused ? "SKIPPED" : "ERROR";
+                rec.message = k.refused ? "plan refused the operator: " + k.error : k.error;
             } else if (k.x_type != halo::FeatureType::fp32 &&
                        halo::cuda::as_feature_plan(*k.plan) == nullptr) {
                 rec.status = "SKIPPED";
