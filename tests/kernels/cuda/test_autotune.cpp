@@ -46,7 +46,7 @@ using halo::testing::upload;
 
 const std::set<std::string> kKernels = {"cusparse",       "accel_gcn",      "mergepath",
                                         "mergepath_c200", "mergepath_c400", "mergepath_c400_t128",
-                                        "rowsplit",       "rowchunk"};
+                                        "rowsplit",       "rowchunk",       "resident"};
 
 // Runs the plan over `ranges` in order on a NaN-poisoned y (ld = width + 1, so the padding is
 // checked too); after each run, covered rows must equal the reference within tolerance and all
@@ -419,8 +419,7 @@ TEST(AutotunedSpmm, AccelGcnBackendUsesTheStoredPartition)
     hints.stored = {halo::accel_gcn_to_metadata(partition, a.view(), "adjacency")};
     hints.stored[0].origin = "test accel_gcn";
     const auto plan = backend->make_spmm_plan(a, hints);
-    EXPECT_NE(plan->report().find("block partition loaded from test accel_gcn"),
-              std::string::npos)
+    EXPECT_NE(plan->report().find("block partition loaded from test accel_gcn"), std::string::npos)
         << plan->report();
     const auto x = random_matrix(a.num_cols, 40, 40, 5);
     HostMatrix want(n, 40, 40);
