@@ -25,7 +25,7 @@ status=0
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
 fail() { echo "FAILED: $*" | tee -a "$out/stages.txt"; status=1; }
 
-kernel_tests='test_backend_conformance_cuda|test_cuda_backend|test_cuda_device|test_cuda_out_of_core|test_mergepath|test_rowsplit|test_accel_gcn|test_autotune|test_spmm_lowp|test_fused3s_cuda|test_maxk_cuda|test_engine_plans_cuda|test_aes_cuda'
+kernel_tests='test_backend_conformance_cuda|test_cuda_backend|test_cuda_device|test_cuda_out_of_core|test_mergepath|test_rowsplit|test_resident|test_accel_gcn|test_autotune|test_spmm_lowp|test_fused3s_cuda|test_maxk_cuda|test_engine_plans_cuda|test_aes_cuda'
 
 run_tests() {  # regex of test names
   ctest --test-dir "$build" --output-on-failure --timeout 600 -j 4 -R "^($1)\$" \
