@@ -27,7 +27,9 @@ struct ResidentOptions {
 };
 
 /// The resident-slice plan of `a` for widths up to `max_dim`. Row layouts are built for `ranges`
-/// and the whole operator at setup, for any other range on its first run. The plan is a
+/// and the whole operator at setup, for any other range on its first run (host work and an
+/// upload: not inside a CUDA graph capture; the engine hints its ranges). The plan keeps a host
+/// copy of `a` for those layouts. The plan is a
 /// FeatureSpmmPlan (fp16/bf16 x widened to fp32 as the slice is loaded) and adds in place
 /// (run_add). With `scaling`, `a` is read as a pattern and the values are scaling.row[i] *
 /// scaling.col[j], never formed: X's rows are scaled as the slice is loaded, the sums as they are

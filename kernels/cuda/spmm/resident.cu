@@ -4,9 +4,12 @@
 // Why: where X fits in L2 and rows are long (BlogCatalog, facebook-combined, wiki-Vote: 30-65
 // nonzeros a row), every kernel that gathers X rows per nonzero is bound by the L2's bandwidth:
 // BlogCatalog at d = 256 gathers 684 MB of X rows from L2 per product (0.67M nonzeros, 1 KB
-// each), and cuSPARSE and MergePath both take about 80 us on an H200. Here a nonzero costs a
+// each), and cuSPARSE and MergePath take 84 and 78 us on an H200. Here a nonzero costs a
 // 16-byte shared-memory load per slice and its 6 bytes of A (2-byte column, 4-byte value) per
-// slice from L2: 384 bytes of L2 traffic per nonzero at d = 256 instead of 1 KB.
+// slice from L2: 384 bytes of L2 traffic per nonzero at d = 256 instead of 1 KB. Measured
+// (docs/PERFORMANCE.md "X slices resident in shared memory"): 72 us there, L2 traffic 221 MB
+// against MergePath's 680 MB, but bound by the latency of its loads of A (32 warps an SM, the
+// shared-memory pipe 42% busy), so slower than MergePath on the other graphs it fits.
 //
 // Choices:
 // - One block of 1024 threads per (row part, slice); the grid is one wave (row parts = the
@@ -22,8 +25,8 @@
 //   j's 16 bytes lie in bank group j mod 8, and the 8 lanes of a phase of a 128-bit load that
 //   read different rows of one group are serialized.
 // - A row part is a contiguous run of chunks of about equal entries (a binary search over the
-//   chunk starts, in the block): the layout puts the split rows' chunks first, so every part
-//   starts with its share of long rows.
+//   chunk starts, in the block). The split rows' chunks come first in the layout, so the first
+//   part holds them; the parts are balanced by entries, not by rows.
 // - A's arrays are read with __ldcg (L2, not L1): every slice's blocks read the same part of A,
 //   and the L1 left beside 227 KB of shared memory is small.
 
@@ -320,11 +323,11 @@ public:
         : ctx_(ctx), max_dim_(max_dim), options_(options)
     {
         HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-        validate(a, "the operator of a resident-slice SpMM plan");
         if (options.segment < 0) {
             HALO_THROW(InputError, "resident SpMM plan: segment limit ", options.segment,
                        " must be positive (or 0 for the automatic limit)");
         }
+        // The column limit first: refusing a large operator costs no pass over its nonzeros.
         const std::int64_t limit = resident_max_columns(ctx_.device());
         if (a.num_cols > limit) {
             HALO_THROW(InputError, "resident SpMM plan: the operator's ", a.num_cols,
@@ -332,6 +335,7 @@ public:
                        " bytes of shared memory a block for their X slices; device ", ctx_.device(),
                        " allows ", limit, " columns");
         }
+        validate(a, "the operator of a resident-slice SpMM plan");
         shared_bytes_ = static_cast<std::size_t>(a.num_cols + 1) * kRowBytes;  // + the zero row
         host_ = a;  // only once the operator is known to fit
         if (scaling != nullptr) {
