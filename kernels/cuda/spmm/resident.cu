@@ -294,7 +294,6 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
 // A range's layout on the device.
 struct DeviceLayout {
     std::int64_t chunks = 0;
-    std::int64_t entries = 0;
     DeviceBuffer<std::int64_t> chunk_start;
     DeviceBuffer<std::int32_t> lane_row;
     DeviceBuffer<std::int32_t> lane_info;
@@ -371,7 +370,10 @@ public:
 
     std::string algorithm() const override
     {
-        return "resident-s" + std::to_string(segment_) + (options_.schedule ? "" : "-unscheduled") +
+        // The whole operator's segment limit (a range's layout takes its own nonzeros' limit).
+        const std::int64_t segment =
+            options_.segment > 0 ? options_.segment : resident::segment_limit(host_.nnz());
+        return "resident-s" + std::to_string(segment) + (options_.schedule ? "" : "-unscheduled") +
                (pattern_scaled_ ? ", pattern with scalings" : "");
     }
 
@@ -404,10 +406,8 @@ private:
         }
         const auto h =
             resident::build_layout(host_.view(), rows, options_.segment, options_.schedule);
-        segment_ = h.segment;
         DeviceLayout d;
         d.chunks = h.num_chunks();
-        d.entries = h.chunk_start.back();
         d.chunk_start = detail::upload(ctx_, h.chunk_start);
         d.lane_row = detail::upload(ctx_, h.lane_row);
         d.lane_info = detail::upload(ctx_, h.lane_info);
@@ -509,7 +509,6 @@ private:
     std::int64_t max_dim_ = 0;
     ResidentOptions options_;
     Csr host_;  // the operator, for the layouts of ranges first run later
-    std::int64_t segment_ = 0;
     std::size_t shared_bytes_ = 0;
     int multiprocessors_ = 0;
     bool pattern_scaled_ = false;
