@@ -1,5 +1,5 @@
 # halo_add_test(name [SOURCES file...] [LIBRARIES target...] [MPI_SIZE n] [GPUS n]
-#               LABELS label...)
+#               [GPU_MEMORY_GIB g] LABELS label...)
 #
 # Builds one GoogleTest executable (sources default to <name>.cpp) and registers it with CTest.
 # Labels: unit (CPU, always), mpi (runs under mpiexec), gpu (needs a CUDA device; the test skips
@@ -7,6 +7,16 @@
 # With MPI_SIZE n the test runs as `mpiexec -n n` with a main that initializes MPI; Open MPI gets
 # --oversubscribe (n may exceed the cores, as on 2-core CI) and --allow-run-as-root (CI and the GPU
 # machine run as root). GPUS n records how many devices the test wants in HALO_TEST_GPUS.
+#
+# Device memory: a test labelled gpu or gpu-mpi declares what it needs as ctest RESOURCE_GROUPS of
+# the resource `gpus`, one slot per GiB of one device (halo_gpu_resources): GPU_MEMORY_GIB g per
+# process (default HALO_TEST_GPU_MEMORY_GIB), every rank of an MPI test on one device when GPUS is
+# 1, one group per device otherwise. ctest honours it only with a resource spec file
+# (scripts/gpu-check.sh writes one from nvidia-smi: each device's GiB less 2), and then never runs
+# tests side by side whose declarations exceed a device: `ctest -L 'gpu|gpu-mpi' -j8` is safe on
+# one H100. Without a spec file (CI, a plain ctest) the declarations are ignored. The values come
+# from each program's pool high-water mark (HALO_TEST_REPORT_DEVICE_MEMORY; docs/RELIABILITY.md
+# "GPU tests in parallel") plus the CUDA context.
 set(HALO_TEST_DATA_DIR "${PROJECT_SOURCE_DIR}/../shared/data" CACHE PATH
     "Directory with the shared real graphs (tests skip when it is absent)")
 
@@ -26,13 +36,28 @@ endif()
 string(MD5 _halo_build_hash "${CMAKE_BINARY_DIR}")
 string(SUBSTRING "${_halo_build_hash}" 0 8 _halo_build_hash)
 set(HALO_TEST_TMPDIR_BASE "/tmp/halo-ctest-${_halo_build_hash}" CACHE INTERNAL "")
+set(HALO_TEST_GPU_MEMORY_GIB 4 CACHE STRING
+    "Device memory (GiB) a GPU test declares unless it says GPU_MEMORY_GIB")
+# halo_gpu_resources(test processes gpus gib): the RESOURCE_GROUPS of a test of `processes`
+# processes over `gpus` devices, each process needing `gib` GiB.
+function(halo_gpu_resources name processes gpus gib)
+  if(gpus GREATER 1)
+    math(EXPR _per_device "(${processes} + ${gpus} - 1) / ${gpus} * ${gib}")
+    set_property(TEST ${name} PROPERTY RESOURCE_GROUPS "${gpus},gpus:${_per_device}")
+  else()
+    math(EXPR _slots "${processes} * ${gib}")
+    set_property(TEST ${name} PROPERTY RESOURCE_GROUPS "gpus:${_slots}")
+  endif()
+endfunction()
+
 function(halo_test_tmpdir name)
   set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
                "OMPI_MCA_orte_tmpdir_base=${HALO_TEST_TMPDIR_BASE}/${name}")
 endfunction()
 
 function(halo_add_test name)
-  cmake_parse_arguments(T "" "MPI_SIZE;GPUS;TIMEOUT" "SOURCES;LIBRARIES;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "MPI_SIZE;GPUS;TIMEOUT;GPU_MEMORY_GIB" "SOURCES;LIBRARIES;LABELS"
+                        ${ARGN})
   if(NOT T_SOURCES)
     set(T_SOURCES ${name}.cpp)
   endif()
@@ -73,5 +98,17 @@ function(halo_add_test name)
   endif()
   set_tests_properties(${name} PROPERTIES
     LABELS "${T_LABELS}" PROCESSORS ${_procs} TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${_env}")
+  if("gpu" IN_LIST T_LABELS OR "gpu-mpi" IN_LIST T_LABELS)
+    if(NOT T_GPU_MEMORY_GIB)
+      set(T_GPU_MEMORY_GIB ${HALO_TEST_GPU_MEMORY_GIB})
+    endif()
+    set(_gpus ${T_GPUS})
+    if(_gpus LESS 1)
+      set(_gpus 1)
+    endif()
+    halo_gpu_resources(${name} ${_procs} ${_gpus} ${T_GPU_MEMORY_GIB})
+  elseif(T_GPU_MEMORY_GIB)
+    message(FATAL_ERROR "halo_add_test(${name}): GPU_MEMORY_GIB without a gpu or gpu-mpi label")
+  endif()
   halo_test_tmpdir(${name})
 endfunction()

@@ -70,6 +70,10 @@ void parse_aes_arguments(std::string_view arguments, std::string_view text, Spmm
 constexpr unsigned infer = spmm_use_infer;
 constexpr unsigned bench = spmm_use_bench;
 constexpr unsigned autotune = spmm_use_autotune;
+constexpr unsigned all = spmm_forms_all;
+constexpr unsigned values = spmm_form_values;
+constexpr unsigned row_scaled = spmm_form_row_scaled;
+constexpr unsigned scaled_pattern = spmm_form_scaled_pattern;
 
 }  // namespace
 
@@ -86,11 +90,13 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .metadata = SpmmMetadataKind::tuning,
          .metadata_group = "autotune",
          .uses = infer | bench,
+         .forms = all,
          .make = HALO_SPMM_FACTORY(stored_or_modeled_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(stored_or_modeled_scaled_factory)},
         {.name = "cusparse",
          .description = "cuSPARSE SpMM over CSR (the baseline)",
          .uses = infer | bench | autotune,
+         .forms = all,
          .make = HALO_SPMM_FACTORY(cusparse_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(cusparse_scaled_factory)},
         {.name = "accel_gcn",
@@ -98,6 +104,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .metadata = SpmmMetadataKind::offline,
          .metadata_group = "accel_gcn",
          .uses = infer | bench | autotune,
+         .forms = values | row_scaled | scaled_pattern,
          .make = HALO_SPMM_FACTORY(accel_gcn_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(accel_gcn_scaled_factory)},
         {.name = "accel_gcn_nosort",
@@ -112,6 +119,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
         {.name = "mergepath",
          .description = "MergePath-SpMM: merge-path segments, plain stores, atomics for split rows",
          .uses = infer | bench | autotune,
+         .forms = all,
          .make = HALO_SPMM_FACTORY(mergepath_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(mergepath_scaled_factory)},
         // Larger costs (fewer, longer segments) win on large power-law graphs and lose on small
@@ -142,6 +150,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .description = "row-split SpMM: a warp (or part of one) per row, lanes across columns",
          .help = "a warp per row",
          .uses = infer | bench | autotune,
+         .forms = all,
          .make = HALO_SPMM_FACTORY(rowsplit_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(rowsplit_scaled_factory)},
         // Row-split with long rows cut into units (no hub row holds a warp for its whole length)
@@ -150,6 +159,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .description = "row-split SpMM with rows longer than a unit cut into units, one launch",
          .help = "row-split with long rows cut into units summed by the last to finish",
          .uses = infer | bench | autotune,
+         .forms = all,
          .make = HALO_SPMM_FACTORY(rowchunk_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(rowchunk_scaled_factory)},
         // X's slices of 4 columns held in shared memory, A read once per slice: where X fits in
@@ -160,6 +170,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
                         "(SELL-32 chunks, bank-conflict schedule)",
          .help = "X slices in shared memory, operators of at most ~14.5K columns",
          .uses = infer | bench | autotune,
+         .forms = all,
          .make = HALO_SPMM_FACTORY(resident_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(resident_scaled_factory)},
         {.name = "resident_csr_order",
@@ -187,6 +198,32 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .make = HALO_SPMM_FACTORY(aes_spmm_factory)},
     };
     return kernels;
+}
+
+SpmmForm spmm_form(const OperatorScaling* scaling, bool pattern_operators)
+{
+    if (scaling == nullptr) {
+        return spmm_form_values;
+    }
+    if (scaling->col.empty()) {
+        return spmm_form_row_scaled;
+    }
+    return pattern_operators ? spmm_form_scaled_pattern : spmm_form_scaled;
+}
+
+const char* to_string(SpmmForm form)
+{
+    switch (form) {
+        case spmm_form_values:
+            return "values";
+        case spmm_form_row_scaled:
+            return "pattern with row scaling";
+        case spmm_form_scaled:
+            return "pattern with row and column scalings";
+        case spmm_form_scaled_pattern:
+            return "pattern with row and column scalings kept as the pattern";
+    }
+    return "unknown form";
 }
 
 std::vector<const SpmmKernel*> spmm_kernels(SpmmKernelUse use)

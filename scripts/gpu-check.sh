@@ -3,6 +3,10 @@
 # writing logs to $OUT (or ./out).
 # Usage: scripts/gpu-check.sh [extra ctest args]
 #        scripts/gpu-check.sh --sanitize [ctest -R regex]
+# The plain run: every test, 8 at a time, the GPU tests scheduled by the device memory each
+# declares (a ctest resource spec written from nvidia-smi; cmake/HaloTesting.cmake). With
+# HALO_TEST_REPORT_DEVICE_MEMORY=1 each GPU program's pool high-water mark goes to
+# $OUT/gpu-memory.txt (what the declarations are set from).
 # --sanitize runs every GPU test (labels gpu and gpu-mpi) under compute-sanitizer, once per tool:
 # memcheck (with --leak-check full), racecheck and synccheck (HALO_SANITIZE_TOOLS overrides the
 # list). Each run's log is $OUT/sanitize/<tool>/<test>.log; a summary table is printed and
@@ -32,11 +36,47 @@ build_project() {
     cmake --build $build -j 16
 }
 
+# The resource spec ctest schedules GPU tests by (cmake/HaloTesting.cmake, RESOURCE_GROUPS): one
+# `gpus` entry per device, one slot per GiB of its memory less 2 (the CUDA contexts' and the
+# libraries' own), so that tests side by side never declare more than a device holds.
+write_resource_spec() {
+  local spec=$1
+  nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits | python3 -c '
+import json, sys
+gpus = []
+for line in sys.stdin:
+    index, mib = [x.strip() for x in line.split(",")]
+    gpus.append({"id": index, "slots": max(int(mib) // 1024 - 2, 1)})
+json.dump({"version": {"major": 1, "minor": 0}, "local": [{"gpus": gpus}]}, sys.stdout)
+' >"$spec"
+  echo "gpu-check: resource spec $spec: $(cat "$spec")"
+}
+
 if [ "$sanitize" -eq 0 ]; then
+  # HALO_TEST_REPORT_DEVICE_MEMORY=1: every GPU test program prints its pool's high-water mark
+  # (tests/common/halo_test.cpp); the peaks are listed in $out/gpu-memory.txt.
   {
-    build_project && ctest --test-dir $build --output-on-failure -j 8 "$@"
+    build_project && write_resource_spec "$out/resources.json" &&
+      ctest --test-dir $build --output-on-failure -j 8 --resource-spec-file "$out/resources.json" \
+        "$@"
   } 2>&1 | tee "$out/gpu-check.log"
-  exit "${PIPESTATUS[0]}"
+  status=${PIPESTATUS[0]}
+  if [ -n "${HALO_TEST_REPORT_DEVICE_MEMORY:-}" ]; then
+    python3 - "$build/Testing/Temporary/LastTest.log" <<'PY' | tee "$out/gpu-memory.txt"
+import re, sys
+peaks, test = {}, None
+for line in open(sys.argv[1], errors="replace"):
+    m = re.match(r"^\d+/\d+ Test: (\S+)$", line.strip())
+    if m:
+        test = m.group(1)
+    m = re.search(r"high-water mark ([0-9.]+) MiB", line)
+    if m and test:
+        peaks[test] = max(peaks.get(test, 0.0), float(m.group(1)))
+for name, mib in sorted(peaks.items(), key=lambda kv: -kv[1]):
+    print("%-44s %10.1f MiB" % (name, mib))
+PY
+  fi
+  exit "$status"
 fi
 
 # ---- --sanitize ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include "halo/dense.hpp"
 #include "halo/kernel_metadata.hpp"
 #include "halo/memory_report.hpp"
+#include "halo/model.hpp"
 #include "halo/quantize.hpp"
 
 namespace halo {
@@ -75,6 +76,10 @@ public:
     /// a report with total() == 0 means the plan does not say, and the engine counts its operator
     /// as a CSR with values (Engine::memory_report).
     virtual MemoryReport memory() const { return {}; }
+    /// Frees what the plan built to choose among and did not keep (an autotuned plan's
+    /// candidates that no shape chose), once the shapes it runs are chosen (the engine: after its
+    /// first run); what a later new shape needs is built again. Returns how many pieces it freed.
+    virtual std::size_t release_unkept() { return 0; }
 };
 
 /// What the engine knows about an operator beyond its matrix, for plans that can use it.
@@ -111,7 +116,7 @@ public:
     virtual void aggregate(DenseView<float> out, RowRange rows) = 0;
     virtual std::string algorithm() const = 0;
 
-    static constexpr std::int64_t record_words(std::int64_t k) { return (6 * k + 3) / 4; }
+    static constexpr std::int64_t record_words(std::int64_t k) { return maxk_record_words(k); }
 };
 
 /// Sparse attention over a pattern (halo/attention.hpp semantics; rows without a nonzero give

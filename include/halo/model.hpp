@@ -86,10 +86,21 @@ struct Model {
     std::int64_t input_dim() const { return layers.empty() ? 0 : layers.front().in_dim; }
     std::int64_t output_dim() const { return layers.empty() ? 0 : layers.back().out_dim; }
     std::int64_t max_dim() const;  // widest input, hidden or output width
-    /// Widest matrix a halo exchange of this model moves (in floats per row): max_dim, or a
+    /// Widest row the engine keeps in its work buffers (in floats): max_dim, or a maxk layer's
+    /// exchange records where they are wider (maxk_record_words(k) > out_dim: k above two
+    /// thirds of the width, e.g. k = 7 of 7 classes takes 11 words).
+    std::int64_t buffer_width() const;
+    /// Widest matrix a halo exchange of this model moves (in floats per row): buffer_width, or a
     /// transformer's K and V rows side by side (2 * out_dim).
     std::int64_t exchange_width() const;
 };
+
+/// Words (4 bytes) of one maxk exchange record of k entries: k float values, then k int16 column
+/// indices, then zero padding to a whole word (MaxkPlan::record_words).
+constexpr std::int64_t maxk_record_words(std::int64_t k)
+{
+    return (6 * k + 3) / 4;
+}
 
 /// Whether a layer of this type reads its neighbours (everything but linear).
 bool aggregates(LayerType type);

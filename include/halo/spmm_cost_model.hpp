@@ -14,6 +14,7 @@
 #include <string>
 
 #include "halo/csr.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace halo {
 
@@ -29,10 +30,15 @@ struct OperatorShape {
 /// The shape of `a` (one pass over its row offsets).
 OperatorShape operator_shape(const CsrView& a);
 
-/// The kernels the model picks among (names as in the SpMM registry).
+/// The kernels the model picks among, each a kernel of the SpMM registry (halo/spmm_registry.hpp)
+/// under the name to_string gives; which operator forms each takes is the registry's entry
+/// (SpmmKernel::forms), never a rule of the model's own.
 enum class ModeledKernel { cusparse, accel_gcn, mergepath, rowsplit, rowchunk };
 
 std::string to_string(ModeledKernel kernel);
+
+/// The registry's entry of `kernel` (halo::LogicError if the registry has no such kernel).
+const SpmmKernel& registry_entry(ModeledKernel kernel);
 
 /// The model's decision for one width: the kernel, MergePath's merge items per segment (0: the
 /// per-width default, mergepath::default_cost), the column slice (0: whole rows; else the kernel
@@ -46,7 +52,9 @@ struct ModeledChoice {
     bool l2_hints = false;
 };
 
-/// The rules, first match wins (constants below):
+/// The rules, first match wins, among the rules whose kernel takes the operator's `form`
+/// (registry_entry(kernel).takes(form); cuSPARSE takes every form, so the model always decides;
+/// constants below):
 ///   1. no rows or no nonzeros, or more than 2^31 - 1 nonzeros: cuSPARSE (the other kernels'
 ///      tests stop below 2^31; cuSPARSE runs past it in 32-bit pieces);
 ///   2. a regular operator, longest row at most kRegularRowFactor times the mean: row-split;
@@ -74,7 +82,8 @@ struct ModeledChoice {
 /// the most-read columns that fit in kHintHotShare of the L2 evict_last, the others evict_first
 /// (MergePathOptions::hint_hot_bytes; docs/PERFORMANCE.md "L2 hints for X past the L2").
 ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width,
-                              std::int64_t cache_bytes = 0, bool zeroing_overlapped = false);
+                              std::int64_t cache_bytes = 0, bool zeroing_overlapped = false,
+                              SpmmForm form = spmm_form_values);
 
 inline constexpr double kRegularRowFactor = 8.0;
 inline constexpr std::int64_t kTinyItems = 200000;

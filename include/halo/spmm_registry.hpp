@@ -42,6 +42,33 @@ enum SpmmKernelUse : unsigned {
     spmm_use_autotune = 4u,  // a candidate the autotuner times (exact kernels only)
 };
 
+/// The forms in which the engine hands an operator to a kernel's plan (bits of
+/// SpmmKernel::forms). One operator reaches the backend in exactly one form, chosen once per
+/// operator by what the engine holds and the user's options (spmm_form), and every block of it
+/// (the split overlap's local and halo columns, a row block out of core) in the same form.
+enum SpmmForm : unsigned {
+    /// A CSR with its values (SpmmKernel::make).
+    spmm_form_values = 1u,
+    /// A pattern and a row scaling (the mean operator; SpmmKernel::make_scaled).
+    spmm_form_row_scaled = 2u,
+    /// A pattern and row and column scalings (the gcn operator), the plan free to form the
+    /// values on the device (SpmmKernel::make_scaled).
+    spmm_form_scaled = 4u,
+    /// The same, the plan keeping the pattern and both scalings (halo-infer
+    /// --pattern-operators; SpmmPlanRequest::pattern_operators).
+    spmm_form_scaled_pattern = 8u,
+};
+inline constexpr unsigned spmm_forms_all =
+    spmm_form_values | spmm_form_row_scaled | spmm_form_scaled | spmm_form_scaled_pattern;
+
+/// The form of an operator given with `scaling` (null: with its values) under
+/// SpmmPlanRequest::pattern_operators.
+SpmmForm spmm_form(const OperatorScaling* scaling, bool pattern_operators);
+
+/// "values", "pattern with row scaling", "pattern with row and column scalings", "pattern with
+/// row and column scalings kept as the pattern".
+const char* to_string(SpmmForm form);
+
 /// What a factory gets besides the context and the operator.
 struct SpmmPlanRequest {
     /// The widest dense operand run() must accept.
@@ -72,8 +99,10 @@ using SpmmPlanFactory = std::unique_ptr<SpmmPlan>(cuda::Context& ctx, const Csr&
                                                   const SpmmPlanRequest& request);
 
 /// A kernel's factory for an operator given as its pattern and the scalings of its values
-/// (Backend::make_scaled_spmm_plan): the plan makes the values itself; null where it cannot for
-/// this request (the engine then builds the values on the host and calls SpmmPlanFactory).
+/// (Backend::make_scaled_spmm_plan), in a form its registry entry takes (SpmmKernel::forms): the
+/// plan makes the values itself. Null only where the request's stored metadata wants the values
+/// (`auto` with stored autotune choices, which read the host's values): never for a request
+/// without stored metadata, so every block of an operator that got a scaled plan gets one too.
 using ScaledSpmmPlanFactory = std::unique_ptr<SpmmPlan>(cuda::Context& ctx, const Csr& pattern,
                                                         const SpmmPlanRequest& request,
                                                         const OperatorScaling& scaling);
@@ -95,6 +124,11 @@ struct SpmmKernel {
     std::string metadata_group{};
     /// SpmmKernelUse bits.
     unsigned uses = 0;
+    /// SpmmForm bits: the forms its plans take. The one table of them: the backend asks a
+    /// kernel only for a form it takes (the values otherwise), the cost model and the autotuner
+    /// choose only among kernels that take the operator's form. A kernel taking a scaled form
+    /// has make_scaled; its factory then never declines that form for an operator's shape.
+    unsigned forms = spmm_form_values;
     /// Null where it takes no arguments; else parses what follows "name:" into `choice`
     /// (throwing halo::InputError naming `text`, the whole choice, on a bad argument), and
     /// `syntax` says how it is written.
@@ -108,6 +142,8 @@ struct SpmmKernel {
 
     /// How it is written on a command line: `syntax`, or the name.
     const std::string& written() const noexcept { return syntax.empty() ? name : syntax; }
+    /// Whether its plans take operators in `form`.
+    bool takes(SpmmForm form) const noexcept { return (forms & form) != 0; }
 };
 
 /// Every registered kernel, in one fixed order: the autotuner's candidates in their tie order

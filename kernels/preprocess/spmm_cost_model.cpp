@@ -33,6 +33,22 @@ std::string to_string(ModeledKernel kernel)
     return std::string(enum_name(kKernelNames, kernel));
 }
 
+const SpmmKernel& registry_entry(ModeledKernel kernel)
+{
+    // Looked up once: the registry is a fixed table.
+    static const auto entries = [] {
+        std::array<const SpmmKernel*, kKernelNames.size()> out{};
+        for (const auto& [value, name] : kKernelNames) {
+            out[static_cast<std::size_t>(value)] = find_spmm_kernel(name, spmm_use_infer);
+        }
+        return out;
+    }();
+    const auto k = static_cast<std::size_t>(kernel);
+    HALO_EXPECTS(k < entries.size() && entries[k] != nullptr, "the cost model's kernel ",
+                 to_string(kernel), " is not a kernel of the SpMM registry");
+    return *entries[k];
+}
+
 namespace {
 
 // X's bytes at a width against a multiple of the cache, in double: cols x width overflows nothing.
@@ -45,8 +61,12 @@ bool x_past(const OperatorShape& s, std::int64_t width, std::int64_t factor,
 }
 
 ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
-                          bool zeroing_overlapped)
+                          bool zeroing_overlapped, SpmmForm form)
 {
+    // A rule applies only where its kernel takes the operator's form (the registry says which).
+    const auto takes = [form](ModeledKernel k) { return registry_entry(k).takes(form); };
+    HALO_EXPECTS(takes(ModeledKernel::cusparse), "cuSPARSE, the cost model's fallback, does not "
+                 "take operators as ", to_string(form));
     if (s.rows == 0 || s.nnz == 0) {
         return {ModeledKernel::cusparse, 0, 0, "an empty operator"};
     }
@@ -56,19 +76,23 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
     }
     const double mean_row = static_cast<double>(s.nnz) / static_cast<double>(s.rows);
     const std::int64_t items = s.rows + s.nnz;
-    if (static_cast<double>(s.max_row_nnz) <= kRegularRowFactor * mean_row) {
+    if (takes(ModeledKernel::rowsplit) &&
+        static_cast<double>(s.max_row_nnz) <= kRegularRowFactor * mean_row) {
         return {ModeledKernel::rowsplit, 0, 0,
                 "a regular operator (longest row within 8x the mean)"};
     }
-    if (width <= kTinyMaxWidth && items <= kTinyItems && mean_row <= kTinyMeanRow) {
+    if (takes(ModeledKernel::accel_gcn) && width <= kTinyMaxWidth && items <= kTinyItems &&
+        mean_row <= kTinyMeanRow) {
         return {ModeledKernel::accel_gcn, 0, 0, "a tiny sparse operator at a narrow width"};
     }
-    if (!zeroing_overlapped && width >= kChunkMinWidth && s.nnz < kChunkMaxNnz &&
+    if (takes(ModeledKernel::rowchunk) && !zeroing_overlapped && width >= kChunkMinWidth &&
+        s.nnz < kChunkMaxNnz &&
         mean_row < kChunkMaxMeanRow &&
         static_cast<double>(s.max_row_nnz) <= kChunkRowFactor * mean_row) {
         return {ModeledKernel::rowchunk, 0, 0, "a small sparse operator without an extreme hub"};
     }
-    if (items >= kLargeItems && width >= kLargeMinWidth) {
+    const bool mergepath = takes(ModeledKernel::mergepath);
+    if (mergepath && items >= kLargeItems && width >= kLargeMinWidth) {
         if (width > kSliceWidth && x_past(s, width, kSliceCacheFactor, cache_bytes)) {
             return {ModeledKernel::mergepath, kLargeCost, kSliceWidth,
                     "a large operator whose X is past 8x the L2, at a width above 128"};
@@ -78,13 +102,16 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
     if (width >= kWideMinWidth && mean_row >= kWideMeanRow) {
         return {ModeledKernel::cusparse, 0, 0, "a dense operator at a very wide width"};
     }
+    if (!mergepath) {
+        return {ModeledKernel::cusparse, 0, 0, "the default where MergePath does not take the form"};
+    }
     return {ModeledKernel::mergepath, 0, 0, "the default"};
 }
 
 }  // namespace
 
 ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
-                              bool zeroing_overlapped)
+                              bool zeroing_overlapped, SpmmForm form)
 {
     HALO_EXPECTS(
         s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz && s.cols >= 0,
@@ -92,7 +119,7 @@ ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::i
         " nonzeros, longest row ", s.max_row_nnz);
     HALO_EXPECTS(width >= 1, "cost model at width ", width);
     HALO_EXPECTS(cache_bytes >= 0, "cost model with a cache of ", cache_bytes, " bytes");
-    auto choice = pick_kernel(s, width, cache_bytes, zeroing_overlapped);
+    auto choice = pick_kernel(s, width, cache_bytes, zeroing_overlapped, form);
     // L2 hints wherever MergePath runs over an X (a slice of it) past kHintCacheFactor x the L2.
     choice.l2_hints = choice.kernel == ModeledKernel::mergepath &&
                       x_past(s, choice.column_slice > 0 ? choice.column_slice : width,

@@ -55,9 +55,20 @@ std::int64_t Model::max_dim() const
     return best;
 }
 
-std::int64_t Model::exchange_width() const
+std::int64_t Model::buffer_width() const
 {
     std::int64_t best = max_dim();
+    for (const auto& layer : layers) {
+        if (layer.type == LayerType::maxk) {
+            best = std::max(best, maxk_record_words(layer.k));
+        }
+    }
+    return best;
+}
+
+std::int64_t Model::exchange_width() const
+{
+    std::int64_t best = buffer_width();
     for (const auto& layer : layers) {
         if (layer.type == LayerType::transformer) {
             best = std::max(best, 2 * layer.out_dim);

@@ -82,8 +82,17 @@ struct Engine::Impl {
             start_row_blocks();
             return;
         }
-        for (const auto& layer : model.layers) {
-            steps.push_back(detail::layer_kind(layer.type).make(layer, ctx));
+        for (std::size_t l = 0; l < model.layers.size(); ++l) {
+            const auto& layer = model.layers[l];
+            try {
+                steps.push_back(detail::layer_kind(layer.type).make(layer, ctx));
+            } catch (const LogicError& e) {
+                // An internal check that failed is a bug, never the user's input: say so, and
+                // where (the layer, and the message naming the operator, kernel and block).
+                HALO_THROW(LogicError, "internal error (a bug: please report this message) in "
+                           "layer ", l, " (", to_string(layer.type), ", ", layer.in_dim, " -> ",
+                           layer.out_dim, ") on ", ctx.backend.name(), ": ", e.message());
+            }
         }
         ctx.allocate_shared();
     }
@@ -195,7 +204,7 @@ struct Engine::Impl {
         // one n_owned x D buffer of halo sums per operator (an upper bound: a halo plan that adds
         // in place, as the cost model's do where Accel-GCN is not among their kernels, needs none).
         const bool split = ctx.split_overlap();
-        const auto width = std::max<std::int64_t>(model.max_dim(), 1);
+        const auto width = std::max<std::int64_t>(model.buffer_width(), 1);
         for (const auto& [name, count] : patterns) {
             const int copies = split && name != "self_loops" && name != "adjacency" ? 2 : 1;
             r.row_pointers += 8 * (n_owned + 1) * (copies == 2 ? 3 : 1);
@@ -611,6 +620,12 @@ std::span<const float> Engine::run_layers()
     forward_seconds_ = 0.0;
     for (const auto& t : timings_) {
         forward_seconds_ += t.total;
+    }
+    if (im.runs == 1) {
+        // The first run chose every plan's kernels (the autotuner timed its shapes): what was
+        // tried and not kept goes back before the next run (and before a recording).
+        im.ctx.backend.synchronize();
+        im.ctx.release_unkept();
     }
     return timed_download(cur);
 }

@@ -202,9 +202,11 @@ private:
     // and its halo columns (boundary rows), and the boundary rows' halo sums before they are
     // added.
     struct SplitOperator {
+        // The blocks, kept for the plans' lifetime (a plan may build kernels from its operator
+        // later: an autotuned plan's released candidates, AutotunedSpmmPlan::release_unkept).
+        Csr local_block, halo_block;
         std::unique_ptr<SpmmPlan> local, halo;
-        MemoryReport memory;  // of both plans
-        Matrix partial;       // n_owned x max_dim; none where `halo` adds in place
+        Matrix partial;  // n_owned x max_dim; none where `halo` adds in place
         // Rows [0, end) run split; boundary rows from end on run whole (split_share).
         std::int64_t end = 0;
     };
@@ -217,6 +219,11 @@ private:
                          const std::function<void()>& after, LayerTiming& t);
     /// The split of op (an spmm() plan), null when op is not split.
     SplitOperator* split_of(const SpmmPlan& op);
+public:
+    /// Every SpMM plan's SpmmPlan::release_unkept (the engine calls it after its first run,
+    /// when the plans have chosen their kernels); returns the pieces freed.
+    std::size_t release_unkept();
+private:
 
     /// The gcn degrees of every local column (owned ones, then the halo ones exchanged), once.
     void ensure_degrees();

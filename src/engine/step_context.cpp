@@ -224,28 +224,28 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
         // own (and their tuning is not stored). A sampling plan (AES) keeps the whole rows
         // it samples from, so it is not split.
         const auto t0 = std::chrono::steady_clock::now();
-        const auto local = column_block(*a, n_owned, false);
-        const auto halo = column_block(*a, n_owned, true);
-        operator_seconds_ += seconds_since(t0);
         auto& split = split_[kind];
-        auto make = [&](const Csr& block) {
+        split.local_block = column_block(*a, n_owned, false);
+        split.halo_block = column_block(*a, n_owned, true);
+        operator_seconds_ += seconds_since(t0);
+        // Each block in the operator's form: a backend makes a scaled plan wherever its kernel
+        // takes the form (SpmmKernel::forms), never by the operator's shape, so a block whose
+        // shape differs from the operator's gets one too. A null here is the backend's bug.
+        auto make = [&](const Csr& block, const char* which) {
             if (!scaling) {
                 return backend.make_spmm_plan(block);
             }
             auto p = backend.make_scaled_spmm_plan(block, {}, *scaling);
-            HALO_EXPECTS(p != nullptr, "the ", backend.name(),
-                         " backend made a scaled plan of an operator but not of its blocks");
+            if (p == nullptr) {
+                HALO_THROW(LogicError, "the ", backend.name(), " backend made a plan of the ",
+                           to_string(kind), " operator as its pattern and scalings (",
+                           plan->algorithm(), ") but none of its ", which, " column block (",
+                           block.num_rows, " rows, ", block.nnz(), " nonzeros)");
+            }
             return p;
         };
-        split.local = make(local);
-        split.halo = make(halo);
-        for (const auto* part : {&local, &halo}) {
-            const auto& p = part == &local ? split.local : split.halo;
-            const auto m = p->memory();
-            split.memory += m.total() > 0 ? m : csr_memory(*part);
-        }
-        split.memory.nonzeros = 0;  // the operator's, counted once with its plan
-        split.memory.limit = 0;
+        split.local = make(split.local_block, "local");
+        split.halo = make(split.halo_block, "halo");
         split.end = end;
     }
     return *plan;
@@ -282,6 +282,18 @@ std::int64_t StepContext::split_end(const Csr& a) const
         ++end;
     }
     return end;
+}
+
+std::size_t StepContext::release_unkept()
+{
+    std::size_t freed = 0;
+    for (auto& [kind, plan] : spmm_) {
+        freed += plan->release_unkept();
+    }
+    for (auto& [kind, split] : split_) {
+        freed += split.local->release_unkept() + split.halo->release_unkept();
+    }
+    return freed;
 }
 
 StepContext::SplitOperator* StepContext::split_of(const SpmmPlan& op)
@@ -366,7 +378,7 @@ Matrix StepContext::exchangeable(std::int64_t cols)
     return backend.allocate(n_total, cols);
 }
 
-// Buffer k holds n_total * max_dim floats, allocated on its first use (the first run() allocates
+// Buffer k holds n_total * Model::buffer_width floats, allocated on its first use (the first run() allocates
 // every buffer a run uses, so that a recording for replay allocates nothing).
 void StepContext::gemm(DenseView<const float> a, DenseView<const float> b, DenseView<float> c,
                        float beta)
@@ -383,8 +395,13 @@ void StepContext::gemm(DenseView<const float> a, DenseView<const float> b, Dense
 DenseView<float> StepContext::view(int k, std::int64_t rows, std::int64_t cols)
 {
     if (buffers_[k].data() == nullptr) {
-        buffers_[k] = exchangeable(std::max<std::int64_t>(model.max_dim(), 1));
+        buffers_[k] = exchangeable(std::max<std::int64_t>(model.buffer_width(), 1));
     }
+    // A view past the buffer would write past its allocation (a maxk layer's records once did:
+    // issue 48): every width a step views is in Model::buffer_width.
+    HALO_EXPECTS(rows >= 0 && cols >= 0 && rows <= n_total && cols <= buffers_[k].cols(),
+                 "a ", rows, " x ", cols, " view of work buffer ", k, " (", buffers_[k].rows(),
+                 " x ", buffers_[k].cols(), ")");
     return {buffers_[k].data(), rows, cols, cols};
 }
 
@@ -422,7 +439,9 @@ void StepContext::exchange_around(DenseView<float> exchanged, std::int64_t width
         // The exchangers order their streams after the compute stream themselves (start)
         // and the compute stream after theirs (finish): no host synchronization is needed,
         // unless asked for (EngineOptions::exchange_barrier).
-        if (options.exchange_barrier && has_peers) {
+        // Every rank of a job of several parts meets at the barrier, also one without peers (an
+        // all-interior part): skipping it there left the others waiting (issue 48's matrix).
+        if (options.exchange_barrier && shard.num_parts > 1) {
             backend.synchronize();
             exchanger.barrier();
         }
@@ -561,7 +580,17 @@ void StepContext::add_memory(MemoryReport& r) const
         r += m.total() > 0 ? m : csr_memory(*plan_operators_.at(kind));
     }
     for (const auto& [kind, split] : split_) {
-        r += split.memory;
+        // Asked now, not when planned: plans allocate workspaces on their first runs and free
+        // what they did not keep (release_unkept).
+        MemoryReport blocks;
+        for (const auto* part : {&split.local_block, &split.halo_block}) {
+            const auto& p = part == &split.local_block ? split.local : split.halo;
+            const auto m = p->memory();
+            blocks += m.total() > 0 ? m : csr_memory(*part);
+        }
+        blocks.nonzeros = 0;  // the operator's, counted once with its plan
+        blocks.limit = 0;
+        r += blocks;
         r.feature_buffers += matrix_bytes(split.partial);
     }
     for (const auto& b : buffers_) {

@@ -2,7 +2,13 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+
+#ifdef HALO_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "halo/cuda/device.hpp"
 
@@ -30,6 +36,36 @@ ScratchRegistry& scratch_registry()
     static ScratchRegistry registry;
     return registry;
 }
+
+#ifdef HALO_HAVE_CUDA
+// With HALO_TEST_REPORT_DEVICE_MEMORY set (scripts/gpu-check.sh --memory), a GPU test program
+// prints the high-water mark of device 0's memory pool (every Context allocates from it) when it
+// ends: what its RESOURCE_GROUPS declaration (cmake/HaloTesting.cmake, GPU_MEMORY_GIB) must cover,
+// with the CUDA context and library handles on top.
+class DeviceMemoryReport final : public ::testing::Environment {
+public:
+    void TearDown() override
+    {
+        if (std::getenv("HALO_TEST_REPORT_DEVICE_MEMORY") == nullptr || gpu_count() == 0) {
+            return;
+        }
+        cudaMemPool_t pool = nullptr;
+        std::uint64_t high = 0;  // the attribute is a cuuint64_t (64 bits)
+        std::size_t free_bytes = 0;
+        std::size_t total_bytes = 0;
+        if (cudaDeviceGetDefaultMemPool(&pool, 0) != cudaSuccess ||
+            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high) != cudaSuccess ||
+            cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
+        }
+        std::printf("halo-test: device memory high-water mark %.1f MiB (pool of device 0)\n",
+                    static_cast<double>(high) / (1 << 20));
+    }
+};
+[[maybe_unused]] const auto* const device_memory_report =
+    ::testing::AddGlobalTestEnvironment(new DeviceMemoryReport);
+#endif
 
 }  // namespace
 

@@ -204,7 +204,8 @@ public:
         const halo::Csr& pattern, const halo::SpmmPlanHints& hints,
         const halo::OperatorScaling& scaling) override
     {
-        if (!make_scaled) {
+        if (!make_scaled ||
+            (scaled_limit >= 0 && scaled.size() >= static_cast<std::size_t>(scaled_limit))) {
             return nullptr;
         }
         scaled.emplace_back(&pattern, scaling);
@@ -263,6 +264,8 @@ public:
     std::vector<std::pair<const halo::Csr*, std::optional<halo::OperatorScaling>>> recorded;
     std::vector<bool> recorded_scaled_input;  // the scaled_input asked with each
     bool make_scaled = false;
+    /// With make_scaled: at most this many scaled plans, null after (-1: no limit).
+    int scaled_limit = -1;
     bool add_in_place = true;
     bool fail_allocations = false;
     int uploads = 0;         // upload_async calls

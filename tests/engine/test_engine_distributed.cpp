@@ -12,6 +12,7 @@
 #include <numeric>
 #include <vector>
 
+#include "distributed_run.hpp"
 #include "engine_test_util.hpp"
 #include "halo/engine.hpp"
 #include "halo/mpi_exchanger.hpp"
@@ -22,6 +23,8 @@
 namespace {
 
 using halo::testing::engine_test_graph;
+using halo::testing::with_group;
+using halo::testing::world_size;
 
 // Output rows in global id order, computed by the ranks of `comm` with `parts` parts (rank 0 of
 // comm returns them; others return empty).
@@ -69,65 +72,8 @@ std::vector<float> run_distributed(MPI_Comm comm, const halo::Csr& graph, int pa
                   (backend_options.aes ? 1 : 2) * plain.memory_report().indices);
     }
     const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), seed);
-    const auto out = engine.run(x);
-    if (parts == 1) {
-        std::vector<float> ordered(out.size());
-        const auto m = model.output_dim();
-        for (std::int64_t l = 0; l < shard.num_owned; ++l) {
-            std::memcpy(&ordered[shard.global_ids[l] * m], &out[l * m], m * sizeof(float));
-        }
-        return ordered;
-    }
-    // Gather ids and rows at rank 0 of the group.
-    const int rows = static_cast<int>(shard.num_owned);
-    std::vector<int> counts(parts);
-    MPI_Gather(&rows, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
-    std::vector<int> displs(parts, 0);
-    std::partial_sum(counts.begin(), counts.end() - 1, displs.begin() + 1);
-    std::vector<halo::global_id> ids(graph.num_rows);
-    MPI_Gatherv(shard.global_ids.data(), rows, MPI_INT64_T, ids.data(), counts.data(),
-                displs.data(), MPI_INT64_T, 0, comm);
-    const auto m = static_cast<int>(model.output_dim());
-    std::vector<int> value_counts(parts);
-    std::vector<int> value_displs(parts);
-    for (int p = 0; p < parts; ++p) {
-        value_counts[p] = counts[p] * m;
-        value_displs[p] = displs[p] * m;
-    }
-    std::vector<float> rows_out(graph.num_rows * m);
-    MPI_Gatherv(out.data(), rows * m, MPI_FLOAT, rows_out.data(), value_counts.data(),
-                value_displs.data(), MPI_FLOAT, 0, comm);
-    if (rank != 0) {
-        return {};
-    }
-    std::vector<float> ordered(rows_out.size());
-    for (std::int64_t r = 0; r < graph.num_rows; ++r) {
-        std::memcpy(&ordered[ids[r] * m], &rows_out[r * m], m * sizeof(float));
-    }
-    return ordered;
-}
-
-// Runs fn(group, lead) on a communicator of the first `parts` world ranks (lead: world rank 0);
-// the other ranks skip it; all meet at a barrier afterwards.
-template <typename Fn>
-void with_group(int parts, Fn&& fn)
-{
-    int world_rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm group = MPI_COMM_NULL;
-    MPI_Comm_split(MPI_COMM_WORLD, world_rank < parts ? 0 : MPI_UNDEFINED, world_rank, &group);
-    if (group != MPI_COMM_NULL) {
-        fn(group, world_rank == 0);
-        MPI_Comm_free(&group);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
-int world_size()
-{
-    int size = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return size;
+    return halo::testing::gather_by_global_id(comm, shard, engine.run(x), model.output_dim(),
+                                              graph.num_rows);
 }
 
 void expect_bit_identical(const std::string& graph_name, halo::LayerType type,

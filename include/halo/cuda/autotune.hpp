@@ -27,9 +27,11 @@ public:
         std::string name;
         std::unique_ptr<SpmmPlan> plan;
         /// Builds `plan` when it is first needed (plan null): a run whose choice is stored then
-        /// builds only the chosen kernels, and timing a new shape builds the rest. A candidate
+        /// builds only the chosen kernels, timing a new shape builds the rest, and a candidate
+        /// released by release_unkept() is built again if a new shape must be timed. A candidate
         /// whose build throws halo::InputError or LogicError is unavailable from then on.
         std::function<std::unique_ptr<SpmmPlan>()> make;
+        bool unavailable = false;
     };
 
     /// `candidates` (at least one) compute the same product of a num_rows x num_cols operator; ties
@@ -71,6 +73,11 @@ public:
     /// The candidates' memory summed (each holds its own copy of the operator), nonzeros counted
     /// once. Timing runs in place (into the run's own output): no tuning scratch.
     MemoryReport memory() const override;
+    /// Frees every built candidate that no (range, width) of the table chose and that can be
+    /// built again (it has `make`): after the shapes of a forward pass are tuned, only the kept
+    /// kernels hold device memory (issue 48: on R-MAT 22 the tried candidates' operator copies
+    /// stayed for the whole run). Returns how many were freed.
+    std::size_t release_unkept() override;
 
 private:
     /// The candidate's plan, built now if deferred; null when it cannot be built.

@@ -77,13 +77,11 @@ std::unique_ptr<SpmmPlan> make_scaled_cusparse_spmm_plan(
 /// widths 1..request.max_dim can pick are built here, one operator copy each (MergePath once,
 /// with the larger cost from the width the model names); a kernel that rejects `a` is replaced
 /// by cuSPARSE. With `scaling`, `a` is a pattern and the values scaling.row[i] * scaling.col[j]
-/// are made on the device by each kernel; this needs modeled_plan_takes_scaling (a LogicError
-/// otherwise). request.hints go to Accel-GCN (its stored partition).
+/// are made on the device by each kernel: the model then picks only kernels whose registry entry
+/// takes that form (spmm_form(scaling, request.pattern_operators)), so a scaled plan exists for
+/// every operator shape. request.hints go to Accel-GCN (its stored partition).
 std::unique_ptr<SpmmPlan> make_modeled_spmm_plan(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request,
                                                  const OperatorScaling* scaling = nullptr);
-/// Whether the model picks only kernels with a scaled form (not Accel-GCN) for widths
-/// 1..max_dim of an operator of this shape.
-bool modeled_plan_takes_scaling(const OperatorShape& shape, std::int64_t max_dim);
 
 }  // namespace halo::cuda

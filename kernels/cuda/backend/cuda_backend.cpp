@@ -244,13 +244,18 @@ public:
     std::unique_ptr<SpmmPlan> make_scaled_spmm_plan(const Csr& pattern, const SpmmPlanHints& hints,
                                                     const OperatorScaling& scaling) override
     {
-        if (spmm_.kernel->make_scaled == nullptr) {
+        // The registry says which forms the kernel takes: a form it does not take is the
+        // values' (the caller builds them), whatever the operator's shape.
+        const auto& kernel = *spmm_.kernel;
+        if (!kernel.takes(spmm_form(&scaling, spmm_.pattern_operators))) {
             return nullptr;
         }
+        HALO_EXPECTS(kernel.make_scaled != nullptr, "SpMM kernel ", kernel.name,
+                     " takes scaled operators but has no scaled factory");
         SpmmPlanRequest request{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})};
         request.pattern_operators = spmm_.pattern_operators;
         request.l2_hints = spmm_.l2_hints;
-        return spmm_.kernel->make_scaled(ctx_, pattern, request, scaling);
+        return kernel.make_scaled(ctx_, pattern, request, scaling);
     }
 
     std::unique_ptr<StreamedSpmm> make_streamed_spmm(const Csr& a, const SpmmPlanHints& hints,

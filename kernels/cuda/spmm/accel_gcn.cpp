@@ -299,16 +299,17 @@ std::unique_ptr<SpmmPlan> accel_gcn_spmm_factory(Context& ctx, const Csr& a,
 }
 
 // Its partition puts the nonzeros in block order on the host, so it cannot make the values on
-// the device from the CSR order: where the columns are scaled (gcn) it declines unless pattern
-// operators are asked for (the engine then builds the values on the host, as before); where only
-// the rows are (mean) it keeps the pattern and the row scaling (cuda::ScaledForm).
+// the device from the CSR order: where the columns are scaled (gcn) it takes the operator only
+// as pattern operators (its registry entry's forms; the engine builds the values on the host
+// otherwise); where only the rows are (mean) it keeps the pattern and the row scaling
+// (cuda::ScaledForm).
 std::unique_ptr<SpmmPlan> accel_gcn_scaled_factory(Context& ctx, const Csr& pattern,
                                                    const SpmmPlanRequest& request,
                                                    const OperatorScaling& scaling)
 {
-    if (!scaling.col.empty() && !request.pattern_operators) {
-        return nullptr;
-    }
+    HALO_EXPECTS(scaling.col.empty() || request.pattern_operators,
+                 "Accel-GCN asked for a gcn operator's pattern and scalings without pattern "
+                 "operators, a form its registry entry does not take");
     return accel_gcn_plan(ctx, pattern, request, &scaling);
 }
 

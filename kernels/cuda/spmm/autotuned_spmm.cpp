@@ -88,18 +88,38 @@ MemoryReport AutotunedSpmmPlan::memory() const
 SpmmPlan* AutotunedSpmmPlan::built(std::size_t i)
 {
     auto& c = candidates_[i];
-    if (!c.plan && c.make) {
+    if (!c.plan && c.make && !c.unavailable) {
         // Only a rejection of this operator is tolerated; device failures propagate.
         try {
             c.plan = c.make();
         } catch (const InputError& e) {
             unavailable_.push_back(c.name + ": " + e.what());
+            c.unavailable = true;
         } catch (const LogicError& e) {
             unavailable_.push_back(c.name + ": " + e.what());
+            c.unavailable = true;
         }
-        c.make = nullptr;
     }
     return c.plan.get();
+}
+
+std::size_t AutotunedSpmmPlan::release_unkept()
+{
+    std::vector<bool> kept(candidates_.size(), false);
+    for (const auto& [key, choice] : table_.entries()) {
+        if (choice.index < kept.size()) {
+            kept[choice.index] = true;
+        }
+    }
+    std::size_t freed = 0;
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+        auto& c = candidates_[i];
+        if (!kept[i] && c.plan && c.make) {
+            c.plan.reset();  // stream-ordered frees, after the runs that used its buffers
+            ++freed;
+        }
+    }
+    return freed;
 }
 
 double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x,
@@ -278,9 +298,10 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
         return plan;
     }
     for (const auto& name : autotune_candidate_names()) {
-        // Only a rejection of this operator is tolerated; device failures propagate.
+        // Only a rejection of this operator is tolerated; device failures propagate. A built
+        // candidate keeps its factory: release_unkept() may free it and a new shape rebuild it.
         try {
-            candidates.push_back({name, make(name), nullptr});
+            candidates.push_back({name, make(name), [make, name] { return make(name); }});
         } catch (const InputError& e) {
             unavailable.push_back(name + ": " + e.what());
         } catch (const LogicError& e) {
@@ -369,14 +390,14 @@ std::unique_ptr<SpmmPlan> stored_or_modeled_spmm_factory(Context& ctx, const Csr
     return make_modeled_spmm_plan(ctx, a, request);
 }
 
-// The same over a pattern and its scalings: null where stored choices apply (their kernels read
-// the host's values) or where the model may pick Accel-GCN (no scaled form).
+// The same over a pattern and its scalings: null only where stored choices apply (their kernels
+// read the host's values), which a request without stored metadata never has; otherwise the cost
+// model's plan over the kernels that take the operator's form, whatever its shape.
 std::unique_ptr<SpmmPlan> stored_or_modeled_scaled_factory(Context& ctx, const Csr& pattern,
                                                            const SpmmPlanRequest& request,
                                                            const OperatorScaling& scaling)
 {
-    if (stored_choices_apply(ctx, pattern, request.hints) ||
-        !modeled_plan_takes_scaling(operator_shape(pattern.view()), request.max_dim)) {
+    if (stored_choices_apply(ctx, pattern, request.hints)) {
         return nullptr;
     }
     return make_modeled_spmm_plan(ctx, pattern, request, &scaling);

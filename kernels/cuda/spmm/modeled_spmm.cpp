@@ -42,7 +42,8 @@ public:
           shape_(operator_shape(a.view())),
           cache_bytes_(device_info(ctx.device()).l2_cache_bytes),
           zeroing_overlapped_(zeroing_overlapped(ctx.device())),
-          l2_hints_(request.l2_hints)
+          l2_hints_(request.l2_hints),
+          form_(spmm_form(scaling, request.pattern_operators))
     {
         HALO_EXPECTS(max_dim_ >= 1, "max_dim ", max_dim_, " must be at least 1");
         std::array<bool, kKernels> needed{};
@@ -176,44 +177,34 @@ private:
     // The model's choice, without L2 hints unless the request asked for them.
     ModeledChoice choose(std::int64_t width) const
     {
-        auto c = spmm_cost_model(shape_, width, cache_bytes_, zeroing_overlapped_);
+        auto c = spmm_cost_model(shape_, width, cache_bytes_, zeroing_overlapped_, form_);
         c.l2_hints = c.l2_hints && l2_hints_;
         return c;
     }
 
+    // MergePath with the model's cost and hints; every other kernel through its registry entry,
+    // in the operator's form (the model picked a kernel that takes it).
     static std::unique_ptr<SpmmPlan> build(Context& ctx, const Csr& a,
                                            const SpmmPlanRequest& request,
                                            const OperatorScaling* scaling, ModeledKernel kernel,
                                            const MergePathOptions& mergepath)
     {
-        const auto form = scaled_form(request);
-        switch (kernel) {
-            case ModeledKernel::cusparse:
-                return scaling != nullptr
-                           ? make_scaled_cusparse_spmm_plan(ctx, a, request.max_dim, *scaling)
-                           : make_cusparse_spmm_plan(ctx, a, request.max_dim);
-            case ModeledKernel::mergepath: {
-                auto options = mergepath;
-                options.scaled_form = form;
-                return make_mergepath_spmm_plan(ctx, a, request.max_dim, options, scaling);
-            }
-            case ModeledKernel::rowsplit:
-                return make_rowsplit_spmm_plan(ctx, a, request.max_dim, IndexWidth::automatic,
-                                               scaling, form);
-            case ModeledKernel::rowchunk:
-                return make_rowchunk_spmm_plan(ctx, a, request.max_dim, {}, scaling, form);
-            case ModeledKernel::accel_gcn: {
-                // Its host preprocessing reorders the values: no scaled form (the factory of a
-                // scaled plan declines where Accel-GCN may be picked).
-                HALO_EXPECTS(scaling == nullptr, "Accel-GCN has no scaled plan");
-                const auto* entry = find_spmm_kernel("accel_gcn", spmm_use_infer);
-                HALO_EXPECTS(entry != nullptr && entry->make != nullptr,
-                             "accel_gcn is not a registered kernel");
-                return entry->make(ctx, a, request);
-            }
+        if (kernel == ModeledKernel::mergepath) {
+            auto options = mergepath;
+            options.scaled_form = scaled_form(request);
+            return make_mergepath_spmm_plan(ctx, a, request.max_dim, options, scaling);
         }
-        HALO_EXPECTS(false, "unknown modeled kernel ", static_cast<int>(kernel));
-        return nullptr;
+        const auto& entry = registry_entry(kernel);
+        const auto form = spmm_form(scaling, request.pattern_operators);
+        HALO_EXPECTS(entry.takes(form) && entry.make != nullptr &&
+                         (scaling == nullptr || entry.make_scaled != nullptr),
+                     "the cost model picked ", entry.name, ", which does not take operators as ",
+                     to_string(form));
+        auto plan = scaling != nullptr ? entry.make_scaled(ctx, a, request, *scaling)
+                                       : entry.make(ctx, a, request);
+        HALO_EXPECTS(plan != nullptr, entry.name, " declined an operator as ", to_string(form),
+                     ", a form its registry entry takes");
+        return plan;
     }
 
     std::int64_t num_rows_ = 0;
@@ -223,6 +214,7 @@ private:
     std::int64_t cache_bytes_ = 0;     // the device's L2, for the column-slice rule
     bool zeroing_overlapped_ = false;  // the device's, for the chunked row-split's rule
     bool l2_hints_ = false;         // SpmmPlanRequest::l2_hints
+    SpmmForm form_;                 // the operator's form: the model picks kernels that take it
     std::array<std::unique_ptr<SpmmPlan>, kKernels> plans_;
     std::size_t last_ = kKernels;  // the kernel of the last run; kKernels before any
     std::int64_t last_slice_ = 0;  // its column slice (0: whole rows)
@@ -232,25 +224,11 @@ private:
 
 }  // namespace
 
-bool modeled_plan_takes_scaling(const OperatorShape& shape, std::int64_t max_dim)
-{
-    for (std::int64_t w = 1; w <= max_dim; ++w) {
-        if (spmm_cost_model(shape, w).kernel == ModeledKernel::accel_gcn) {
-            return false;
-        }
-    }
-    return true;
-}
-
 std::unique_ptr<SpmmPlan> make_modeled_spmm_plan(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request,
                                                  const OperatorScaling* scaling)
 {
     validate(a, "the operator of a cost-model SpMM plan");
-    if (scaling != nullptr) {
-        HALO_EXPECTS(modeled_plan_takes_scaling(operator_shape(a.view()), request.max_dim),
-                     "a scaled cost-model plan where the model picks Accel-GCN");
-    }
     return std::make_unique<ModeledSpmmPlan>(ctx, a, request, scaling);
 }
 

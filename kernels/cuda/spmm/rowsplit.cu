@@ -532,17 +532,30 @@ private:
                 static_cast<std::int32_t>(first_unit_host_.back() + units));
         }
         long_rows_host_ = rows;
-        ldp_ = (max_dim_ + 3) / 4 * 4;
+        units_ = static_cast<std::int64_t>(unit_row.size());
         if (!rows.empty()) {
             long_rows_ = detail::upload(ctx_, rows);
             lengths_ = detail::upload(ctx_, lengths);
             first_unit_ = detail::upload(ctx_, first_unit_host_);
             unit_row_ = detail::upload(ctx_, unit_row);
-            partial_ = DeviceBuffer<float>(ctx_, unit_row.size() * static_cast<std::size_t>(ldp_));
             arrivals_ = DeviceBuffer<unsigned int>(ctx_, rows.size());
             HALO_CUDA_TRY(cudaMemsetAsync(arrivals_.data(), 0, arrivals_.bytes(),
                                           ctx_.compute_stream()));
         }
+    }
+
+    // The units' partial sums at `width`: allocated for the widest run so far, not for max_dim
+    // (the backend's plans take widths up to 2^20: sized for that, the autotuner's rowchunk
+    // candidate held 26 GiB on R-MAT 22 where its runs used a few MiB). Stream-ordered: a
+    // smaller buffer replaced is freed after the runs that used it.
+    void reserve_partial(std::int64_t width) const
+    {
+        const auto ldp = (width + 3) / 4 * 4;
+        const auto needed = static_cast<std::size_t>(units_ * ldp);
+        if (needed > partial_.size()) {
+            partial_ = DeviceBuffer<float>(ctx_, needed);
+        }
+        ldp_ = ldp;
     }
 
     // The chunks of a run over `rows`: the units of the long rows inside the range.
@@ -570,6 +583,7 @@ private:
         Chunks chunks;
         const Chunks* ch = nullptr;
         if (chunked_) {
+            reserve_partial(args.width);
             chunks = chunks_for(RowRange{args.row_begin, args.row_end});
             ch = &chunks;
         }
@@ -595,14 +609,15 @@ private:
     // The chunked variant (make_chunks): empty for the plain kernel or without long rows.
     bool chunked_ = false;
     std::int64_t chunk_length_ = 0;
-    std::int64_t ldp_ = 0;
+    std::int64_t units_ = 0;             // the long rows' units
+    mutable std::int64_t ldp_ = 0;       // partial_'s row stride at the last run's width
     std::vector<std::int64_t> long_rows_host_;
     std::vector<std::int32_t> first_unit_host_;
     DeviceBuffer<std::int64_t> long_rows_;
     DeviceBuffer<std::int64_t> lengths_;
     DeviceBuffer<std::int32_t> first_unit_;
     DeviceBuffer<std::int32_t> unit_row_;
-    DeviceBuffer<float> partial_;
+    mutable DeviceBuffer<float> partial_;  // reserve_partial
     DeviceBuffer<unsigned int> arrivals_;
 };
 

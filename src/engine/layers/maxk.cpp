@@ -37,7 +37,11 @@ public:
             plan.topk(z);
         });
         const auto out = ctx.owned(buf.a, out_w);
-        if (!ctx.has_peers) {
+        // One part: nothing to exchange. With several, every rank takes the exchange's path,
+        // also a rank without peers (an all-interior part), whose exchange moves nothing: the
+        // exchange's barriers (step timing, EngineOptions::exchange_barrier) are collective, and
+        // a rank that skipped them left the others waiting (issue 48's matrix).
+        if (ctx.shard.num_parts == 1) {
             const auto t0 = std::chrono::steady_clock::now();
             plan.aggregate(out, {0, n_owned});
             if (ctx.options.step_timing) {

@@ -27,6 +27,7 @@
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
+#include "halo/memory_report.hpp"
 #include "halo/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
@@ -236,6 +237,45 @@ TEST(AutotunedSpmm, RepeatedRunsReuseTheChoice)
             EXPECT_EQ(plan->report(), before) << "a cached choice was measured again";
         }
     }
+}
+
+// What the tuning tried and did not keep goes back (issue 48: on R-MAT 22 the candidates' copies
+// and a rowchunk workspace sized for 2^20 columns held 26 GiB for the whole run): after the
+// shapes are chosen, release_unkept frees every candidate that no shape chose; the chosen ones
+// still run, cached, with the same results; a new shape builds the freed candidates again and
+// times them; the rowchunk candidate's workspace is sized by the widths run, not max_dim.
+TEST(AutotunedSpmm, ReleaseUnkeptFreesTheCandidatesNoShapeChose)
+{
+    HALO_REQUIRE_GPUS(1);
+    Gpu gpu;
+    const auto a = graph_csr("rmat", 14, 79, true);
+    const std::int64_t max_dim = std::int64_t{1} << 20;  // what the CUDA backend asks for
+    const auto plan = halo::cuda::make_autotuned_spmm_plan(gpu.ctx, a, max_dim);
+    const auto n = a.num_rows;
+    std::uint64_t seed = 9900;
+    check_spmm(*gpu.backend, *plan, a, 32, {{0, n / 2}, {n / 2, n}}, ++seed);
+    const auto all = plan->memory();
+    // No candidate holds scratch for widths it never ran: a rowchunk workspace of units x 2^20
+    // floats would be gigabytes here.
+    EXPECT_LT(all.workspace, std::int64_t{256} << 20) << halo::format_memory_report(all);
+    std::set<std::size_t> chosen;
+    for (const auto& [key, choice] : plan->table().entries()) {
+        chosen.insert(choice.index);
+    }
+    const auto freed = plan->release_unkept();
+    EXPECT_EQ(freed, plan->candidate_names().size() - chosen.size());
+    const auto kept = plan->memory();
+    EXPECT_LT(kept.total(), all.total());
+    EXPECT_LE(kept.indices, static_cast<std::int64_t>(chosen.size() + 1) * 8 * a.nnz())
+        << halo::format_memory_report(kept);
+    EXPECT_EQ(plan->release_unkept(), 0u) << "released twice";
+    const auto report = plan->report();
+    check_spmm(*gpu.backend, *plan, a, 32, {{0, n / 2}, {n / 2, n}}, ++seed);
+    EXPECT_EQ(plan->report(), report) << "a kept choice was measured again";
+    // A new width: the freed candidates are built again and timed.
+    check_spmm(*gpu.backend, *plan, a, 8, {{0, n}}, ++seed);
+    EXPECT_EQ(plan->table().size(), 3u);
+    EXPECT_GE(plan->memory().total(), kept.total());
 }
 
 // A plan wrapper for the selection on the device: `rejects_above` makes it throw like a kernel

@@ -176,7 +176,6 @@ TEST(ModeledSpmm, ScaledPlansMakeTheValuesOnTheDevice)
     std::uint64_t seed = 32000;
     for (auto& c : cases()) {
         SCOPED_TRACE(c.label);
-        const auto shape = halo::operator_shape(c.a.view());
         Csr pattern = c.a;
         pattern.values.clear();
         halo::OperatorScaling scaling;
@@ -184,12 +183,8 @@ TEST(ModeledSpmm, ScaledPlansMakeTheValuesOnTheDevice)
                                                    0.1f, 1.0f);
         scaling.col = halo::testing::random_floats(static_cast<std::size_t>(c.a.num_cols), ++seed,
                                                    0.1f, 1.0f);
-        if (!halo::cuda::modeled_plan_takes_scaling(shape, 256)) {
-            EXPECT_THROW(halo::cuda::make_modeled_spmm_plan(gpu.ctx, pattern, {256, kNoHints},
-                                                            &scaling),
-                         halo::LogicError);
-            continue;
-        }
+        // Every shape has a scaled plan: where the model would pick Accel-GCN (no form with
+        // both scalings unless pattern operators), it picks among the kernels that take one.
         Csr scaled = pattern;
         scaled.values.resize(static_cast<std::size_t>(pattern.nnz()));
         for (std::int64_t i = 0; i < pattern.num_rows; ++i) {
@@ -250,11 +245,15 @@ TEST(ModeledSpmm, ExplicitMergePathAndRowSplitMakeTheValuesOnTheDevice)
             check_spmm(*gpu.backend, *plan, scaled, d, {{0, a.num_rows}}, ++seed);
         }
     }
-    // Accel-GCN orders the nonzeros on the host: it declines a column scaling unless pattern
-    // operators are asked for (then it keeps the pattern and both scalings).
+    // Accel-GCN orders the nonzeros on the host: its registry entry takes a column scaling only
+    // as pattern operators (then it keeps the pattern and both scalings); asked otherwise, its
+    // factory reports the caller's bug.
     const auto* accel = halo::find_spmm_kernel("accel_gcn", halo::spmm_use_infer);
     ASSERT_NE(accel->make_scaled, nullptr);
-    EXPECT_EQ(accel->make_scaled(gpu.ctx, pattern, {128, kNoHints}, scaling), nullptr);
+    EXPECT_FALSE(accel->takes(halo::spmm_form_scaled));
+    EXPECT_TRUE(accel->takes(halo::spmm_form_scaled_pattern));
+    EXPECT_TRUE(accel->takes(halo::spmm_form_row_scaled));
+    EXPECT_THROW(accel->make_scaled(gpu.ctx, pattern, {128, kNoHints}, scaling), halo::LogicError);
     halo::SpmmPlanRequest lean{128, kNoHints};
     lean.pattern_operators = true;
     const auto plan = accel->make_scaled(gpu.ctx, pattern, lean, scaling);
@@ -284,9 +283,33 @@ TEST(ModeledSpmm, AutoWithoutStoredChoicesIsTheModel)
     ASSERT_NE(scaled, nullptr);
     check_spmm(*gpu.backend, *scaled, pattern, 64, {{0, a.num_rows}}, 33001);
 
-    // Where the model may pick Accel-GCN (no scaled form) the factory declines.
-    const auto tiny = rmat_graph(12, 2, 5);
-    EXPECT_EQ(entry->make_scaled(gpu.ctx, tiny, {64, kNoHints}, ones), nullptr);
+    // Where the model would pick Accel-GCN for the values (a tiny sparse operator at a narrow
+    // width), a gcn operator's pattern and scalings still get a plan: the model picks among the
+    // kernels that take that form (issue 48: the split overlap's blocks have such shapes).
+    const auto tiny = rmat_graph(12, 2, 5, halo::Normalization::gcn);
+    const auto tiny_shape = halo::operator_shape(tiny.view());
+    ASSERT_EQ(halo::spmm_cost_model(tiny_shape, 16).kernel, halo::ModeledKernel::accel_gcn);
+    Csr tiny_pattern = tiny;
+    tiny_pattern.values.clear();
+    halo::OperatorScaling gcn;
+    gcn.row = halo::testing::random_floats(static_cast<std::size_t>(tiny.num_rows), 33002, 0.1f,
+                                           1.0f);
+    gcn.col = halo::testing::random_floats(static_cast<std::size_t>(tiny.num_cols), 33003, 0.1f,
+                                           1.0f);
+    Csr tiny_scaled = tiny_pattern;
+    tiny_scaled.values.resize(static_cast<std::size_t>(tiny.nnz()));
+    for (std::int64_t i = 0; i < tiny.num_rows; ++i) {
+        for (auto k = tiny.indptr[i]; k < tiny.indptr[i + 1]; ++k) {
+            tiny_scaled.values[k] = gcn.row[i] * gcn.col[tiny.indices[k]];
+        }
+    }
+    const auto tiny_plan = entry->make_scaled(gpu.ctx, tiny_pattern, {64, kNoHints}, gcn);
+    ASSERT_NE(tiny_plan, nullptr);
+    for (const std::int64_t d : {1, 8, 16, 32, 64}) {
+        check_spmm(*gpu.backend, *tiny_plan, tiny_scaled, d, {{0, tiny.num_rows}}, 33004 + d);
+        EXPECT_EQ(tiny_plan->algorithm().find("accel"), std::string::npos)
+            << d << ": " << tiny_plan->algorithm();
+    }
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "halo/csr.hpp"
 #include "halo/error.hpp"
 #include "halo/spmm_cost_model.hpp"
+#include "halo/spmm_registry.hpp"
 
 namespace {
 
@@ -205,6 +207,73 @@ TEST(SpmmCostModel, RejectsImpossibleShapesAndWidths)
     EXPECT_THROW(spmm_cost_model({10, 5, 6}, 8), halo::LogicError);   // longest row > nnz
     EXPECT_THROW(spmm_cost_model({-1, 0, 0}, 8), halo::LogicError);
     EXPECT_THROW(spmm_cost_model(kCora, 0), halo::LogicError);
+}
+
+// The model picks only kernels whose registry entry takes the operator's form (issue 48: a split
+// overlap block of a gcn operator, given as its pattern and scalings, has a tiny shape for which
+// the values' model picks Accel-GCN, which takes no such form). Every shape of the sweep, its
+// halves and tiny blocks, every width from 1 to 300, every form, both zeroing settings.
+TEST(SpmmCostModel, PicksOnlyKernelsThatTakeTheForm)
+{
+    const std::vector<OperatorShape> shapes{
+        kCora,        k4elt,       kBlogCatalog, kRmat22,     kEgoTwitter,
+        kErdosRenyi,  kEmailEnron, kAs22July06,  kAstroPh,    {2708, 600, 40, 2708},
+        {100, 150, 9, 40}, {5000, 9000, 700, 12000}, {1, 1, 1, 1}, {0, 0, 0, 0}};
+    const unsigned forms[] = {halo::spmm_form_values, halo::spmm_form_row_scaled,
+                              halo::spmm_form_scaled, halo::spmm_form_scaled_pattern};
+    for (const auto form_bits : forms) {
+        const auto form = static_cast<halo::SpmmForm>(form_bits);
+        for (const auto& shape : shapes) {
+            for (std::int64_t d = 1; d <= 300; ++d) {
+                for (const bool overlapped : {false, true}) {
+                    const auto c = spmm_cost_model(shape, d, 50 << 20, overlapped, form);
+                    EXPECT_TRUE(halo::registry_entry(c.kernel).takes(form))
+                        << halo::to_string(form) << " " << halo::describe(shape, d, c);
+                }
+            }
+        }
+    }
+    // The gcn operator's pattern and scalings on Cora at d = 7: not Accel-GCN (the values' pick),
+    // the next rule that applies: MergePath where the zeroing overlaps, else the same default.
+    EXPECT_EQ(spmm_cost_model(kCora, 7).kernel, ModeledKernel::accel_gcn);
+    EXPECT_EQ(spmm_cost_model(kCora, 7, 0, true, halo::spmm_form_scaled).kernel,
+              ModeledKernel::mergepath);
+    // Row-scaled (mean) and pattern operators: Accel-GCN takes them, so its rule stands.
+    EXPECT_EQ(spmm_cost_model(kCora, 7, 0, true, halo::spmm_form_row_scaled).kernel,
+              ModeledKernel::accel_gcn);
+    EXPECT_EQ(spmm_cost_model(kCora, 7, 0, true, halo::spmm_form_scaled_pattern).kernel,
+              ModeledKernel::accel_gcn);
+}
+
+// One table: every kernel the model names is a registry kernel that halo-infer --spmm accepts,
+// and each form's factory exists where the registry says the form is taken.
+TEST(SpmmCostModel, ItsKernelsAreRegistryKernels)
+{
+    for (const auto k : {ModeledKernel::cusparse, ModeledKernel::accel_gcn,
+                         ModeledKernel::mergepath, ModeledKernel::rowsplit,
+                         ModeledKernel::rowchunk}) {
+        const auto& entry = halo::registry_entry(k);
+        EXPECT_EQ(entry.name, halo::to_string(k));
+        EXPECT_TRUE(entry.exact) << entry.name;
+        EXPECT_TRUE(entry.takes(halo::spmm_form_values)) << entry.name;
+    }
+    for (const auto& kernel : halo::spmm_kernels()) {
+        EXPECT_TRUE(kernel.takes(halo::spmm_form_values)) << kernel.name;
+        EXPECT_EQ(kernel.forms & ~halo::spmm_forms_all, 0u) << kernel.name;
+#ifdef HALO_HAVE_CUDA
+        const bool scaled = (kernel.forms & ~unsigned{halo::spmm_form_values}) != 0;
+        EXPECT_EQ(scaled, kernel.make_scaled != nullptr) << kernel.name;
+#endif
+    }
+    EXPECT_TRUE(halo::registry_entry(ModeledKernel::cusparse).forms == halo::spmm_forms_all);
+    EXPECT_EQ(halo::spmm_form(nullptr, false), halo::spmm_form_values);
+    halo::OperatorScaling mean;
+    mean.row = {1.0f};
+    EXPECT_EQ(halo::spmm_form(&mean, true), halo::spmm_form_row_scaled);
+    halo::OperatorScaling gcn = mean;
+    gcn.col = {1.0f};
+    EXPECT_EQ(halo::spmm_form(&gcn, false), halo::spmm_form_scaled);
+    EXPECT_EQ(halo::spmm_form(&gcn, true), halo::spmm_form_scaled_pattern);
 }
 
 }  // namespace
