@@ -277,7 +277,9 @@ class Matrix:
         directory = os.path.join(self.work, "c%03d" % cfg["index"])
         status, out = self.infer(cfg, cfg["ranks"], self.args.backend, directory,
                                  self.options(cfg))
-        last = out.strip().splitlines()[-1] if out.strip() else ""
+        # What a failed run said: its first error line, else its last line.
+        lines = out.strip().splitlines()
+        last = next((l for l in lines if "error" in l), lines[-1] if lines else "")
         no_result = not os.path.exists(os.path.join(directory, "manifest.json"))
         # Refusals by design: maxk with the int8 exchange (before the job starts); the resident
         # kernel forced on a part past its column limit (when its plan is made).
