@@ -50,7 +50,7 @@ void ProgressMeter::report_locked()
         return;
     }
     const double left = elapsed * (1.0 - share) / share;
-    sink_(fmt::format("{}: {:.0f}% ({:.2f} of {:.2f} {}, {:.2f} {}/s), about {:.0f} s left", what_,
+    sink_(fmt::format("{}: {:.0f}% ({:.4g} of {:.4g} {}, {:.3g} {}/s), about {:.0f} s left", what_,
                       share * 100.0, done_ / scale_, total_ / scale_, unit_,
                       done_ / scale_ / elapsed, unit_, std::ceil(left)));
 }
