@@ -228,6 +228,16 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
                     "--out may hold another job's result: remove it first (else refused)"),
        "output");
     in(app.add_flag("--save-layers", o.save_layers, "also store every layer's output"), "output");
+    in(app.add_option("--checkpoint", o.checkpoint,
+                      "write each finished layer's rows here, per rank and atomically, as the "
+                      "first run goes (with checkpoint.json naming the job), so that --resume can "
+                      "continue after a failure"),
+       "output");
+    in(app.add_option("--resume", o.resume,
+                      "a --checkpoint directory of this job (same dataset, model, seed and rank "
+                      "count; another is refused by name): start after the last layer that every "
+                      "rank finished; the result equals an uninterrupted run's"),
+       "output");
     in(app.add_flag("--no-sync", o.no_sync,
                     "rename the result pieces into place without flushing them to disk first "
                     "(docs/FORMAT.md, \"Results\")"),

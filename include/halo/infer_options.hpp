@@ -73,6 +73,11 @@ struct InferOptions {
     bool save_layers = false;
     bool no_sync = false;
     std::string eval_nodes;
+    /// Each finished layer's rows written here, per rank, as the first run goes (restart).
+    std::string checkpoint;
+    /// A checkpoint of this job (same dataset, model, seed, rank count): the run starts after
+    /// the last layer every rank finished.
+    std::string resume;
     // diagnostics
     bool quiet = false;
     bool report = false;  // the tables on standard output (the manifest holds them always)

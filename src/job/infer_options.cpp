@@ -163,6 +163,16 @@ void validate(const InferOptions& o)
     if (!o.device_memory_limit.empty()) {
         static_cast<void>(parse_byte_size(o.device_memory_limit));
     }
+    if ((!o.checkpoint.empty() || !o.resume.empty()) && o.out_of_core) {
+        HALO_THROW(UsageError, !o.checkpoint.empty() ? "--checkpoint" : "--resume",
+                   " with --out-of-core: the row-block runs keep no layer's rows to write or "
+                   "start from");
+    }
+    if (!o.resume.empty() && (o.save_layers || o.cuda_graph)) {
+        HALO_THROW(UsageError, "--resume with ", o.save_layers ? "--save-layers" : "--cuda-graph",
+                   ": a resumed run does not run the layers before the checkpoint",
+                   o.save_layers ? "" : " (nor records the whole forward pass)");
+    }
     if (o.repeat < 1) {
         HALO_THROW(UsageError, "--repeat ", o.repeat, " must be at least 1");
     }

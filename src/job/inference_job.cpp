@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "checkpoint.hpp"
 #include "halo/detail/parallel_copy.hpp"
 #include "halo/detail/resident_memory.hpp"
 #include "halo/feature_type.hpp"
@@ -155,12 +156,24 @@ void InferenceJob::start()
             s.info = read_dataset_info(s.o.dataset);
             s.model = load_model(s.o);
             validate_job(s.o, s.info, s.model, s.size);
+            if (!s.o.resume.empty()) {
+                job::check_checkpoint(s.o.resume,
+                                      job::checkpoint_identity(s.o, s.info, s.model, s.size));
+            }
         },
         usage);
     job::agree(s.world.comm(), s.rank, s.size, error, usage);
     // --out on rank 0: created, locked, and free of another job's result.
     if (s.rank == 0) {
-        error = job::attempt([&] { s.out_dir.emplace(s.o.out, s.o.overwrite); }, usage);
+        error = job::attempt(
+            [&] {
+                s.out_dir.emplace(s.o.out, s.o.overwrite);
+                if (!s.o.checkpoint.empty()) {
+                    job::open_checkpoint(s.o.checkpoint,
+                                         job::checkpoint_identity(s.o, s.info, s.model, s.size));
+                }
+            },
+            usage);
     }
     job::agree(s.world.comm(), s.rank, s.size, error, usage);
     s.started = true;

@@ -183,6 +183,13 @@ void write_manifest(const State& job, const Exchange& exchange, const Engine& en
     manifest["run_seconds_median"] = runs.median_seconds;
     manifest["forward_seconds_median"] = runs.forward_median_seconds;
     manifest["repeat"] = o.repeat;
+    if (!o.resume.empty()) {
+        manifest["resumed"] = {{"checkpoint", std::filesystem::absolute(o.resume).string()},
+                               {"after_layer", job.resumed_after}};
+    }
+    if (!o.checkpoint.empty()) {
+        manifest["checkpoint"] = std::filesystem::absolute(o.checkpoint).string();
+    }
     manifest["synced"] = !o.no_sync;
     manifest["layers"] = reports.layers;
     manifest["phases"] = reports.phases;

@@ -108,8 +108,9 @@ struct InferenceJob::State {
     std::optional<job::OutputDir> out_dir;
     bool started = false;
     job::PhaseLog phases;
-    job::Stopwatch step;  // restarted by each phase
-    std::string report;   // rank 0's tables and notes (JobSummary::report)
+    job::Stopwatch step;     // restarted by each phase
+    std::string report;      // rank 0's tables and notes (JobSummary::report)
+    int resumed_after = -1;  // --resume: the last layer finished before this job
 };
 
 }  // namespace halo

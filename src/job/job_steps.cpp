@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <unordered_set>
 
+#include "checkpoint.hpp"
 #include "halo/detail/parallel_copy.hpp"
 #include "halo/detail/resident_memory.hpp"
 #include "halo/feature_type.hpp"
@@ -99,9 +100,11 @@ std::string read_note(const DatasetInfo& info, const FeatureUpload* upload)
 
 // The engine's options: the policy defaults from InferOptions, the stored kernel metadata of
 // this part, and the per-layer hook (fault injection, --sync-layers, progress).
-EngineOptions make_engine_options(State& job, std::function<void(std::size_t)> on_layer)
+EngineOptions make_engine_options(State& job, std::function<void(std::size_t)> on_layer,
+                                  Restart& restart, const Shard& shard)
 {
     auto eopt = engine_options(job.o, job.size, job.info.normalization);
+    eopt.after_layer = restart.hook(shard, job.model);
     job.step.restart();
     if (job.cuda && !job.o.ignore_kernel_metadata) {
         // Kernel metadata stored for this part (docs/FORMAT.md): Accel-GCN's partition, the
@@ -132,17 +135,17 @@ EngineOptions make_engine_options(State& job, std::function<void(std::size_t)> o
 // ends the previous one; the run's end ends the last (and, out of core, every layer at once).
 class LayerProgress {
 public:
-    explicit LayerProgress(const State& job) : job_(job) {}
+    LayerProgress(const State& job, std::int64_t rows) : job_(job), rows_(rows) {}
     void start(std::size_t layer)
     {
         if (active_) {
             finish_until(layer);
         }
     }
-    void begin_run()
+    void begin_run(std::size_t first_layer)
     {
         active_ = true;
-        reported_ = 0;
+        reported_ = first_layer;
         watch_.restart();
     }
     void end_run(const Engine& engine)
@@ -169,11 +172,8 @@ private:
         }
     }
 
-public:
-    std::int64_t rows_ = 0;
-
-private:
     const State& job_;
+    std::int64_t rows_;  // this rank's
     Stopwatch watch_;
     bool active_ = false;
     std::size_t reported_ = 0;
@@ -183,7 +183,7 @@ private:
 // of the per-layer wall times), the slowest rank's. `uploaded`: the features already on the
 // device (FeatureUpload), used by the first run and then dropped.
 Runs run_repeats(State& job, Engine& engine, const Shard& shard, std::optional<Matrix>& uploaded,
-                 LayerProgress& progress)
+                 LayerProgress& progress, Restart& restart, std::size_t first_layer)
 {
     const auto& o = job.o;
     const auto& info = job.info;
@@ -194,7 +194,10 @@ Runs run_repeats(State& job, Engine& engine, const Shard& shard, std::optional<M
     const auto out_bytes = static_cast<double>(shard.num_owned * job.model.output_dim()) * 4.0;
     double input_bytes = 0.0;
     std::string input_note;
-    if (o.int8_features) {
+    if (restart.input() != nullptr) {
+        input_bytes = static_cast<double>(restart.input()->size()) * 4.0;
+        input_note = fmt::format("layer {}'s rows from the checkpoint (--resume)", first_layer);
+    } else if (o.int8_features) {
         input_bytes = static_cast<double>(shard.features_int8.size());
         input_note = "int8 features from the dataset, uploaded";
     } else if (info.feature_dim > 0) {
@@ -220,10 +223,12 @@ Runs run_repeats(State& job, Engine& engine, const Shard& shard, std::optional<M
             engine.defer_download();
         }
         if (r == 0) {
-            progress.begin_run();
+            progress.begin_run(first_layer);
         }
         Stopwatch watch;
-        if (o.int8_features) {
+        if (restart.input() != nullptr) {
+            runs.output = engine.forward_from(first_layer, *restart.input());
+        } else if (o.int8_features) {
             const QuantizedView q{shard.features_int8.data(), shard.num_owned,
                                   info.feature_dim,           info.feature_dim,
                                   shard.feature_scale.data(), shard.feature_zero_point.data()};
@@ -238,6 +243,7 @@ Runs run_repeats(State& job, Engine& engine, const Shard& shard, std::optional<M
         }
         if (r == 0) {
             progress.end_run(engine);
+            restart.first_run_done();
         }
         HALO_MPI_TRY(MPI_Barrier(job.world.comm()));
         run_seconds.push_back(watch.seconds());
@@ -524,9 +530,21 @@ JobSummary run_phases(State& job)
               job.size == 1
                   ? "single part"
                   : exchange->transport() + (exchange->registered() ? ", registered" : ""));
-    LayerProgress progress(job);
-    progress.rows_ = shard.num_owned;
-    const auto eopt = make_engine_options(job, [&progress](std::size_t l) { progress.start(l); });
+    // --resume: the layer to start at, every rank alike.
+    Restart restart(o, job.rank, job.size);
+    const auto first_layer = restart.begin(world.comm(), job.model, shard);
+    job.resumed_after = restart.resumed_after();
+    if (!o.resume.empty()) {
+        job.say(first_layer > 0
+                    ? fmt::format("resuming after layer {} of {} (checkpoint {})", first_layer,
+                                  job.model.layers.size(), o.resume)
+                    : fmt::format("checkpoint {} holds no layer every rank finished: starting "
+                                  "at layer 1",
+                                  o.resume));
+    }
+    LayerProgress progress(job, shard.num_owned);
+    const auto eopt = make_engine_options(
+        job, [&progress](std::size_t l) { progress.start(l); }, restart, shard);
     job.step.restart();
     Engine engine(*backend.backend, exchange->exchanger(), shard, job.model, eopt);
     const double setup_seconds = job.step.seconds();
@@ -551,7 +569,7 @@ JobSummary run_phases(State& job)
     }
 
     // tune and run, then write.
-    auto runs = run_repeats(job, engine, shard, uploaded, progress);
+    auto runs = run_repeats(job, engine, shard, uploaded, progress, restart, first_layer);
     job.say(fmt::format("forward: {:.3f} s (median of {}, slowest rank), tuning {:.3f} s",
                         runs.forward_median_seconds, runs_note(o.repeat), engine.tuning_seconds()));
     const auto prediction = write_piece(job, engine, *backend.backend, shard, runs);
