@@ -183,6 +183,7 @@ void write_manifest(const State& job, const Exchange& exchange, const Engine& en
     manifest["run_seconds_median"] = runs.median_seconds;
     manifest["forward_seconds_median"] = runs.forward_median_seconds;
     manifest["repeat"] = o.repeat;
+    manifest["load_seconds_max"] = reports.load.max;  // dataset read and plan check
     if (!o.resume.empty()) {
         manifest["resumed"] = {{"checkpoint", std::filesystem::absolute(o.resume).string()},
                                {"after_layer", job.resumed_after}};

@@ -459,6 +459,55 @@ void check_dataset_unchanged(const State& job)
     }
 }
 
+// report: the reductions over ranks, the tuning write-back, rank 0's tables, and the manifest
+// last, once every rank has written its piece.
+JobSummary report_and_finish(State& job, Engine& engine, const BackendInstance& backend,
+                             const Exchange& exchange, const Shard& shard,
+                             const std::vector<std::int32_t>& prediction, const Runs& runs,
+                             double load_seconds)
+{
+    const auto& o = job.o;
+    auto& world = job.world;
+    job.step.restart();
+    Reports reports;
+    reports.totals = accuracy(job, shard, prediction);
+    reports.layers = report_layers(job, engine, reports);
+    if (engine.replayed()) {
+        job.report += fmt::format(
+            "(the forward pass was replayed as one CUDA graph: {:.3f} ms for all layers, not "
+            "measured per layer; --no-cuda-graph measures each layer)\n",
+            runs.forward_median_seconds * 1e3);
+    } else if (!o.step_timing) {
+        job.report +=
+            "(one synchronization per layer: compute, exchange and waiting are not split; "
+            "--step-timing splits them)\n";
+    }
+    reports.load = reduce_stat(world.comm(), load_seconds, job.size);
+    reports.memory_line = device_memory_line(job, backend, exchange.exchanger());
+    reports.memory = report_memory(job, engine);
+    job.phases.add("reports", job.step.seconds(), -1.0,
+                   "accuracy, per-layer and memory reductions");
+    store_tuning(job, engine);
+    std::string table;
+    reports.phases = report_phases(world.comm(), job.phases, job.process.seconds(), table);
+    job.report += "\n" + table;
+    summarize(job, engine, reports);
+    if (job.rank != 0) {
+        job.report.clear();
+    }
+
+    check_dataset_unchanged(job);
+    // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
+    HALO_MPI_TRY(MPI_Barrier(world.comm()));
+    if (job.rank == 0) {
+        write_manifest(job, exchange, engine, runs, reports);
+    }
+    JobSummary summary;
+    summary.forward_seconds = runs.forward_median_seconds;
+    summary.run_seconds = runs.median_seconds;
+    return summary;
+}
+
 }  // namespace
 
 JobSummary run_phases(State& job)
@@ -574,45 +623,8 @@ JobSummary run_phases(State& job)
                         runs.forward_median_seconds, runs_note(o.repeat), engine.tuning_seconds()));
     const auto prediction = write_piece(job, engine, *backend.backend, shard, runs);
 
-    // report.
-    job.step.restart();
-    Reports reports;
-    reports.totals = accuracy(job, shard, prediction);
-    reports.layers = report_layers(job, engine, reports);
-    if (engine.replayed()) {
-        job.report += fmt::format(
-            "(the forward pass was replayed as one CUDA graph: {:.3f} ms for all layers, not "
-            "measured per layer; --no-cuda-graph measures each layer)\n",
-            runs.forward_median_seconds * 1e3);
-    } else if (!o.step_timing) {
-        job.report +=
-            "(one synchronization per layer: compute, exchange and waiting are not split; "
-            "--step-timing splits them)\n";
-    }
-    reports.load = reduce_stat(world.comm(), read_seconds + check_seconds, job.size);
-    reports.memory_line = device_memory_line(job, backend, exchange->exchanger());
-    reports.memory = report_memory(job, engine);
-    job.phases.add("reports", job.step.seconds(), -1.0,
-                   "accuracy, per-layer and memory reductions");
-    store_tuning(job, engine);
-    std::string table;
-    reports.phases = report_phases(world.comm(), job.phases, job.process.seconds(), table);
-    job.report += "\n" + table;
-    summarize(job, engine, reports);
-    if (job.rank != 0) {
-        job.report.clear();
-    }
-
-    check_dataset_unchanged(job);
-    // Every piece is written once this collective returns on rank 0 (each rank wrote before it).
-    HALO_MPI_TRY(MPI_Barrier(world.comm()));
-    if (job.rank == 0) {
-        write_manifest(job, *exchange, engine, runs, reports);
-    }
-    JobSummary summary;
-    summary.forward_seconds = runs.forward_median_seconds;
-    summary.run_seconds = runs.median_seconds;
-    return summary;
+    return report_and_finish(job, engine, backend, *exchange, shard, prediction, runs,
+                             read_seconds + check_seconds);
 }
 
 }  // namespace halo::job
