@@ -18,9 +18,12 @@ for d in cora citeseer; do
 done
 "$build/apps/halo-partition" "$data/pubmed.el.gz" --parts 1 --symmetrize -q -o "$out/pubmed.h5" \
   >/dev/null || { echo "partition failed: pubmed"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/infer_flags.sh"
 halo() {  # BUILD DATASET LABEL ARGS...
   local b=$1 ds=$2 label=$3; shift 3
-  if "$b/apps/halo-infer" "$ds" "$@" --backend cuda --cuda-graph --repeat 50 --out "$out/res" -q \
+  local flags
+  mapfile -t flags < <(halo_infer_flags "$b/apps/halo-infer")
+  if "$b/apps/halo-infer" "$ds" "${flags[@]}" "$@" --backend cuda --cuda-graph --repeat 50 --out "$out/res" -q \
        >"$out/infer.log" 2>&1; then
     echo "$label $(python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['forward_seconds_median'] * 1e3, 4))" "$out/res/manifest.json")"
   else

@@ -20,6 +20,7 @@
 set -uo pipefail
 # shellcheck source=scripts/lib/gpu_build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gpu_build.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/infer_flags.sh"
 build=$1 work=$2 out=$3
 shift 3
 scale=${SCALE:-26}
@@ -49,8 +50,10 @@ infer_run() {
   shift
   local res=$work/res-$tag
   rm -rf "$res"
+  local flags
+  mapfile -t flags < <(halo_infer_flags "$bin/halo-infer")
   /usr/bin/time -f "wall %e s, peak rss %M KiB" "${mpi[@]}" "$bin/halo-infer" "$ds" \
-    --random-model "${DIMS:-64,64,32}" --backend "${BACKEND:-cuda}" --out "$res" "$@" \
+    "${flags[@]}" --random-model "${DIMS:-64,64,32}" --backend "${BACKEND:-cuda}" --out "$res" "$@" \
     >"$out/infer-$tag.log" 2>&1
   echo "-- infer $tag (exit $?)"
   cp "$res/manifest.json" "$out/manifest-$tag.json" 2>/dev/null

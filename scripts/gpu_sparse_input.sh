@@ -30,7 +30,7 @@ PY
   for m in "linear $F,256" "gcn $F,256,16" "transformer $F,64,16"; do
     set -- $m
     for t in dense sparse; do
-      "$build/apps/halo-infer" "$out/f.h5" --random-model "$2" --layer "$1" --backend cuda \
+      "$build/apps/halo-infer" --report --overwrite "$out/f.h5" --random-model "$2" --layer "$1" --backend cuda \
         --cuda-graph --repeat 30 --input-transform "$t" --out "$out/res-$t" -q >"$out/log.txt" 2>&1 ||
         { echo "halo-infer failed: $(tail -2 "$out/log.txt")"; continue 2; }
     done

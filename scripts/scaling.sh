@@ -102,7 +102,7 @@ infer() {
   fi
   timeout 300 mpirun -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
     -x OMP_NUM_THREADS="${OMP_THREADS:-8}" \
-    "$bin/halo-infer" "$ds" --random-model "$dims" --layer "$layer" --seed "$seed" \
+    "$bin/halo-infer" --report --overwrite "$ds" --random-model "$dims" --random-features --layer "$layer" --seed "$seed" \
     --backend "$backend" --repeat "$repeat" --no-sync --out "$res" ${share[@]+"${share[@]}"} \
     ${extra[@]+"${extra[@]}"} "$@" >"$out/$tag.log" 2>&1
   local rc=$?
@@ -120,7 +120,7 @@ for stage in "${stages[@]}"; do
   case $stage in
   build)
     log build
-    if [ ! -x "$bin/halo-infer" ]; then
+    if [ ! -x "$bin/halo-infer" --report --overwrite ]; then
       cmake -S "$here/.." -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1 ||
         { tail -20 "$out/configure.log"; exit 1; }
