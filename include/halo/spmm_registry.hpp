@@ -61,7 +61,7 @@ struct SpmmPlanRequest {
     /// MergePath plans of the cost model and the autotuner's MergePath candidates load X with L2
     /// hints where X is past 32x the L2 (cuda::with_large_x_hints; halo-infer --l2-hints). Off by
     /// default: the plan's hot-column pass costs more setup than a short job saves
-    /// (docs/PERFORMANCE.md "L2 hints for X past the L2").
+    /// (docs/NOTEBOOK.md "L2 hints for X past the L2").
     bool l2_hints = false;
 };
 

@@ -130,7 +130,7 @@ private:
 /// engine's layer inputs and outputs. Below 64 MiB cudaMallocHost; from 64 MiB, plain memory
 /// whose pages are made resident on every core (detail::populate_pages) and then page-locked
 /// with cudaHostRegister: cudaMallocHost faults and locks its pages on one thread, which took
-/// seconds for the 17 GB input of R-MAT 26 (docs/PERFORMANCE.md).
+/// seconds for the 17 GB input of R-MAT 26 (docs/NOTEBOOK.md).
 template <typename T>
 class PinnedBuffer {
 public:
