@@ -1,5 +1,5 @@
-// MaxK-GNN (paper 000; DESIGN.md kernel table): the MaxK nonlinearity keeps the k largest values of
-// each embedding row, stored row-balanced in CBSR, and aggregation multiplies the adjacency by that
+// MaxK-GNN (paper 000; docs/KERNELS.md "Families", docs/MAXK.md): the MaxK nonlinearity keeps
+// the k largest values of each embedding row, stored row-balanced in CBSR, and aggregation multiplies the adjacency by that
 // sparse matrix into a dense output (the sparse-sparse-dense, SSD, operator). This header holds
 // the backend-free pieces: the CBSR containers, the edge groups that the SSD kernels split rows
 // into (section III; update_mode is section IV-A's smart edge group), and the CPU references.

@@ -88,7 +88,7 @@ struct SpmmKernel {
     /// halo-infer --spmm's note on it, in parentheses after its name; may be empty.
     std::string help{};
     /// Exact kernels compute the product up to rounding; approximate ones are never chosen
-    /// silently (DESIGN.md: the user asks for them).
+    /// silently: the user asks for them by name (docs/KERNELS.md, the registry).
     bool exact = true;
     /// The kernel metadata it reads from the dataset, and the group it is stored under.
     SpmmMetadataKind metadata = SpmmMetadataKind::none;
