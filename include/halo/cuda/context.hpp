@@ -1,8 +1,8 @@
 // The CUDA execution context (docs/ARCHITECTURE.md "Core types and conventions"): one device, a
-// compute stream and a communication stream, cuSPARSE and cuBLAS handles bound to the compute stream, and a
-// stream-ordered memory pool (cudaMallocAsync). It comes first in every call that touches the
-// device; there are no globals. Host-only code may include this header (it needs the CUDA
-// runtime's headers, not nvcc).
+// compute stream and a communication stream, cuSPARSE and cuBLAS handles bound to the compute
+// stream, and a stream-ordered memory pool (cudaMallocAsync). It comes first in every call that
+// touches the device; there are no globals. Host-only code may include this header (it needs the
+// CUDA runtime's headers, not nvcc).
 #pragma once
 
 #include <cublas_v2.h>
