@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: the attention layers (transformer, agnn) against PyG on Cora, Citeseer
 # (trained models, real bag-of-words features) and PubMed (random 64-64-64 models), as in
-# docs/PERFORMANCE.md "The graph transformer and AGNN against PyG". halo-infer's forward median
+# docs/NOTEBOOK.md "The graph transformer and AGNN against PyG". halo-infer's forward median
 # (--cuda-graph --repeat 50) with the default input transform and with --input-transform dense,
 # and, with BASE_BUILD set, a second build's (the previous main) in the same run; PyG's median
 # (bench/pyg_gcn.py --warmup 20 --runs 60) measured PYG_REPEATS times (default 2), since PyG's

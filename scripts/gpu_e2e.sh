@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: the end-to-end 2-layer GCN (128 -> 128 -> 64) table of docs/PERFORMANCE.md.
+# On the GPU machine: the end-to-end 2-layer GCN (128 -> 128 -> 64) table of docs/NOTEBOOK.md.
 # For each graph: halo-partition --parts 1, halo-infer --backend cuda (median of --repeat runs),
 # then PyG's GCNConv and a torch CSR composition on the same dataset (bench/pyg_gcn.py), all in
 # this one run. Usage: scripts/gpu_e2e.sh BUILD_DIR DATA_DIR OUT_DIR GRAPH...

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# On the GPU machine: the job's I/O (docs/PERFORMANCE.md, "The whole job") on R-MAT SCALE symmetrized, one rank: the dataset
+# On the GPU machine: the job's I/O (docs/NOTEBOOK.md, "The whole job") on R-MAT SCALE symmetrized, one rank: the dataset
 # read warm and cold and per thread count, the result write synced and not, the whole halo-infer
-# phase table, and halo-inspect --export; writes OUT/io.md and OUT/io.csv (docs/PERFORMANCE.md,
+# phase table, and halo-inspect --export; writes OUT/io.md and OUT/io.csv (docs/NOTEBOOK.md,
 # "The whole job"). Stages, in the order given; each fits one 10-minute command on the H200
 # machine, and WORK (local disk) keeps the build's dataset between commands:
 #   build    configure BUILD (Release, sm_90) and build halo-partition, halo-infer, halo-inspect

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: the whole halo-infer job, phase by phase (docs/PERFORMANCE.md, "The whole
+# On the GPU machine: the whole halo-infer job, phase by phase (docs/NOTEBOOK.md, "The whole
 # job"). Stages, in the order given:
 #   build   configure and build BUILD (Release, sm_90), if not built
 #   test    the GPU and store tests the job-speed work touches

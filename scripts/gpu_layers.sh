@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: the checks of the engine's MaxK, attention, AES and int8-exchange paths
-# (session 3 of docs/PERFORMANCE.md's log). Stages, each writing under OUT:
+# (session 3 of docs/NOTEBOOK.md's log). Stages, each writing under OUT:
 #   build    configure and build BUILD (CUDA on, sm_90)
 #   tests    the GPU tests of those paths, plus the unit and mpi suites
 #   layers   halo-infer on cora, CUDA vs CPU backend, 1 and 2 ranks, every new layer type, and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: where the first layer's transform as an SpMM of the input's nonzeros
 # (halo-infer --input-transform sparse) beats the dense GEMM (--input-transform dense), as in
-# docs/PERFORMANCE.md "Sparse input features: where the SpMM wins". Random 0/1 features of F
+# docs/NOTEBOOK.md "Sparse input features: where the SpMM wins". Random 0/1 features of F
 # columns at each density (k distinct columns per row, one per stratum of F / k), an Erdos-Renyi
 # graph of N nodes; per density: a linear layer F -> 256, a 2-layer gcn and a transformer;
 # forward medians of --repeat 30 with --cuda-graph. Needs python3 with numpy.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: halo-infer against PyG inference (model.eval(), no_grad) on the same
-# dataset and weights, one GPU (docs/PERFORMANCE.md "Against PyG, every layer type").
+# dataset and weights, one GPU (docs/NOTEBOOK.md "Every layer type against PyG").
 #   trained   every model tools/export_pyg.py wrote to EXPORT (Cora, Citeseer, real features)
 #   random    random-weight models on generated or shared graphs: SPEC=type:dims[:heads]
 # Each line of OUT/speed.jsonl: graph, model, halo forward median (ms), PyG median (ms) or its

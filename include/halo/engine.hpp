@@ -120,7 +120,7 @@ struct EngineOptions {
     /// (HaloExchanger::barrier), so that the exchange starts on all ranks at once rather than as
     /// each finishes its previous work (step_timing does this too, besides its other waits).
     /// Same results; on one part nothing. Off by default: on 4 GPUs the step-timed runs, which
-    /// include this barrier, were 1.5-4% faster than the default ones (docs/PERFORMANCE.md,
+    /// include this barrier, were 1.5-4% faster than the default ones (docs/NOTEBOOK.md,
     /// "Registered exchange buffers"), and this option, which adds only the barrier, is there to
     /// find out whether the barrier is why (halo-infer --exchange-barrier).
     bool exchange_barrier = false;
