@@ -45,6 +45,14 @@ inline std::string command_line(int argc, char** argv)
     return line;
 }
 
+/// One progress line on stderr, "<tool>: [elapsed s] what", flushed (the tools' progress goes to
+/// stderr, so that standard output holds the results and the summary, last).
+inline void progress_line(const char* tool, double elapsed_seconds, const std::string& what)
+{
+    fmt::print(stderr, "{}: [{:8.2f} s] {}\n", tool, elapsed_seconds, what);
+    std::fflush(stderr);
+}
+
 /// Peak resident set size of this process in bytes (Linux getrusage), 0 if unknown.
 std::int64_t peak_rss_bytes();
 

@@ -213,10 +213,13 @@ Json provenance_json(const std::string& tool, const std::string& date, const std
 /// runs it when no subcommand is named (returning the exit code: 2 without --graph).
 void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int()>& run);
 
-/// The random model of halo-bench --e2e.
+/// The random model of halo-bench --e2e, and the job options it changes from halo-infer's
+/// defaults (halo::InferOptions: the engine takes the same policy defaults as halo-infer).
 struct E2eOptions {
     std::string model_dims = "128,128,64";
     std::string layer = "gcn";  // gcn | sage | gin
+    bool step_timing = false;   // halo-infer --step-timing: SpMM and dense per layer
+    bool no_cuda_graph = false; // halo-infer --no-cuda-graph: per-layer times without it
 };
 
 /// halo-bench --e2e (apps/bench_e2e.cpp): the random model run by the engine on the CUDA backend

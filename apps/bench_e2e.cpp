@@ -1,6 +1,9 @@
 // halo-bench --e2e (bench_common.hpp): a whole single-GPU inference through the engine (CUDA
-// backend, one part), per layer: wall time, SpMM, dense (GEMM + element-wise), exchange and
-// waiting (zero on one part); medians.
+// backend, one part) with halo-infer's engine options (halo::engine_options of the job's
+// InferOptions: the replay of the forward pass as a CUDA graph, one synchronization per layer),
+// per layer: wall time, SpMM, dense, exchange and waiting (zero on one part); medians. What the
+// defaults do not measure is printed as n/a: per-layer times need --no-cuda-graph, SpMM and
+// dense --step-timing.
 #include <fmt/core.h>
 
 #include <cstdint>
@@ -14,6 +17,7 @@
 #include "halo/engine.hpp"
 #include "halo/exchanger.hpp"
 #include "halo/graph.hpp"
+#include "halo/infer_options.hpp"
 #include "halo/io.hpp"
 #include "halo/model.hpp"
 #include "halo/shard.hpp"
@@ -32,8 +36,11 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
                                           halo::parse_dims(model_options.model_dims), o.seed);
     auto backend = halo::cuda::make_cuda_backend(ctx);
     auto exchanger = halo::make_local_exchanger(shard);
-    halo::EngineOptions eopt;
-    eopt.dataset_normalization = normalize;
+    halo::InferOptions job;
+    job.backend = "cuda";
+    job.step_timing = model_options.step_timing;
+    job.no_cuda_graph = model_options.no_cuda_graph;
+    const auto eopt = halo::engine_options(job, 1, normalize);
     halo::Engine engine(*backend, *exchanger, shard, model, eopt);
     const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), o.seed);
     for (int r = 0; r < o.warmup; ++r) {
@@ -55,13 +62,23 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
             wait[l].push_back(t.waiting * 1e3);
             sum += t.total * 1e3;
         }
-        forward.push_back(sum);
+        forward.push_back(engine.replayed() ? engine.forward_seconds() * 1e3 : sum);
     }
+    // What was measured: a replay has no per-layer times, one synchronization per layer no split.
+    const bool layer_measured = !engine.replayed();
+    const bool step_measured = layer_measured && eopt.step_timing;
+    const auto cell = [](double v, bool measured) {
+        return measured ? fmt::format("{:>10.3f}", v) : fmt::format("{:>10}", "n/a");
+    };
+    const auto value = [](double v, bool measured) { return measured ? Json(v) : Json(nullptr); };
     fmt::print(
         "\ne2e: random {} model {} on {} ({} rows, {} nonzeros), CUDA backend, one part; "
-        "medians of {} runs after {} warm-up\n",
+        "medians of {} runs after {} warm-up; {}\n",
         model_options.layer, model_options.model_dims, source, a.num_rows, a.nnz(), o.runs,
-        o.warmup);
+        o.warmup,
+        engine.replayed()  ? "replayed as a CUDA graph (--no-cuda-graph times each layer)"
+        : eopt.step_timing ? "synchronized after every step (--step-timing)"
+                           : "one synchronization per layer (--step-timing splits SpMM and dense)");
     fmt::print("{:>5} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "layer", "width", "total ms",
                "spmm ms", "dense ms", "exch ms", "wait ms");
     Json records = Json::array();
@@ -72,17 +89,18 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
         const auto de = summarize(dense[l]).median;
         const auto ex = summarize(exch[l]).median;
         const auto wa = summarize(wait[l]).median;
-        fmt::print("{:>5} {:>5}->{:<5} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n", l,
-                   layer.in_dim, layer.out_dim, t, sp, de, ex, wa);
+        fmt::print("{:>5} {:>5}->{:<5} {} {} {} {} {}\n", l, layer.in_dim, layer.out_dim,
+                   cell(t, layer_measured), cell(sp, step_measured), cell(de, step_measured),
+                   cell(ex, step_measured), cell(wa, step_measured));
         records.push_back({{"layer", l},
                            {"in_dim", layer.in_dim},
                            {"out_dim", layer.out_dim},
                            {"aggregate_first", layer.aggregate_first()},
-                           {"total_ms", t},
-                           {"spmm_ms", sp},
-                           {"dense_ms", de},
-                           {"exchange_ms", ex},
-                           {"waiting_ms", wa}});
+                           {"total_ms", value(t, layer_measured)},
+                           {"spmm_ms", value(sp, step_measured)},
+                           {"dense_ms", value(de, step_measured)},
+                           {"exchange_ms", value(ex, step_measured)},
+                           {"waiting_ms", value(wa, step_measured)}});
     }
     const auto fwd = summarize(forward);
     fmt::print("forward: median {:.3f} ms (min {:.3f}, max {:.3f}); {}\n", fwd.median, fwd.min,
@@ -98,6 +116,8 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
         doc["copy_gb_per_s"] = copy_gb_per_s;
         doc["model"] = {
             {"layer", model_options.layer}, {"dims", model_options.model_dims}, {"seed", o.seed}};
+        doc["replayed"] = engine.replayed();
+        doc["step_timing"] = eopt.step_timing;
         doc["forward_ms"] = stats_json(fwd);
         doc["layers"] = records;
         write_json(o.json, doc);

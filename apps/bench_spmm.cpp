@@ -993,6 +993,12 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
     app.add_option("--layer", o->e2e_model.layer, "with --e2e: gcn | sage | gin")
         ->check(CLI::IsMember({"gcn", "sage", "gin"}))
         ->capture_default_str();
+    app.add_flag("--step-timing", o->e2e_model.step_timing,
+                 "with --e2e: synchronize after every step, so that each layer's SpMM and dense "
+                 "times are measured (as halo-infer --step-timing; no CUDA graph then)");
+    app.add_flag("--no-cuda-graph", o->e2e_model.no_cuda_graph,
+                 "with --e2e: never replay the forward pass as a CUDA graph (as halo-infer "
+                 "--no-cuda-graph: per-layer times measured, SpMM and dense not split)");
     run = [o, &command] {
         if (o->graph.graph.empty()) {
             fmt::print(stderr, "halo-bench: --graph is required (or name a mode; see --help)\n");

@@ -1,7 +1,7 @@
-// halo-bench: the benchmark harness of HaloGNN's kernels (DESIGN.md "Tests and measurements";
-// bench/README.md defines every number it prints). Its top-level options are the SpMM mode
-// (apps/bench_spmm.cpp, with --e2e: apps/bench_e2e.cpp); other kernel families are subcommands,
-// each in a file of its own (apps/bench_<mode>.cpp).
+// halo-bench: the benchmark harness of HaloGNN's kernels (docs/ARCHITECTURE.md "Tests and
+// measurements"; bench/README.md defines every number it prints). Its top-level options are the
+// SpMM mode (apps/bench_spmm.cpp, with --e2e: apps/bench_e2e.cpp); other kernel families are
+// subcommands, each in a file of its own (apps/bench_<mode>.cpp).
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>

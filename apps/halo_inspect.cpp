@@ -215,7 +215,7 @@ double stored_bytes(const halo::Shard& s)
 // --gather-model: per part and width, the X rows an SpMM over the part's adjacency reads in its
 // stored row order through a cache of --cache-mib (halo/gather_model.hpp): LRU's misses (the
 // estimate that matched Nsight Compute's DRAM bytes at half of an H100's or H200's L2, i.e. the
-// default 30 MiB; docs/PERFORMANCE.md "The gather-bound limit") and Belady's MIN (the fewest any
+// default 30 MiB; docs/NOTEBOOK.md "The gather-bound limit") and Belady's MIN (the fewest any
 // cache of that size has), against reading each X row once. Compares row orders on the host.
 std::int64_t gather_cache_bytes(const Options& o)
 {

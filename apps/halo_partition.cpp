@@ -12,12 +12,13 @@
 
 #include "app_common.hpp"
 #include "halo/distributed_partition.hpp"
+#include "halo/feature_type.hpp"
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
 #include "halo/io.hpp"
 #include "halo/kernel_metadata_build.hpp"
 #include "halo/partition.hpp"
-#include "halo/feature_type.hpp"
+#include "halo/progress.hpp"
 #include "halo/quantize.hpp"
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
@@ -76,7 +77,8 @@ std::vector<std::int32_t> read_owner_from(const Options& o, std::int64_t num_nod
     const auto source = halo::read_dataset_info(o.owner_from);
     if (source.num_nodes != num_nodes) {
         HALO_THROW(halo::InputError, o.owner_from, ": the dataset has ", source.num_nodes,
-                   " nodes, but the graph has ", num_nodes, " (--owner takes the assignment of "
+                   " nodes, but the graph has ", num_nodes,
+                   " (--owner takes the assignment of "
                    "the same graph)");
     }
     if (source.num_parts != o.parts) {
@@ -161,8 +163,7 @@ int run_distributed(const Options& o, const std::string& command)
     Stopwatch total;
     auto step = [&](const std::string& what) {
         if (!o.quiet && rank == 0) {
-            fmt::print("[{:7.2f}s] {}\n", total.seconds(), what);
-            std::fflush(stdout);
+            halo::app::progress_line("halo-partition", total.seconds(), what);
         }
     };
     if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty() ||
@@ -262,8 +263,7 @@ int run(const Options& o, const std::string& command)
     Stopwatch total;
     auto step = [&](const std::string& what) {
         if (!o.quiet) {
-            fmt::print("[{:7.2f}s] {}\n", total.seconds(), what);
-            std::fflush(stdout);
+            halo::app::progress_line("halo-partition", total.seconds(), what);
         }
     };
 
@@ -405,6 +405,9 @@ int run(const Options& o, const std::string& command)
                                                          // its halo rows are on their way
     // The layout (every node's part, class and local row) once for all parts.
     halo::ShardBuilder builder(csr, owner, o.parts, order_keys.empty() ? nullptr : &order_keys);
+    // Parts past the first few: a line every ~10% with the time left, not one per part.
+    halo::ProgressMeter written(o.quiet ? halo::ProgressLine() : step, "writing parts", o.parts,
+                                "parts", 1.0);
     for (int p = 0; p < o.parts; ++p) {
         auto shard = builder.build(p);
         halo::attach_node_data(shard, features.values, features.cols, labels);
@@ -424,8 +427,12 @@ int run(const Options& o, const std::string& command)
         for (const auto& md : halo::build_kernel_metadata(shard, o.normalize, o.kernel_metadata)) {
             writer.write_kernel_metadata(p, md);
         }
-        step(fmt::format("part {}/{} written ({} rows, {} halo{})", p + 1, o.parts, shard.num_owned,
-                         shard.num_halo, o.kernel_metadata.empty() ? "" : ", kernel metadata"));
+        if (p < 4 || p + 1 == o.parts) {
+            step(fmt::format("part {}/{} written ({} rows, {} halo{})", p + 1, o.parts,
+                             shard.num_owned, shard.num_halo,
+                             o.kernel_metadata.empty() ? "" : ", kernel metadata"));
+        }
+        written.advance(1.0);
     }
     writer.commit();
     const auto file_size = std::filesystem::file_size(o.output);
@@ -553,20 +560,23 @@ int main(int argc, char** argv)
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     CLI11_PARSE(app, argc, argv);
     if (o.balance != "nnz" && (o.partitioner != "metis" || owner_option->count() > 0)) {
-        fmt::print(stderr, "halo-partition: error: --balance {} is a METIS option (not with "
-                           "--partitioner {}{})\n",
+        fmt::print(stderr,
+                   "halo-partition: error: --balance {} is a METIS option (not with "
+                   "--partitioner {}{})\n",
                    o.balance, o.partitioner, owner_option->count() > 0 ? " or --owner" : "");
         return 2;
     }
     if (o.row_order != "global" && o.partitioner == "ptscotch") {
-        fmt::print(stderr, "halo-partition: error: --row-order {} is not available with "
-                           "--partitioner ptscotch yet (its shards are built by every rank)\n",
+        fmt::print(stderr,
+                   "halo-partition: error: --row-order {} is not available with "
+                   "--partitioner ptscotch yet (its shards are built by every rank)\n",
                    o.row_order);
         return 2;
     }
     if (owner_option->count() > 0 && o.partitioner == "ptscotch") {
-        fmt::print(stderr, "halo-partition: error: --owner replaces the partitioner; it does not "
-                           "go with --partitioner ptscotch\n");
+        fmt::print(stderr,
+                   "halo-partition: error: --owner replaces the partitioner; it does not "
+                   "go with --partitioner ptscotch\n");
         return 2;
     }
     const auto command = halo::app::command_line(argc, argv);

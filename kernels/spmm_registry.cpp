@@ -123,7 +123,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .make = HALO_SPMM_FACTORY(mergepath_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(mergepath_scaled_factory)},
         // Larger costs (fewer, longer segments) win on large power-law graphs and lose on small
-        // ones (docs/PERFORMANCE.md's cost sweep): the autotuner tunes the cost like the kernel.
+        // ones (docs/NOTEBOOK.md's cost sweep): the autotuner tunes the cost like the kernel.
         {.name = "mergepath_c200",
          .description = "MergePath-SpMM, 200 merge items per segment at every width",
          .uses = autotune,
@@ -134,7 +134,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .uses = autotune,
          .make = HALO_SPMM_FACTORY(mergepath_c400_spmm_factory)},
         // Column slices: where X outgrows L2, slices of 128 features let twice (at d = 256) as
-        // many X rows stay in L2 between their reads (docs/PERFORMANCE.md "The gather-bound
+        // many X rows stay in L2 between their reads (docs/NOTEBOOK.md "The gather-bound
         // limit"); at d <= 128 it is mergepath_c400 itself.
         {.name = "mergepath_c400_t128",
          .description = "MergePath-SpMM, cost 400, run over slices of 128 feature columns",

@@ -42,12 +42,12 @@ echo "== partition rmat:$scale:16 into $ranks parts (METIS) and into 1 part"
 
 echo
 echo "== mpirun -np $ranks halo-infer (random $layer model $model)"
-mpirun -np "$ranks" "${mpi_flags[@]}" "$bin/halo-infer" "$out/rmat-$ranks.h5" \
-  --random-model "$model" --layer "$layer" --seed 1 --out "$out/result-$ranks"
+mpirun -np "$ranks" "${mpi_flags[@]}" "$bin/halo-infer" --report --overwrite "$out/rmat-$ranks.h5" \
+  --random-model "$model" --random-features --layer "$layer" --seed 1 --out "$out/result-$ranks"
 echo
 echo "== the same on 1 rank"
-mpirun -np 1 "${mpi_flags[@]}" "$bin/halo-infer" "$out/rmat-1.h5" \
-  --random-model "$model" --layer "$layer" --seed 1 --out "$out/result-1" -q
+mpirun -np 1 "${mpi_flags[@]}" "$bin/halo-infer" --report --overwrite "$out/rmat-1.h5" \
+  --random-model "$model" --random-features --layer "$layer" --seed 1 --out "$out/result-1" -q
 
 echo
 echo "== check: $ranks ranks against 1 rank"

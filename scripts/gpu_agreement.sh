@@ -15,7 +15,7 @@ for f in "$data"/*.el.gz; do
     echo "FAIL $name: partition"; failures=$((failures + 1)); continue; }
   for layer in gcn sage gin; do
     for backend in cpu cuda; do
-      "${mpi[@]}" "$bin/halo-infer" "$out/$name.h5" --random-model 64,32,8 --layer $layer \
+      "${mpi[@]}" "$bin/halo-infer" --report --overwrite "$out/$name.h5" --random-model 64,32,8 --random-features --layer $layer \
         --backend $backend --out "$out/$name-$layer-$backend" -q || echo "FAIL $name $layer $backend"
     done
     if line=$("$bin/halo-inspect" "$out/$name-$layer-cuda" --compare "$out/$name-$layer-cpu" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: the attention layers (transformer, agnn) against PyG on Cora, Citeseer
 # (trained models, real bag-of-words features) and PubMed (random 64-64-64 models), as in
-# docs/PERFORMANCE.md "The graph transformer and AGNN against PyG". halo-infer's forward median
+# docs/NOTEBOOK.md "The graph transformer and AGNN against PyG". halo-infer's forward median
 # (--cuda-graph --repeat 50) with the default input transform and with --input-transform dense,
 # and, with BASE_BUILD set, a second build's (the previous main) in the same run; PyG's median
 # (bench/pyg_gcn.py --warmup 20 --runs 60) measured PYG_REPEATS times (default 2), since PyG's
@@ -18,9 +18,12 @@ for d in cora citeseer; do
 done
 "$build/apps/halo-partition" "$data/pubmed.el.gz" --parts 1 --symmetrize -q -o "$out/pubmed.h5" \
   >/dev/null || { echo "partition failed: pubmed"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/infer_flags.sh"
 halo() {  # BUILD DATASET LABEL ARGS...
   local b=$1 ds=$2 label=$3; shift 3
-  if "$b/apps/halo-infer" "$ds" "$@" --backend cuda --cuda-graph --repeat 50 --out "$out/res" -q \
+  local flags
+  mapfile -t flags < <(halo_infer_flags "$b/apps/halo-infer")
+  if "$b/apps/halo-infer" "$ds" "${flags[@]}" "$@" --backend cuda --cuda-graph --repeat 50 --out "$out/res" -q \
        >"$out/infer.log" 2>&1; then
     echo "$label $(python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['forward_seconds_median'] * 1e3, 4))" "$out/res/manifest.json")"
   else

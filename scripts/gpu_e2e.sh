@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: the end-to-end 2-layer GCN (128 -> 128 -> 64) table of docs/PERFORMANCE.md.
+# On the GPU machine: the end-to-end 2-layer GCN (128 -> 128 -> 64) table of docs/NOTEBOOK.md.
 # For each graph: halo-partition --parts 1, halo-infer --backend cuda (median of --repeat runs),
 # then PyG's GCNConv and a torch CSR composition on the same dataset (bench/pyg_gcn.py), all in
 # this one run. Usage: scripts/gpu_e2e.sh BUILD_DIR DATA_DIR OUT_DIR GRAPH...
@@ -19,7 +19,7 @@ for g in "$@"; do
   echo "== $name"
   "$bin/halo-partition" "$input" --parts 1 --symmetrize -q -o "$ds" --report "$out/$name.partition.json" ||
     { echo "partition failed: $name"; continue; }
-  "${mpi[@]}" "$bin/halo-infer" "$ds" --random-model 128,128,64 --layer gcn --backend cuda \
+  "${mpi[@]}" "$bin/halo-infer" --report --overwrite "$ds" --random-model 128,128,64 --random-features --layer gcn --backend cuda \
     --repeat 20 --out "$out/result-$name" 2>&1 | tail -4
   cp "$out/result-$name/manifest.json" "$out/$name.halo.json" 2>/dev/null
   rm -rf "$out/result-$name"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: the gather model against Nsight Compute (docs/PERFORMANCE.md "The
+# On the GPU machine: the gather model against Nsight Compute (docs/NOTEBOOK.md "The
 # gather-bound limit"): for each case below, `ncu` records the DRAM bytes each SpMM launch reads
 # while halo-bench models them (MIN and LRU at the L2's size and at half of it), then
 # bench/gather_check.py prints one table of both. Writes OUT/gather_check.md and OUT/ncu/.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# On the GPU machine: the job's I/O (docs/PERFORMANCE.md, "The whole job") on R-MAT SCALE symmetrized, one rank: the dataset
+# On the GPU machine: the job's I/O (docs/NOTEBOOK.md, "The whole job") on R-MAT SCALE symmetrized, one rank: the dataset
 # read warm and cold and per thread count, the result write synced and not, the whole halo-infer
-# phase table, and halo-inspect --export; writes OUT/io.md and OUT/io.csv (docs/PERFORMANCE.md,
+# phase table, and halo-inspect --export; writes OUT/io.md and OUT/io.csv (docs/NOTEBOOK.md,
 # "The whole job"). Stages, in the order given; each fits one 10-minute command on the H200
 # machine, and WORK (local disk) keeps the build's dataset between commands:
 #   build    configure BUILD (Release, sm_90) and build halo-partition, halo-infer, halo-inspect
@@ -20,6 +20,7 @@
 set -uo pipefail
 # shellcheck source=scripts/lib/gpu_build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gpu_build.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/infer_flags.sh"
 build=$1 work=$2 out=$3
 shift 3
 scale=${SCALE:-26}
@@ -49,8 +50,10 @@ infer_run() {
   shift
   local res=$work/res-$tag
   rm -rf "$res"
+  local flags
+  mapfile -t flags < <(halo_infer_flags "$bin/halo-infer")
   /usr/bin/time -f "wall %e s, peak rss %M KiB" "${mpi[@]}" "$bin/halo-infer" "$ds" \
-    --random-model "${DIMS:-64,64,32}" --backend "${BACKEND:-cuda}" --out "$res" "$@" \
+    "${flags[@]}" --random-model "${DIMS:-64,64,32}" --backend "${BACKEND:-cuda}" --out "$res" "$@" \
     >"$out/infer-$tag.log" 2>&1
   echo "-- infer $tag (exit $?)"
   cp "$res/manifest.json" "$out/manifest-$tag.json" 2>/dev/null

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: the whole halo-infer job, phase by phase (docs/PERFORMANCE.md, "The whole
+# On the GPU machine: the whole halo-infer job, phase by phase (docs/NOTEBOOK.md, "The whole
 # job"). Stages, in the order given:
 #   build   configure and build BUILD (Release, sm_90), if not built
 #   test    the GPU and store tests the job-speed work touches
@@ -25,6 +25,7 @@
 set -uo pipefail
 # shellcheck source=scripts/lib/gpu_build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/gpu_build.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/infer_flags.sh"
 build=$1 data=$2 work=$3 out=$4
 shift 4
 scale=${SCALE:-26}
@@ -38,8 +39,10 @@ infer() {  # tag dataset [halo-infer args...]: one run, its log and manifest kep
   shift 2
   local res=$work/res-$tag
   rm -rf "$res"
+  local flags
+  mapfile -t flags < <(halo_infer_flags "${INFER_BIN:-$bin/halo-infer}")
   /usr/bin/time -f "wall %e s, peak rss %M KiB" "${mpi[@]}" "${INFER_BIN:-$bin/halo-infer}" "$ds" \
-    --random-model "${DIMS:-64,64,32}" --backend cuda --out "$res" "$@" >"$out/infer-$tag.log" 2>&1
+    "${flags[@]}" --random-model "${DIMS:-64,64,32}" --backend cuda --out "$res" "$@" >"$out/infer-$tag.log" 2>&1
   local rc=$?
   cp "$res/manifest.json" "$out/manifest-$tag.json" 2>/dev/null
   echo "-- $tag (exit $rc)"

@@ -77,15 +77,15 @@ for stage in "$@"; do
     work=$(mktemp -d)
     "$bin/halo-partition" rmat:12:16 --parts 1 --kernel-metadata accel_gcn -o "$work/g.h5" \
       >"$out/partition.log" 2>&1 || fail "halo-partition"
-    mpirun -np 1 --allow-run-as-root "$bin/halo-infer" "$work/g.h5" --random-model 32,16,8 \
+    mpirun -np 1 --allow-run-as-root "$bin/halo-infer" --report --overwrite "$work/g.h5" --random-model 32,16,8 --random-features \
       --seed 3 --out "$work/cpu" >"$out/infer-cpu.log" 2>&1 || fail "halo-infer cpu"
-    mpirun -np 1 --allow-run-as-root "$bin/halo-infer" "$work/g.h5" --random-model 32,16,8 \
+    mpirun -np 1 --allow-run-as-root "$bin/halo-infer" --report --overwrite "$work/g.h5" --random-model 32,16,8 --random-features \
       --seed 3 --backend cuda --spmm aes:64 --out "$work/aes" >"$out/infer-aes.log" 2>&1 ||
       fail "halo-infer --spmm aes:64"
     "$bin/halo-inspect" "$work/cpu" --export "$out/infer-cpu.npy" >/dev/null 2>&1
     for spmm in auto cusparse accel_gcn mergepath rowsplit autotune; do
       tag=$spmm
-      mpirun -np 1 --allow-run-as-root "$bin/halo-infer" "$work/g.h5" --random-model 32,16,8 \
+      mpirun -np 1 --allow-run-as-root "$bin/halo-infer" --report --overwrite "$work/g.h5" --random-model 32,16,8 --random-features \
         --seed 3 --backend cuda --spmm "$spmm" --no-save-tuning --out "$work/$tag" \
         >"$out/infer-$tag.log" 2>&1 || fail "halo-infer --spmm $spmm"
       "$bin/halo-inspect" "$work/$tag" --export "$out/infer-$tag.npy" >/dev/null 2>&1

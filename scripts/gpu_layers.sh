@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: the checks of the engine's MaxK, attention, AES and int8-exchange paths
-# (session 3 of docs/PERFORMANCE.md's log). Stages, each writing under OUT:
+# (session 3 of docs/NOTEBOOK.md's log). Stages, each writing under OUT:
 #   build    configure and build BUILD (CUDA on, sm_90)
 #   tests    the GPU tests of those paths, plus the unit and mpi suites
 #   layers   halo-infer on cora, CUDA vs CPU backend, 1 and 2 ranks, every new layer type, and
@@ -63,22 +63,22 @@ for stage in "$@"; do
       done
       run() {  # name ranks dataset args...
         local name=$1 np=$2 file=$3; shift 3
-        "${mpi[@]}" -np "$np" "$bin/halo-infer" "$file" --out "$ds/$name" "$@" \
+        "${mpi[@]}" -np "$np" "$bin/halo-infer" --report --overwrite "$file" --out "$ds/$name" "$@" \
           >"$ds/$name.log" 2>&1 || { echo "FAILED $name"; tail -5 "$ds/$name.log"; }
       }
       for layer in maxk agnn transformer gat gcn; do
-        args=(--random-model 64,64,32 --layer "$layer" --heads 2 --k 8 --repeat 5)
+        args=(--random-model 64,64,32 --random-features --layer "$layer" --heads 2 --k 8 --repeat 5)
         run "$layer-cpu-1" 1 "$ds/cora1.h5" "${args[@]}"
         run "$layer-cuda-1" 1 "$ds/cora1.h5" "${args[@]}" --backend cuda
         run "$layer-cuda-2" 2 "$ds/cora2.h5" "${args[@]}" --backend cuda
         run "$layer-cuda-exact-1" 1 "$ds/cora1.h5" "${args[@]}" --backend cuda --attention exact
         grep -h -A4 'kernels chosen' "$ds/$layer-cuda-1.log" | head -5
       done
-      run gcn-cuda-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --backend cuda --exchange int8
-      run agnn-cuda-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --layer agnn --backend cuda \
+      run gcn-cuda-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --random-features --backend cuda --exchange int8
+      run agnn-cuda-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --random-features --layer agnn --backend cuda \
         --exchange int8
-      run gcn-cuda-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --backend cuda --spmm aes:16
-      run gcn-cpu-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --spmm aes:16
+      run gcn-cuda-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --random-features --backend cuda --spmm aes:16
+      run gcn-cpu-aes-1 1 "$ds/cora1.h5" --random-model 64,64,32 --random-features --spmm aes:16
       grep -h 'halo exchange:' "$ds"/*int8*.log "$ds"/maxk-cuda-2.log
       pairs=()
       for layer in maxk agnn transformer gat gcn; do
@@ -95,18 +95,18 @@ for stage in "$@"; do
         --features "$data/cora.feat.coo.txt.gz" -o "$ds/coraq.h5"
       run() {
         local name=$1 file=$2; shift 2
-        "${mpi[@]}" -np 1 "$bin/halo-infer" "$file" --out "$ds/$name" --backend cuda "$@" \
+        "${mpi[@]}" -np 1 "$bin/halo-infer" --report --overwrite "$file" --out "$ds/$name" --backend cuda "$@" \
           >"$ds/$name.log" 2>&1 || { echo "FAILED $name"; tail -5 "$ds/$name.log"; }
       }
       pairs=()
       for layer in maxk agnn transformer gat gcn sage gin; do
-        args=(--random-model 64,64,32 --layer "$layer" --heads 2 --k 8 --repeat 5)
+        args=(--random-model 64,64,32 --random-features --layer "$layer" --heads 2 --k 8 --repeat 5)
         run "$layer" "$ds/cora1.h5" "${args[@]}"
         run "$layer-graph" "$ds/cora1.h5" "${args[@]}" --cuda-graph
         grep -h "recorded\|not recorded" "$ds/$layer-graph.log"
         pairs+=("$layer:$layer-graph")
       done
-      args=(--random-model 1433,1433,7 --int8-features --spmm aes:64 --repeat 5)
+      args=(--random-model 1433,1433,7 --random-features --int8-features --spmm aes:64 --repeat 5)
       run int8 "$ds/coraq.h5" "${args[@]}"
       run int8-graph "$ds/coraq.h5" "${args[@]}" --cuda-graph
       grep -h "recorded\|not recorded" "$ds/int8-graph.log"
@@ -127,24 +127,24 @@ for stage in "$@"; do
       done
       run() {
         local name=$1 np=$2 file=$3; shift 3
-        "${mpi[@]}" -np "$np" "$bin/halo-infer" "$file" --out "$ds/$name" "$@" \
+        "${mpi[@]}" -np "$np" "$bin/halo-infer" --report --overwrite "$file" --out "$ds/$name" "$@" \
           >"$ds/$name.log" 2>&1 || { echo "FAILED $name"; tail -5 "$ds/$name.log"; }
       }
       for layer in maxk agnn transformer gat gcn; do
-        args=(--random-model 64,64,32 --layer "$layer" --heads 2 --k 8)
+        args=(--random-model 64,64,32 --random-features --layer "$layer" --heads 2 --k 8)
         run "$layer-cpu-1" 1 "$ds/cora1.h5" "${args[@]}"
         run "$layer-nccl-2" 2 "$ds/cora2.h5" "${args[@]}" --backend cuda --exchange nccl
         run "$layer-nccl-fast-2" 2 "$ds/cora2.h5" "${args[@]}" --backend cuda --exchange nccl \
           --layer-timing-only
       done
-      run gcn-nccl-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --backend cuda --exchange nccl-int8
+      run gcn-nccl-int8-2 2 "$ds/cora2.h5" --random-model 64,64,32 --random-features --backend cuda --exchange nccl-int8
       for L in gcn sage; do
-        run "f-$L-cpu-1" 1 "$ds/coraf-none-1.h5" --random-model 1433,1433,7 --layer $L
-        run "f-$L-int8-nccl-2" 2 "$ds/coraf-int8-2.h5" --random-model 1433,1433,7 --layer $L \
+        run "f-$L-cpu-1" 1 "$ds/coraf-none-1.h5" --random-model 1433,1433,7 --random-features --layer $L
+        run "f-$L-int8-nccl-2" 2 "$ds/coraf-int8-2.h5" --random-model 1433,1433,7 --random-features --layer $L \
           --backend cuda --int8-features
-        run "f-$L-int8-aes-1" 1 "$ds/coraf-int8-1.h5" --random-model 1433,1433,7 --layer $L \
+        run "f-$L-int8-aes-1" 1 "$ds/coraf-int8-1.h5" --random-model 1433,1433,7 --random-features --layer $L \
           --backend cuda --int8-features --spmm aes:64
-        run "f-$L-fp32-aes-1" 1 "$ds/coraf-none-1.h5" --random-model 1433,1433,7 --layer $L \
+        run "f-$L-fp32-aes-1" 1 "$ds/coraf-none-1.h5" --random-model 1433,1433,7 --random-features --layer $L \
           --backend cuda --spmm aes:64
       done
       grep -h -E 'halo exchange:|kernels chosen' -A2 "$ds"/*nccl*.log | head -30
@@ -158,7 +158,7 @@ for stage in "$@"; do
       compare "$ds" "${pairs[@]}" gcn-cpu-1:gcn-nccl-int8-2
       "$bin/halo-partition" rmat:20:16 --parts 2 --symmetrize -q -o "$ds/r20.h5"
       for x in nccl nccl-int8; do
-        "${mpi[@]}" -np 2 "$bin/halo-infer" "$ds/r20.h5" --random-model 128,128,64 --backend cuda \
+        "${mpi[@]}" -np 2 "$bin/halo-infer" --report --overwrite "$ds/r20.h5" --random-model 128,128,64 --random-features --backend cuda \
           --exchange $x --repeat 10 --no-overlap --out "$ds/r20-$x" 2>&1 |
           grep -E '^ +[0-9] |halo exchange|forward'
       done

@@ -21,7 +21,7 @@ for g in "$data/cora.el.gz" rmat:16:16; do
   name=$(basename "$g" .el.gz | tr ':' '-')
   "$bin/halo-partition" "$g" --parts 2 --symmetrize -q -o "$out/$name-2.h5" >/dev/null
   for layer in gcn sage gin; do
-    "${mpi[@]}" "$bin/halo-infer" "$out/$name-2.h5" --random-model 64,32,8 --layer $layer \
+    "${mpi[@]}" "$bin/halo-infer" --report --overwrite "$out/$name-2.h5" --random-model 64,32,8 --random-features --layer $layer \
       --backend cpu --out "$out/$name-$layer-cpu" -q
     # nccl: registered buffers and 2 pieces (the default); nccl-off: NCCL's own buffers;
     # nccl-p1: in one piece
@@ -29,7 +29,7 @@ for g in "$data/cora.el.gz" rmat:16:16; do
       extra=()
       [ $ex = nccl-off ] && extra=(--nccl-register off)
       [ $ex = nccl-p1 ] && extra=(--exchange-pieces 1)
-      "${mpi[@]}" "$bin/halo-infer" "$out/$name-2.h5" --random-model 64,32,8 --layer $layer \
+      "${mpi[@]}" "$bin/halo-infer" --report --overwrite "$out/$name-2.h5" --random-model 64,32,8 --random-features --layer $layer \
         --backend cuda --exchange ${ex%-*} "${extra[@]}" \
         --out "$out/$name-$layer-$ex" -q
       echo -n "$name $layer cuda/$ex vs cpu: "
@@ -41,8 +41,8 @@ done
 
 echo "== 3. injected fault on rank 1 (cuda, nccl)"
 start=$(date +%s)
-HALO_FAULT_INJECT=rank=1,layer=1 timeout 120 "${mpi[@]}" -x HALO_FAULT_INJECT "$bin/halo-infer" \
-  "$out/rmat-16-16-2.h5" --random-model 64,64,8 --backend cuda --out "$out/fault" 2>&1 | tail -3
+HALO_FAULT_INJECT=rank=1,layer=1 timeout 120 "${mpi[@]}" -x HALO_FAULT_INJECT "$bin/halo-infer" --report --overwrite \
+  "$out/rmat-16-16-2.h5" --random-model 64,64,8 --random-features --backend cuda --out "$out/fault" 2>&1 | tail -3
 echo "exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s; manifest: $(ls "$out/fault/manifest.json" 2>/dev/null || echo none)"
 
 echo "== 4. overlap on rmat:$scale:16 over 2 GPUs"
@@ -51,7 +51,7 @@ echo "== 4. overlap on rmat:$scale:16 over 2 GPUs"
 for mode in overlap no-overlap; do
   flag=""
   [ $mode = no-overlap ] && flag=--no-overlap
-  "${mpi[@]}" "$bin/halo-infer" "$out/rmat-$scale-2.h5" --random-model 128,128,64 --backend cuda \
+  "${mpi[@]}" "$bin/halo-infer" --report --overwrite "$out/rmat-$scale-2.h5" --random-model 128,128,64 --random-features --backend cuda \
     --repeat 20 --sync-layers $flag --out "$out/overlap-$mode" 2>&1 | tail -8
   cp "$out/overlap-$mode/manifest.json" "$out/overlap-$mode.json"
 done

@@ -77,10 +77,10 @@ measure() {
       -o "$ds/rmat$scale.h5" --report "$ds/partition.json" >"$ds/partition.log" 2>&1 ||
       { echo "partition of rmat:$scale failed"; tail -5 "$ds/partition.log"; return; }
   fi
-  local args=(--backend cuda --random-model 64,64,32 --layer gcn --repeat 3 --layer-timing-only)
+  local args=(--backend cuda --random-model 64,64,32 --random-features --layer gcn --repeat 3 --layer-timing-only)
   run() {  # name limit extra...
     local name=$1 limit=$2; shift 2
-    "${timer[@]}" "$bin/halo-infer" "$ds/rmat$scale.h5" --out "$ds/$name" "${args[@]}" "$@" \
+    "${timer[@]}" "$bin/halo-infer" --report --overwrite "$ds/rmat$scale.h5" --out "$ds/$name" "${args[@]}" "$@" \
       >"$ds/$name.log" 2>&1 || { echo "FAILED $name"; tail -5 "$ds/$name.log"; }
     row "rmat$scale $name" "$ds/$name.log" "$ds/$name" "$limit"
     grep -A12 'device memory by component' "$ds/$name.log" | head -14
@@ -117,13 +117,13 @@ for stage in "$@"; do
       measure 24 12GiB 8GiB
       # Forced row blocks at a limit where the in-memory run would also fit in 80 GB.
       ds=$out/rmat24
-      "$bin/halo-infer" "$ds/rmat24.h5" --out "$ds/forced4GiB" --backend cuda \
-        --random-model 64,64,32 --layer gcn --repeat 3 --layer-timing-only --out-of-core \
+      "$bin/halo-infer" --report --overwrite "$ds/rmat24.h5" --out "$ds/forced4GiB" --backend cuda \
+        --random-model 64,64,32 --random-features --layer gcn --repeat 3 --layer-timing-only --out-of-core \
         --device-memory-limit 4GiB >"$ds/forced4GiB.log" 2>&1 || echo "FAILED forced4GiB"
       row "rmat24 forced4GiB" "$ds/forced4GiB.log" "$ds/forced4GiB" 4GiB
       compare "$ds" inmem:forced4GiB
       # A limit too small for one row: the error names the smallest limit that works.
-      "$bin/halo-infer" "$ds/rmat24.h5" --out "$ds/tiny" --backend cuda --random-model 64,64,32 \
+      "$bin/halo-infer" --report --overwrite "$ds/rmat24.h5" --out "$ds/tiny" --backend cuda --random-model 64,64,32 --random-features \
         --layer gcn --device-memory-limit 1KiB 2>&1 | grep -m1 'too small' || echo "no error?"
       ;;
     rmat26)
@@ -137,7 +137,7 @@ for stage in "$@"; do
       ds=$out/rmat26
       for flag in --stream-operator-values --stream-operator-pattern; do
         name=limit24GiB$flag
-        "$bin/halo-infer" "$ds/rmat26.h5" --out "$ds/$name" --backend cuda --random-model 64,64,32 \
+        "$bin/halo-infer" --report --overwrite "$ds/rmat26.h5" --out "$ds/$name" --backend cuda --random-model 64,64,32 --random-features \
           --layer gcn --repeat 3 --layer-timing-only --device-memory-limit 24GiB "$flag" \
           >"$ds/$name.log" 2>&1 || echo "FAILED $name"
         row "rmat26 24GiB $flag" "$ds/$name.log" "$ds/$name" 24GiB

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: where the first layer's transform as an SpMM of the input's nonzeros
 # (halo-infer --input-transform sparse) beats the dense GEMM (--input-transform dense), as in
-# docs/PERFORMANCE.md "Sparse input features: where the SpMM wins". Random 0/1 features of F
+# docs/NOTEBOOK.md "Sparse input features: where the SpMM wins". Random 0/1 features of F
 # columns at each density (k distinct columns per row, one per stratum of F / k), an Erdos-Renyi
 # graph of N nodes; per density: a linear layer F -> 256, a 2-layer gcn and a transformer;
 # forward medians of --repeat 30 with --cuda-graph. Needs python3 with numpy.
@@ -30,7 +30,7 @@ PY
   for m in "linear $F,256" "gcn $F,256,16" "transformer $F,64,16"; do
     set -- $m
     for t in dense sparse; do
-      "$build/apps/halo-infer" "$out/f.h5" --random-model "$2" --layer "$1" --backend cuda \
+      "$build/apps/halo-infer" --report --overwrite "$out/f.h5" --random-model "$2" --layer "$1" --backend cuda \
         --cuda-graph --repeat 30 --input-transform "$t" --out "$out/res-$t" -q >"$out/log.txt" 2>&1 ||
         { echo "halo-infer failed: $(tail -2 "$out/log.txt")"; continue 2; }
     done

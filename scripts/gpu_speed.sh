@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: halo-infer against PyG inference (model.eval(), no_grad) on the same
-# dataset and weights, one GPU (docs/PERFORMANCE.md "Against PyG, every layer type").
+# dataset and weights, one GPU (docs/NOTEBOOK.md "Every layer type against PyG").
 #   trained   every model tools/export_pyg.py wrote to EXPORT (Cora, Citeseer, real features)
 #   random    random-weight models on generated or shared graphs: SPEC=type:dims[:heads]
 # Each line of OUT/speed.jsonl: graph, model, halo forward median (ms), PyG median (ms) or its
@@ -22,7 +22,7 @@ one() {  # graph dataset label halo-args -- pyg-args
   local res=$out/r-$graph-$label
   # HALO_INFER_FLAGS: extra halo-infer options for every run (e.g. --layer-timing-only).
   # shellcheck disable=SC2086
-  "${mpi[@]}" "$bin/halo-infer" "$ds" "${halo[@]}" ${HALO_INFER_FLAGS:-} --backend cuda \
+  "${mpi[@]}" "$bin/halo-infer" --report --overwrite "$ds" "${halo[@]}" ${HALO_INFER_FLAGS:-} --backend cuda \
     --repeat 20 --out "$res" -q \
     >"$out/log-$graph-$label.txt" 2>&1 || { echo "halo-infer failed: $graph $label"; tail -3 "$out/log-$graph-$label.txt"; }
   # PYG_FLAGS: extra bench/pyg_gcn.py options (e.g. --warmup 20 --runs 60; the last one wins).
@@ -68,7 +68,7 @@ for arg in "$@"; do
     IFS=: read -r type dims heads <<<"$spec"
     heads=${heads:-1}
     dims=${dims//x/,}
-    one "$name" "$ds" "$type-$dims-h$heads" --random-model "$dims" --layer "$type" --heads "$heads" \
+    one "$name" "$ds" "$type-$dims-h$heads" --random-model "$dims" --random-features --layer "$type" --heads "$heads" \
       -- --model "$type" --dims "$dims" --heads "$heads"
   done
   rm -f "$ds"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The data behind the default kernel choice (docs/PERFORMANCE.md "The default without stored
+# The data behind the default kernel choice (docs/NOTEBOOK.md "The default without stored
 # choices: the cost model") and its check: bench/spmm_suite.sh over every shared graph and the
 # given generator specs, the gcn operator as halo-infer builds it (A | A^T plus self-loops), widths
 # DIMS, the kernels KERNELS (`auto` is the cost model's pick, `autotune` the timed one), one JSON

@@ -18,7 +18,9 @@ packages=(
   zlib1g-dev
   python3-numpy python3-h5py  # tools/export_pyg.py's torch-free path, its agreement test
   python3-scipy  # tools/train_numpy.py (trained models without PyTorch), test_train_numpy
+  python3-venv  # scripts/pyg-venv.sh: torch + torch_geometric for the halognn PyG tests
   clang libclang-rt-dev libomp-dev  # libFuzzer targets (scripts/fuzz.sh, -DHALO_FUZZ=ON)
+  slurm-wlm munge  # a one-node Slurm for the SLURM templates' test (tests/apps/test_slurm.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the partitioning figures of docs/PERFORMANCE.md:
+# Reproduces the partitioning figures of docs/NOTEBOOK.md:
 #   A. time, peak memory and file size of halo-partition (METIS, 8 parts) for the largest shared
 #      graph and an R-MAT graph with >= 30M nonzeros (rmat:20:16);
 #   B. edge cut and halo volume of metis vs block vs random at P = 2, 4, 8 on three shared graphs.

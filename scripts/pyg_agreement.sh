@@ -167,7 +167,7 @@ for ds in $datasets; do
         esac
         if ! "$mpiexec" -n "$p" "${mpi_flags[@]}" "$bin/halo-infer" "$h5" \
              --model "$export_dir/$model_file" "${extra[@]}" \
-             --eval-nodes "$data/$test_index" --out "$res" -q \
+             --eval-nodes "$data/$test_index" --out "$res" --overwrite -q \
              </dev/null >"$out/infer.log" 2>&1; then
           fail_row "$ds" "$model" "$ref" "$backend" "$p" \
             "halo-infer: $(first_error "$out/infer.log")"

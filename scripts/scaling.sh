@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Strong and weak scaling of halo-infer over NCCL on the GPUs of one node (docs/PERFORMANCE.md,
+# Strong and weak scaling of halo-infer over NCCL on the GPUs of one node (docs/NOTEBOOK.md,
 # "Scaling on one node"). Stages, in the order given (default: all of them):
 #   build      configure and build BUILD (Release, sm_90) if halo-infer is not there yet
 #   partition  one METIS dataset per (scale, rank count) the runs below need, all at once in the
@@ -64,7 +64,7 @@ fi
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/stages.txt"; }
 # BALANCE=rows+nnz (the default): METIS balances rows and nonzeros (halo-partition --balance):
 # at 4 GPUs 1.19x (R-MAT 22) and 1.3-1.4x (R-MAT 24) faster than nonzeros alone
-# (docs/PERFORMANCE.md); BALANCE=nnz: nonzeros alone. rows+nnz datasets and assignments are
+# (docs/NOTEBOOK.md); BALANCE=nnz: nonzeros alone. rows+nnz datasets and assignments are
 # named apart (-rows); bench/owners holds R-MAT 24's at 4 parts and R-MAT 23's at 2.
 balance=${BALANCE:-rows+nnz}
 case $balance in nnz) bsuffix= ;; rows+nnz) bsuffix=-rows ;; *) echo "BALANCE: nnz or rows+nnz" >&2; exit 2 ;; esac
@@ -102,7 +102,7 @@ infer() {
   fi
   timeout 300 mpirun -np "$np" --allow-run-as-root --oversubscribe --bind-to none \
     -x OMP_NUM_THREADS="${OMP_THREADS:-8}" \
-    "$bin/halo-infer" "$ds" --random-model "$dims" --layer "$layer" --seed "$seed" \
+    "$bin/halo-infer" --report --overwrite "$ds" --random-model "$dims" --random-features --layer "$layer" --seed "$seed" \
     --backend "$backend" --repeat "$repeat" --no-sync --out "$res" ${share[@]+"${share[@]}"} \
     ${extra[@]+"${extra[@]}"} "$@" >"$out/$tag.log" 2>&1
   local rc=$?
@@ -120,7 +120,7 @@ for stage in "${stages[@]}"; do
   case $stage in
   build)
     log build
-    if [ ! -x "$bin/halo-infer" ]; then
+    if [ ! -x "$bin/halo-infer" --report --overwrite ]; then
       cmake -S "$here/.." -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1 ||
         { tail -20 "$out/configure.log"; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tables and plots of scripts/scaling.sh's runs (docs/PERFORMANCE.md, "Scaling on one node").
+"""Tables and plots of scripts/scaling.sh's runs (docs/NOTEBOOK.md, "Scaling on one node").
 
 Reads OUT/*.json (halo-infer manifests named EXPERIMENT-rmatSCALE-LAYER-gGPUS-KIND.json and
 halo-partition reports named partition-rmatSCALE-pPARTS.json) and writes

@@ -103,16 +103,20 @@ from pathlib import Path
 
 import numpy as np
 
-MODEL_FORMAT = "halo-model"
-MODEL_VERSION = 1
-# HaloGNN's layer types (include/halo/model.hpp) and the architectures exported (layer_specs).
-LAYER_TYPES = ("gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat")
+# The model file writer and reader and the PyG module converters are the halognn package's
+# (python/, `pip install ./python`); from a checkout it is imported from the tree.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from halognn import pyg as halognn_pyg  # noqa: E402  (imports torch only when called)
+from halognn.model_file import (ACTIVATIONS, ARRAY_KEYS, LAYER_TYPES,  # noqa: E402,F401
+                                MODEL_FORMAT, MODEL_VERSION, SCALAR_ATTRIBUTES, HaloError,
+                                attribute_text, check_layers, layer_array_shapes, layers_equal,
+                                read_model, write_model, write_text_attribute)
+
+# The architectures exported (layer_specs).
 MODELS = ("gcn", "sage", "gin", "agnn", "transformer", "gat", "maxk")
 # Models whose HaloGNN layers compute PyG's function exactly on every backend (up to float32
 # summation order); attention layers are approximate on the CUDA backend's fused fp16 kernel.
 EXACT_MODELS = ("gcn", "sage", "gin", "maxk")
-ACTIVATIONS = ("none", "relu")
-
 # The standard (Planetoid / Kipf & Welling) split: train = the first TRAIN_COUNT ids.
 TRAIN_COUNT = {"cora": 140, "citeseer": 120, "pubmed": 60}
 VALIDATION_COUNT = 500
@@ -137,8 +141,9 @@ NUM_LAYERS = 2
 HALO_PARTITION_FLAGS = ["--symmetrize", "--self-loops", "keep", "--normalize", "none"]
 
 
-class ExportError(Exception):
-    """Bad input or a failed check; main() prints it as 'export_pyg: error: ...'."""
+# Bad input or a failed check; main() prints it as 'export_pyg: error: ...'. The package's
+# error, so that the writer's and reader's refusals are caught alike.
+ExportError = HaloError
 
 
 # ---- the shared data files (the same rules as src/core/io, docs/INPUT.md) --------------------
@@ -289,190 +294,14 @@ def symmetrized_adjacency(src, dst, n):
 
 # ---- HaloGNN's layers: the model file and a float64 NumPy forward ---------------------------
 
-# Float32 arrays a layer may carry, by HaloGNN name (include/halo/model.hpp struct Layer).
-ARRAY_KEYS = ("weight", "bias", "root_weight", "weight2", "bias2", "att_src", "att_dst",
-              "query_weight", "query_bias", "key_weight", "key_bias", "value_weight",
-              "value_bias")
-# Scalar attributes by layer type: (name, HDF5 dtype, python type).
-SCALAR_ATTRIBUTES = {
-    "gin": (("hidden_dim", "<i8", int), ("eps", "<f4", float)),
-    "maxk": (("k", "<i8", int),),
-    "agnn": (("beta", "<f4", float),),
-    "gat": (("heads", "<i8", int), ("negative_slope", "<f4", float)),
-    "transformer": (("heads", "<i8", int),),
-}
-
-
-def layer_array_shapes(layer):
-    """{array name: (shape, required)} of a layer, as halo::validate_model checks them."""
-    kind, i, o = layer["type"], layer["in_dim"], layer["out_dim"]
-    if kind == "gin":
-        h = layer["hidden_dim"]
-        return {"weight": ((i, h), True), "bias": ((h,), False), "weight2": ((h, o), True),
-                "bias2": ((o,), False)}
-    if kind == "transformer":
-        shapes = {f"{p}_weight": ((i, o), True) for p in ("query", "key", "value")}
-        shapes.update({f"{p}_bias": ((o,), False) for p in ("query", "key", "value")})
-        shapes.update(root_weight=((i, o), False), bias=((o,), False))
-        return shapes
-    shapes = {"weight": ((i, o), kind != "agnn"), "bias": ((o,), False)}
-    if kind == "sage":
-        shapes["root_weight"] = ((i, o), True)
-    if kind == "gat":
-        shapes.update(att_src=((o,), True), att_dst=((o,), True))
-    return shapes
-
-
-def check_layers(layers, where):
-    """Shapes, widths, attributes and finiteness, as halo::validate_model checks them."""
-    if not layers:
-        raise ExportError(f"{where}: the model has no layers")
-    for i, layer in enumerate(layers):
-        kind = layer["type"]
-        if kind not in LAYER_TYPES or layer["activation"] not in ACTIVATIONS:
-            raise ExportError(f"{where}: layer {i}: type {kind!r}, activation "
-                              f"{layer['activation']!r}")
-        if layer["in_dim"] < 1 or layer["out_dim"] < 1:
-            raise ExportError(f"{where}: layer {i} has widths {layer['in_dim']} -> "
-                              f"{layer['out_dim']}")
-        if i > 0 and layers[i - 1]["out_dim"] != layer["in_dim"]:
-            raise ExportError(f"{where}: layer {i} takes width {layer['in_dim']} but layer "
-                              f"{i - 1} produces {layers[i - 1]['out_dim']}")
-        for name, _, kind_of in SCALAR_ATTRIBUTES.get(kind, ()):
-            value = layer.get(name)
-            if value is None or not np.isfinite(value):
-                raise ExportError(f"{where}: {kind} layer {i} {name} is {value!r}")
-        if kind == "gin" and layer["hidden_dim"] < 1:
-            raise ExportError(f"{where}: gin layer {i} has hidden width {layer['hidden_dim']}")
-        if kind == "maxk" and not 1 <= layer["k"] <= layer["out_dim"]:
-            raise ExportError(f"{where}: maxk layer {i} keeps k = {layer['k']} of "
-                              f"{layer['out_dim']} entries (need 1 <= k <= width)")
-        if kind in ("gat", "transformer") and (
-                layer["heads"] < 1 or layer["out_dim"] % layer["heads"] != 0):
-            raise ExportError(f"{where}: {kind} layer {i} has {layer['heads']} heads for width "
-                              f"{layer['out_dim']} (heads must divide the width)")
-        if kind == "agnn" and layer.get("weight") is None and layer["in_dim"] != layer["out_dim"]:
-            raise ExportError(f"{where}: agnn layer {i} has no weight but widths "
-                              f"{layer['in_dim']} -> {layer['out_dim']}")
-        shapes = layer_array_shapes(layer)
-        for key in ARRAY_KEYS:
-            value = layer.get(key)
-            if key not in shapes:
-                if value is not None:
-                    raise ExportError(f"{where}: {kind} layer {i} has an array {key!r}, which "
-                                      f"HaloGNN's {kind} does not read")
-                continue
-            shape, required = shapes[key]
-            if value is None and not required:
-                continue
-            if value is None or value.shape != shape or value.dtype != np.float32:
-                raise ExportError(f"{where}: layer {i} {key}: "
-                                  f"{None if value is None else (value.shape, value.dtype)}, "
-                                  f"expected float32 {shape}")
-            if not np.isfinite(value).all():
-                raise ExportError(f"{where}: layer {i} {key} has non-finite values")
-
-
-def write_text_attribute(attrs, key, value):
-    """A string attribute as src/store/hdf5_util.cpp writes one: fixed-length UTF-8 of
-    max(1, bytes) bytes, NUL-padded. Not h5py's default variable-length string, which lives in
-    the file's global heap (docs/FORMAT.md, "Conventions")."""
-    import h5py
-    data = value.encode("utf-8")
-    attrs.create(key, np.bytes_(data), dtype=h5py.string_dtype("utf-8", max(1, len(data))))
-
-
-def attribute_text(value):
-    """A string attribute as str: h5py gives bytes for fixed-length strings (what HaloGNN writes)
-    and str for variable-length ones (older files)."""
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
 def write_halo_model(path, layers, name):
-    """The model file exactly as src/store/model_file.cpp writes it: little-endian int32 version
-    and num_layers, int64 widths, heads, k and hidden_dim, float32 eps, beta, negative_slope and
-    arrays, fixed-length UTF-8 strings; written under a temporary name, `format` last, then
-    renamed. Arrays that are None are left out (optional ones only; check_layers enforces it)."""
-    import h5py
-    check_layers(layers, str(path))
-    tmp = Path(f"{path}.tmp-{os.getpid()}")
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs.create("version", MODEL_VERSION, dtype="<i4")
-            f.attrs.create("num_layers", len(layers), dtype="<i4")
-            write_text_attribute(f.attrs, "name", name)
-            group = f.create_group("layers")
-            for i, layer in enumerate(layers):
-                g = group.create_group(str(i))
-                write_text_attribute(g.attrs, "type", layer["type"])
-                write_text_attribute(g.attrs, "activation", layer["activation"])
-                g.attrs.create("in_dim", layer["in_dim"], dtype="<i8")
-                g.attrs.create("out_dim", layer["out_dim"], dtype="<i8")
-                for attr, dtype, _ in SCALAR_ATTRIBUTES.get(layer["type"], ()):
-                    g.attrs.create(attr, layer[attr], dtype=dtype)
-                for key in layer_array_shapes(layer):
-                    if layer.get(key) is not None:
-                        g.create_dataset(key, data=np.ascontiguousarray(layer[key], dtype="<f4"))
-            write_text_attribute(f.attrs, "format", MODEL_FORMAT)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """halognn.write_model: the model file exactly as src/store/model_file.cpp writes it."""
+    write_model(path, layers, name)
 
 
 def read_halo_model(path):
-    """(name, layers) of a HaloGNN model file; the inverse of write_halo_model. Arrays the layer
-    type does not read are rejected, as are missing required ones (check_layers)."""
-    import h5py
-    text = attribute_text
-    with h5py.File(path, "r") as f:
-        if text(f.attrs.get("format", "")) != MODEL_FORMAT:
-            raise ExportError(f"{path}: not a HaloGNN model file")
-        if int(f.attrs["version"]) != MODEL_VERSION:
-            raise ExportError(f"{path}: model format version {int(f.attrs['version'])}")
-        layers = []
-        for i in range(int(f.attrs["num_layers"])):
-            g = f[f"layers/{i}"]
-            layer = {"type": text(g.attrs["type"]), "activation": text(g.attrs["activation"]),
-                     "in_dim": int(g.attrs["in_dim"]), "out_dim": int(g.attrs["out_dim"])}
-            for attr, _, kind_of in SCALAR_ATTRIBUTES.get(layer["type"], ()):
-                if attr not in g.attrs:
-                    raise ExportError(f"{path}: layers/{i} ({layer['type']}) has no attribute "
-                                      f"{attr!r}")
-                value = g.attrs[attr]
-                layer[attr] = int(value) if kind_of is int else float(np.float32(value))
-            for key in g:
-                if key not in ARRAY_KEYS:
-                    raise ExportError(f"{path}: layers/{i} has an unknown dataset {key!r}")
-                layer[key] = np.asarray(g[key][...], dtype=np.float32)
-            if layer["type"] == "agnn":
-                layer["has_weight"] = "weight" in layer
-            layers.append(layer)
-        name = text(f.attrs.get("name", ""))
-    check_layers(layers, str(path))
-    return name, layers
-
-
-def layers_equal(a, b):
-    """None when two layer lists hold the same file content, else what differs first."""
-    if len(a) != len(b):
-        return f"{len(a)} layers vs {len(b)}"
-    for i, (x, y) in enumerate(zip(a, b)):
-        for key in ("type", "activation", "in_dim", "out_dim"):
-            if x[key] != y[key]:
-                return f"layer {i} {key}: {x[key]!r} vs {y[key]!r}"
-        for attr, _, kind_of in SCALAR_ATTRIBUTES.get(x["type"], ()):
-            same = (x[attr] == y[attr] if kind_of is int
-                    else np.float32(x[attr]) == np.float32(y[attr]))
-            if not same:
-                return f"layer {i} {attr}: {x[attr]!r} vs {y[attr]!r}"
-        for key in ARRAY_KEYS:
-            u, v = x.get(key), y.get(key)
-            if (u is None) != (v is None) or (u is not None and not np.array_equal(u, v)):
-                return f"layer {i} {key} differs"
-    return None
+    """halognn.read_model: (name, layers) of a HaloGNN model file."""
+    return read_model(path)
 
 
 def _spmm(rows, cols, values, h):
@@ -874,68 +703,42 @@ def make_pyg_net(specs, dropout=0.0, cached=False):
 def _gat_lin(conv):
     """GATConv's shared source/target Linear (PyG >= 2.5: lin; before: lin_src == lin_dst)."""
     lin = getattr(conv, "lin", None)
-    if lin is None:
-        if conv.lin_src is not conv.lin_dst:
-            raise ExportError("GATConv has separate source and target weights; HaloGNN's gat "
-                              "has one")
-        lin = conv.lin_src
-    if lin.bias is not None:
-        raise ExportError("GATConv's Linear has a bias; HaloGNN's gat adds its bias after "
-                          "the aggregation only")
-    return lin
+    return lin if lin is not None else conv.lin_src
 
 
 def export_layers(net):
-    """HaloGNN layer arrays from a make_pyg_net model (Linear weights transposed to [in, out])."""
-    def t(param):
-        return param.detach().cpu().numpy().astype(np.float32).T.copy()
-
-    def v(param):
-        return (None if param is None else
-                param.detach().cpu().numpy().astype(np.float32).reshape(-1).copy())
-
+    """HaloGNN layer arrays from a make_pyg_net model: the PyG convolutions and Linears through
+    halognn's converters (python/halognn/pyg.py: the engine-semantics checks, the transposes to
+    [in, out]); the agnn and maxk modules of make_pyg_net here."""
+    converters = {"gcn": halognn_pyg.gcn_layers, "sage": halognn_pyg.sage_layers,
+                  "gin": halognn_pyg.gin_layers, "transformer": halognn_pyg.transformer_layers,
+                  "gat": halognn_pyg.gat_layers}
     layers = []
-    for spec, conv in zip(net.specs, net.convs):
+    for index, (spec, conv) in enumerate(zip(net.specs, net.convs)):
         layer = {k: val for k, val in spec.items() if k not in ARRAY_KEYS}
         kind = spec["type"]
-        if kind == "gcn":
-            layer["weight"], layer["bias"] = t(conv.lin.weight), v(conv.bias)
-        elif kind == "sage":
-            if conv.lin_r.bias is not None:
-                raise ExportError("SAGEConv lin_r has a bias; HaloGNN's sage has none")
-            layer["weight"], layer["bias"] = t(conv.lin_l.weight), v(conv.lin_l.bias)
-            layer["root_weight"] = t(conv.lin_r.weight)
-        elif kind == "gin":
-            first, relu, second = conv.nn
-            if type(relu).__name__ != "ReLU":
-                raise ExportError(f"GINConv MLP has {type(relu).__name__} between its Linears")
-            layer["weight"], layer["bias"] = t(first.weight), v(first.bias)
-            layer["weight2"], layer["bias2"] = t(second.weight), v(second.bias)
-            layer["eps"] = float(conv.eps.detach().cpu().float())
+        where = f"layer {index} ({kind})"
+        if kind in converters:
+            (converted,) = converters[kind](conv, where)
         elif kind in ("linear", "maxk"):
-            layer["weight"], layer["bias"] = t(conv.lin.weight), v(conv.lin.bias)
+            (converted,) = halognn_pyg.linear_layers(conv.lin, where)
         elif kind == "agnn":
+            width = spec["in_dim"]
             if conv.lin is not None:
-                layer["weight"], layer["bias"] = t(conv.lin.weight), v(conv.lin.bias)
-            layer["beta"] = float(conv.prop.beta.detach().cpu().float().reshape(-1)[0])
-        elif kind == "transformer":
-            if (getattr(conv, "lin_edge", None) is not None
-                    or getattr(conv, "lin_beta", None) is not None or not conv.concat):
-                raise ExportError("TransformerConv with edge_dim, beta or concat=False: HaloGNN's "
-                                  "transformer has none of these")
-            for p, lin in (("query", conv.lin_query), ("key", conv.lin_key),
-                           ("value", conv.lin_value)):
-                layer[f"{p}_weight"], layer[f"{p}_bias"] = t(lin.weight), v(lin.bias)
-            layer["root_weight"], layer["bias"] = t(conv.lin_skip.weight), v(conv.lin_skip.bias)
-        elif kind == "gat":
-            if not conv.concat and conv.heads > 1:
-                raise ExportError("GATConv with concat=False and several heads (a mean)")
-            layer["weight"] = t(_gat_lin(conv).weight)
-            layer["att_src"], layer["att_dst"] = v(conv.att_src), v(conv.att_dst)
-            layer["bias"] = v(conv.bias)
-            layer["negative_slope"] = float(conv.negative_slope)
+                (converted,) = halognn_pyg.linear_layers(conv.lin, where)
+                width = converted["out_dim"]
+            (prop,) = halognn_pyg.agnn_layers(conv.prop, width, where)
+            converted = dict(converted, beta=prop["beta"]) if conv.lin is not None else prop
         else:
             raise ExportError(f"export_layers: layer type {kind!r}")
+        if converted["type"] != kind and kind not in ("maxk", "agnn"):
+            raise ExportError(f"{where}: converted to a {converted['type']} layer")
+        for key in ARRAY_KEYS:
+            if converted.get(key) is not None:
+                layer[key] = converted[key]
+        for attr, _, _ in SCALAR_ATTRIBUTES.get(kind, ()):
+            if attr in converted:
+                layer[attr] = converted[attr]
         layers.append(layer)
     return layers
 

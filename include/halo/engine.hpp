@@ -101,6 +101,10 @@ struct EngineOptions {
     std::string dataset_normalization = "none";
     /// Called before each layer with its index (progress reports; fault injection in tests).
     std::function<void(std::size_t)> before_layer;
+    /// In memory, outside a replay: called after each layer with its index and a host copy of
+    /// its output rows (num_owned x the layer's out_dim, valid during the call): halo-infer
+    /// --checkpoint writes them. Out of core it is an error to set it (Engine's constructor).
+    std::function<void(std::size_t, std::span<const float>)> after_layer;
     /// This part's kernel metadata from the dataset (read_kernel_metadata), handed to the
     /// backend's plans with the operator it belongs to (SpmmPlanHints).
     std::vector<KernelMetadata> kernel_metadata;
@@ -116,7 +120,7 @@ struct EngineOptions {
     /// (HaloExchanger::barrier), so that the exchange starts on all ranks at once rather than as
     /// each finishes its previous work (step_timing does this too, besides its other waits).
     /// Same results; on one part nothing. Off by default: on 4 GPUs the step-timed runs, which
-    /// include this barrier, were 1.5-4% faster than the default ones (docs/PERFORMANCE.md,
+    /// include this barrier, were 1.5-4% faster than the default ones (docs/NOTEBOOK.md,
     /// "Registered exchange buffers"), and this option, which adds only the barrier, is there to
     /// find out whether the barrier is why (halo-infer --exchange-barrier).
     bool exchange_barrier = false;
@@ -178,6 +182,12 @@ public:
     std::span<const float> forward(const std::vector<float>& features);
     std::span<const float> forward(const QuantizedView& features);
     std::span<const float> forward_random(std::uint64_t seed);
+    /// Runs layers [first_layer, layers) on `input`, the output of layer first_layer - 1
+    /// (num_owned x its out_dim, host; e.g. a checkpoint's rows): the same rows and the same
+    /// arithmetic as a whole run from there, so the result equals it bit for bit where the whole
+    /// run's does. first_layer == layers returns the input. In memory only (an InputError out
+    /// of core).
+    std::span<const float> forward_from(std::size_t first_layer, const std::vector<float>& input);
     /// The same on features already in backend memory (num_owned x model.input_dim(), e.g.
     /// uploaded while the part was read: FeatureUpload): copied into the first layer's input on
     /// the backend (out of core: into the driver's host input), so the result equals forward()
@@ -242,7 +252,8 @@ public:
 
 private:
     std::span<const float> run_row_blocks(double input_seconds);
-    std::span<const float> run_layers();  // from the input in buffer 0 (and int8 rows, if any)
+    // From the input in buffer 0 (and int8 rows, if any), layers [first, layers).
+    std::span<const float> run_layers(std::size_t first = 0);
     std::span<const float> timed_download(int buffer);  // the output of `buffer`, timed
 
     struct Impl;

@@ -33,7 +33,7 @@ struct ExchangeSpec {
     Registration registration = Registration::automatic;
     /// NCCL: each exchange in this many pieces, packing one while the previous moves
     /// (NcclExchangerOptions::pieces; halo-infer --exchange-pieces). Other transports ignore it.
-    /// 2 by measurement (docs/PERFORMANCE.md "The exchange in pieces": on 4 H200s 2.1-3.4% faster
+    /// 2 by measurement (docs/NOTEBOOK.md "The exchange in pieces": on 4 H200s 2.1-3.4% faster
     /// than 4 pieces; on 4 H100s 2, 4 and 8 within 0.5%).
     int pieces = 2;
 };

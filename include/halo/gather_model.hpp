@@ -3,7 +3,7 @@
 // in stored order) and X's rows pass through a cache that holds `capacity` of them.
 //
 // Where X does not fit in L2, the gathers of X rows, not the compulsory bytes, bound an SpMM
-// (docs/PERFORMANCE.md, "The gather-bound limit"): every row-ordered kernel (cuSPARSE's CSR
+// (docs/NOTEBOOK.md, "The gather-bound limit"): every row-ordered kernel (cuSPARSE's CSR
 // algorithms, MergePath, row-split) reads A in this order, and every re-read of an evicted X row
 // comes from DRAM. Two caches are simulated over the same access sequence:
 //   - Belady's MIN (OPT; Belady 1966, with bypass, Mattson et al. 1970): on a miss it keeps the

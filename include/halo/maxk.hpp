@@ -1,8 +1,9 @@
-// MaxK-GNN (paper 000; DESIGN.md kernel table): the MaxK nonlinearity keeps the k largest values of
-// each embedding row, stored row-balanced in CBSR, and aggregation multiplies the adjacency by that
-// sparse matrix into a dense output (the sparse-sparse-dense, SSD, operator). This header holds
-// the backend-free pieces: the CBSR containers, the edge groups that the SSD kernels split rows
-// into (section III; update_mode is section IV-A's smart edge group), and the CPU references.
+// MaxK-GNN (paper 000; docs/KERNELS.md "Families", docs/MAXK.md): the MaxK nonlinearity keeps the k
+// largest values of each embedding row, stored row-balanced in CBSR, and aggregation multiplies the
+// adjacency by that sparse matrix into a dense output (the sparse-sparse-dense, SSD, operator).
+// This header holds the backend-free pieces: the CBSR containers, the edge groups that the SSD
+// kernels split rows into (section III; update_mode is section IV-A's smart edge group), and the
+// CPU references.
 //
 // Top-k order (the tie rule; the CUDA kernel follows it exactly, so results compare bit for bit):
 // a row's entries are ranked by maxk_order_key(value) descending, then by column ascending (of

@@ -1,7 +1,7 @@
 // Sparse x dense matrix product (SpMM), the aggregation step of every GNN layer:
 //   Y[i, :] = sum_k A[i, k] * X[k, :]   for the rows i of a row range.
 // Rows outside the range are left untouched, so interior rows can be aggregated while the halo
-// exchange is in flight and boundary rows after it (DESIGN.md).
+// exchange is in flight and boundary rows after it (docs/ENGINE.md "One layer").
 #pragma once
 
 #include "halo/csr.hpp"

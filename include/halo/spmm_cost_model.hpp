@@ -3,11 +3,11 @@
 // without the autotuner's stored choices). It reads the operator's shape only (rows, columns,
 // nonzeros, longest row), never its values, and the device's L2 size, and decides in O(1) per
 // width; the shape costs one pass over the row offsets. The rules and their thresholds come from
-// one measured sweep (docs/KERNELS.md "The cost model", docs/PERFORMANCE.md "The default without
+// one measured sweep (docs/KERNELS.md "The cost model", docs/NOTEBOOK.md "The default without
 // stored choices"): every shared graph and seven generated ones at widths 7..256 on an H100,
 // where they are never more than 0.1% slower than cuSPARSE and within 2% of the autotuner's
 // geomean; the chunked row-split and column-slice rules from later H100 and H200 runs
-// (docs/PERFORMANCE.md "The cost model learns the chunked row-split and column slices").
+// (docs/NOTEBOOK.md "The cost model learns the chunked row-split and column slices").
 #pragma once
 
 #include <cstdint>
@@ -66,21 +66,21 @@ struct ModeledChoice {
 ///      kernel (`zeroing_overlapped` false): the chunked row-split (one launch, long rows cut
 ///      into units). Where it does (compute capability 9.0 and later, halo::cuda::
 ///      zeroing_overlapped), MergePath is one launch's worth too and was faster on 21 of 25
-///      (graph, width) pairs of these operators (docs/PERFORMANCE.md "Rule 4 after the
+///      (graph, width) pairs of these operators (docs/NOTEBOOK.md "Rule 4 after the
 ///      dependent launch"): the rule does not apply;
 ///   5. a large operator (rows + nonzeros at least kLargeItems) at width at least kLargeMinWidth:
 ///      MergePath with kLargeCost merge items per segment; where also the width is above
 ///      kSliceWidth and X (cols x width floats) is at least kSliceCacheFactor times
 ///      `cache_bytes` (the device's L2; 0: unknown, never), over slices of kSliceWidth columns
 ///      (each slice gathers a part of each X row, so width / kSliceWidth times as many rows stay
-///      in L2; docs/PERFORMANCE.md "The gather-bound limit");
+///      in L2; docs/NOTEBOOK.md "The gather-bound limit");
 ///   6. width at least kWideMinWidth over a dense operator (mean row at least kWideMeanRow):
 ///      cuSPARSE;
 ///   7. otherwise MergePath at its per-width default cost.
 /// Wherever MergePath is picked and the X one launch reads (cols x the width or the slice,
 /// floats) is at least kHintCacheFactor times `cache_bytes`, it loads X with L2 hints: the rows of
 /// the most-read columns that fit in kHintHotShare of the L2 evict_last, the others evict_first
-/// (MergePathOptions::hint_hot_bytes; docs/PERFORMANCE.md "L2 hints for X past the L2").
+/// (MergePathOptions::hint_hot_bytes; docs/NOTEBOOK.md "L2 hints for X past the L2").
 ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width,
                               std::int64_t cache_bytes = 0, bool zeroing_overlapped = false,
                               SpmmForm form = spmm_form_values);

@@ -88,7 +88,7 @@ struct SpmmPlanRequest {
     /// MergePath plans of the cost model and the autotuner's MergePath candidates load X with L2
     /// hints where X is past 32x the L2 (cuda::with_large_x_hints; halo-infer --l2-hints). Off by
     /// default: the plan's hot-column pass costs more setup than a short job saves
-    /// (docs/PERFORMANCE.md "L2 hints for X past the L2").
+    /// (docs/NOTEBOOK.md "L2 hints for X past the L2").
     bool l2_hints = false;
 };
 
@@ -117,7 +117,7 @@ struct SpmmKernel {
     /// halo-infer --spmm's note on it, in parentheses after its name; may be empty.
     std::string help{};
     /// Exact kernels compute the product up to rounding; approximate ones are never chosen
-    /// silently (DESIGN.md: the user asks for them).
+    /// silently: the user asks for them by name (docs/KERNELS.md, the registry).
     bool exact = true;
     /// The kernel metadata it reads from the dataset, and the group it is stored under.
     SpmmMetadataKind metadata = SpmmMetadataKind::none;

@@ -79,6 +79,11 @@ struct Engine::Impl {
         memory_limit = options.device_memory_limit > 0 ? options.device_memory_limit
                                                        : ctx.backend.default_memory_limit();
         if (use_row_blocks()) {
+            if (options.after_layer) {
+                HALO_THROW(InputError,
+                           "each layer's rows (halo-infer --checkpoint) are not kept out of core; "
+                           "raise --device-memory-limit, or run without --checkpoint");
+            }
             start_row_blocks();
             return;
         }
@@ -528,7 +533,30 @@ std::span<const float> Engine::run_row_blocks(double input_seconds)
     return out;
 }
 
-std::span<const float> Engine::run_layers()
+std::span<const float> Engine::forward_from(std::size_t first_layer,
+                                            const std::vector<float>& input)
+{
+    auto& im = *impl_;
+    const auto layers = im.model.layers.size();
+    HALO_EXPECTS(first_layer <= layers, "first layer ", first_layer, " of ", layers);
+    if (im.row_blocks) {
+        HALO_THROW(InputError, "a run from layer ", first_layer,
+                   " (halo-infer --resume) does not run out of core; raise "
+                   "--device-memory-limit");
+    }
+    const auto in_w =
+        first_layer == 0 ? im.model.input_dim() : im.model.layers[first_layer - 1].out_dim;
+    HALO_EXPECTS(static_cast<std::int64_t>(input.size()) == im.ctx.n_owned * in_w, "input holds ",
+                 input.size(), " values, expected ", im.ctx.n_owned, " x ", in_w);
+    const auto t0 = std::chrono::steady_clock::now();
+    im.ctx.backend.copy_from_host(input.data(), im.ctx.view(0, im.ctx.n_owned, in_w));
+    input_seconds_ = seconds_since(t0);
+    im.ctx.clear_int8_input();
+    im.sparse_run = first_layer == 0 && im.ctx.sparse_input() != nullptr;
+    return run_layers(first_layer);
+}
+
+std::span<const float> Engine::run_layers(std::size_t first)
 {
     auto& im = *impl_;
     im.deferred = -1;
@@ -536,7 +564,7 @@ std::span<const float> Engine::run_layers()
     layer_outputs_.clear();
     replayed_ = false;
     const bool replayable = im.options.replay && !im.ctx.has_peers && !im.options.step_timing &&
-                            !im.options.keep_layers;
+                            !im.options.keep_layers && first == 0;
     const bool int8 = im.ctx.has_int8_input();
     const bool sparse = im.sparse_run;
     // The first layer's transforms multiply the sparse input where the run's input is it.
@@ -590,7 +618,7 @@ std::span<const float> Engine::run_layers()
     }
     ++im.runs;
     int cur = 0;
-    for (std::size_t l = 0; l < im.model.layers.size(); ++l) {
+    for (std::size_t l = first; l < im.model.layers.size(); ++l) {
         auto& t = timings_[l];
         if (im.options.before_layer) {
             im.options.before_layer(l);
@@ -610,11 +638,16 @@ std::span<const float> Engine::run_layers()
         const auto& stats = im.ctx.exchanger.stats();
         t.exchanged_bytes = (stats.bytes_sent - stats_before.bytes_sent) +
                             (stats.bytes_received - stats_before.bytes_received);
-        if (im.options.keep_layers) {
+        if (im.options.keep_layers || im.options.after_layer) {
             const auto w = im.model.layers[l].out_dim;
             std::vector<float> host(static_cast<std::size_t>(im.ctx.n_owned * w));
             im.ctx.backend.copy_to_host(im.ctx.view(cur, im.ctx.n_owned, w), host.data());
-            layer_outputs_.push_back(std::move(host));
+            if (im.options.after_layer) {
+                im.options.after_layer(l, host);
+            }
+            if (im.options.keep_layers) {
+                layer_outputs_.push_back(std::move(host));
+            }
         }
     }
     forward_seconds_ = 0.0;

@@ -3,7 +3,7 @@
 # Each case must exit non-zero with a one-line error that names the file, rank or value at fault
 # (the regular expression given), without Open MPI's MPI_ABORT text for option errors (found
 # before the job starts), and leave nothing behind: no dataset at -o, no temporary file beside
-# it, no manifest in --out. Prints "ok   - <case>: <the error line>" for each.
+# it, no manifest in --out, no lock and no empty --out directory. Prints "ok   - <case>: <the error line>" for each.
 # Usage: test_bad_inputs.sh BIN_DIR MPIEXEC
 set -uo pipefail
 bin=$(cd "$1" && pwd)
@@ -44,9 +44,8 @@ bad() {
     fail "$label: an option error ended in MPI_ABORT"; echo "$out" | tail -5
   elif [ "$option_error" -eq 1 ] && [ "$(grep -c "error" <<<"$out")" -gt 1 ]; then
     fail "$label: the option error was printed more than once"; echo "$out"
-  elif [ -n "$(find "$work/run" -mindepth 1 -not -name '.halo-infer.lock' \
-               -not -type d 2>/dev/null)" ]; then
-    fail "$label: left behind: $(find "$work/run" -mindepth 1 -not -type d)"
+  elif [ -n "$(find "$work/run" -mindepth 1 2>/dev/null)" ]; then
+    fail "$label: left behind: $(find "$work/run" -mindepth 1)"
   else
     pass "$label: ${line:-$(head -n1 <<<"$out")}"
   fi
@@ -120,7 +119,7 @@ printf '0\n5000\n' >"$d/nodes-range.txt"
 printf 'not hdf5\n' >"$d/text.h5"
 head -c 4000 "$d/g2.h5" >"$d/truncated.h5"
 mkdir -p "$d/nomanifest"
-"${mpi[@]}" -n 2 "$bin/halo-infer" "$d/g2.h5" --random-model 8,4 --out "$d/res" -q
+"${mpi[@]}" -n 2 "$bin/halo-infer" "$d/g2.h5" --random-model 8,4 --random-features --out "$d/res" -q
 mkdir -p "$d/badjson" && cp "$d/res"/part-*.h5 "$d/badjson/" && echo '{"format":' >"$d/badjson/manifest.json"
 mkdir -p "$d/badparts" && cp "$d/res"/part-*.h5 "$d/badparts/" &&
   sed 's/"num_parts": *2/"num_parts":3/; s/"num_parts":2/"num_parts":3/' "$d/res/manifest.json" >"$d/badparts/manifest.json"
@@ -194,51 +193,51 @@ bad "partition: label not an integer" "labels-token\.txt:3" -- "${P[@]}" "$d/tri
 bad "partition: fewer labels than nodes" "labels-short\.txt.*2.*3" -- "${P[@]}" "$d/tri.el" --parts 1 --labels "$d/labels-short.txt" -o g.h5
 
 # ---- halo-infer: options, found before the job starts (no MPI_ABORT, one message) -------------------
-bad "infer: --layer maxk --exchange int8 on 3 ranks" "maxk" --option-error -- "${I3[@]}" "$d/g3.h5" --random-model 16,8 --layer maxk --exchange int8 --out out
-bad "infer: --exchange nccl on the cpu backend" "exchange nccl needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange nccl --out out
-bad "infer: --nccl-register on, on the cpu backend" "nccl-register on needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --nccl-register on --out out
-bad "infer: --nccl-register maybe" "nccl-register: maybe not in" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --nccl-register maybe --out out
-bad "infer: --exchange-pieces 4, on the cpu backend" "exchange-pieces 4 needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange-pieces 4 --out out
-bad "infer: --exchange-pieces 0" "exchange-pieces: Value 0 not in range" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --exchange-pieces 0 --out out
-bad "infer: --spmm cusparse on the cpu backend" "spmm cusparse needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm cusparse --out out
-bad "infer: --spmm aes:5 (width outside 16..1024)" "W = 5 outside" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm aes:5 --out out
-bad "infer: --spmm foo" "foo" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --spmm foo --out out
-bad "infer: --save-tuning without autotune" "save-tuning needs --spmm autotune" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --save-tuning --out out
-bad "infer: --int8-features with --exchange mpi-int8" "int8-features with --exchange mpi-int8" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --int8-features --exchange mpi-int8 --out out
-bad "infer: --split-share 1.5" "split-share: Value 1.5 not in range" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --split-share 1.5 --out out
-bad "infer: --split-share with the interior overlap" "split-share 0.5 needs the split overlap" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --split-share 0.5 --out out
-bad "infer: --input-transform foo" "input-transform: foo not in" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --input-transform foo --out out
-bad "infer: --cuda-graph on the cpu backend" "cuda-graph needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --cuda-graph --out out
-bad "infer: --device on the cpu backend" "device needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --device 0 --out out
-bad "infer: --pattern-operators on the cpu backend" "pattern-operators needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --pattern-operators --out out
-bad "infer: --l2-hints on the cpu backend" "l2-hints needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --l2-hints --out out
-bad "infer: --pattern-operators with --host-operator-values" "pattern-operators with --host-operator-values" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --backend cuda --pattern-operators --host-operator-values --out out
+bad "infer: --layer maxk --exchange int8 on 3 ranks" "maxk" --option-error -- "${I3[@]}" "$d/g3.h5" --random-model 16,8 --random-features --layer maxk --exchange int8 --out out
+bad "infer: --exchange nccl on the cpu backend" "exchange nccl needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --exchange nccl --out out
+bad "infer: --nccl-register on, on the cpu backend" "nccl-register on needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --nccl-register on --out out
+bad "infer: --nccl-register maybe" "nccl-register: maybe not in" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --nccl-register maybe --out out
+bad "infer: --exchange-pieces 4, on the cpu backend" "exchange-pieces 4 needs the NCCL exchange" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --exchange-pieces 4 --out out
+bad "infer: --exchange-pieces 0" "exchange-pieces: Value 0 not in range" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --exchange-pieces 0 --out out
+bad "infer: --spmm cusparse on the cpu backend" "spmm cusparse needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --spmm cusparse --out out
+bad "infer: --spmm aes:5 (width outside 16..1024)" "W = 5 outside" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --spmm aes:5 --out out
+bad "infer: --spmm foo" "foo" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --spmm foo --out out
+bad "infer: --save-tuning without autotune" "save-tuning needs --spmm autotune" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --save-tuning --out out
+bad "infer: --int8-features with --exchange mpi-int8" "int8-features with --exchange mpi-int8" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --int8-features --exchange mpi-int8 --out out
+bad "infer: --split-share 1.5" "split-share: Value 1.5 not in range" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --split-share 1.5 --out out
+bad "infer: --split-share with the interior overlap" "split-share 0.5 needs the split overlap" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --split-share 0.5 --out out
+bad "infer: --input-transform foo" "input-transform: foo not in" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --input-transform foo --out out
+bad "infer: --cuda-graph on the cpu backend" "cuda-graph needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --cuda-graph --out out
+bad "infer: --device on the cpu backend" "device needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --device 0 --out out
+bad "infer: --pattern-operators on the cpu backend" "pattern-operators needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --pattern-operators --out out
+bad "infer: --l2-hints on the cpu backend" "l2-hints needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --l2-hints --out out
+bad "infer: --pattern-operators with --host-operator-values" "pattern-operators with --host-operator-values" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --backend cuda --pattern-operators --host-operator-values --out out
 bad "infer: neither --model nor --random-model" "model or --random-model" --option-error -- "${I[@]}" "$d/g2.h5" --out out
-bad "infer: --model with --random-model" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --model m.h5 --random-model 16,8 --out out
-bad "infer: --stream-operator-pattern with --stream-operator-values" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --stream-operator-pattern --stream-operator-values --out out
+bad "infer: --model with --random-model" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --model m.h5 --random-model 16,8 --random-features --out out
+bad "infer: --stream-operator-pattern with --stream-operator-values" "excludes" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --stream-operator-pattern --stream-operator-values --out out
 bad "inspect: --gather-model on a result directory" "gather-model works on datasets" -- "$bin/halo-inspect" "$d" --gather-model 16
 bad "inspect: --gather-model 0" "gather-model" -- "$bin/halo-inspect" "$d/g2.h5" --gather-model 0
 bad "inspect: --cache-mib 0" "cache-mib" -- "$bin/halo-inspect" "$d/g2.h5" --gather-model 16 --cache-mib 0
-bad "infer: --random-model 16,x" "16,x|'x'" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,x --out out
-bad "infer: --repeat 0" "repeat" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --repeat 0 --out out
-bad "infer: --layer unknown" "layer.*resnet|resnet" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --layer resnet --out out
-bad "infer: no --out" "out.*required|required" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8
+bad "infer: --random-model 16,x" "16,x|'x'" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,x --random-features --out out
+bad "infer: --repeat 0" "repeat" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --repeat 0 --out out
+bad "infer: --layer unknown" "layer.*resnet|resnet" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --layer resnet --out out
+bad "infer: no --out" "out.*required|required" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features
 # ---- halo-infer: data ------------------------------------------------------------------------------
-bad "infer: dataset missing" "nope\.h5" --option-error -- "${I[@]}" "$d/nope.h5" --random-model 16,8 --out out
-bad "infer: dataset not HDF5" "text\.h5" --option-error -- "${I[@]}" "$d/text.h5" --random-model 16,8 --out out
-bad "infer: dataset truncated" "truncated\.h5" --option-error -- "${I[@]}" "$d/truncated.h5" --random-model 16,8 --out out
-bad "infer: 2-part dataset on 3 ranks" "has 2 parts but the job has 3 ranks" --option-error -- "${I3[@]}" "$d/g2.h5" --random-model 16,8 --out out
+bad "infer: dataset missing" "nope\.h5" --option-error -- "${I[@]}" "$d/nope.h5" --random-model 16,8 --random-features --out out
+bad "infer: dataset not HDF5" "text\.h5" --option-error -- "${I[@]}" "$d/text.h5" --random-model 16,8 --random-features --out out
+bad "infer: dataset truncated" "truncated\.h5" --option-error -- "${I[@]}" "$d/truncated.h5" --random-model 16,8 --random-features --out out
+bad "infer: 2-part dataset on 3 ranks" "has 2 parts but the job has 3 ranks" --option-error -- "${I3[@]}" "$d/g2.h5" --random-model 16,8 --random-features --out out
 bad "infer: model file missing" "nomodel\.h5" --option-error -- "${I[@]}" "$d/g2.h5" --model "$d/nomodel.h5" --out out
 bad "infer: a dataset given as the model" "g2\.h5.*not a HaloGNN model" -- "${I[@]}" "$d/g2.h5" --model "$d/g2.h5" --out out
 if [ -f "$d/huge-model.h5" ]; then
 bad "infer: model weight declaring 2^24 x 2^24 (size before allocation)" "huge-model\.h5: /layers/0/weight.*declares" -- "${I[@]}" "$d/g2.h5" --model "$d/huge-model.h5" --out out
-bad "infer: part declaring 10^12 rows (size before allocation)" "trillion\.h5.*(global_ids|num_owned)" -- "${I[@]}" "$d/trillion.h5" --random-model 16,8 --out out
+bad "infer: part declaring 10^12 rows (size before allocation)" "trillion\.h5.*(global_ids|num_owned)" -- "${I[@]}" "$d/trillion.h5" --random-model 16,8 --random-features --out out
 fi
-bad "infer: --eval-nodes file missing" "nodes-missing\.txt: no such file" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --eval-nodes "$d/nodes-missing.txt" --out out
-bad "infer: --eval-nodes on a dataset without labels" "no labels" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --eval-nodes "$d/nodes-range.txt" --out out
-bad "infer: --out is a file" "a-file" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --out "$d/a-file"
-bad "infer: --out not writable" "/proc/halo-out" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --out /proc/halo-out
-bad "infer: HALO_FAULT_INJECT malformed" "HALO_FAULT_INJECT='bogus'" --option-error -- env HALO_FAULT_INJECT=bogus "${mpi[@]}" -n 2 -x HALO_FAULT_INJECT "$bin/halo-infer" "$d/g2.h5" --random-model 16,8 --out out
+bad "infer: --eval-nodes file missing" "nodes-missing\.txt: no such file" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --eval-nodes "$d/nodes-missing.txt" --out out
+bad "infer: --eval-nodes on a dataset without labels" "no labels" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --eval-nodes "$d/nodes-range.txt" --out out
+bad "infer: --out is a file" "a-file" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --out "$d/a-file"
+bad "infer: --out not writable" "/proc/halo-out" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --out /proc/halo-out
+bad "infer: HALO_FAULT_INJECT malformed" "HALO_FAULT_INJECT='bogus'" --option-error -- env HALO_FAULT_INJECT=bogus "${mpi[@]}" -n 2 -x HALO_FAULT_INJECT "$bin/halo-infer" "$d/g2.h5" --random-model 16,8 --random-features --out out
 # ---- halo-inspect ------------------------------------------------------------------------------------
 bad "inspect: path missing" "nope\.h5" -- "${S[@]}" "$d/nope.h5"
 bad "inspect: results without manifest" "nomanifest.*no manifest" -- "${S[@]}" "$d/nomanifest"

@@ -64,7 +64,7 @@ for g in "${graphs[@]}"; do
   done
   for layer in gcn sage gin; do
     for p in 1 2 3; do
-      mpirun_n "$p" "$bin/halo-infer" "$work/$name-$p.h5" --random-model 24,16,5 --layer "$layer" \
+      mpirun_n "$p" "$bin/halo-infer" "$work/$name-$p.h5" --random-model 24,16,5 --random-features --layer "$layer" \
         --seed 3 --out "$work/out-$name-$layer-$p" -q || fail "halo-infer $name $layer on $p ranks"
     done
     for p in 2 3; do
@@ -79,7 +79,7 @@ for g in "${graphs[@]}"; do
 done
 
 # 3. Rank count mismatch.
-out=$(mpirun_n 3 "$bin/halo-infer" "$work/rmat_11_8_5-2.h5" --random-model 8,4 --out "$work/bad" 2>&1)
+out=$(mpirun_n 3 "$bin/halo-infer" "$work/rmat_11_8_5-2.h5" --random-model 8,4 --random-features --out "$work/bad" 2>&1)
 status=$?
 if [ $status -ne 0 ] && grep -q "has 2 parts but the job has 3 ranks" <<<"$out"; then
   pass "rank count mismatch rejected: $(grep -m1 'parts but' <<<"$out")"
@@ -93,7 +93,7 @@ echo '{"stale": true}' >"$work/fault/manifest.json"
 start=$(date +%s)
 out=$(HALO_FAULT_INJECT=rank=1,layer=1 timeout 60 "$mpiexec" -n 2 --oversubscribe \
       --allow-run-as-root -x HALO_FAULT_INJECT "$bin/halo-infer" "$work/rmat_11_8_5-2.h5" \
-      --random-model 8,8,4 --out "$work/fault" 2>&1)
+      --random-model 8,8,4 --random-features --out "$work/fault" --overwrite 2>&1)
 status=$?
 elapsed=$(( $(date +%s) - start ))
 if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$elapsed" -le 30 ] &&
@@ -102,7 +102,7 @@ if [ $status -ne 0 ] && [ $status -ne 124 ] && [ "$elapsed" -le 30 ] &&
 else
   fail "injected fault: status $status after ${elapsed}s: $out"
 fi
-# 5. ... and neither a new manifest nor the stale one remains.
+# 5. ... and neither a new manifest nor the stale one (removed by --overwrite) remains.
 if [ ! -e "$work/fault/manifest.json" ]; then
   pass "no manifest after the failed run"
 else
@@ -123,7 +123,7 @@ else
 fi
 for layer in maxk agnn transformer gat; do
   for p in 1 2; do
-    mpirun_n "$p" "$bin/halo-infer" "$km-$p.h5" --random-model 24,16,8 --layer "$layer" \
+    mpirun_n "$p" "$bin/halo-infer" "$km-$p.h5" --random-model 24,16,8 --random-features --layer "$layer" \
       --heads 2 --k 4 --seed 3 --out "$work/out-km-$layer-$p" -q ||
       fail "halo-infer $layer on $p ranks"
   done
@@ -134,20 +134,20 @@ for layer in maxk agnn transformer gat; do
     fail "$layer: 2 ranks differ from 1 rank"; cat "$work/cmp.log"
   fi
 done
-out=$(mpirun_n 2 "$bin/halo-infer" "$km-2.h5" --random-model 24,16,8 --exchange int8 \
-      --out "$work/out-int8" 2>&1)
+out=$(mpirun_n 2 "$bin/halo-infer" "$km-2.h5" --random-model 24,16,8 --random-features --exchange int8 \
+      --out "$work/out-int8" --report 2>&1)
 if grep -Eq "halo exchange: .* saved\)" <<<"$out"; then
   pass "--exchange int8: $(grep -m1 'halo exchange:' <<<"$out")"
 else
   fail "--exchange int8: $out"
 fi
-if mpirun_n 1 "$bin/halo-infer" "$km-1.h5" --random-model 24,16,8 --spmm aes:16 \
+if mpirun_n 1 "$bin/halo-infer" "$km-1.h5" --random-model 24,16,8 --random-features --spmm aes:16 \
      --out "$work/out-aes" -q; then
   pass "--spmm aes:16 on the cpu backend"
 else
   fail "--spmm aes:16 on the cpu backend"
 fi
-out=$(mpirun_n 1 "$bin/halo-infer" "$km-1.h5" --random-model 24,16,8 --spmm aes:9 \
+out=$(mpirun_n 1 "$bin/halo-infer" "$km-1.h5" --random-model 24,16,8 --random-features --spmm aes:9 \
       --out "$work/out-aes9" 2>&1)
 if [ $? -ne 0 ] && grep -q "W = 9 outside \[16, 1024\]" <<<"$out"; then
   pass "--spmm aes:9 refused: $(grep -m1 "W = 9" <<<"$out")"
@@ -167,7 +167,7 @@ for p in 1 2 3; do
     grep -q "row order $order" "$work/inspect.log" || ok=0
   for layer in gcn sage gin; do
     [ "$ok" = 1 ] || break
-    mpirun_n "$p" "$bin/halo-infer" "$work/$order-$p.h5" --random-model 24,16,5 --layer "$layer" \
+    mpirun_n "$p" "$bin/halo-infer" "$work/$order-$p.h5" --random-model 24,16,5 --random-features --layer "$layer" \
       --seed 3 --out "$work/out-$order-$layer-$p" -q >"$work/order.log" 2>&1 &&
       "$bin/halo-inspect" "$work/out-$order-$layer-$p" --compare "$work/out-rmat_11_8_5-$layer-1" \
         --tolerance 0 >"$work/cmp.log" || ok=0
@@ -203,8 +203,8 @@ fi
 # 1, 2 and 3 ranks; the manifest holds the device memory by component; a limit too small for one
 # row names the smallest that works.
 for p in 1 2 3; do
-  if mpirun_n "$p" "$bin/halo-infer" "$work/rmat_11_8_5-$p.h5" --random-model 24,16,5 \
-       --layer gcn --seed 3 --out "$work/out-ooc-$p" --out-of-core --device-memory-limit 256KiB \
+  if mpirun_n "$p" "$bin/halo-infer" "$work/rmat_11_8_5-$p.h5" --random-model 24,16,5 --random-features \
+       --layer gcn --seed 3 --out "$work/out-ooc-$p" --out-of-core --device-memory-limit 256KiB --report \
        >"$work/ooc.log" 2>&1 &&
      grep -q "out of core, .* aggregation blocks" "$work/ooc.log" &&
      grep -q '"device_memory"' "$work/out-ooc-$p/manifest.json" &&
@@ -224,7 +224,7 @@ if [ "$(wc -l <<<"$ranks")" -eq 4 ] && ! grep -qvE '^[012]$' <<<"$ranks"; then
 else
   fail "max_rank in the 3-rank manifest: '$(tr '\n' ' ' <<<"$ranks")'"
 fi
-out=$(mpirun_n 1 "$bin/halo-infer" "$work/rmat_11_8_5-1.h5" --random-model 24,16,5 \
+out=$(mpirun_n 1 "$bin/halo-infer" "$work/rmat_11_8_5-1.h5" --random-model 24,16,5 --random-features \
       --out "$work/ooc-tiny" --out-of-core --device-memory-limit 1KiB 2>&1)
 if [ $? -ne 0 ] && grep -q "1.00 KiB (1024 bytes) is too small.*smallest limit that works" <<<"$out"; then
   pass "--device-memory-limit 1KiB refused: $(grep -m1 -o 'the smallest limit .*' <<<"$out")"
@@ -240,7 +240,7 @@ for r in 1 2 3; do
   else
     fail "ptscotch on $r rank(s)"; cat "$work/pts.log" "$work/inspect.log"
   fi
-  mpirun_n 3 "$bin/halo-infer" "$work/pts-$r.h5" --random-model 24,16,5 --layer gcn --seed 3 \
+  mpirun_n 3 "$bin/halo-infer" "$work/pts-$r.h5" --random-model 24,16,5 --random-features --layer gcn --seed 3 \
     --out "$work/out-pts-$r" -q || fail "halo-infer on the ptscotch dataset of $r rank(s)"
   if "$bin/halo-inspect" "$work/out-pts-$r" --compare "$work/out-rmat_11_8_5-gcn-1" \
        --tolerance 0 >"$work/cmp.log"; then
@@ -274,14 +274,14 @@ cpu=$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//' | cut -d, -f1 | cut -d- -f1)
 if command -v taskset >/dev/null && [ -n "$cpu" ] && [ "$(nproc --all)" -ge 2 ]; then
   ds=$work/rmat_11_8_5-1.h5
   out=$(env -u OMP_NUM_THREADS taskset -c "$cpu" "$mpiexec" -n 1 --bind-to none --allow-run-as-root \
-        "$bin/halo-infer" "$ds" --random-model 24,16,5 --out "$work/out-bound" 2>&1)
+        "$bin/halo-infer" "$ds" --random-model 24,16,5 --random-features --out "$work/out-bound" 2>&1)
   if grep -q "note: this rank may use 1 of the node's .* --bind-to none" <<<"$out"; then
     pass "a rank bound to one core is told: $(grep -m1 -o 'may use 1 of the node.s [0-9]* cores' <<<"$out")"
   else
     fail "no binding note for a rank bound to one core: $(head -5 <<<"$out")"
   fi
   out=$(taskset -c "$cpu" "$mpiexec" -n 1 --bind-to none --allow-run-as-root "$bin/halo-infer" "$ds" \
-        --random-model 24,16,5 --out "$work/out-bound2" 2>&1)
+        --random-model 24,16,5 --random-features --out "$work/out-bound2" 2>&1)
   if grep -q "may use 1 of the node" <<<"$out"; then
     fail "binding note despite OMP_NUM_THREADS=$OMP_NUM_THREADS"
   else

@@ -74,7 +74,7 @@ start_sleeping_job() {
   # mpiexec itself in the background (not a function's subshell): $! is its pid.
   HALO_FAULT_INJECT="rank=$rank,layer=1,sleep=60" "$mpiexec" -n 2 --oversubscribe \
     --allow-run-as-root -x HALO_FAULT_INJECT "$bin/halo-infer" "$dataset" \
-    --random-model 16,16,4 --out "$job_out" >"$job_log" 2>&1 &
+    --random-model 16,16,4 --random-features --out "$job_out" >"$job_log" 2>&1 &
   job_pid=$!
   if ! wait_for "$job_log" "sleeping 60 s"; then
     fail "$name: the rank did not reach the sleep"; cat "$job_log"
@@ -136,7 +136,7 @@ full_disk_infer() {
     rank=(env OMPI_MCA_btl=self,tcp bash -c "ulimit -f $limit && exec \"\$0\" \"\$@\"" "$bin/halo-infer")
   fi
   start=$(date +%s)
-  mpirun_n 2 -x OMPI_MCA_btl=self,tcp "${rank[@]}" "$work/g2.h5" --random-model 16,16,64 \
+  mpirun_n 2 -x OMPI_MCA_btl=self,tcp "${rank[@]}" "$work/g2.h5" --random-model 16,16,64 --random-features \
     --out "$out" >"$work/disk.log" 2>&1
   status=$?
   elapsed=$(( $(date +%s) - start ))
@@ -190,7 +190,7 @@ fi
 if start_sleeping_job 1 shared-out; then
   job_pid_first=$job_pid
   start=$(date +%s)
-  mpirun_n 2 "$bin/halo-infer" "$work/g2.h5" --random-model 16,16,4 --out "$job_out" \
+  mpirun_n 2 "$bin/halo-infer" "$work/g2.h5" --random-model 16,16,4 --random-features --out "$job_out" \
     >"$work/second.log" 2>&1
   status=$?
   elapsed=$(( $(date +%s) - start ))
@@ -204,7 +204,7 @@ if start_sleeping_job 1 shared-out; then
   kill -9 "$sleeper_pid"
   wait "$job_pid_first"
   # A job that ends (even killed) releases the lock: a third one runs.
-  if mpirun_n 2 "$bin/halo-infer" "$work/g2.h5" --random-model 16,16,4 --out "$job_out" -q &&
+  if mpirun_n 2 "$bin/halo-infer" "$work/g2.h5" --random-model 16,16,4 --random-features --out "$job_out" -q &&
      "$bin/halo-inspect" "$job_out" >/dev/null; then
     pass "the lock is released when a job ends, even by kill -9"
   else
@@ -219,7 +219,7 @@ job_out=$work/replaced2
 job_log=$work/replaced2.log
 start=$(date +%s)
 HALO_FAULT_INJECT="rank=1,layer=1,sleep=3" mpirun_n 2 -x HALO_FAULT_INJECT "$bin/halo-infer" \
-  "$work/replaced.h5" --random-model 16,16,4 --out "$job_out" >"$job_log" 2>&1 &
+  "$work/replaced.h5" --random-model 16,16,4 --random-features --out "$job_out" >"$job_log" 2>&1 &
 job_pid=$!
 if wait_for "$job_log" "sleeping 3 s"; then
   cp "$work/other2.h5" "$work/replaced.h5.new" && mv "$work/replaced.h5.new" "$work/replaced.h5"

@@ -40,7 +40,7 @@ seq $((nodes / 2)) $((nodes - 1)) >"$work/test.txt"
 labelled=0
 for ((i = nodes / 2; i < nodes; i++)); do ((i % 7 == 3)) || labelled=$((labelled + 1)); done
 infer() {  # parts seed width out
-  run_n "$1" "$bin/halo-infer" "$work/g$1.h5" --random-model "16,12,$3" --layer sage --seed "$2" \
+  run_n "$1" "$bin/halo-infer" "$work/g$1.h5" --random-model "16,12,$3" --random-features --layer sage --seed "$2" \
     --out "$4" -q || fail "halo-infer on $1 rank(s), seed $2"
 }
 infer 1 3 4 "$work/a1"

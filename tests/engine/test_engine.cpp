@@ -210,6 +210,40 @@ TEST(Engine, RunRandomEqualsARunOnTheHostGeneratorsFeatures)
     }
 }
 
+TEST(Engine, AfterLayerSeesEachLayerAndForwardFromResumesBitForBit)
+{
+    // halo-infer --checkpoint / --resume: the rows after_layer hands over are the layer's output
+    // (keep_layers' copy), and a run from layer l on layer l - 1's rows equals the whole run.
+    for (const auto type : {halo::LayerType::gcn, halo::LayerType::sage, halo::LayerType::gat}) {
+        OnePart c(type);
+        std::vector<std::vector<float>> seen(c.model.layers.size());
+        halo::EngineOptions options;
+        options.keep_layers = true;
+        options.after_layer = [&seen](std::size_t l, std::span<const float> rows) {
+            seen.at(l).assign(rows.begin(), rows.end());
+        };
+        halo::Engine engine(*c.backend, *c.exchanger, c.shard, c.model, options);
+        const auto whole = engine.run(c.x);
+        const auto kept = engine.layer_outputs();
+        ASSERT_EQ(kept.size(), seen.size());
+        for (std::size_t l = 0; l < seen.size(); ++l) {
+            EXPECT_EQ(seen[l], kept[l]) << "layer " << l;
+        }
+        for (std::size_t first = 1; first <= c.model.layers.size(); ++first) {
+            for (auto& s : seen) {
+                s.clear();
+            }
+            const auto out = engine.forward_from(first, kept[first - 1]);
+            const std::vector<float> resumed(out.begin(), out.end());
+            EXPECT_EQ(resumed, whole) << halo::to_string(type) << " from layer " << first;
+            for (std::size_t l = 0; l < seen.size(); ++l) {
+                EXPECT_EQ(seen[l].empty(), l < first) << "after_layer of layer " << l;
+            }
+        }
+        EXPECT_THROW(engine.forward_from(1, c.x), halo::LogicError);  // wrong width
+    }
+}
+
 // Feature rows handed over in groups, as read_shard does (ShardReadOptions::features); with
 // `reverse`, the last group first.
 void hand_over(halo::FeatureUpload& upload, const std::vector<float>& x, std::int64_t rows,

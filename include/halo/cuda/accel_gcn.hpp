@@ -1,4 +1,4 @@
-// Accel-GCN SpMM (paper 001; DESIGN.md's kernel table): rows degree-sorted, packed into thread
+// Accel-GCN SpMM (paper 001; docs/KERNELS.md "Accel-GCN"): rows degree-sorted, packed into thread
 // blocks by the block-level partition (one int4 of metadata per block), each warp's nonzeros
 // swept by a "combined warp" of ceil(d / 32) warps across the dense columns, partial sums of a row
 // combined in shared memory (atomicAdd_block) and rows longer than deg_bound split across blocks

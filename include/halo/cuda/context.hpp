@@ -1,8 +1,8 @@
-// The CUDA execution context (DESIGN.md "Core types"): one device, a compute stream and a
-// communication stream, cuSPARSE and cuBLAS handles bound to the compute stream, and a
-// stream-ordered memory pool (cudaMallocAsync). It comes first in every call that touches the
-// device; there are no globals. Host-only code may include this header (it needs the CUDA
-// runtime's headers, not nvcc).
+// The CUDA execution context (docs/ARCHITECTURE.md "Core types and conventions"): one device, a
+// compute stream and a communication stream, cuSPARSE and cuBLAS handles bound to the compute
+// stream, and a stream-ordered memory pool (cudaMallocAsync). It comes first in every call that
+// touches the device; there are no globals. Host-only code may include this header (it needs the
+// CUDA runtime's headers, not nvcc).
 #pragma once
 
 #include <cublas_v2.h>
@@ -130,7 +130,7 @@ private:
 /// engine's layer inputs and outputs. Below 64 MiB cudaMallocHost; from 64 MiB, plain memory
 /// whose pages are made resident on every core (detail::populate_pages) and then page-locked
 /// with cudaHostRegister: cudaMallocHost faults and locks its pages on one thread, which took
-/// seconds for the 17 GB input of R-MAT 26 (docs/PERFORMANCE.md).
+/// seconds for the 17 GB input of R-MAT 26 (docs/NOTEBOOK.md).
 template <typename T>
 class PinnedBuffer {
 public:

@@ -1,6 +1,7 @@
 // Sparse attention on the GPU, O = softmax_row(mask(Q K^T * scale)) V over a CSR pattern
-// (DESIGN.md kernel table, family fused3s; paper 002): the fused Fused3S kernel on tensor cores and
-// the unfused fp32 baseline it is measured against. The CPU oracle is halo/attention.hpp.
+// (docs/KERNELS.md "Families", family fused3s; docs/FUSED3S.md; paper 002): the fused Fused3S
+// kernel on tensor cores and the unfused fp32 baseline it is measured against. The CPU oracle is
+// halo/attention.hpp.
 //
 // Fused3S: one kernel per call, fp16 Q, K, V (the fp32 entry point converts them first into the
 // plan's workspace), fp32 softmax and accumulation, fp32 output. Approximate: fp16 inputs and fp16

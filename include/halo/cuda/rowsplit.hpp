@@ -1,4 +1,4 @@
-// Row-split SpMM: the simplest exact custom kernel, beside cuSPARSE (DESIGN.md kernel table).
+// Row-split SpMM: the simplest exact custom kernel, beside cuSPARSE (docs/KERNELS.md "Row-split").
 // A group of lanes owns one row (a warp, or a half/quarter warp for narrow widths), its lanes span
 // the dense columns with float4 accesses where alignment allows, and the row's nonzeros are read
 // cooperatively and broadcast by warp shuffles, so each X row is read once per nonzero. Every

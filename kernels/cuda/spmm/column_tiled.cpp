@@ -2,7 +2,7 @@
 // per slice. Y = A X splits by columns exactly (each slice of Y reads only that slice of X), and
 // each slice's gathers read `tile` features of an X row instead of d, so d / tile times as many X
 // rows fit in L2 while the slice runs. Where X outgrows L2 and the gathers are the traffic (the
-// gather model, halo/gather_model.hpp; docs/PERFORMANCE.md "The gather-bound limit"), the X rows
+// gather model, halo/gather_model.hpp; docs/NOTEBOOK.md "The gather-bound limit"), the X rows
 // fetched again fall by more than the extra reads of A cost; where X fits in L2 it is a loss,
 // so it is an autotune candidate, never a default. Results are bit-identical to the inner plan's
 // on the same slice (the sums of one element do not depend on the other columns).

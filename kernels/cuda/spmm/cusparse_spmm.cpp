@@ -1,4 +1,4 @@
-// cuSPARSE SpMM plan (the vendor baseline of DESIGN.md's kernel table): the operator on the
+// cuSPARSE SpMM plan (the vendor baseline of docs/KERNELS.md "Families"): the operator on the
 // device as cuSPARSE reads it, one CSR descriptor per row range asked for, and a workspace reused
 // across runs (kernels/cuda/primitives/cusparse_csr.hpp says how). Pattern matrices get an
 // explicit array of ones: cuSPARSE has no implicit-value CSR. An operator given as its pattern and

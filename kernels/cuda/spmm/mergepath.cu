@@ -171,7 +171,7 @@ __device__ __forceinline__ void row_sum(const KernelArgs<T>& k, std::int64_t fro
         acc[i] = 0.0f;
     }
     // Batches only for fp32 x with stored values, where they were measured faster; the pattern
-    // and fp16 / bf16 instances ran 1-2% slower batched in geomean, up to 7% (docs/PERFORMANCE.md,
+    // and fp16 / bf16 instances ran 1-2% slower batched in geomean, up to 7% (docs/NOTEBOOK.md,
     // "MergePath in batches of eight"), and the column-scaled ones were not measured.
     constexpr bool kBatched = std::is_same_v<T, float> && kEntries == kValues;
     for (; kBatched && from + kBatch <= to; from += kBatch) {

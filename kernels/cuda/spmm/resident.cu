@@ -7,7 +7,7 @@
 // each), and cuSPARSE and MergePath take 84 and 78 us on an H200. Here a nonzero costs a
 // 16-byte shared-memory load per slice and its 6 bytes of A (2-byte column, 4-byte value) per
 // slice from L2: 384 bytes of L2 traffic per nonzero at d = 256 instead of 1 KB. Measured
-// (docs/PERFORMANCE.md "X slices resident in shared memory"): 72 us there, L2 traffic 221 MB
+// (docs/NOTEBOOK.md "X slices resident in shared memory"): 72 us there, L2 traffic 221 MB
 // against MergePath's 680 MB, but bound by the latency of its loads of A (32 warps an SM, the
 // shared-memory pipe 42% busy), so slower than MergePath on the other graphs it fits.
 //

@@ -1,5 +1,5 @@
 // The SpMM cost model's rules (include/halo/spmm_cost_model.hpp), no GPU: each rule on the shapes
-// of the graphs it was fitted on (docs/PERFORMANCE.md "The default without stored choices"), the
+// of the graphs it was fitted on (docs/NOTEBOOK.md "The default without stored choices"), the
 // order of the rules, the edges of each threshold, the operator shape of a CSR, and the checks.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// halo-infer's phase table: every phase of a run on every rank, reduced over ranks (max and
-// mean), printed by rank 0 and stored in the manifest. The phases cover the whole run: what no
-// named phase measured is its own row ("other"), so the rows add up to the total.
+// The job's phase table: every phase of a run on every rank, reduced over ranks (max and
+// mean), printed by halo-infer --report and stored in the manifest. The phases cover the whole run:
+// what no named phase measured is its own row ("other"), so the rows add up to the total.
 #pragma once
 
 #include <mpi.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace halo::app {
+namespace halo::job {
 
 struct Phase {
     std::string name;
@@ -39,10 +39,10 @@ private:
 };
 
 /// Reduces every phase over the ranks of `comm`, adds "other" (total minus the phases) and
-/// "total", prints the table on rank 0 when `print`, and returns it as JSON rows
+/// "total", appends the table as text to `table`, and returns it as JSON rows
 /// {name, seconds: {max, mean}, bytes_per_rank: {max, mean}, gb_per_s_per_rank: {min, mean},
 /// note}. Collective.
 nlohmann::json report_phases(MPI_Comm comm, const PhaseLog& log, double total_seconds,
-                             bool print);
+                             std::string& table);
 
-}  // namespace halo::app
+}  // namespace halo::job

@@ -7,15 +7,14 @@
 #include "halo/error.hpp"
 #include "halo/mpi_error.hpp"
 
-namespace halo::app {
+namespace halo::job {
 
 void PhaseLog::add(std::string name, double seconds, double bytes, std::string note)
 {
     phases_.push_back({std::move(name), seconds, bytes, std::move(note)});
 }
 
-void PhaseLog::accumulate(const std::string& name, double seconds, double bytes,
-                          std::string note)
+void PhaseLog::accumulate(const std::string& name, double seconds, double bytes, std::string note)
 {
     const auto it = std::find_if(phases_.begin(), phases_.end(),
                                  [&](const Phase& p) { return p.name == name; });
@@ -41,7 +40,8 @@ double PhaseLog::sum_seconds() const
     return sum;
 }
 
-nlohmann::json report_phases(MPI_Comm comm, const PhaseLog& log, double total_seconds, bool print)
+nlohmann::json report_phases(MPI_Comm comm, const PhaseLog& log, double total_seconds,
+                             std::string& table)
 {
     int size = 1;
     HALO_MPI_TRY(MPI_Comm_size(comm, &size));
@@ -55,8 +55,8 @@ nlohmann::json report_phases(MPI_Comm comm, const PhaseLog& log, double total_se
     int max_count = 0;
     HALO_MPI_TRY(MPI_Allreduce(&count, &min_count, 1, MPI_INT, MPI_MIN, comm));
     HALO_MPI_TRY(MPI_Allreduce(&count, &max_count, 1, MPI_INT, MPI_MAX, comm));
-    HALO_EXPECTS(min_count == max_count, "phase table: ranks logged ", min_count, " to ",
-                 max_count, " phases");
+    HALO_EXPECTS(min_count == max_count, "phase table: ranks logged ", min_count, " to ", max_count,
+                 " phases");
 
     // Per row: seconds (max, sum), bytes (max, sum), rate (min, sum) in one reduction each.
     const auto n = rows.size();
@@ -81,13 +81,13 @@ nlohmann::json report_phases(MPI_Comm comm, const PhaseLog& log, double total_se
                                MPI_MAX, comm));
     HALO_MPI_TRY(MPI_Allreduce(sums.data(), sum_out.data(), static_cast<int>(3 * n), MPI_DOUBLE,
                                MPI_SUM, comm));
-    HALO_MPI_TRY(MPI_Allreduce(mins.data(), min_out.data(), static_cast<int>(n), MPI_DOUBLE,
-                               MPI_MIN, comm));
+    HALO_MPI_TRY(
+        MPI_Allreduce(mins.data(), min_out.data(), static_cast<int>(n), MPI_DOUBLE, MPI_MIN, comm));
 
     nlohmann::json out = nlohmann::json::array();
-    if (print) {
-        fmt::print("\n{:<28} {:>10} {:>10} {:>12} {:>17}  {}\n", "phase", "max s", "mean s",
-                   "bytes/rank", "GB/s min/mean", "note");
+    {
+        table += fmt::format("{:<28} {:>10} {:>10} {:>12} {:>17}  {}\n", "phase", "max s", "mean s",
+                             "bytes/rank", "GB/s min/mean", "note");
     }
     for (std::size_t i = 0; i < n; ++i) {
         const auto& r = rows[i];
@@ -106,16 +106,15 @@ nlohmann::json report_phases(MPI_Comm comm, const PhaseLog& log, double total_se
             row["note"] = r.note;
         }
         out.push_back(row);
-        if (print) {
+        {
             const auto bytes = has_bytes ? fmt::format("{:.3f} GB", mean_bytes / 1e9) : "";
-            const auto rate = has_bytes && max_s > 0.0
-                                  ? fmt::format("{:.2f} / {:.2f}", min_rate, mean_rate)
-                                  : "";
-            fmt::print("{:<28} {:>10.3f} {:>10.3f} {:>12} {:>17}  {}\n", r.name, max_s, mean_s,
-                       bytes, rate, r.note);
+            const auto rate =
+                has_bytes && max_s > 0.0 ? fmt::format("{:.2f} / {:.2f}", min_rate, mean_rate) : "";
+            table += fmt::format("{:<28} {:>10.3f} {:>10.3f} {:>12} {:>17}  {}\n", r.name, max_s,
+                                 mean_s, bytes, rate, r.note);
         }
     }
     return out;
 }
 
-}  // namespace halo::app
+}  // namespace halo::job
