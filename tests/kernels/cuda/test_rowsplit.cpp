@@ -399,7 +399,8 @@ TEST(RowchunkSpmm, RepeatedRunsSplitsWideOffsetsAndAMillionNonzeroRow)
     const auto wide = halo::cuda::make_rowchunk_spmm_plan(
         gpu.ctx, a, 64, {.length = 8, .offsets = halo::cuda::IndexWidth::bits64});
     EXPECT_EQ(wide->algorithm(), "rowchunk-8-i64");
-    EXPECT_GT(plan->memory().workspace, 0);
+    // The units' partial sums are sized by the widths run, on the first run (not for max_dim).
+    EXPECT_EQ(plan->memory().workspace, 0);
     const auto n = a.num_rows;
     for (const std::int64_t width : {33, 64}) {
         HostMatrix first(0, 0, 0);
@@ -420,6 +421,9 @@ TEST(RowchunkSpmm, RepeatedRunsSplitsWideOffsetsAndAMillionNonzeroRow)
                       0)
                 << "width " << width << " run " << r;
         }
+        // Units x the run's width rounded up to 4, never max_dim's when it ran narrower.
+        EXPECT_GT(plan->memory().workspace, 0) << width;
+        EXPECT_EQ(plan->memory().workspace % (4 * ((width + 3) / 4 * 4)), 0) << width;
     }
 
     auto hub = million_nonzero_row();
