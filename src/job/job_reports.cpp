@@ -108,8 +108,9 @@ nlohmann::json report_memory(State& job, const Engine& engine)
     const auto copy_rate = reduce_stat(
         job.world.comm(), moved_seconds > 0.0 ? moved / moved_seconds / 1e9 : 0.0, job.size);
     auto out = std::back_inserter(job.report);
-    fmt::format_to(out, "device memory by component, rank 0 ({}; max total over ranks {}):\n{}",
-                   engine.out_of_core() ? "out of core" : "in memory",
+    // The CPU backend's buffers are host memory (the manifest's key stays "device_memory").
+    fmt::format_to(out, "{} memory by component, rank 0 ({}; max total over ranks {}):\n{}",
+                   job.cuda ? "device" : "host", engine.out_of_core() ? "out of core" : "in memory",
                    format_bytes(static_cast<std::int64_t>(memory_total.max)),
                    format_memory_report(memory));
     if (engine.out_of_core()) {

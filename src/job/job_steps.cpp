@@ -334,9 +334,9 @@ std::vector<std::int32_t> write_piece(State& job, const Engine& engine, Backend&
         }
     }
     const double prepare_seconds = job.step.seconds();
-    job.phases.add(
-        "predictions", prepare_seconds, -1.0,
-        runs.deferred ? "argmax of every output row, on the device" : "argmax of every output row");
+    job.phases.add("predictions", prepare_seconds, -1.0,
+                   runs.deferred && job.cuda ? "argmax of every output row, on the device"
+                                             : "argmax of every output row");
     job.step.restart();
     const auto write_options = ResultWriteOptions{.sync = !job.o.no_sync};
     const double row_bytes = static_cast<double>(model.output_dim()) * 4.0;
@@ -522,8 +522,9 @@ JobSummary run_phases(State& job)
     spec.local_rank = world.local_rank();
     spec.local_size = world.local_size();
     const auto backend = make_backend(spec);
-    job.phase("device start", job.step.seconds(), -1.0,
-              job.cuda ? "CUDA context, streams, library handles" : "cpu backend");
+    // "device" only where there is one: the CPU backend runs on the host.
+    job.phase(job.cuda ? "device start" : "backend start", job.step.seconds(), -1.0,
+              job.cuda ? "CUDA context, streams, library handles" : "cpu backend, on the host");
 
     // read: this rank's part (rank 0 tells the progress of its features).
     job.step.restart();
@@ -600,7 +601,7 @@ JobSummary run_phases(State& job)
     job.phases.add("operators", engine.operator_seconds(), -1.0,
                    "host: degrees, self-loops, normalized values where built");
     job.phase("plans", setup_seconds - engine.operator_seconds(), -1.0,
-              "operators to the device, kernel setup");
+              job.cuda ? "operators to the device, kernel setup" : "kernel setup, on the host");
     // Sparse dataset features (bag-of-words rows): the first layer's transforms as an SpMM.
     if (o.input_transform != "dense" && !o.int8_features && info.feature_dim > 0 &&
         !engine.out_of_core()) {
