@@ -10,15 +10,9 @@
 #include <vector>
 
 #include "halo/shard.hpp"
+#include "mpi_world.hpp"
 
 namespace halo::testing {
-
-inline int world_size()
-{
-    int size = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return size;
-}
 
 /// Runs fn(group, lead) on a communicator of the first `parts` world ranks (lead: world rank 0);
 /// the other ranks skip it; all meet at a barrier afterwards.

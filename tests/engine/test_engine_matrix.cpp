@@ -34,41 +34,16 @@ using halo::testing::world_size;
 
 constexpr std::int64_t kClasses = 7;
 
-// A side x side grid, 4-neighbour, symmetric: the regular mesh.
-halo::Csr mesh(std::int64_t side)
-{
-    halo::EdgeList edges;
-    edges.num_nodes = side * side;
-    for (std::int64_t r = 0; r < side; ++r) {
-        for (std::int64_t c = 0; c < side; ++c) {
-            const auto v = r * side + c;
-            if (c + 1 < side) {
-                edges.src.push_back(v);
-                edges.dst.push_back(v + 1);
-            }
-            if (r + 1 < side) {
-                edges.src.push_back(v);
-                edges.dst.push_back(v + side);
-            }
-        }
-    }
-    halo::BuildOptions b;
-    b.symmetrize = true;
-    return halo::build_csr(edges, b);
-}
-
 // R-MAT 9 and, after its nodes, a 10 x 10 mesh: two components.
 halo::Csr two_components()
 {
     auto edges = halo::generate_rmat({.scale = 9, .edge_factor = 8, .seed = 11});
     const std::int64_t first = std::int64_t{1} << 9;
-    const std::int64_t side = 10;
-    edges.num_nodes = first + side * side;
-    for (std::int64_t r = 0; r < side; ++r) {
-        for (std::int64_t c = 0; c + 1 < side; ++c) {
-            edges.src.push_back(first + r * side + c);
-            edges.dst.push_back(first + r * side + c + 1);
-        }
+    const auto mesh = halo::testing::grid_edges(10);
+    edges.num_nodes = first + mesh.num_nodes;
+    for (std::int64_t e = 0; e < mesh.num_edges(); ++e) {
+        edges.src.push_back(first + mesh.src[e]);
+        edges.dst.push_back(first + mesh.dst[e]);
     }
     halo::BuildOptions b;
     b.symmetrize = true;
@@ -105,7 +80,7 @@ const std::vector<Graph>& graphs()
 {
     static const std::vector<Graph> out{
         {"rmat:10", halo::testing::engine_test_graph("rmat:10")},
-        {"mesh-20x20", mesh(20)},
+        {"mesh-20x20", halo::testing::grid_graph(20)},
         {"two-components", two_components()},
     };
     return out;
