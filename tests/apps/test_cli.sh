@@ -21,13 +21,7 @@ set -uo pipefail
 bin=$1
 mpiexec=$2
 data=${3:-}
-work=$(mktemp -d "${TMPDIR:-/tmp}/halo-cli-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-mpirun_n() { local n=$1; shift; "$mpiexec" -n "$n" --oversubscribe --allow-run-as-root "$@"; }
-export OMP_NUM_THREADS=1
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" cli
 
 graphs=("rmat:11:8:5")
 if [ -n "$data" ] && [ -f "$data/cora.el.gz" ]; then

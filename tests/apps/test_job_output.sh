@@ -13,13 +13,7 @@
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/halo-job-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-mpirun_n() { local n=$1; shift; "$mpiexec" -n "$n" --oversubscribe --allow-run-as-root "$@"; }
-export OMP_NUM_THREADS=1
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" job
 cd "$work" || exit 1
 
 "$bin/halo-partition" rmat:10:8:5 --parts 2 -q -o g2.h5 >/dev/null &&

@@ -11,13 +11,7 @@
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/halo-restart-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-mpirun_n() { local n=$1; shift; "$mpiexec" -n "$n" --oversubscribe --allow-run-as-root "$@"; }
-export OMP_NUM_THREADS=1
+source "$(dirname "${BASH_SOURCE[0]}")/harness.sh" restart
 cd "$work" || exit 1
 model=(--random-model 16,16,16,4 --random-features --seed 7)
 
