@@ -2,6 +2,7 @@
 // (apps/halo_partition.hpp).
 #include <fmt/core.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -113,8 +114,18 @@ int run_distributed(const Options& o, const std::string& command)
                                     (dopt.weight_by_degree ? "1 + degree" : "1")
                               : o.scotch_strategy));
     const auto result = halo::partition_distributed(MPI_COMM_WORLD, o.input, dopt);
-    step(fmt::format("{} nodes, {} nonzeros; {} part(s) built on rank 0", result.num_nodes,
-                     result.num_nonzeros, result.shards.size()));
+    step(fmt::format("{} nodes, {} nonzeros; {} part(s) built on rank 0{}", result.num_nodes,
+                     result.num_nonzeros, result.shards.size(),
+                     kaminpar ? fmt::format(" (dKaMinPar: {} thread(s) per rank)", result.threads)
+                              : ""));
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (kaminpar && o.threads == 0 && result.threads == 1 && online > size && rank == 0) {
+        fmt::print(stderr,
+                   "halo-partition: note: dKaMinPar ran one thread per rank: each rank may use one "
+                   "core (mpirun binds each rank to a core by default); `mpirun --bind-to none` "
+                   "or --threads N gives it more of the node's {} cores\n",
+                   online);
+    }
 
     halo::DatasetInfo info;
     info.num_parts = o.parts;
