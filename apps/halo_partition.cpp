@@ -187,8 +187,11 @@ int run(const Options& o, const std::string& command)
         popt.symmetric = symmetrize;  // build_csr made it so: KaMinPar takes the pattern as it is
         step(fmt::format("partitioning into {} parts with {}{}", o.parts, o.partitioner,
                          popt.method == halo::Partitioner::kaminpar
-                             ? fmt::format(" (preset {}, {} threads, node weights {})",
+                             ? fmt::format(" (preset {}, {} threads{}, node weights {})",
                                            o.kaminpar_preset, halo::kaminpar_threads(o.threads),
+                                           halo::kaminpar_threads(o.threads) > 1
+                                               ? ": runs may differ, --threads 1 repeats them"
+                                               : "",
                                            popt.weight_by_degree ? "1 + degree" : "1")
                              : ""));
         owner = halo::partition_graph(csr.view(), popt);
@@ -322,9 +325,9 @@ std::string default_partitioner()
     return halo::kaminpar_available() ? "kaminpar" : "metis";
 }
 
-std::string default_kaminpar_preset(const std::string& partitioner)
+std::string default_kaminpar_preset()
 {
-    return partitioner == "dkaminpar" ? "default" : "eco";
+    return "default";  // both partitioners have one of this name
 }
 
 }  // namespace halo_partition
@@ -432,9 +435,7 @@ int main(int argc, char** argv)
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     app.add_option("--kaminpar-preset", o.kaminpar_preset,
-                   "KaMinPar's configuration: auto (kaminpar: " +
-                       halo_partition::default_kaminpar_preset("kaminpar") + ", dkaminpar: " +
-                       halo_partition::default_kaminpar_preset("dkaminpar") +
+                   "KaMinPar's configuration: auto (" + halo_partition::default_kaminpar_preset() +
                        ") | default | eco | strong | fast | ... (kaminpar), default | strong | "
                        "... (dkaminpar); an unknown name lists the known ones")
         ->capture_default_str();
@@ -449,7 +450,7 @@ int main(int argc, char** argv)
         return 2;
     }
     if (o.kaminpar_preset == "auto") {
-        o.kaminpar_preset = halo_partition::default_kaminpar_preset(o.partitioner);
+        o.kaminpar_preset = halo_partition::default_kaminpar_preset();
     }
     if (chosen_by_default && o.parts > 1 && owner_option->count() == 0 && !o.quiet) {
         fmt::print("partitioner: {}{} (the default for --parts > 1 in this build; --partitioner "

@@ -40,14 +40,14 @@ struct Options {
     int scotch_tries = 1;
     int refine_passes = 8;
     std::int64_t chunk_entries = std::int64_t{1} << 24;
-    int threads = 0;                      // kaminpar, dkaminpar (per rank); 0: automatic
+    int threads = 0;                       // kaminpar, dkaminpar (per rank); 0: automatic
     std::string kaminpar_preset = "auto";  // auto: default_kaminpar_preset
 };
 
-/// The partitioner --partitioner auto stands for (the measurements in docs/PARTITION.md, "Choosing
-/// the default"), and the preset --kaminpar-preset auto stands for.
+/// The partitioner --partitioner auto stands for, and the preset --kaminpar-preset auto stands for
+/// (the measurements in docs/PARTITION.md, "Choosing the default").
 std::string default_partitioner();
-std::string default_kaminpar_preset(const std::string& partitioner);
+std::string default_kaminpar_preset();
 
 /// The per-part table (with an interior column where `interior` has one entry a part) and the
 /// quality line, both paths' summary.

@@ -114,10 +114,13 @@ int run_distributed(const Options& o, const std::string& command)
                                     (dopt.weight_by_degree ? "1 + degree" : "1")
                               : o.scotch_strategy));
     const auto result = halo::partition_distributed(MPI_COMM_WORLD, o.input, dopt);
-    step(fmt::format("{} nodes, {} nonzeros; {} part(s) built on rank 0{}", result.num_nodes,
-                     result.num_nonzeros, result.shards.size(),
-                     kaminpar ? fmt::format(" (dKaMinPar: {} thread(s) per rank)", result.threads)
-                              : ""));
+    step(fmt::format(
+        "{} nodes, {} nonzeros; {} part(s) built on rank 0{}", result.num_nodes,
+        result.num_nonzeros, result.shards.size(),
+        kaminpar
+            ? fmt::format(" (dKaMinPar: {} thread(s) per rank{})", result.threads,
+                          result.threads > 1 ? "; runs may differ, --threads 1 repeats them" : "")
+            : ""));
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (kaminpar && o.threads == 0 && result.threads == 1 && online > size && rank == 0) {
         fmt::print(stderr,

@@ -1,10 +1,9 @@
 // dKaMinPar behind halo::partition_distributed (partition/dkaminpar_partition.hpp).
 #include "dkaminpar_partition.hpp"
 
+#include <dkaminpar.h>
 #include <omp.h>
 #include <unistd.h>
-
-#include <dkaminpar.h>
 
 #include <algorithm>
 #include <exception>
@@ -90,9 +89,9 @@ std::vector<std::int32_t> dkaminpar_partition(const Comm& c, const Csr& pattern,
         }
     }
 
-    kaminpar::dKaMinPar partitioner(c.comm, dkaminpar_threads(c, o.threads),
-                                    kaminpar::dist::create_context_by_preset_name(
-                                        o.kaminpar_preset));
+    kaminpar::dKaMinPar partitioner(
+        c.comm, dkaminpar_threads(c, o.threads),
+        kaminpar::dist::create_context_by_preset_name(o.kaminpar_preset));
     partitioner.set_output_level(kaminpar::OutputLevel::QUIET);
     kaminpar::dKaMinPar::reseed(static_cast<int>(o.seed % 2147483647ULL));
     std::vector<BlockID> part(static_cast<std::size_t>(n_local));

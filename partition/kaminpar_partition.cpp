@@ -152,9 +152,9 @@ std::vector<std::int32_t> kaminpar_partition(const CsrView& a, const PartitionOp
             vwgt[at] = 1 + static_cast<NodeWeight>(graph.xadj[at + 1] - graph.xadj[at]);
         }
     }
-    kaminpar::KaMinPar partitioner(halo::kaminpar_threads(options.threads),
-                                   kaminpar::shm::create_context_by_preset_name(
-                                       options.kaminpar_preset));
+    kaminpar::KaMinPar partitioner(
+        halo::kaminpar_threads(options.threads),
+        kaminpar::shm::create_context_by_preset_name(options.kaminpar_preset));
     partitioner.set_output_level(kaminpar::OutputLevel::QUIET);
     kaminpar::KaMinPar::reseed(static_cast<int>(options.seed % 2147483647ULL));
     // KaMinPar reorders the arrays it borrows (they are ours and dropped after this call).
@@ -177,8 +177,8 @@ std::vector<std::int32_t> kaminpar_partition(const CsrView& a, const PartitionOp
     }
     for (int p = 0; p < options.num_parts; ++p) {
         if (owned[static_cast<std::size_t>(p)] == 0) {
-            HALO_THROW(InputError, "KaMinPar left part ", p, " of ", options.num_parts,
-                       " empty (", n, " nodes): every part must own at least one; use fewer parts");
+            HALO_THROW(InputError, "KaMinPar left part ", p, " of ", options.num_parts, " empty (",
+                       n, " nodes): every part must own at least one; use fewer parts");
         }
     }
     return owner;

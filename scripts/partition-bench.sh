@@ -60,7 +60,7 @@ case $mode in
   rmat24) rmat=${RMAT-rmat:24:16}; parts=${PARTS:-4}; GRAPHS=${GRAPHS:-none}
           methods=${METHODS:-${all_methods/metis /}}
           [ -n "${METIS_CAP:-}" ] && methods="metis $methods" ;;
-  big26) rmat=${RMAT-rmat:26:16}; parts=${PARTS:-8}; methods=${METHODS:-kaminpar-eco}
+  big26) rmat=${RMAT-rmat:26:16}; parts=${PARTS:-8}; methods=${METHODS:-kaminpar-default}
          GRAPHS=${GRAPHS:-none} ;;
   big27) rmat=${RMAT-rmat:27:16}; parts=${PARTS:-8}; methods=${METHODS:-dkaminpar-4}
          GRAPHS=${GRAPHS:-none} ;;
@@ -86,7 +86,8 @@ git -C "$root" diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
   echo "host: $(hostname); $cores cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); $(free -g | awk '/Mem:/ {print $2}') GiB"
   echo "commit: $commit"
   echo "command: $0 $mode $*"
-  echo "settings: threads $threads, parts '$parts', methods '$methods', seed $seed, SCOTCH_CAP $scotch_cap s, METIS_CAP $metis_cap s, CAP $cap s"
+  echo "settings: threads $threads, parts '$parts', methods '$methods', seed $seed, SCOTCH_RANKS $scotch_ranks, SCOTCH_CAP $scotch_cap s, METIS_CAP $metis_cap s, CAP $cap s"
+  echo "inputs: ${inputs[*]}"
 } >"$out/env.txt"
 cat "$out/env.txt"
 printf 'graph\tnnz\tparts\tmethod\tranks\tthreads\tstatus\tedge_cut\thalo_volume\tnnz_imbalance\trow_imbalance\tpartition_s\ttotal_s\tpeak_rss_mib_report\tmaxrss_mib_time\n' \
@@ -193,6 +194,28 @@ for r in rows:
           f"| {r['ranks']} x {r['threads']} | {r['edge_cut']} | {ratio} | {r['halo_volume']} "
           f"| {r['nnz_imbalance']} | {r['partition_s']} | {r['total_s']} "
           f"| {r['peak_rss_mib_report']} | {r['maxrss_mib_time']} | {r['status']} |")
+# The compact table: per graph and P, METIS's cut and partitioning time, then every other
+# partitioner's cut over METIS's and its partitioning time.
+methods = list(dict.fromkeys(r["method"] for r in rows if r["method"] != "metis"))
+if metis and methods:
+    print("\nCompact: cut / METIS's cut (partitioning s; halo-partition's report, seconds.partition)\n")
+    print("| graph | nnz | P | METIS cut (s) | " + " | ".join(methods) + " |")
+    print("| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in methods) + " |")
+    by = {(r["graph"], r["parts"], r["method"]): r for r in rows}
+    for (g, p), m in metis.items():
+        cells = []
+        for method in methods:
+            r = by.get((g, p, method))
+            if r is None:
+                cells.append("")
+            elif not r["edge_cut"]:
+                cells.append(r["status"])
+            elif int(m["edge_cut"]) == 0:
+                cells.append(f"cut {r['edge_cut']} ({r['partition_s']})")
+            else:
+                cells.append(f"{int(r['edge_cut']) / int(m['edge_cut']):.3f} ({r['partition_s']})")
+        print(f"| {g} | {m['nnz']} | {p} | {m['edge_cut']} ({m['partition_s']}) | "
+              + " | ".join(cells) + " |")
 if ratios:
     print("\n| partitioner | pairs with METIS | cut / METIS: geometric mean | max | within 1.10x |")
     print("| --- | ---: | ---: | ---: | ---: |")

@@ -299,7 +299,7 @@ else
     fi
   done
   if grep -q '"partitioner": "dkaminpar"' "$work/dkm-2.json" &&
-     grep -q '"edge_cut"' "$work/dkm-2.json" && grep -q '"kaminpar_preset": "eco"' "$work/km.json"; then
+     grep -q '"edge_cut"' "$work/dkm-2.json" && grep -q '"kaminpar_preset": "default"' "$work/km.json"; then
     pass "--report names the partitioner, its preset and the cut"
   else
     fail "--report of kaminpar / dkaminpar"; cat "$work/km.json" "$work/dkm-2.json"
