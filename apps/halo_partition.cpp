@@ -76,7 +76,7 @@ std::string check_options(const Options& o, bool owner_given)
                "-DHALO_WITH_KAMINPAR=OFF); use metis, or ptscotch under mpirun";
     }
     if (o.balance == "rows+nnz" && (p != "metis" || owner_given)) {
-        return "--balance rows+nnz (two constraints) is a METIS option (not with --partitioner " +
+        return "--balance rows+nnz is a METIS option (two constraints; not with --partitioner " +
                p + (owner_given ? " or --owner" : "") +
                "); KaMinPar balances one weight per node: --balance nnz (1 + degree) or rows (1)";
     }

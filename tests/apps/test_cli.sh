@@ -356,7 +356,7 @@ else
   fi
   bad_kaminpar "an unknown preset" "unknown KaMinPar preset 'nope'" 0 kaminpar \
     rmat:11:8:5 --parts 2 --kaminpar-preset nope
-  bad_kaminpar "two balance constraints" "rows\+nnz \(two constraints\) is a METIS option" 0 \
+  bad_kaminpar "two balance constraints" "rows\+nnz is a METIS option \(two constraints" 0 \
     kaminpar rmat:11:8:5 --parts 2 --balance rows+nnz
 fi
 out=$("$bin/halo-partition" rmat:11:8:5 --parts 2 --partitioner metis --symmetrize \
