@@ -350,8 +350,8 @@ int main(int argc, char** argv)
                    "auto (" + halo_partition::default_partitioner() +
                        " in this build) | metis | kaminpar (shared memory, all cores, 64-bit edge "
                        "ids) | dkaminpar (distributed: run under mpirun, each rank reads its "
-                       "slice) | ptscotch (64-bit, distributed: run under mpirun, each rank reads its "
-                   "slice) | block | random")
+                       "slice) | ptscotch (64-bit, distributed: run under mpirun, each rank "
+                       "reads its slice) | block | random")
         ->check(CLI::IsMember({"auto", "metis", "kaminpar", "dkaminpar", "ptscotch", "block",
                                "random"}))
         ->capture_default_str();

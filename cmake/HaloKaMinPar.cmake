@@ -1,6 +1,7 @@
 # KaMinPar and dKaMinPar (KaHIP group, MIT license; github.com/KaHIP/KaMinPar), built from source
 # at a pinned commit as part of this build: Debian does not package them. Defines the targets
-# KaMinPar::KaMinPar (shared memory) and KaMinPar::dKaMinPar (distributed, MPI) (64-bit edge ids and weights, 32-bit node ids; dKaMinPar's global ids 64-bit).
+# KaMinPar::KaMinPar (shared memory) and KaMinPar::dKaMinPar (distributed, MPI): 64-bit edge ids
+# and weights, 32-bit node ids (dKaMinPar's global ids are 64-bit). docs/PARTITION.md, "Build".
 #
 # Where the source comes from, first match wins:
 #   1. FETCHCONTENT_SOURCE_DIR_KAMINPAR: an unpacked tree (CMake's own FetchContent override);
