@@ -187,7 +187,7 @@ int run(const Options& o, const std::string& command)
         popt.symmetric = symmetrize;  // build_csr made it so: KaMinPar takes the pattern as it is
         step(fmt::format("partitioning into {} parts with {}{}", o.parts, o.partitioner,
                          popt.method == halo::Partitioner::kaminpar
-                             ? fmt::format(" (preset {}, {} threads{}, node weights {})",
+                             ? fmt::format(" (preset {}, {} thread(s){}, node weights {})",
                                            o.kaminpar_preset, halo::kaminpar_threads(o.threads),
                                            halo::kaminpar_threads(o.threads) > 1
                                                ? ": runs may differ, --threads 1 repeats them"
@@ -430,8 +430,9 @@ int main(int argc, char** argv)
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 28))
         ->capture_default_str();
     app.add_option("--threads", o.threads,
-                   "kaminpar: threads (0: every core this process may use); dkaminpar: threads "
-                   "per rank (0: the node's cores shared among its ranks)")
+                   "kaminpar: threads (0: OMP_NUM_THREADS, else every core this process may use); "
+                   "dkaminpar: threads per rank (0: the node's cores shared among its ranks, at "
+                   "most OMP_NUM_THREADS)")
         ->check(CLI::Range(0, 4096))
         ->capture_default_str();
     app.add_option("--kaminpar-preset", o.kaminpar_preset,

@@ -35,9 +35,9 @@ int dkaminpar_threads(const Comm& c, int requested)
     MPI_Comm_free(&node);
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     const int node_share = static_cast<int>(std::max(1L, online) / std::max(1, ranks_on_node));
-    // omp_get_num_procs: the processors this rank is bound to (mpirun binds to a core for 1 or 2
-    // ranks by default, to a socket above).
-    return std::max(1, std::min(node_share, omp_get_num_procs()));
+    // omp_get_max_threads: OMP_NUM_THREADS where set, else the processors this rank is bound to
+    // (mpirun binds to a core for 1 or 2 ranks by default, to a socket above).
+    return std::max(1, std::min(node_share, omp_get_max_threads()));
 }
 
 std::vector<std::int32_t> dkaminpar_partition(const Comm& c, const Csr& pattern,

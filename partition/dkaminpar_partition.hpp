@@ -25,7 +25,8 @@ std::vector<std::int32_t> dkaminpar_partition(const Comm& c, const Csr& pattern,
 std::vector<std::string> dkaminpar_preset_names();
 
 /// Threads per rank for `requested` (0: the node's processors shared among its ranks, at most
-/// the processors this rank is bound to, at least 1). Collective.
+/// OMP_NUM_THREADS where set, else at most the processors this rank is bound to; at least 1).
+/// Collective.
 int dkaminpar_threads(const Comm& c, int requested);
 
 }  // namespace halo::detail

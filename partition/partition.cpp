@@ -195,7 +195,8 @@ constexpr std::array<EnumName<Partitioner>, 6> partitioner_names{
 
 int kaminpar_threads(int requested)
 {
-    return requested > 0 ? requested : std::max(1, omp_get_num_procs());
+    // OpenMP's count: OMP_NUM_THREADS where set, else the processors of this process's affinity.
+    return requested > 0 ? requested : std::max(1, omp_get_max_threads());
 }
 
 bool kaminpar_available()

@@ -66,7 +66,7 @@ struct DistributedOptions {
     std::int64_t chunk_entries = std::int64_t{1} << 24;
     bool weight_by_degree = true;
     /// dkaminpar: TBB threads per rank (0: the node's processors shared among its ranks, at most
-    /// those the rank is bound to).
+    /// OMP_NUM_THREADS where set, else at most those the rank is bound to).
     int threads = 0;
     /// dkaminpar: the preset (dkaminpar_presets()).
     std::string kaminpar_preset = "default";

@@ -38,7 +38,7 @@ struct PartitionOptions {
     /// within `imbalance`, instead of the one weight above: for work that grows with a part's rows
     /// as well as its nonzeros (the dense transform, the output rows). Ignores weight_by_degree.
     bool balance_rows = false;
-    /// kaminpar: TBB threads (0: every core of the machine, std::thread::hardware_concurrency).
+    /// kaminpar: TBB threads (0: kaminpar_threads(0), OpenMP's count).
     int threads = 0;
     /// kaminpar: the preset (kaminpar_presets()).
     std::string kaminpar_preset = "default";
@@ -50,7 +50,8 @@ struct PartitionOptions {
 /// Whether this build has KaMinPar and dKaMinPar (CMake option HALO_WITH_KAMINPAR).
 bool kaminpar_available();
 
-/// KaMinPar's threads for --threads `requested` (0: the processors this process may run on).
+/// KaMinPar's threads for --threads `requested` (0: OMP_NUM_THREADS where set, else the processors
+/// this process may run on).
 int kaminpar_threads(int requested);
 
 /// KaMinPar's preset names that --kaminpar-preset takes (shared memory), sorted; empty without
