@@ -23,38 +23,11 @@
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
+#include "halo_partition.hpp"
 
 namespace {
 
-struct Options {
-    std::string input;
-    int parts = 1;
-    std::string partitioner = "metis";
-    bool symmetrize = false;
-    bool no_symmetrize = false;
-    std::string self_loops = "keep";
-    std::string normalize = "none";
-    std::string features;
-    std::int64_t feature_width = 0;
-    std::string labels;
-    std::uint64_t seed = 1;
-    double imbalance = 1.03;
-    std::string balance = "nnz";
-    std::string row_order = "global";
-    std::int64_t num_nodes = -1;
-    std::string output;
-    std::string save_csr;
-    std::string owner_from;  // --owner: the assignment from a file instead of a partitioner
-    std::string save_owner;
-    std::string report;
-    bool quiet = false;
-    std::vector<std::string> kernel_metadata;
-    std::string quantize = "none";
-    std::string scotch_strategy = "auto";
-    int scotch_tries = 1;
-    int refine_passes = 8;
-    std::int64_t chunk_entries = std::int64_t{1} << 24;
-};
+using halo_partition::Options;
 
 // True when `path` starts with the HDF5 signature (a dataset rather than a text part file).
 bool has_hdf5_signature(const std::string& path)
@@ -77,8 +50,7 @@ std::vector<std::int32_t> read_owner_from(const Options& o, std::int64_t num_nod
     const auto source = halo::read_dataset_info(o.owner_from);
     if (source.num_nodes != num_nodes) {
         HALO_THROW(halo::InputError, o.owner_from, ": the dataset has ", source.num_nodes,
-                   " nodes, but the graph has ", num_nodes,
-                   " (--owner takes the assignment of "
+                   " nodes, but the graph has ", num_nodes, " (--owner takes the assignment of "
                    "the same graph)");
     }
     if (source.num_parts != o.parts) {
@@ -94,167 +66,37 @@ bool is_generator_spec(const std::string& input)
     return input.rfind("rmat:", 0) == 0 || input.rfind("er:", 0) == 0;
 }
 
-// The per-part table (with an interior column where `interior` has one entry a part) and the
-// quality line, both paths' summary.
-void print_quality(const Options& o, const halo::PartitionQuality& quality,
-                   const std::vector<std::int64_t>& interior)
+// The combinations of options that no path takes: the error text, or empty.
+std::string check_options(const Options& o, bool owner_given)
 {
-    const bool with_interior = !interior.empty();
-    fmt::print("\n{:>5} {:>12} {:>14} ", "part", "owned rows", "nonzeros");
-    if (with_interior) {
-        fmt::print("{:>12} ", "interior");
+    const auto& p = o.partitioner;
+    const bool kaminpar = p == "kaminpar" || p == "dkaminpar";
+    const bool distributed = p == "ptscotch" || p == "dkaminpar";
+    if (kaminpar && !halo::kaminpar_available()) {
+        return "--partitioner " + p + " is not in this build of halo-partition (configured with "
+               "-DHALO_WITH_KAMINPAR=OFF); use metis, or ptscotch under mpirun";
     }
-    fmt::print("{:>12} {:>10}\n", "halo rows", "neighbours");
-    for (int p = 0; p < o.parts; ++p) {
-        const auto& q = quality.parts[p];
-        fmt::print("{:>5} {:>12} {:>14} ", p, q.owned_rows, q.nnz);
-        if (with_interior) {
-            fmt::print("{:>12} ", interior[p]);
-        }
-        fmt::print("{:>12} {:>10}\n", q.halo_rows, q.neighbours);
+    if (o.balance == "rows+nnz" && (p != "metis" || owner_given)) {
+        return "--balance rows+nnz is a METIS option (two constraints; not with --partitioner " +
+               p + (owner_given ? " or --owner" : "") +
+               "); KaMinPar balances one weight per node: --balance nnz (1 + degree) or rows (1)";
     }
-    fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
-               quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
-}
-
-// --report: `report` (the path's own figures) with the quality, each part's (its interior rows
-// and their nonzeros where `interior` and `interior_nnz` have them), the dataset's bytes and the
-// command line, written to o.report.
-void write_report(const Options& o, nlohmann::json report, const halo::PartitionQuality& quality,
-                  const std::vector<std::int64_t>& interior,
-                  const std::vector<std::int64_t>& interior_nnz, std::uintmax_t file_bytes,
-                  const std::string& command)
-{
-    nlohmann::json parts = nlohmann::json::array();
-    for (int p = 0; p < o.parts; ++p) {
-        const auto& q = quality.parts[p];
-        nlohmann::json part = {{"part", p},
-                               {"owned_rows", q.owned_rows},
-                               {"nnz", q.nnz},
-                               {"halo_rows", q.halo_rows},
-                               {"neighbours", q.neighbours}};
-        if (!interior.empty()) {
-            part["interior_rows"] = interior[p];
-        }
-        if (!interior_nnz.empty()) {
-            part["interior_nnz"] = interior_nnz[p];
-        }
-        parts.push_back(std::move(part));
+    if (o.balance == "rows" && (!(kaminpar || p == "metis") || owner_given)) {
+        return "--balance rows is for metis, kaminpar and dkaminpar (not with --partitioner " + p +
+               (owner_given ? " or --owner" : "") + ")";
     }
-    report["file_bytes"] = file_bytes;
-    report["edge_cut"] = quality.edge_cut;
-    report["halo_volume"] = quality.halo_volume;
-    report["row_imbalance"] = quality.row_imbalance;
-    report["nnz_imbalance"] = quality.nnz_imbalance;
-    report["per_part"] = std::move(parts);
-    report["command"] = command;
-    halo::write_file_atomic(o.report, report.dump(2) + "\n");
-}
-
-// --partitioner ptscotch: every rank of MPI_COMM_WORLD reads its slice and the ranks write one
-// dataset together (halo/distributed_partition.hpp, docs/PARTITION.md).
-int run_distributed(const Options& o, const std::string& command)
-{
-    using halo::app::Stopwatch;
-    int rank = 0;
-    int size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    Stopwatch total;
-    auto step = [&](const std::string& what) {
-        if (!o.quiet && rank == 0) {
-            halo::app::progress_line("halo-partition", total.seconds(), what);
-        }
-    };
-    if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty() ||
-        !o.save_owner.empty()) {
-        HALO_THROW(halo::InputError,
-                   "--partitioner ptscotch does not take --features, --labels, --quantize, "
-                   "--save-csr or --save-owner yet; partition with metis, or add node data in a "
-                   "later step");
+    if (!kaminpar && (o.threads != 0 || o.kaminpar_preset != "auto")) {
+        return "--threads and --kaminpar-preset are KaMinPar's options (not with --partitioner " +
+               p + ")";
     }
-    halo::DistributedOptions dopt;
-    dopt.num_parts = o.parts;
-    dopt.seed = o.seed;
-    dopt.imbalance = o.imbalance;
-    dopt.strategy = o.scotch_strategy;
-    dopt.tries = o.scotch_tries;
-    dopt.refine_passes = o.refine_passes;
-    dopt.chunk_entries = o.chunk_entries;
-    dopt.build.symmetrize = o.symmetrize;
-    dopt.build.self_loops = halo::parse_self_loops(o.self_loops);
-    dopt.build.normalization = halo::parse_normalization(o.normalize);
-    dopt.read.num_nodes = o.num_nodes;
-    step(
-        fmt::format("{} ranks: reading, building and partitioning {} into {} parts with PT-Scotch "
-                    "({})",
-                    size, o.input, o.parts, o.scotch_strategy));
-    const auto result = halo::partition_distributed(MPI_COMM_WORLD, o.input, dopt);
-    step(fmt::format("{} nodes, {} nonzeros; {} part(s) built on rank 0", result.num_nodes,
-                     result.num_nonzeros, result.shards.size()));
-
-    halo::DatasetInfo info;
-    info.num_parts = o.parts;
-    info.partitioner = "ptscotch";
-    info.normalization = o.normalize;
-    info.self_loops = o.self_loops;
-    info.created_by = "halo-partition: " + command;
-    Stopwatch write_time;
-    halo::write_distributed_dataset(MPI_COMM_WORLD, o.output, info, result,
-                                    [&](halo::DatasetWriter& writer, const halo::Shard& shard) {
-                                        for (const auto& md : halo::build_kernel_metadata(
-                                                 shard, o.normalize, o.kernel_metadata)) {
-                                            writer.write_kernel_metadata(shard.part, md);
-                                        }
-                                    });
-    auto seconds = result.seconds;
-    seconds["write"] = write_time.seconds();
-    seconds["total"] = total.seconds();
-    // Phase times: the slowest rank's.
-    for (auto& [name, value] : seconds) {
-        MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (o.row_order != "global" && distributed) {
+        return "--row-order " + o.row_order + " is not available with --partitioner " + p +
+               " yet (its shards are built by every rank)";
     }
-    const double peak = static_cast<double>(halo::app::peak_rss_bytes());
-    std::vector<double> peaks(size);
-    MPI_Gather(&peak, 1, MPI_DOUBLE, peaks.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (rank != 0) {
-        return 0;
+    if (owner_given && distributed) {
+        return "--owner replaces the partitioner; it does not go with --partitioner " + p;
     }
-    std::uintmax_t file_size = 0;
-    for (int r = 0; r < (size == 1 ? 0 : size); ++r) {
-        std::error_code ec;
-        const auto bytes = std::filesystem::file_size(halo::part_file_path(o.output, r, size), ec);
-        file_size += ec ? 0 : bytes;
-    }
-    file_size += std::filesystem::file_size(o.output);
-    print_quality(o, result.quality, {});
-    std::string phases;
-    for (const auto& [name, value] : seconds) {
-        phases += fmt::format("{} {:.2f} s  ", name, value);
-    }
-    fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
-               halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())), o.output,
-               halo::app::format_bytes(static_cast<double>(file_size)));
-    if (!o.report.empty()) {
-        nlohmann::json secs = nlohmann::json::object();
-        for (const auto& [name, value] : seconds) {
-            secs[name] = value;
-        }
-        const nlohmann::json report = {
-            {"input", o.input},
-            {"num_nodes", result.num_nodes},
-            {"num_nonzeros", result.num_nonzeros},
-            {"parts", o.parts},
-            {"ranks", size},
-            {"partitioner", "ptscotch"},
-            {"strategy", result.strategy},
-            {"refine_passes", o.refine_passes},
-            {"seconds", secs},
-            {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
-            {"peak_rss_bytes_per_rank", peaks}};
-        write_report(o, report, result.quality, {}, {}, file_size, command);
-    }
-    return 0;
+    return {};
 }
 
 int run(const Options& o, const std::string& command)
@@ -339,7 +181,19 @@ int run(const Options& o, const std::string& command)
         popt.seed = o.seed;
         popt.imbalance = o.imbalance;
         popt.balance_rows = o.balance == "rows+nnz";
-        step(fmt::format("partitioning into {} parts with {}", o.parts, o.partitioner));
+        popt.weight_by_degree = o.balance != "rows";
+        popt.threads = o.threads;
+        popt.kaminpar_preset = o.kaminpar_preset;
+        popt.symmetric = symmetrize;  // build_csr made it so: KaMinPar takes the pattern as it is
+        step(fmt::format("partitioning into {} parts with {}{}", o.parts, o.partitioner,
+                         popt.method == halo::Partitioner::kaminpar
+                             ? fmt::format(" (preset {}, {} thread(s){}, node weights {})",
+                                           o.kaminpar_preset, halo::kaminpar_threads(o.threads),
+                                           halo::kaminpar_threads(o.threads) > 1
+                                               ? ": runs may differ, --threads 1 repeats them"
+                                               : "",
+                                           popt.weight_by_degree ? "1 + degree" : "1")
+                             : ""));
         owner = halo::partition_graph(csr.view(), popt);
     }
     const double partition_seconds = partition_time.seconds();
@@ -452,6 +306,12 @@ int run(const Options& o, const std::string& command)
                                        {"partitioner", partitioner},
                                        {"owner_from", o.owner_from},
                                        {"balance", o.balance},
+                                       {"kaminpar_preset", partitioner == "kaminpar"
+                                                               ? o.kaminpar_preset
+                                                               : std::string()},
+                                       {"threads", partitioner == "kaminpar"
+                                                       ? halo::kaminpar_threads(o.threads)
+                                                       : 1},
                                        {"row_order", o.row_order},
                                        {"seconds",
                                         {{"read_and_build", graph_seconds},
@@ -464,6 +324,20 @@ int run(const Options& o, const std::string& command)
 }
 
 }  // namespace
+
+namespace halo_partition {
+
+std::string default_partitioner()
+{
+    return halo::kaminpar_available() ? "kaminpar" : "metis";
+}
+
+std::string default_kaminpar_preset()
+{
+    return "default";  // both partitioners have one of this name
+}
+
+}  // namespace halo_partition
 
 int main(int argc, char** argv)
 {
@@ -480,9 +354,13 @@ int main(int argc, char** argv)
         ->check(CLI::Range(1, 1 << 20))
         ->required();
     app.add_option("--partitioner", o.partitioner,
-                   "metis | ptscotch (64-bit, distributed: run under mpirun, each rank reads its "
-                   "slice) | block | random")
-        ->check(CLI::IsMember({"metis", "ptscotch", "block", "random"}))
+                   "auto (" + halo_partition::default_partitioner() +
+                       " in this build) | metis | kaminpar (shared memory, all cores, 64-bit edge "
+                       "ids) | dkaminpar (distributed: run under mpirun, each rank reads its "
+                       "slice) | ptscotch (64-bit, distributed: run under mpirun, each rank "
+                       "reads its slice) | block | random")
+        ->check(CLI::IsMember({"auto", "metis", "kaminpar", "dkaminpar", "ptscotch", "block",
+                               "random"}))
         ->capture_default_str();
     halo::app::add_graph_build_options(
         app, o.symmetrize, o.no_symmetrize, o.self_loops, o.normalize,
@@ -499,9 +377,10 @@ int main(int argc, char** argv)
         ->check(CLI::Range(1.0, 10.0))
         ->capture_default_str();
     app.add_option("--balance", o.balance,
-                   "what METIS balances across parts: nnz (one weight per node, 1 + degree) | "
-                   "rows+nnz (two constraints, rows and 1 + degree, each within --imbalance)")
-        ->check(CLI::IsMember({"nnz", "rows+nnz"}))
+                   "what the partitioner balances across parts: nnz (one weight per node, 1 + "
+                   "degree) | rows (weight 1; metis, kaminpar, dkaminpar) | rows+nnz (METIS only: "
+                   "two constraints, rows and 1 + degree, each within --imbalance)")
+        ->check(CLI::IsMember({"nnz", "rows", "rows+nnz"}))
         ->capture_default_str();
     app.add_option("--row-order", o.row_order,
                    "order of each part's rows inside its interior and boundary groups: global "
@@ -557,30 +436,39 @@ int main(int argc, char** argv)
                    "ptscotch: entries a rank sends per MPI_Alltoallv round (bounds the buffers)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 28))
         ->capture_default_str();
+    app.add_option("--threads", o.threads,
+                   "kaminpar: threads (0: OMP_NUM_THREADS, else every core this process may use); "
+                   "dkaminpar: threads per rank (0: the node's cores shared among its ranks, at "
+                   "most OMP_NUM_THREADS)")
+        ->check(CLI::Range(0, 4096))
+        ->capture_default_str();
+    app.add_option("--kaminpar-preset", o.kaminpar_preset,
+                   "KaMinPar's configuration: auto (" + halo_partition::default_kaminpar_preset() +
+                       ") | default | eco | strong | fast | ... (kaminpar), default | strong | "
+                       "... (dkaminpar); an unknown name lists the known ones")
+        ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     CLI11_PARSE(app, argc, argv);
-    if (o.balance != "nnz" && (o.partitioner != "metis" || owner_option->count() > 0)) {
-        fmt::print(stderr,
-                   "halo-partition: error: --balance {} is a METIS option (not with "
-                   "--partitioner {}{})\n",
-                   o.balance, o.partitioner, owner_option->count() > 0 ? " or --owner" : "");
+    const bool chosen_by_default = o.partitioner == "auto";
+    if (chosen_by_default) {
+        o.partitioner = halo_partition::default_partitioner();
+    }
+    if (const auto error = check_options(o, owner_option->count() > 0); !error.empty()) {
+        fmt::print(stderr, "halo-partition: error: {}\n", error);
         return 2;
     }
-    if (o.row_order != "global" && o.partitioner == "ptscotch") {
-        fmt::print(stderr,
-                   "halo-partition: error: --row-order {} is not available with "
-                   "--partitioner ptscotch yet (its shards are built by every rank)\n",
-                   o.row_order);
-        return 2;
+    if (o.kaminpar_preset == "auto") {
+        o.kaminpar_preset = halo_partition::default_kaminpar_preset();
     }
-    if (owner_option->count() > 0 && o.partitioner == "ptscotch") {
+    if (chosen_by_default && o.parts > 1 && owner_option->count() == 0 && !o.quiet) {
         fmt::print(stderr,
-                   "halo-partition: error: --owner replaces the partitioner; it does not "
-                   "go with --partitioner ptscotch\n");
-        return 2;
+                   "halo-partition: partitioner: {}{} (the default for --parts > 1 in this build; "
+                   "--partitioner chooses another)\n",
+                   o.partitioner,
+                   o.partitioner == "kaminpar" ? ", preset " + o.kaminpar_preset : "");
     }
     const auto command = halo::app::command_line(argc, argv);
-    if (o.partitioner != "ptscotch") {
+    if (o.partitioner != "ptscotch" && o.partitioner != "dkaminpar") {
         return halo::app::run_guarded("halo-partition", [&] { return run(o, command); });
     }
     // PT-Scotch's threads call MPI. A rank that fails aborts the job: no rank waits forever.
@@ -590,11 +478,12 @@ int main(int argc, char** argv)
     if (provided < MPI_THREAD_MULTIPLE) {
         fmt::print(stderr,
                    "halo-partition: error: the MPI library gives thread level {}; "
-                   "PT-Scotch needs MPI_THREAD_MULTIPLE\n",
+                   "the distributed path needs MPI_THREAD_MULTIPLE (PT-Scotch's threads call "
+                   "MPI)\n",
                    provided);
     } else {
-        status =
-            halo::app::run_guarded("halo-partition", [&] { return run_distributed(o, command); });
+        status = halo::app::run_guarded(
+            "halo-partition", [&] { return halo_partition::run_distributed(o, command); });
     }
     if (status != 0) {
         MPI_Abort(MPI_COMM_WORLD, status);

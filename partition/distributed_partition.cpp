@@ -1,4 +1,4 @@
-// Distributed partitioning with PT-Scotch (include/halo/distributed_partition.hpp).
+// Distributed partitioning with PT-Scotch or dKaMinPar (include/halo/distributed_partition.hpp).
 #include "halo/distributed_partition.hpp"
 
 #include <ptscotch.h>
@@ -21,6 +21,9 @@
 #include "halo/mpi_error.hpp"
 #include "halo/shard_builder.hpp"
 #include "mpi_comm.hpp"
+#ifdef HALO_HAVE_KAMINPAR
+#include "dkaminpar_partition.hpp"
+#endif
 
 static_assert(sizeof(SCOTCH_Num) == 8,
               "HaloGNN needs PT-Scotch with 64-bit SCOTCH_Num (Debian's scotch-int64 variant)");
@@ -382,7 +385,31 @@ std::vector<std::int32_t> scotch_partition(const Comm& c, const Csr& pattern,
     return best;
 }
 
+// Step 3 for either partitioner, on a symmetric pattern of the block rows.
+std::vector<std::int32_t> partition_pattern(const Comm& c, const Csr& pattern,
+                                            std::int64_t first_row, const DistributedOptions& o,
+                                            double& refine_seconds)
+{
+    if (o.method == Partitioner::ptscotch) {
+        return scotch_partition(c, pattern, first_row, o, refine_seconds);
+    }
+#ifdef HALO_HAVE_KAMINPAR
+    return dkaminpar_partition(c, pattern, first_row, o);
+#else
+    HALO_THROW(LogicError, "dkaminpar in a build without KaMinPar");
+#endif
+}
+
 }  // namespace
+
+std::vector<std::string> dkaminpar_presets()
+{
+#ifdef HALO_HAVE_KAMINPAR
+    return detail::dkaminpar_preset_names();
+#else
+    return {};
+#endif
+}
 
 std::filesystem::path part_file_path(const std::filesystem::path& path, int rank, int size)
 {
@@ -406,7 +433,26 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
     if (o.imbalance < 1.0) {
         HALO_THROW(InputError, "imbalance tolerance must be >= 1.0, got ", o.imbalance);
     }
-    strategy_flags(o.strategy);
+    if (o.method == Partitioner::ptscotch) {
+        strategy_flags(o.strategy);
+    } else if (o.method == Partitioner::dkaminpar) {
+        if (!kaminpar_available()) {
+            HALO_THROW(InputError, "this build has no dKaMinPar (configured with "
+                                   "-DHALO_WITH_KAMINPAR=OFF): use --partitioner ptscotch");
+        }
+        const auto presets = dkaminpar_presets();
+        if (std::find(presets.begin(), presets.end(), o.kaminpar_preset) == presets.end()) {
+            std::string known;
+            for (const auto& name : presets) {
+                known += (known.empty() ? "" : ", ") + name;
+            }
+            HALO_THROW(InputError, "unknown dKaMinPar preset '", o.kaminpar_preset,
+                       "' (known: ", known, ")");
+        }
+    } else {
+        HALO_THROW(InputError, "the distributed path runs ptscotch or dkaminpar, not ",
+                   to_string(o.method));
+    }
     const auto chunk = std::clamp<std::int64_t>(o.chunk_entries, 1, std::int64_t{1} << 28);
     auto start = Clock::now();
 
@@ -473,7 +519,7 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
         my_parts.assign(num_local, 0);
     } else if (o.build.symmetrize) {
         resolved.strategy = resolve_strategy(o.strategy, result.num_nonzeros);
-        my_parts = scotch_partition(c, block, first_row, resolved, refine_seconds);
+        my_parts = partition_pattern(c, block, first_row, resolved, refine_seconds);
     } else {
         // A | A^T: each off-diagonal entry also goes to its column's rank, transposed.
         auto sym =
@@ -490,9 +536,16 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
             build_csr_rows(first_row, num_local, n, sym.rows, sym.cols, {}, SelfLoops::drop);
         sym = {};
         resolved.strategy = resolve_strategy(o.strategy, c.sum(pattern.nnz()));
-        my_parts = scotch_partition(c, pattern, first_row, resolved, refine_seconds);
+        my_parts = partition_pattern(c, pattern, first_row, resolved, refine_seconds);
     }
-    result.strategy = o.num_parts == 1 ? "none (one part)" : resolved.strategy;
+    result.strategy = o.num_parts == 1                   ? "none (one part)"
+                      : o.method == Partitioner::ptscotch ? resolved.strategy
+                                                          : o.kaminpar_preset;
+#ifdef HALO_HAVE_KAMINPAR
+    if (o.method == Partitioner::dkaminpar) {
+        result.threads = dkaminpar_threads(c, o.threads);
+    }
+#endif
     result.seconds["partition"] = since(start) - refine_seconds;
     result.seconds["refine"] = refine_seconds;
     start = Clock::now();
@@ -507,8 +560,8 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
     c.sum(owned);
     for (int p = 0; p < o.num_parts; ++p) {
         if (owned[p] == 0) {
-            HALO_THROW(InputError, "PT-Scotch left part ", p, " of ", o.num_parts, " empty (", n,
-                       " nodes): every part must own at least one; use fewer parts");
+            HALO_THROW(InputError, to_string(o.method), " left part ", p, " of ", o.num_parts,
+                       " empty (", n, " nodes): every part must own at least one; use fewer parts");
         }
     }
     std::vector<std::uint8_t> my_boundary(num_local, 0);

@@ -1,6 +1,7 @@
 #include "halo/partition.hpp"
 
 #include <metis.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -12,6 +13,9 @@
 
 #include "halo/enum_names.hpp"
 #include "halo/error.hpp"
+#ifdef HALO_HAVE_KAMINPAR
+#include "kaminpar_partition.hpp"
+#endif
 
 namespace halo {
 namespace {
@@ -112,7 +116,8 @@ void check_metis_limit(std::int64_t num_nodes, std::int64_t adjacency_entries)
         HALO_THROW(InputError, "the graph has ", num_nodes, " nodes and ", adjacency_entries,
                    " symmetrized adjacency entries; METIS (", sizeof(idx_t) * 8,
                    "-bit idx_t) takes at most 2^31 - 1 = ", limit,
-                   " of each: use --partitioner ptscotch (64-bit PT-Scotch, also under mpirun)");
+                   " of each: use --partitioner kaminpar (64-bit edge ids), or dkaminpar or "
+                   "ptscotch under mpirun");
     }
 }
 
@@ -158,9 +163,17 @@ std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptio
             }
             return owner;
         }
+        case Partitioner::kaminpar:
+#ifdef HALO_HAVE_KAMINPAR
+            return detail::kaminpar_partition(a, options);
+#else
+            HALO_THROW(InputError, "this build has no KaMinPar (configured with "
+                                   "-DHALO_WITH_KAMINPAR=OFF): use --partitioner metis");
+#endif
         case Partitioner::ptscotch:
-            HALO_THROW(InputError,
-                       "the ptscotch partitioner runs distributed "
+        case Partitioner::dkaminpar:
+            HALO_THROW(InputError, "the ", to_string(options.method),
+                       " partitioner runs distributed "
                        "(halo::partition_distributed, halo-partition under mpirun), "
                        "not through partition_graph");
     }
@@ -170,13 +183,39 @@ std::vector<std::int32_t> partition_graph(const CsrView& a, const PartitionOptio
 namespace {
 
 // In the order the error message lists them.
-constexpr std::array<EnumName<Partitioner>, 4> partitioner_names{
+constexpr std::array<EnumName<Partitioner>, 6> partitioner_names{
     {{Partitioner::metis, "metis"},
+     {Partitioner::kaminpar, "kaminpar"},
+     {Partitioner::dkaminpar, "dkaminpar"},
      {Partitioner::ptscotch, "ptscotch"},
      {Partitioner::block, "block"},
      {Partitioner::random, "random"}}};
 
 }  // namespace
+
+int kaminpar_threads(int requested)
+{
+    // OpenMP's count: OMP_NUM_THREADS where set, else the processors of this process's affinity.
+    return requested > 0 ? requested : std::max(1, omp_get_max_threads());
+}
+
+bool kaminpar_available()
+{
+#ifdef HALO_HAVE_KAMINPAR
+    return true;
+#else
+    return false;
+#endif
+}
+
+std::vector<std::string> kaminpar_presets()
+{
+#ifdef HALO_HAVE_KAMINPAR
+    return detail::kaminpar_preset_names();
+#else
+    return {};
+#endif
+}
 
 Partitioner parse_partitioner(std::string_view text)
 {

@@ -20,7 +20,8 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DHALO_ENABLE_CUDA=OFF -DHALO_BUILD_TESTS=OFF -DHALO_BUILD_BENCHMARKS=OFF -DHALO_FUZZ=ON
+  -DHALO_ENABLE_CUDA=OFF -DHALO_BUILD_TESTS=OFF -DHALO_BUILD_BENCHMARKS=OFF -DHALO_FUZZ=ON \
+  -DHALO_WITH_KAMINPAR=OFF
 cmake --build "$build_dir" -j "$jobs" --target halo_fuzz
 
 supp=$(pwd)/tests/sanitizers

@@ -12,6 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libmetis-dev
   libptscotch-dev libscotch-dev  # the scotch-int64 variant (64-bit SCOTCH_Num)
+  libtbb-dev libsparsehash-dev  # KaMinPar, built from source (cmake/HaloKaMinPar.cmake)
   libhdf5-dev hdf5-tools
   libgtest-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU suite under AddressSanitizer and UndefinedBehaviorSanitizer: a separate build directory
-# (-DHALO_ENABLE_CUDA=OFF -DHALO_SANITIZE=address,undefined), then the unit and mpi labels. Any
-# report fails the run (UBSan does not recover; ASan halts on the first error; LeakSanitizer runs
+# (-DHALO_ENABLE_CUDA=OFF -DHALO_SANITIZE=address,undefined -DHALO_WITH_KAMINPAR=OFF: KaMinPar's
+# build is left out, which also tests that path), then the unit and mpi labels. Any report fails the run (UBSan does not recover; ASan halts on the first error; LeakSanitizer runs
 # at exit). Leaks inside Open MPI's own libraries are suppressed by tests/sanitizers/lsan.supp, the
 # project's never. Called by .ci/run; by hand: scripts/sanitize.sh [extra ctest args].
 # Environment: HALO_SANITIZE_BUILD_DIR (default build-asan), HALO_JOBS (default nproc).
@@ -12,7 +12,8 @@ build_dir=${HALO_SANITIZE_BUILD_DIR:-build-asan}
 jobs=${HALO_JOBS:-$(nproc)}
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHALO_BUILD_TESTS=ON \
-      -DHALO_ENABLE_CUDA=OFF -DHALO_BUILD_BENCHMARKS=OFF -DHALO_SANITIZE=address,undefined
+      -DHALO_ENABLE_CUDA=OFF -DHALO_BUILD_BENCHMARKS=OFF -DHALO_SANITIZE=address,undefined \
+      -DHALO_WITH_KAMINPAR=OFF  # KaMinPar's own build is not instrumented; its off path is tested
 cmake --build "$build_dir" -j "$jobs"
 
 # Open MPI closes its dlopen'ed components at MPI_Finalize; LeakSanitizer, reporting at exit, then

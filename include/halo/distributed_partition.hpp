@@ -1,6 +1,7 @@
-// Distributed partitioning with PT-Scotch (docs/PARTITION.md): the ranks of a communicator read
-// one graph together, each its slice, partition it with SCOTCH_dgraphPart and build the shards
-// and halo plans of the parts they own, without any rank holding the global CSR.
+// Distributed partitioning with PT-Scotch or dKaMinPar (docs/PARTITION.md): the ranks of a
+// communicator read one graph together, each its slice, partition it with SCOTCH_dgraphPart or
+// dKaMinPar and build the shards and halo plans of the parts they own, without any rank holding
+// the global CSR.
 //
 // Pipeline (every step on every rank, collective over `comm`):
 //   1. slice: edge list byte ranges split at line boundaries (io.hpp, read_edge_list_slice),
@@ -10,7 +11,8 @@
 //      adds or drops self-loops as build_csr does, and normalizes with allgathered degrees.
 //   3. PT-Scotch: the symmetrized pattern without diagonal, vertex weights 1 + degree, as a
 //      SCOTCH_Dgraph (64-bit SCOTCH_Num); SCOTCH_dgraphPart into num_parts parts, then a
-//      distributed greedy k-way boundary refinement (distributed_refine.hpp).
+//      distributed greedy k-way boundary refinement (distributed_refine.hpp). Or dKaMinPar on the
+//      same pattern and weights in ParMETIS layout (64-bit global ids), with one of its presets.
 //   4. shards: the owner array and each node's boundary flag are allgathered (O(num_nodes) bytes
 //      per rank), rows move to the rank handling their part (part p on rank p % size, again in
 //      bounded rounds), which builds the shard (build_shard_rows); send plans come from the peers'
@@ -18,7 +20,8 @@
 //
 // Invariants: the shards reassemble build_csr's CSR of the same input exactly, for any rank
 // count. The partition itself is PT-Scotch's, refined, which depends on the rank count: for a
-// given (input, parts, seed, strategy, ranks) the dataset is the same on every run.
+// given (input, parts, seed, strategy, ranks) the dataset is the same on every run. dKaMinPar's
+// depends on the rank count and on its threads per rank (docs/PARTITION.md says what repeats).
 #pragma once
 
 #include <mpi.h>
@@ -40,6 +43,9 @@
 namespace halo {
 
 struct DistributedOptions {
+    /// Partitioner::ptscotch or Partitioner::dkaminpar (the latter only where
+    /// kaminpar_available()).
+    Partitioner method = Partitioner::ptscotch;
     int num_parts = 1;
     std::uint64_t seed = 1;
     double imbalance = 1.03;  // max part weight / mean (PT-Scotch's kbalval = imbalance - 1)
@@ -59,7 +65,15 @@ struct DistributedOptions {
     /// receive buffers, and keeps every count below 2^31.
     std::int64_t chunk_entries = std::int64_t{1} << 24;
     bool weight_by_degree = true;
+    /// dkaminpar: TBB threads per rank (0: the node's processors shared among its ranks, at most
+    /// OMP_NUM_THREADS where set, else at most those the rank is bound to).
+    int threads = 0;
+    /// dkaminpar: the preset (dkaminpar_presets()).
+    std::string kaminpar_preset = "default";
 };
+
+/// dKaMinPar's preset names (sorted; empty without KaMinPar).
+std::vector<std::string> dkaminpar_presets();
 
 /// Above this many entries of the symmetric pattern "auto" runs PT-Scotch once (quality) instead
 /// of tuned's three runs: there PT-Scotch's own time is most of the job (R-MAT 20, 31M entries:
@@ -76,7 +90,8 @@ inline std::string resolve_strategy(const std::string& name, std::int64_t nonzer
 }
 
 struct DistributedPartition {
-    std::string strategy;  // the PT-Scotch strategy run (resolve_strategy of the option)
+    std::string strategy;  // the PT-Scotch strategy run (resolve_strategy), or dKaMinPar's preset
+    int threads = 1;       // dkaminpar: threads per rank
     std::int64_t num_nodes = 0;
     std::int64_t num_nonzeros = 0;
     bool has_values = false;
@@ -93,9 +108,10 @@ inline int part_rank(int part, int size)
 }
 
 /// Reads `input` (a graph file or generator spec, as halo-partition takes it) on all ranks of
-/// `comm` and partitions it with PT-Scotch. Throws halo::InputError for bad input or options (the
-/// same on every rank where the cause is global), halo::Error when PT-Scotch fails. MPI must be
-/// initialized with MPI_THREAD_MULTIPLE (PT-Scotch's threads call MPI).
+/// `comm` and partitions it with PT-Scotch or dKaMinPar (options.method). Throws halo::InputError
+/// for bad input or options (the same on every rank where the cause is global), halo::Error when
+/// the partitioner fails. MPI must be initialized with MPI_THREAD_MULTIPLE (PT-Scotch's threads
+/// call MPI).
 DistributedPartition partition_distributed(MPI_Comm comm, const std::string& input,
                                            const DistributedOptions& options);
 

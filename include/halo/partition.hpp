@@ -2,6 +2,9 @@
 //
 // metis  METIS_PartGraphKway on the symmetrized pattern without self-loops; vertex weights
 //        1 + degree, so that parts balance nonzeros as well as rows.
+// kaminpar  KaMinPar (shared memory, TBB threads) on the same pattern and node weights as METIS,
+//        with one of KaMinPar's presets (default, eco, strong, fast, ...); 64-bit edge ids, so
+//        past METIS's 2^31 entries. Only in builds with HALO_WITH_KAMINPAR (kaminpar_available()).
 // block  contiguous ranges of node ids, equal in node count (a baseline).
 // random a seeded uniform assignment (a baseline; what hashing-based systems do).
 // P = 1 puts every node in part 0 whatever the method.
@@ -20,7 +23,9 @@ enum class Partitioner {
     metis,
     block,
     random,
-    ptscotch,  // distributed (halo/distributed_partition.hpp); partition_graph rejects it
+    ptscotch,   // distributed (halo/distributed_partition.hpp); partition_graph rejects it
+    kaminpar,   // shared memory, in-process
+    dkaminpar,  // distributed (halo/distributed_partition.hpp); partition_graph rejects it
 };
 
 struct PartitionOptions {
@@ -33,12 +38,31 @@ struct PartitionOptions {
     /// within `imbalance`, instead of the one weight above: for work that grows with a part's rows
     /// as well as its nonzeros (the dense transform, the output rows). Ignores weight_by_degree.
     bool balance_rows = false;
+    /// kaminpar: TBB threads (0: kaminpar_threads(0), OpenMP's count).
+    int threads = 0;
+    /// kaminpar: the preset (kaminpar_presets()).
+    std::string kaminpar_preset = "default";
+    /// The adjacency is known to be symmetric (built with --symmetrize): KaMinPar takes its
+    /// pattern minus the diagonal as it is, without building A | A^T (which needs twice the memory).
+    bool symmetric = false;
 };
+
+/// Whether this build has KaMinPar and dKaMinPar (CMake option HALO_WITH_KAMINPAR).
+bool kaminpar_available();
+
+/// KaMinPar's threads for --threads `requested` (0: OMP_NUM_THREADS where set, else the processors
+/// this process may run on).
+int kaminpar_threads(int requested);
+
+/// KaMinPar's preset names that --kaminpar-preset takes (shared memory), sorted; empty without
+/// KaMinPar.
+std::vector<std::string> kaminpar_presets();
 
 /// owner[v] in [0, num_parts) for every node v of `adjacency` (square). The adjacency should be
 /// symmetric (METIS requires it; its pattern is symmetrized here if it is not). Throws
-/// halo::InputError when num_parts < 1 or exceeds the node count, or when the adjacency has 2^31 or
-/// more entries (METIS's 32-bit idx_t).
+/// halo::InputError when num_parts < 1 or exceeds the node count, when the adjacency has 2^31 or
+/// more entries for METIS (its 32-bit idx_t), or for kaminpar in a build without it, an unknown
+/// preset or balance_rows (KaMinPar balances one weight per node).
 std::vector<std::int32_t> partition_graph(const CsrView& adjacency,
                                           const PartitionOptions& options);
 

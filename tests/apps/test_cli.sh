@@ -14,6 +14,9 @@
 #      --check, halo-infer on it equals halo-infer on the METIS dataset of the same graph bit for
 #      bit (rows keep global column order, so the result does not depend on the partition); bad
 #      input fails on every rank without a dataset;
+#   7b. the same for --partitioner kaminpar and dkaminpar (1, 2 and 3 ranks); their bad inputs
+#      (more parts than nodes, an empty graph, an unknown preset, rows+nnz) fail without a dataset,
+#      and a rank without rows (2 nodes on 3 ranks) still gives a valid dataset;
 #   8. a rank bound to one core of several is told how to launch (not with OMP_NUM_THREADS set);
 #   9. sparse input features (--input-transform) equal the dense product bit for bit.
 # Usage: test_cli.sh BIN_DIR MPIEXEC [DATA_DIR]
@@ -33,7 +36,8 @@ fi
 for g in "${graphs[@]}"; do
   name=$(basename "$g" .el.gz | tr ':' '_')
   for p in 1 2 3; do
-    if "$bin/halo-partition" "$g" --parts "$p" --symmetrize -q -o "$work/$name-$p.h5" >/dev/null &&
+    if "$bin/halo-partition" "$g" --parts "$p" --symmetrize -q -o "$work/$name-$p.h5" \
+         --save-owner "$work/$name.part.$p" >/dev/null &&
        "$bin/halo-inspect" "$work/$name-$p.h5" --check >"$work/inspect.log"; then
       pass "partition $name into $p parts and check it"
     else
@@ -41,10 +45,9 @@ for g in "${graphs[@]}"; do
     fi
   done
   # The part table (rows, nonzeros, interior, halo, send rows per part) of every way to the same
-  # assignment.
+  # assignment (saved by the run that wrote $name-3.h5: the default partitioner, KaMinPar on
+  # several threads, need not repeat its assignment).
   parts_table() { "$bin/halo-inspect" "$1" | grep -E '^ +[0-9]+ '; }
-  "$bin/halo-partition" "$g" --parts 3 --symmetrize -q -o "$work/$name-saved.h5" \
-    --save-owner "$work/$name.part.3" >/dev/null
   for from in "$work/$name.part.3" "$work/$name-3.h5"; do
     if "$bin/halo-partition" "$g" --parts 3 --symmetrize -q -o "$work/$name-owner.h5" \
          --owner "$from" >/dev/null &&
@@ -256,6 +259,99 @@ if [ $? -ne 0 ] && grep -q "cannot split 2048 nodes into 5000 parts" <<<"$out"; 
   pass "ptscotch refuses more parts than nodes: $(grep -m1 "cannot split" <<<"$out")"
 else
   fail "ptscotch with 5000 parts: $out"
+fi
+# 7b. KaMinPar in-process and dKaMinPar under mpiexec -n 1, 2 and 3: valid datasets whose
+# inference equals the METIS one bit for bit; bad input fails without leaving a dataset. A build
+# without KaMinPar must say so.
+no_dataset() { ! ls "$1"* >/dev/null 2>&1; }  # neither the dataset nor a part file of it
+out=$("$bin/halo-partition" rmat:11:8:5 --parts 3 --symmetrize --partitioner kaminpar \
+      -o "$work/km.h5" --report "$work/km.json" 2>&1)
+if [ $? -ne 0 ] && grep -q "HALO_WITH_KAMINPAR=OFF" <<<"$out"; then
+  no_dataset "$work/km.h5" && pass "kaminpar in a build without it: $(grep -m1 -o 'not in this build.*' <<<"$out")" ||
+    fail "kaminpar without KaMinPar left a dataset"
+else
+  kaminpar_runs=("kaminpar 1 $work/km.h5")
+  for r in 1 2 3; do
+    if mpirun_n "$r" "$bin/halo-partition" rmat:11:8:5 --parts 3 --symmetrize \
+         --partitioner dkaminpar --threads 1 -q -o "$work/dkm-$r.h5" --report "$work/dkm-$r.json" \
+         >"$work/dkm.log" 2>&1; then
+      kaminpar_runs+=("dkaminpar $r $work/dkm-$r.h5")
+    else
+      fail "dkaminpar on $r rank(s)"; cat "$work/dkm.log"
+    fi
+  done
+  for run in "${kaminpar_runs[@]}"; do
+    read -r method r file <<<"$run"
+    if "$bin/halo-inspect" "$file" --check >"$work/inspect.log" 2>&1 &&
+       mpirun_n 3 "$bin/halo-infer" "$file" --random-model 24,16,5 --layer gcn --seed 3 \
+         --out "$work/out-$method-$r" -q &&
+       "$bin/halo-inspect" "$work/out-$method-$r" --compare "$work/out-rmat_11_8_5-gcn-1" \
+         --tolerance 0 >"$work/cmp.log"; then
+      pass "$method ($r rank(s)): 3 valid parts, halo-infer on 3 ranks equals 1 rank bit for bit"
+    else
+      fail "$method ($r rank(s))"; cat "$work/inspect.log" "$work/cmp.log"
+    fi
+  done
+  if grep -q '"partitioner": "dkaminpar"' "$work/dkm-2.json" &&
+     grep -q '"edge_cut"' "$work/dkm-2.json" && grep -q '"kaminpar_preset": "default"' "$work/km.json"; then
+    pass "--report names the partitioner, its preset and the cut"
+  else
+    fail "--report of kaminpar / dkaminpar"; cat "$work/km.json" "$work/dkm-2.json"
+  fi
+  if [ -n "$data" ] && [ -f "$data/cora.el.gz" ]; then
+    for r in 2 3; do
+      if mpirun_n "$r" "$bin/halo-partition" "$data/cora.el.gz" --parts "$r" --symmetrize \
+           --partitioner dkaminpar --threads 1 -q -o "$work/cora-dkm-$r.h5" >"$work/dkm.log" 2>&1 &&
+         "$bin/halo-inspect" "$work/cora-dkm-$r.h5" --check >"$work/inspect.log" 2>&1 &&
+         mpirun_n "$r" "$bin/halo-infer" "$work/cora-dkm-$r.h5" --random-model 24,16,5 \
+           --layer sage --seed 3 --out "$work/out-cora-dkm-$r" -q &&
+         "$bin/halo-inspect" "$work/out-cora-dkm-$r" --compare "$work/out-cora-sage-1" \
+           --tolerance 0 >"$work/cmp.log"; then
+        pass "cora: dkaminpar on $r ranks into $r parts, halo-infer equals 1 rank bit for bit"
+      else
+        fail "cora dkaminpar on $r ranks"; cat "$work/dkm.log" "$work/inspect.log" "$work/cmp.log"
+      fi
+    done
+  fi
+  printf '# no edges\n' >"$work/empty.el"
+  printf '0 1\n' >"$work/two.el"
+  bad_kaminpar() {  # label, expected message (regex), ranks (0: no mpirun), partitioner, args...
+    local label=$1 want=$2 ranks=$3 method=$4 out
+    shift 4
+    if [ "$ranks" = 0 ]; then
+      out=$("$bin/halo-partition" "$@" --partitioner "$method" -o "$work/bad.h5" 2>&1)
+    else
+      out=$(mpirun_n "$ranks" "$bin/halo-partition" "$@" --partitioner "$method" \
+            -o "$work/bad.h5" 2>&1)
+    fi
+    if [ $? -ne 0 ] && no_dataset "$work/bad.h5" && grep -qE "$want" <<<"$out"; then
+      pass "$method: $label: $(grep -m1 -oE "$want.*" <<<"$out" | cut -c1-110)"
+    else
+      fail "$method: $label (no error, a dataset left, or no '$want'): $out"
+    fi
+    rm -f "$work/bad.h5"*
+  }
+  bad_kaminpar "more parts than nodes" "cannot split 2048 nodes into 5000 parts" 0 kaminpar \
+    rmat:11:8:5 --parts 5000
+  bad_kaminpar "more parts than nodes" "cannot split 2048 nodes into 5000 parts" 2 dkaminpar \
+    rmat:11:8:5 --parts 5000
+  bad_kaminpar "an empty graph" "empty.el: no edges" 0 kaminpar \
+    "$work/empty.el" --parts 2
+  bad_kaminpar "an empty graph" "cannot split 0 nodes into 2 parts" 2 dkaminpar \
+    "$work/empty.el" --parts 2
+  # A rank without a line of the file and without a row (2 nodes on 3 ranks) is no error: dKaMinPar
+  # takes an empty block, and the dataset is whole.
+  if mpirun_n 3 "$bin/halo-partition" "$work/two.el" --parts 2 --partitioner dkaminpar -q \
+       -o "$work/two.h5" >"$work/dkm.log" 2>&1 &&
+     "$bin/halo-inspect" "$work/two.h5" --check >"$work/inspect.log" 2>&1; then
+    pass "dkaminpar: 2 nodes on 3 ranks (a rank without rows): a valid 2-part dataset"
+  else
+    fail "dkaminpar with a rank without rows"; cat "$work/dkm.log" "$work/inspect.log"
+  fi
+  bad_kaminpar "an unknown preset" "unknown KaMinPar preset 'nope'" 0 kaminpar \
+    rmat:11:8:5 --parts 2 --kaminpar-preset nope
+  bad_kaminpar "two balance constraints" "rows\+nnz is a METIS option \(two constraints" 0 \
+    kaminpar rmat:11:8:5 --parts 2 --balance rows+nnz
 fi
 out=$("$bin/halo-partition" rmat:11:8:5 --parts 2 --partitioner metis --symmetrize \
       -o "$work/m.h5" 2>&1)

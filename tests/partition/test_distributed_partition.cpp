@@ -1,9 +1,11 @@
-// The distributed PT-Scotch path (halo/distributed_partition.hpp), run under mpiexec -n 1, 2 and 3:
-// every shard valid, the joined dataset passes check_dataset and reassembles build_csr's CSR of
-// the same input exactly, the partition is the same on every run for a given seed and rank count,
-// and slices that are empty or cut lines in two change nothing.
+// The distributed path (halo/distributed_partition.hpp) with PT-Scotch and with dKaMinPar, run under
+// mpiexec -n 1, 2 and 3: every shard valid, the joined dataset passes check_dataset and
+// reassembles build_csr's CSR of the same input exactly, the partition is the same on every run
+// for a given seed and rank count (dKaMinPar: on one thread per rank), and slices that are empty or
+// cut lines in two change nothing; bad requests are InputErrors on every rank.
 #include <mpi.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -53,7 +55,7 @@ std::vector<std::int32_t> check_round_trip(const std::string& input, const halo:
     const auto path = dir / "data.h5";
     halo::DatasetInfo info;
     info.num_parts = options.num_parts;
-    info.partitioner = "ptscotch";
+    info.partitioner = halo::to_string(options.method);
     info.normalization = halo::to_string(options.build.normalization);
     info.self_loops = halo::to_string(options.build.self_loops);
     halo::write_distributed_dataset(MPI_COMM_WORLD, path, info, result);
@@ -184,4 +186,98 @@ TEST(DistributedPartition, AutoStrategyBySize)
     EXPECT_EQ(halo::resolve_strategy("auto", halo::tuned_max_nonzeros + 1), "quality");
     EXPECT_EQ(halo::resolve_strategy("speed", 0), "speed");
     EXPECT_EQ(halo::resolve_strategy("tuned", halo::tuned_max_nonzeros * 4), "tuned");
+}
+
+// dKaMinPar through the same pipeline: the shared graphs (wiki-Vote directed, so its pattern is
+// symmetrized separately), a generator and a file with fewer lines than ranks.
+TEST(DistributedDkaminpar, SharedGraphsReassembleExactly)
+{
+    if (!halo::kaminpar_available()) {
+        GTEST_SKIP() << "built with -DHALO_WITH_KAMINPAR=OFF";
+    }
+    for (const char* name : {"cora.el.gz", "wiki-Vote.el.gz", "4elt.el.gz"}) {
+        HALO_REQUIRE_SHARED_FILE(path, name);
+        const auto edges = halo::read_graph(path);
+        for (const int parts : {2, 3, 8}) {
+            halo::DistributedOptions o;
+            o.method = halo::Partitioner::dkaminpar;
+            o.num_parts = parts;
+            o.seed = 5;
+            o.threads = 1;
+            o.build.symmetrize = std::string(name) != "wiki-Vote.el.gz";
+            o.build.self_loops = halo::SelfLoops::add;
+            o.build.normalization = halo::Normalization::gcn;
+            o.chunk_entries = 4096;
+            const auto owner = check_round_trip(
+                path.string(), edges, o, std::string("dkaminpar ") + name + " parts " +
+                                             std::to_string(parts));
+            std::vector<std::int64_t> count(parts, 0);
+            for (const auto p : owner) {
+                ++count[p];
+            }
+            EXPECT_EQ(std::count(count.begin(), count.end(), 0), 0) << name << " P=" << parts;
+        }
+    }
+    const std::string spec = "rmat:11:8:3";
+    halo::DistributedOptions o;
+    o.method = halo::Partitioner::dkaminpar;
+    o.num_parts = 4;
+    o.threads = 1;
+    o.chunk_entries = 1000;
+    check_round_trip(spec, halo::generate(halo::parse_graph_spec(spec)), o, "dkaminpar rmat 11");
+    // Slices without a line start on 3 ranks (as MoreRanksThanLinesAndLinesAcrossSlices).
+    const auto dir = shared_scratch("dkaminpar-tiny");
+    const auto tiny = dir / "tiny.el";
+    if (world_rank() == 0) {
+        std::ofstream out(tiny);
+        out << "# Nodes: 5\n0          1\n\n1                  2\n3 4\n";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    o.num_parts = 2;
+    check_round_trip(tiny.string(), halo::read_graph(tiny), o, "dkaminpar tiny parts 2");
+}
+
+TEST(DistributedDkaminpar, SameResultOnEveryRunForASeedOnOneThreadPerRank)
+{
+    if (!halo::kaminpar_available()) {
+        GTEST_SKIP() << "built with -DHALO_WITH_KAMINPAR=OFF";
+    }
+    HALO_REQUIRE_SHARED_FILE(path, "facebook-combined.el.gz");
+    halo::DistributedOptions o;
+    o.method = halo::Partitioner::dkaminpar;
+    o.num_parts = 4;
+    o.seed = 11;
+    o.threads = 1;
+    o.build.symmetrize = true;
+    const auto a = halo::partition_distributed(MPI_COMM_WORLD, path.string(), o);
+    const auto b = halo::partition_distributed(MPI_COMM_WORLD, path.string(), o);
+    EXPECT_EQ(a.owner, b.owner);
+    EXPECT_EQ(a.quality.edge_cut, b.quality.edge_cut);
+    EXPECT_EQ(a.strategy, "default");
+}
+
+TEST(DistributedDkaminpar, BadRequestsAreErrorsOnEveryRank)
+{
+    halo::DistributedOptions o;
+    o.method = halo::Partitioner::dkaminpar;
+    o.num_parts = 5000;
+    EXPECT_THROW(halo::partition_distributed(MPI_COMM_WORLD, "er:100:300:1", o), halo::InputError);
+    if (!halo::kaminpar_available()) {
+        o.num_parts = 2;
+        EXPECT_THROW(halo::partition_distributed(MPI_COMM_WORLD, "er:100:300:1", o),
+                     halo::InputError);
+        return;
+    }
+    o.num_parts = 2;
+    o.kaminpar_preset = "eco";  // a shared-memory preset only
+    EXPECT_THROW(halo::partition_distributed(MPI_COMM_WORLD, "er:100:300:1", o), halo::InputError);
+    // An empty graph: no node to put into two parts.
+    const auto dir = shared_scratch("dkaminpar-empty");
+    const auto empty = dir / "empty.el";
+    if (world_rank() == 0) {
+        std::ofstream(empty) << "# no edges\n";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    o.kaminpar_preset = "default";
+    EXPECT_THROW(halo::partition_distributed(MPI_COMM_WORLD, empty.string(), o), halo::InputError);
 }

@@ -111,7 +111,7 @@ TEST(Partition, RejectsImpossibleRequests)
     EXPECT_THROW(halo::parse_partitioner("kahip"), halo::InputError);
 }
 
-TEST(Partition, MetisLimitNamesTheLimitAndSuggestsPtscotch)
+TEST(Partition, MetisLimitNamesTheLimitAndSuggestsKaminparAndPtscotch)
 {
     // Fake counts: no graph of that size is built.
     EXPECT_NO_THROW(halo::check_metis_limit(1000, 2147483647LL));
@@ -121,14 +121,24 @@ TEST(Partition, MetisLimitNamesTheLimitAndSuggestsPtscotch)
     } catch (const halo::InputError& e) {
         const std::string what = e.what();
         EXPECT_NE(what.find("2^31 - 1"), std::string::npos) << what;
-        EXPECT_NE(what.find("--partitioner ptscotch"), std::string::npos) << what;
+        EXPECT_NE(what.find("--partitioner kaminpar"), std::string::npos) << what;
+        EXPECT_NE(what.find("ptscotch"), std::string::npos) << what;
         EXPECT_NE(what.find("4294967296"), std::string::npos) << what;
     }
     EXPECT_THROW(halo::check_metis_limit(1LL << 31, 10), halo::InputError);
 }
 
-TEST(Partition, PtscotchIsParsedButNotAvailableSerially)
+TEST(Partition, DistributedPartitionersAreParsedButNotRunSerially)
 {
     EXPECT_EQ(halo::parse_partitioner("ptscotch"), halo::Partitioner::ptscotch);
     EXPECT_EQ(halo::to_string(halo::Partitioner::ptscotch), "ptscotch");
+    EXPECT_EQ(halo::parse_partitioner("kaminpar"), halo::Partitioner::kaminpar);
+    EXPECT_EQ(halo::parse_partitioner("dkaminpar"), halo::Partitioner::dkaminpar);
+    const auto g = halo::testing::grid_graph(3);
+    halo::PartitionOptions opt;
+    opt.num_parts = 2;
+    for (const auto method : {halo::Partitioner::ptscotch, halo::Partitioner::dkaminpar}) {
+        opt.method = method;
+        EXPECT_THROW(halo::partition_graph(g.view(), opt), halo::InputError);
+    }
 }

@@ -17,8 +17,15 @@
 namespace {
 
 const std::vector<int> part_counts = {1, 2, 3, 4, 7};
-const std::vector<halo::Partitioner> methods = {halo::Partitioner::metis, halo::Partitioner::block,
-                                                halo::Partitioner::random};
+// kaminpar where the build has it.
+const std::vector<halo::Partitioner> methods = [] {
+    std::vector<halo::Partitioner> m = {halo::Partitioner::metis, halo::Partitioner::block,
+                                        halo::Partitioner::random};
+    if (halo::kaminpar_available()) {
+        m.push_back(halo::Partitioner::kaminpar);
+    }
+    return m;
+}();
 
 // Each shared graph is read and built once per test binary.
 const halo::Csr& shared_graph(const std::filesystem::path& path, const halo::BuildOptions& options)

@@ -1,0 +1,70 @@
+// halo-partition's options and what its two paths share: apps/halo_partition.cpp holds main and
+// the serial path (metis, kaminpar, block, random), apps/halo_partition_mpi.cpp the distributed
+// path (ptscotch, dkaminpar under mpirun).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "halo/partition.hpp"
+
+namespace halo_partition {
+
+struct Options {
+    std::string input;
+    int parts = 1;
+    std::string partitioner = "auto";  // resolved by main (default_partitioner) before the paths
+    bool symmetrize = false;
+    bool no_symmetrize = false;
+    std::string self_loops = "keep";
+    std::string normalize = "none";
+    std::string features;
+    std::int64_t feature_width = 0;
+    std::string labels;
+    std::uint64_t seed = 1;
+    double imbalance = 1.03;
+    std::string balance = "nnz";
+    std::string row_order = "global";
+    std::int64_t num_nodes = -1;
+    std::string output;
+    std::string save_csr;
+    std::string owner_from;  // --owner: the assignment from a file instead of a partitioner
+    std::string save_owner;
+    std::string report;
+    bool quiet = false;
+    std::vector<std::string> kernel_metadata;
+    std::string quantize = "none";
+    std::string scotch_strategy = "auto";
+    int scotch_tries = 1;
+    int refine_passes = 8;
+    std::int64_t chunk_entries = std::int64_t{1} << 24;
+    int threads = 0;                       // kaminpar, dkaminpar (per rank); 0: automatic
+    std::string kaminpar_preset = "auto";  // auto: default_kaminpar_preset
+};
+
+/// The partitioner --partitioner auto stands for, and the preset --kaminpar-preset auto stands for
+/// (the measurements in docs/PARTITION.md, "Choosing the default").
+std::string default_partitioner();
+std::string default_kaminpar_preset();
+
+/// The per-part table (with an interior column where `interior` has one entry a part) and the
+/// quality line, both paths' summary.
+void print_quality(const Options& o, const halo::PartitionQuality& quality,
+                   const std::vector<std::int64_t>& interior);
+
+/// --report: `report` (the path's own figures) with the quality, each part's (its interior rows
+/// and their nonzeros where `interior` and `interior_nnz` have them), the dataset's bytes and the
+/// command line, written to o.report.
+void write_report(const Options& o, nlohmann::json report, const halo::PartitionQuality& quality,
+                  const std::vector<std::int64_t>& interior,
+                  const std::vector<std::int64_t>& interior_nnz, std::uintmax_t file_bytes,
+                  const std::string& command);
+
+/// --partitioner ptscotch | dkaminpar: every rank of MPI_COMM_WORLD reads its slice and the ranks
+/// write one dataset together (halo/distributed_partition.hpp, docs/PARTITION.md). MPI is
+/// initialized.
+int run_distributed(const Options& o, const std::string& command);
+
+}  // namespace halo_partition

@@ -1,0 +1,199 @@
+// halo-partition's distributed path: --partitioner ptscotch | dkaminpar under mpirun
+// (apps/halo_partition.hpp).
+#include <fmt/core.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "app_common.hpp"
+#include "halo/distributed_partition.hpp"
+#include "halo/kernel_metadata_build.hpp"
+#include "halo/shard.hpp"
+#include "halo/store.hpp"
+#include "halo_partition.hpp"
+
+namespace halo_partition {
+
+void print_quality(const Options& o, const halo::PartitionQuality& quality,
+                   const std::vector<std::int64_t>& interior)
+{
+    const bool with_interior = !interior.empty();
+    fmt::print("\n{:>5} {:>12} {:>14} ", "part", "owned rows", "nonzeros");
+    if (with_interior) {
+        fmt::print("{:>12} ", "interior");
+    }
+    fmt::print("{:>12} {:>10}\n", "halo rows", "neighbours");
+    for (int p = 0; p < o.parts; ++p) {
+        const auto& q = quality.parts[p];
+        fmt::print("{:>5} {:>12} {:>14} ", p, q.owned_rows, q.nnz);
+        if (with_interior) {
+            fmt::print("{:>12} ", interior[p]);
+        }
+        fmt::print("{:>12} {:>10}\n", q.halo_rows, q.neighbours);
+    }
+    fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
+               quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
+}
+
+void write_report(const Options& o, nlohmann::json report, const halo::PartitionQuality& quality,
+                  const std::vector<std::int64_t>& interior,
+                  const std::vector<std::int64_t>& interior_nnz, std::uintmax_t file_bytes,
+                  const std::string& command)
+{
+    nlohmann::json parts = nlohmann::json::array();
+    for (int p = 0; p < o.parts; ++p) {
+        const auto& q = quality.parts[p];
+        nlohmann::json part = {{"part", p},
+                               {"owned_rows", q.owned_rows},
+                               {"nnz", q.nnz},
+                               {"halo_rows", q.halo_rows},
+                               {"neighbours", q.neighbours}};
+        if (!interior.empty()) {
+            part["interior_rows"] = interior[p];
+        }
+        if (!interior_nnz.empty()) {
+            part["interior_nnz"] = interior_nnz[p];
+        }
+        parts.push_back(std::move(part));
+    }
+    report["file_bytes"] = file_bytes;
+    report["edge_cut"] = quality.edge_cut;
+    report["halo_volume"] = quality.halo_volume;
+    report["row_imbalance"] = quality.row_imbalance;
+    report["nnz_imbalance"] = quality.nnz_imbalance;
+    report["per_part"] = std::move(parts);
+    report["command"] = command;
+    halo::write_file_atomic(o.report, report.dump(2) + "\n");
+}
+
+int run_distributed(const Options& o, const std::string& command)
+{
+    using halo::app::Stopwatch;
+    int rank = 0;
+    int size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    Stopwatch total;
+    auto step = [&](const std::string& what) {
+        if (!o.quiet && rank == 0) {
+            fmt::print("[{:7.2f}s] {}\n", total.seconds(), what);
+            std::fflush(stdout);
+        }
+    };
+    if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty() ||
+        !o.save_owner.empty()) {
+        HALO_THROW(halo::InputError, "--partitioner ", o.partitioner,
+                   " does not take --features, --labels, --quantize, --save-csr or --save-owner "
+                   "yet; partition with metis or kaminpar, or add node data in a later step");
+    }
+    const bool kaminpar = o.partitioner == "dkaminpar";
+    halo::DistributedOptions dopt;
+    dopt.method = halo::parse_partitioner(o.partitioner);
+    dopt.weight_by_degree = o.balance == "nnz";
+    dopt.threads = o.threads;
+    dopt.kaminpar_preset = o.kaminpar_preset;
+    dopt.num_parts = o.parts;
+    dopt.seed = o.seed;
+    dopt.imbalance = o.imbalance;
+    dopt.strategy = o.scotch_strategy;
+    dopt.tries = o.scotch_tries;
+    dopt.refine_passes = o.refine_passes;
+    dopt.chunk_entries = o.chunk_entries;
+    dopt.build.symmetrize = o.symmetrize;
+    dopt.build.self_loops = halo::parse_self_loops(o.self_loops);
+    dopt.build.normalization = halo::parse_normalization(o.normalize);
+    dopt.read.num_nodes = o.num_nodes;
+    step(fmt::format("{} ranks: reading, building and partitioning {} into {} parts with {} ({})",
+                     size, o.input, o.parts, kaminpar ? "dKaMinPar" : "PT-Scotch",
+                     kaminpar ? "preset " + o.kaminpar_preset + ", node weights " +
+                                    (dopt.weight_by_degree ? "1 + degree" : "1")
+                              : o.scotch_strategy));
+    const auto result = halo::partition_distributed(MPI_COMM_WORLD, o.input, dopt);
+    step(fmt::format(
+        "{} nodes, {} nonzeros; {} part(s) built on rank 0{}", result.num_nodes,
+        result.num_nonzeros, result.shards.size(),
+        kaminpar
+            ? fmt::format(" (dKaMinPar: {} thread(s) per rank{})", result.threads,
+                          result.threads > 1 ? "; runs may differ, --threads 1 repeats them" : "")
+            : ""));
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (kaminpar && o.threads == 0 && result.threads == 1 && online > size && rank == 0) {
+        fmt::print(stderr,
+                   "halo-partition: note: dKaMinPar ran one thread per rank: each rank may use one "
+                   "core (mpirun binds each rank to a core by default); `mpirun --bind-to none` "
+                   "or --threads N gives it more of the node's {} cores\n",
+                   online);
+    }
+
+    halo::DatasetInfo info;
+    info.num_parts = o.parts;
+    info.partitioner = o.partitioner;
+    info.normalization = o.normalize;
+    info.self_loops = o.self_loops;
+    info.created_by = "halo-partition: " + command;
+    Stopwatch write_time;
+    halo::write_distributed_dataset(MPI_COMM_WORLD, o.output, info, result,
+                                    [&](halo::DatasetWriter& writer, const halo::Shard& shard) {
+                                        for (const auto& md : halo::build_kernel_metadata(
+                                                 shard, o.normalize, o.kernel_metadata)) {
+                                            writer.write_kernel_metadata(shard.part, md);
+                                        }
+                                    });
+    auto seconds = result.seconds;
+    seconds["write"] = write_time.seconds();
+    seconds["total"] = total.seconds();
+    // Phase times: the slowest rank's.
+    for (auto& [name, value] : seconds) {
+        MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+    const double peak = static_cast<double>(halo::app::peak_rss_bytes());
+    std::vector<double> peaks(size);
+    MPI_Gather(&peak, 1, MPI_DOUBLE, peaks.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank != 0) {
+        return 0;
+    }
+    std::uintmax_t file_size = 0;
+    for (int r = 0; r < (size == 1 ? 0 : size); ++r) {
+        std::error_code ec;
+        const auto bytes = std::filesystem::file_size(halo::part_file_path(o.output, r, size), ec);
+        file_size += ec ? 0 : bytes;
+    }
+    file_size += std::filesystem::file_size(o.output);
+    print_quality(o, result.quality, {});
+    std::string phases;
+    for (const auto& [name, value] : seconds) {
+        phases += fmt::format("{} {:.2f} s  ", name, value);
+    }
+    fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
+               halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())), o.output,
+               halo::app::format_bytes(static_cast<double>(file_size)));
+    if (!o.report.empty()) {
+        nlohmann::json secs = nlohmann::json::object();
+        for (const auto& [name, value] : seconds) {
+            secs[name] = value;
+        }
+        const nlohmann::json report = {
+            {"input", o.input},
+            {"num_nodes", result.num_nodes},
+            {"num_nonzeros", result.num_nonzeros},
+            {"parts", o.parts},
+            {"ranks", size},
+            {"partitioner", o.partitioner},
+            {"strategy", result.strategy},
+            {"refine_passes", kaminpar ? 0 : o.refine_passes},
+            {"threads_per_rank", kaminpar ? result.threads : 1},
+            {"balance", o.balance},
+            {"seconds", secs},
+            {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
+            {"peak_rss_bytes_per_rank", peaks}};
+        write_report(o, report, result.quality, {}, {}, file_size, command);
+    }
+    return 0;
+}
+
+}  // namespace halo_partition

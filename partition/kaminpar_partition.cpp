@@ -1,0 +1,187 @@
+// KaMinPar behind halo::partition_graph (partition/kaminpar_partition.hpp).
+#include "kaminpar_partition.hpp"
+
+#include <kaminpar.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "halo/error.hpp"
+
+namespace halo::detail {
+namespace {
+
+using kaminpar::shm::BlockID;
+using kaminpar::shm::EdgeID;
+using kaminpar::shm::NodeID;
+using kaminpar::shm::NodeWeight;
+
+// Arrays of KaMinPar's types, left uninitialized (std::vector would write every entry once more,
+// 8 GiB for the adjacency of R-MAT 26) and filled by the threads that later read them.
+template <typename T>
+struct Buffer {
+    std::unique_ptr<T[]> data;
+    std::size_t size = 0;
+
+    explicit Buffer(std::size_t n) : data(new T[std::max<std::size_t>(n, 1)]), size(n) {}
+    std::span<T> span() { return {data.get(), size}; }
+    T& operator[](std::size_t i) { return data[i]; }
+};
+
+struct Graph {
+    Buffer<EdgeID> xadj;
+    Buffer<NodeID> adjncy;
+};
+
+// The pattern of a symmetric `a` without its diagonal: every row as it is (sorted, no duplicates).
+Graph symmetric_graph(const CsrView& a)
+{
+    const auto n = a.num_rows;
+    Buffer<EdgeID> xadj(static_cast<std::size_t>(n) + 1);
+    xadj[0] = 0;
+#pragma omp parallel for schedule(dynamic, 4096)
+    for (std::int64_t i = 0; i < n; ++i) {
+        EdgeID degree = 0;
+        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+            degree += a.indices[k] != i ? 1 : 0;
+        }
+        xadj[static_cast<std::size_t>(i) + 1] = degree;
+    }
+    std::partial_sum(xadj.data.get(), xadj.data.get() + n + 1, xadj.data.get());
+    Buffer<NodeID> adjncy(xadj[static_cast<std::size_t>(n)]);
+#pragma omp parallel for schedule(dynamic, 4096)
+    for (std::int64_t i = 0; i < n; ++i) {
+        auto out = xadj[static_cast<std::size_t>(i)];
+        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+            if (a.indices[k] != i) {
+                adjncy[out++] = static_cast<NodeID>(a.indices[k]);
+            }
+        }
+    }
+    return {std::move(xadj), std::move(adjncy)};
+}
+
+// A | A^T without the diagonal, for an `a` that may not be symmetric (as metis_graph builds it):
+// every off-diagonal entry and its transpose, then each row sorted and deduplicated in place.
+Graph symmetrized_graph(const CsrView& a)
+{
+    const auto n = a.num_rows;
+    std::vector<EdgeID> count(static_cast<std::size_t>(n) + 1, 0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+            const auto j = a.indices[k];
+            if (j != i) {
+                ++count[static_cast<std::size_t>(i) + 1];
+                ++count[static_cast<std::size_t>(j) + 1];
+            }
+        }
+    }
+    std::partial_sum(count.begin(), count.end(), count.begin());
+    Buffer<NodeID> adjncy(count.back());
+    {
+        std::vector<EdgeID> next(count.begin(), count.end() - 1);
+        for (std::int64_t i = 0; i < n; ++i) {
+            for (auto k = a.indptr[i]; k < a.indptr[i + 1]; ++k) {
+                const auto j = a.indices[k];
+                if (j != i) {
+                    adjncy[next[static_cast<std::size_t>(i)]++] = static_cast<NodeID>(j);
+                    adjncy[next[static_cast<std::size_t>(j)]++] = static_cast<NodeID>(i);
+                }
+            }
+        }
+    }
+    std::vector<EdgeID> length(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(dynamic, 4096)
+    for (std::int64_t i = 0; i < n; ++i) {
+        auto* first = adjncy.data.get() + count[static_cast<std::size_t>(i)];
+        auto* last = adjncy.data.get() + count[static_cast<std::size_t>(i) + 1];
+        std::sort(first, last);
+        length[static_cast<std::size_t>(i)] = static_cast<EdgeID>(std::unique(first, last) - first);
+    }
+    // Compact: a row only moves towards the front, never over a row not yet moved.
+    Buffer<EdgeID> xadj(static_cast<std::size_t>(n) + 1);
+    xadj[0] = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto at = static_cast<std::size_t>(i);
+        auto* first = adjncy.data.get() + count[at];
+        std::copy(first, first + length[at], adjncy.data.get() + xadj[at]);
+        xadj[at + 1] = xadj[at] + length[at];
+    }
+    adjncy.size = xadj[static_cast<std::size_t>(n)];
+    return {std::move(xadj), std::move(adjncy)};
+}
+
+}  // namespace
+
+std::vector<std::string> kaminpar_preset_names()
+{
+    const auto names = kaminpar::shm::get_preset_names();
+    std::vector<std::string> sorted(names.begin(), names.end());
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+}
+
+std::vector<std::int32_t> kaminpar_partition(const CsrView& a, const PartitionOptions& options)
+{
+    if (options.balance_rows) {
+        HALO_THROW(InputError,
+                   "KaMinPar balances one weight per node: --balance rows+nnz (two constraints) "
+                   "is METIS's; use --balance nnz (weights 1 + degree) or rows (weight 1)");
+    }
+    const auto presets = kaminpar_preset_names();
+    if (std::find(presets.begin(), presets.end(), options.kaminpar_preset) == presets.end()) {
+        std::string known;
+        for (const auto& name : presets) {
+            known += (known.empty() ? "" : ", ") + name;
+        }
+        HALO_THROW(InputError, "unknown KaMinPar preset '", options.kaminpar_preset,
+                   "' (known: ", known, ")");
+    }
+    const auto n = a.num_rows;
+    auto graph = options.symmetric ? symmetric_graph(a) : symmetrized_graph(a);
+    std::vector<NodeWeight> vwgt;
+    if (options.weight_by_degree) {
+        vwgt.resize(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) {
+            const auto at = static_cast<std::size_t>(i);
+            vwgt[at] = 1 + static_cast<NodeWeight>(graph.xadj[at + 1] - graph.xadj[at]);
+        }
+    }
+    kaminpar::KaMinPar partitioner(
+        halo::kaminpar_threads(options.threads),
+        kaminpar::shm::create_context_by_preset_name(options.kaminpar_preset));
+    partitioner.set_output_level(kaminpar::OutputLevel::QUIET);
+    kaminpar::KaMinPar::reseed(static_cast<int>(options.seed % 2147483647ULL));
+    // KaMinPar reorders the arrays it borrows (they are ours and dropped after this call).
+    partitioner.borrow_and_mutate_graph(graph.xadj.span(), graph.adjncy.span(), vwgt);
+    std::vector<BlockID> part(static_cast<std::size_t>(n));
+    // KaMinPar takes a positive epsilon only: --imbalance 1.0 runs with 1.001.
+    const double epsilon = std::max(1e-3, options.imbalance - 1.0);
+    try {
+        partitioner.compute_partition(static_cast<BlockID>(options.num_parts), epsilon, part);
+    } catch (const std::exception& e) {
+        HALO_THROW(Error, "KaMinPar failed for ", n, " nodes and ", options.num_parts,
+                   " parts: ", e.what());
+    }
+    std::vector<std::int32_t> owner(part.begin(), part.end());
+    std::vector<std::int64_t> owned(static_cast<std::size_t>(options.num_parts), 0);
+    for (const auto p : owner) {
+        HALO_EXPECTS(p >= 0 && p < options.num_parts, "KaMinPar returned part ", p, " of ",
+                     options.num_parts);
+        ++owned[static_cast<std::size_t>(p)];
+    }
+    for (int p = 0; p < options.num_parts; ++p) {
+        if (owned[static_cast<std::size_t>(p)] == 0) {
+            HALO_THROW(InputError, "KaMinPar left part ", p, " of ", options.num_parts, " empty (",
+                       n, " nodes): every part must own at least one; use fewer parts");
+        }
+    }
+    return owner;
+}
+
+}  // namespace halo::detail
