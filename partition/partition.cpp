@@ -278,4 +278,48 @@ PartitionQuality partition_quality(const CsrView& a, const std::vector<std::int3
     return q;
 }
 
+namespace detail {
+
+std::vector<std::int64_t> water_fill(const std::vector<std::int64_t>& load, std::int64_t count)
+{
+    const auto parts = load.size();
+    std::vector<std::int64_t> take(parts, 0);
+    if (parts == 0 || count <= 0) {
+        return take;
+    }
+    auto taken_at = [&](std::int64_t level) {
+        std::int64_t sum = 0;
+        for (const auto l : load) {
+            sum += std::max<std::int64_t>(0, level - l);
+        }
+        return sum;
+    };
+    // The highest level that `count` items reach: every part below it filled up to it.
+    std::int64_t low = *std::min_element(load.begin(), load.end());
+    std::int64_t high = low + count;  // taken_at(high) >= count
+    while (low < high) {
+        const auto mid = low + (high - low + 1) / 2;
+        if (taken_at(mid) <= count) {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    auto left = count;
+    for (std::size_t p = 0; p < parts; ++p) {
+        take[p] = std::max<std::int64_t>(0, low - load[p]);
+        left -= take[p];
+    }
+    // Fewer left than parts at the level: one more each, lowest part ids first.
+    for (std::size_t p = 0; p < parts && left > 0; ++p) {
+        if (load[p] + take[p] == low) {
+            ++take[p];
+            --left;
+        }
+    }
+    HALO_EXPECTS(left == 0, "water_fill left ", left, " of ", count, " items");
+    return take;
+}
+
+}  // namespace detail
 }  // namespace halo
