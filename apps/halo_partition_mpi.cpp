@@ -81,8 +81,7 @@ int run_distributed(const Options& o, const std::string& command)
     Stopwatch total;
     auto step = [&](const std::string& what) {
         if (!o.quiet && rank == 0) {
-            fmt::print("[{:7.2f}s] {}\n", total.seconds(), what);
-            std::fflush(stdout);
+            halo::app::progress_line("halo-partition", total.seconds(), what);
         }
     };
     if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty() ||
