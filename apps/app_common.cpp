@@ -11,6 +11,20 @@
 
 namespace halo::app {
 
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool)
+{
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {  // --help, --help-all
+            return app.exit(e);
+        }
+        fmt::print(stderr, "{}: error: {} ({} --help lists the options)\n", tool, e.what(), tool);
+        return kExitUsage;
+    }
+    return std::nullopt;
+}
+
 std::int64_t peak_rss_bytes()
 {
     rusage usage{};

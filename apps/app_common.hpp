@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "halo/error.hpp"
@@ -84,8 +85,18 @@ void add_graph_build_options(CLI::App& app, bool& symmetrize, bool& no_symmetriz
                              std::string& self_loops, std::string& normalize,
                              const std::string& symmetrize_help, const std::string& normalize_help);
 
+/// Exit status of every tool for a command line that cannot describe a run (an unknown option, a
+/// bad value, options that exclude each other); 1 is an error in the inputs or during the run.
+inline constexpr int kExitUsage = 2;
+
+/// Parses the command line as every tool does: --help prints the help and gives 0; a parse error
+/// prints "<tool>: error: <what> (<tool> --help lists the options)" on stderr and gives
+/// kExitUsage (CLI11's own codes, 105 for a bad value and 109 for an unknown option, are not
+/// used). Empty when the command line parsed and the tool should go on.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool);
+
 /// Runs `body`, printing "<tool>: error: <message>" for exceptions; returns the exit code
-/// (0 success, 1 error, 2 bad usage is left to CLI11).
+/// (0 success, 1 error; bad usage is parse_command_line's).
 template <typename Body>
 int run_guarded(const char* tool, Body&& body)
 {

@@ -26,7 +26,9 @@ int main(int argc, char** argv)
     halo::bench_app::add_attention_command(app, command, mode_exit_code);  // apps/bench_attention.cpp
     halo::bench_app::add_aes_command(app, command, mode_exit_code);  // apps/bench_aes.cpp
     halo::bench_app::add_load_command(app, command, mode_exit_code);  // apps/bench_load.cpp
-    CLI11_PARSE(app, argc, argv);
+    if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-bench")) {
+        return *exit_code;
+    }
     if (!app.get_subcommands().empty()) {
         return mode_exit_code;
     }

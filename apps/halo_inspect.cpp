@@ -457,7 +457,9 @@ int main(int argc, char** argv)
                    "H200's L2, what matched the measured DRAM bytes)")
         ->check(CLI::Range(1.0 / 1024.0, 1048576.0))
         ->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-inspect")) {
+        return *exit_code;
+    }
     return halo::app::run_guarded("halo-inspect", [&] {
         if (std::filesystem::is_directory(o.path)) {
             if (!o.gather_widths.empty()) {

@@ -448,14 +448,16 @@ int main(int argc, char** argv)
                        "... (dkaminpar); an unknown name lists the known ones")
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
-    CLI11_PARSE(app, argc, argv);
+    if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-partition")) {
+        return *exit_code;
+    }
     const bool chosen_by_default = o.partitioner == "auto";
     if (chosen_by_default) {
         o.partitioner = halo_partition::default_partitioner();
     }
     if (const auto error = check_options(o, owner_option->count() > 0); !error.empty()) {
         fmt::print(stderr, "halo-partition: error: {}\n", error);
-        return 2;
+        return halo::app::kExitUsage;
     }
     if (o.kaminpar_preset == "auto") {
         o.kaminpar_preset = halo_partition::default_kaminpar_preset();

@@ -168,6 +168,19 @@ bad "partition: output directory missing" "/nonexistent/dir/g\.h5" -- "${P[@]}" 
 bad "partition: no -o" "output.*required|required" -- "${P[@]}" "$d/tri.el" --parts 1
 bad "partition: imbalance below 1" "imbalance|0\.5" -- "${P[@]}" "$d/tri.el" --parts 1 --imbalance 0.5 -o g.h5
 bad "partition: --balance rows+nnz with the block partitioner" "balance rows\+nnz is a METIS option" --option-error -- "${P[@]}" "$d/tri.el" --parts 2 --balance rows+nnz --partitioner block -o g.h5
+# A command line that cannot describe a run exits 2 in every tool (not CLI11's 105 or 109).
+for usage in "halo-partition $d/tri.el --parts 1 --no-such-option -o g.h5" \
+             "halo-partition $d/tri.el --parts zero -o g.h5" \
+             "halo-inspect $d/g2.h5 --no-such-option" "halo-inspect $d/g2.h5 --cache-mib -1"; do
+  cases=$((cases + 1))
+  out=$(cd "$work" && "$bin/${usage%% *}" ${usage#* } 2>&1)
+  status=$?
+  if [ "$status" -eq 2 ] && grep -q -- "--help lists the options" <<<"$out"; then
+    pass "usage error exits 2: $usage"
+  else
+    fail "usage error: $usage: exit $status"; echo "$out" | tail -3
+  fi
+done
 printf '0\n3\n1\n' >"$d/tri3.part"
 printf '1\n1\n1\n' >"$d/tri-one.part"
 bad "partition: --owner part id past --parts" "tri3\.part:2: part id '3' of node 1 is outside \[0, 2\)" -- "${P[@]}" "$d/tri.el" --parts 2 --owner "$d/tri3.part" -o g.h5
