@@ -85,6 +85,9 @@ std::string check_options(const Options& o, bool owner_given)
         return "--balance rows is for metis, kaminpar and dkaminpar (not with --partitioner " + p +
                (owner_given ? " or --owner" : "") + ")";
     }
+    if (o.kaminpar_tries != 0 && p != "kaminpar") {
+        return "--kaminpar-tries is for --partitioner kaminpar (not " + p + ")";
+    }
     if (!kaminpar && (o.threads != 0 || o.kaminpar_preset != "auto")) {
         return "--threads and --kaminpar-preset are KaMinPar's options (not with --partitioner " +
                p + ")";
@@ -184,15 +187,21 @@ int run(const Options& o, const std::string& command)
         popt.weight_by_degree = o.balance != "rows";
         popt.threads = o.threads;
         popt.kaminpar_preset = o.kaminpar_preset;
+        popt.kaminpar_tries = o.kaminpar_tries;
         popt.symmetric = symmetrize;  // build_csr made it so: KaMinPar takes the pattern as it is
         step(fmt::format("partitioning into {} parts with {}{}", o.parts, o.partitioner,
                          popt.method == halo::Partitioner::kaminpar
-                             ? fmt::format(" (preset {}, {} thread(s){}, node weights {})",
-                                           o.kaminpar_preset, halo::kaminpar_threads(o.threads),
+                             ? fmt::format(" (preset {}, {} tr{}, {} thread(s){}, node weights {})",
+                                           o.kaminpar_preset,
+                                           halo::kaminpar_tries(o.kaminpar_tries, csr.nnz()),
+                                           halo::kaminpar_tries(o.kaminpar_tries, csr.nnz()) > 1
+                                               ? "ies"
+                                               : "y",
+                                           halo::kaminpar_threads(o.threads),
                                            halo::kaminpar_threads(o.threads) > 1
                                                ? ": runs may differ, --threads 1 repeats them"
                                                : "",
-                                           popt.weight_by_degree ? "1 + degree" : "1")
+                                           popt.weight_by_degree ? "the rows' nonzeros" : "1")
                              : ""));
         owner = halo::partition_graph(csr.view(), popt);
     }
@@ -309,6 +318,10 @@ int run(const Options& o, const std::string& command)
                                        {"kaminpar_preset", partitioner == "kaminpar"
                                                                ? o.kaminpar_preset
                                                                : std::string()},
+                                       {"kaminpar_tries",
+                                        partitioner == "kaminpar"
+                                            ? halo::kaminpar_tries(o.kaminpar_tries, csr.nnz())
+                                            : 0},
                                        {"threads", partitioner == "kaminpar"
                                                        ? halo::kaminpar_threads(o.threads)
                                                        : 1},
@@ -446,6 +459,11 @@ int main(int argc, char** argv)
                    "KaMinPar's configuration: auto (" + halo_partition::default_kaminpar_preset() +
                        ") | default | eco | strong | fast | ... (kaminpar), default | strong | "
                        "... (dkaminpar); an unknown name lists the known ones")
+        ->capture_default_str();
+    app.add_option("--kaminpar-tries", o.kaminpar_tries,
+                   "kaminpar: runs with seeds --seed, --seed + 1, ..., the smallest cut kept (0: 4 "
+                   "up to 2^24 nonzeros, else 1)")
+        ->check(CLI::Range(0, 64))
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines");
     if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-partition")) {

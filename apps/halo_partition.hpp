@@ -42,6 +42,7 @@ struct Options {
     std::int64_t chunk_entries = std::int64_t{1} << 24;
     int threads = 0;                       // kaminpar, dkaminpar (per rank); 0: automatic
     std::string kaminpar_preset = "auto";  // auto: default_kaminpar_preset
+    int kaminpar_tries = 0;                // kaminpar; 0: halo::kaminpar_tries's rule
 };
 
 /// The partitioner --partitioner auto stands for, and the preset --kaminpar-preset auto stands for

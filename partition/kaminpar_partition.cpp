@@ -200,14 +200,32 @@ std::vector<std::int32_t> kaminpar_partition(const CsrView& a, const PartitionOp
             halo::kaminpar_threads(options.threads),
             kaminpar::shm::create_context_by_preset_name(options.kaminpar_preset));
         partitioner.set_output_level(kaminpar::OutputLevel::QUIET);
-        kaminpar::KaMinPar::reseed(static_cast<int>(options.seed % 2147483647ULL));
         // KaMinPar reorders the arrays it borrows (they are ours and dropped after this call).
         partitioner.borrow_and_mutate_graph(graph.xadj.span(), graph.adjncy.span(), vwgt);
         // KaMinPar takes a positive epsilon only: --imbalance 1.0 runs with 1.001.
         const double epsilon = std::max(1e-3, options.imbalance - 1.0);
+        // Several tries (seeds seed, seed + 1, ...): the graph is taken and rearranged once, and
+        // each try keeps its assignment only if its cut is smaller than every earlier one, so a
+        // try never makes the result worse than the first.
+        const int tries = halo::kaminpar_tries(options.kaminpar_tries, a.nnz());
+        std::vector<BlockID> candidate(tries > 1 ? kept.size() : 0);
         try {
-            partitioner.compute_partition(static_cast<BlockID>(options.num_parts), epsilon,
-                                          part);
+            kaminpar::shm::EdgeWeight best = 0;
+            for (int t = 0; t < tries; ++t) {
+                kaminpar::KaMinPar::reseed(
+                    static_cast<int>((options.seed + static_cast<std::uint64_t>(t)) %
+                                     2147483647ULL));
+                auto& into = t == 0 ? part : candidate;
+                const auto cut =
+                    partitioner.compute_partition(static_cast<BlockID>(options.num_parts),
+                                                  epsilon, into);
+                if (t == 0 || cut < best) {
+                    best = cut;
+                    if (t > 0) {
+                        part.swap(candidate);
+                    }
+                }
+            }
         } catch (const std::exception& e) {
             HALO_THROW(Error, "KaMinPar failed for ", connected, " nodes and ",
                        options.num_parts, " parts: ", e.what());

@@ -199,6 +199,14 @@ int kaminpar_threads(int requested)
     return requested > 0 ? requested : std::max(1, omp_get_max_threads());
 }
 
+int kaminpar_tries(int requested, std::int64_t nonzeros)
+{
+    if (requested > 0) {
+        return requested;
+    }
+    return nonzeros <= (std::int64_t{1} << 24) ? 4 : 1;
+}
+
 bool kaminpar_available()
 {
 #ifdef HALO_HAVE_KAMINPAR

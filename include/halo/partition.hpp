@@ -42,6 +42,9 @@ struct PartitionOptions {
     int threads = 0;
     /// kaminpar: the preset (kaminpar_presets()).
     std::string kaminpar_preset = "default";
+    /// kaminpar: runs with seeds seed, seed + 1, ..., the smallest cut kept (0:
+    /// kaminpar_tries(0, nonzeros)).
+    int kaminpar_tries = 0;
     /// The adjacency is known to be symmetric (built with --symmetrize): KaMinPar takes its
     /// pattern minus the diagonal as it is, without building A | A^T (which needs twice the memory).
     bool symmetric = false;
@@ -53,6 +56,11 @@ bool kaminpar_available();
 /// KaMinPar's threads for --threads `requested` (0: OMP_NUM_THREADS where set, else the processors
 /// this process may run on).
 int kaminpar_threads(int requested);
+
+/// KaMinPar's runs for --kaminpar-tries `requested` on a matrix of `nonzeros` entries (0: 4 up to
+/// 2^24 nonzeros, where a run takes well under a second and its cut varies run to run by up to
+/// 1.8x on the shared graphs; 1 above).
+int kaminpar_tries(int requested, std::int64_t nonzeros);
 
 /// KaMinPar's preset names that --kaminpar-preset takes (shared memory), sorted; empty without
 /// KaMinPar.

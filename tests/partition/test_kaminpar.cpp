@@ -27,6 +27,7 @@ halo::PartitionOptions kaminpar_options(int parts, const std::string& preset = "
     o.kaminpar_preset = preset;
     o.seed = 3;
     o.threads = 1;
+    o.kaminpar_tries = 1;
     return o;
 }
 
@@ -211,6 +212,36 @@ TEST(Kaminpar, IsolatedNodesEvenOutNonzerosAndRows)
     EXPECT_EQ(*std::min_element(nnz.begin(), nnz.end()), 1);
     EXPECT_EQ(*std::max_element(rows.begin(), rows.end()), 4);
     EXPECT_EQ(*std::min_element(rows.begin(), rows.end()), 3);
+}
+
+// Several tries keep the smallest cut: never above the first try's (the same run as one try with
+// the same seed), and on one thread the same assignment every time.
+TEST(Kaminpar, TriesKeepTheSmallestCut)
+{
+    EXPECT_EQ(halo::kaminpar_tries(0, 1 << 24), 4);
+    EXPECT_EQ(halo::kaminpar_tries(0, (1 << 24) + 1), 1);
+    EXPECT_EQ(halo::kaminpar_tries(7, 1 << 30), 7);
+    if (!halo::kaminpar_available()) {
+        GTEST_SKIP() << "built with -DHALO_WITH_KAMINPAR=OFF";
+    }
+    for (const char* name : {"facebook-combined.el.gz", "cora.el.gz"}) {
+        HALO_REQUIRE_SHARED_FILE(path, name);
+        const auto g = read_shared(path);
+        for (const int parts : {2, 8}) {
+            SCOPED_TRACE(std::string(name) + " P=" + std::to_string(parts));
+            auto o = kaminpar_options(parts, "default");
+            o.symmetric = true;
+            o.kaminpar_tries = 1;
+            const auto one = halo::partition_graph(g.view(), o);
+            o.kaminpar_tries = 6;
+            const auto six = halo::partition_graph(g.view(), o);
+            EXPECT_EQ(six, halo::partition_graph(g.view(), o));
+            const auto cut_one = halo::partition_quality(g.view(), one, parts).edge_cut;
+            const auto cut_six = halo::partition_quality(g.view(), six, parts).edge_cut;
+            EXPECT_LE(cut_six, cut_one);
+            EXPECT_LE(nnz_imbalance(g, six, parts), 1.04);
+        }
+    }
 }
 
 TEST(Kaminpar, WaterFillRaisesTheLowestLoadsToOneLevel)
