@@ -39,6 +39,25 @@ elseif(EXISTS "${HALO_KAMINPAR_ARCHIVE}")
                        URL_HASH SHA256=${HALO_KAMINPAR_SHA256}
                        DOWNLOAD_EXTRACT_TIMESTAMP OFF)
 else()
+  # No archive: the download needs the network. Where github.com cannot be reached, build without
+  # KaMinPar (a warning, and --partitioner auto is METIS) instead of failing the configure step.
+  find_package(Git QUIET)
+  set(_halo_kaminpar_reachable 1)
+  if(GIT_EXECUTABLE)
+    execute_process(COMMAND ${GIT_EXECUTABLE} ls-remote https://github.com/KaHIP/KaMinPar.git HEAD
+                    RESULT_VARIABLE _halo_kaminpar_reachable OUTPUT_QUIET ERROR_QUIET
+                    TIMEOUT 30)
+  endif()
+  if(NOT _halo_kaminpar_reachable EQUAL 0)
+    message(WARNING
+      "KaMinPar: no archive at ${HALO_KAMINPAR_ARCHIVE} and https://github.com/KaHIP/KaMinPar "
+      "cannot be reached: building WITHOUT KaMinPar and dKaMinPar (--partitioner auto is METIS; "
+      "their tests skip). Give -DHALO_KAMINPAR_ARCHIVE=FILE (a git archive of commit "
+      "${HALO_KAMINPAR_COMMIT}) or -DFETCHCONTENT_SOURCE_DIR_KAMINPAR=DIR, or configure with "
+      "network; -DHALO_WITH_KAMINPAR=OFF silences this.")
+    set(HALO_WITH_KAMINPAR OFF)
+    return()
+  endif()
   message(STATUS "KaMinPar: upstream https://github.com/KaHIP/KaMinPar.git at "
                  "${HALO_KAMINPAR_COMMIT} (no archive at ${HALO_KAMINPAR_ARCHIVE})")
   FetchContent_Declare(KaMinPar GIT_REPOSITORY https://github.com/KaHIP/KaMinPar.git
