@@ -2,9 +2,7 @@
 // A thin driver over halo::InferenceJob (include/halo/inference_job.hpp): the command line into
 // InferOptions, the job, the printing. Exit codes (README "Exit codes"): 0 success; 1 an error
 // in the inputs or during the run; 2 a command line that cannot describe a job.
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -23,28 +21,6 @@ namespace {
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
-
-// The tables are on by default where the user reads standard output on a terminal. Open MPI gives
-// each local rank a pseudo-terminal whatever mpirun's output is, so under mpirun the question
-// goes to mpirun (the parent process of a local rank); a rank started by a remote daemon, or by
-// srun, answers no.
-bool stdout_is_terminal()
-{
-    if (::isatty(STDOUT_FILENO) == 0) {
-        return false;
-    }
-    if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
-        return true;
-    }
-    const auto parent = fmt::format("/proc/{}/fd/1", static_cast<long>(::getppid()));
-    const int fd = ::open(parent.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        return false;
-    }
-    const bool terminal = ::isatty(fd) != 0;
-    ::close(fd);
-    return terminal;
-}
 
 void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_report,
                  bool& layer_timing_only)
@@ -329,7 +305,7 @@ int main(int argc, char** argv)
         }
         return kExitUsage;
     }
-    o.report = !o.quiet && !no_report && (report || (lead && stdout_is_terminal()));
+    o.report = !o.quiet && !no_report && (report || (lead && halo::app::stdout_is_terminal()));
     const auto progress = [](const std::string& line) {
         fmt::print(stderr, "halo-infer: {}\n", line);
         std::fflush(stderr);

@@ -8,7 +8,7 @@
 #   3. --out holding another job's result: refused without --overwrite (the old result intact),
 #      replaced with it (a 2-rank result over a 4-rank one leaves no piece of the old one);
 #   4. progress: one line per phase and per layer on stderr, the summary last on stdout; -q
-#      prints nothing.
+#      prints nothing; halo-partition the same (--report-tables for its tables).
 # Usage: test_job_output.sh BIN_DIR MPIEXEC
 set -uo pipefail
 bin=$(cd "$1" && pwd)
@@ -135,6 +135,39 @@ if grep -q "^layer " rep.out && grep -q "^phase " rep.out && tail -n 1 rep.out |
   pass "--report: the tables, then the summary line last"
 else
   fail "--report"; cat rep.out
+fi
+
+# halo-partition the same: progress on stderr, the one-line summary on stdout, the tables with
+# --report-tables (before the summary), nothing with -q; serial and under mpirun (ptscotch).
+"$bin/halo-partition" rmat:10:8:5 --parts 3 -o hp.h5 >hp.out 2>hp.err
+status=$?
+if [ "$status" -eq 0 ] && [ "$(wc -l <hp.out)" -eq 1 ] && grep -q "building the CSR" hp.err &&
+   grep -Eq "^1024 nodes, 3 parts \([a-z]+\): edge cut [0-9]+, partition .* s, total .* s; dataset hp.h5$" hp.out; then
+  pass "halo-partition: $(wc -l <hp.err) progress lines on stderr; stdout: $(cat hp.out)"
+else
+  fail "halo-partition's summary (status $status)"; cat hp.out hp.err
+fi
+"$bin/halo-partition" rmat:10:8:5 --parts 3 -o hp.h5 --report-tables >hpt.out 2>/dev/null
+if grep -q "owned rows" hpt.out && grep -q "^edge cut .* halo volume" hpt.out &&
+   tail -n 1 hpt.out | grep -q "^1024 nodes, 3 parts"; then
+  pass "halo-partition --report-tables: the tables, then the summary line last"
+else
+  fail "halo-partition --report-tables"; cat hpt.out
+fi
+"$bin/halo-partition" rmat:10:8:5 --parts 3 -o hp.h5 -q >hpq.out 2>hpq.err
+if [ $? -eq 0 ] && [ ! -s hpq.out ] && [ ! -s hpq.err ]; then
+  pass "halo-partition -q: nothing printed"
+else
+  fail "halo-partition -q printed: $(cat hpq.out hpq.err)"
+fi
+mpirun_n 2 "$bin/halo-partition" rmat:10:8:5 --parts 2 --partitioner ptscotch -o hpd.h5 \
+  >hpd.out 2>hpd.err
+status=$?
+if [ "$status" -eq 0 ] && [ "$(wc -l <hpd.out)" -eq 1 ] &&
+   grep -q "^1024 nodes, 2 parts (ptscotch): edge cut [0-9]*, .*; dataset hpd.h5$" hpd.out; then
+  pass "halo-partition under mpirun: one summary line: $(cat hpd.out)"
+else
+  fail "halo-partition under mpirun (status $status)"; cat hpd.out hpd.err
 fi
 
 if [ "$failures" -gt 0 ]; then
