@@ -248,6 +248,29 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
        "diagnostics");
 }
 
+// A failure of this rank after start: one line naming the rank, then the job ends on every rank
+// with status 1 (InferenceJob::fail); MPI_Abort only where a rank did not answer within 20 s.
+int end_failed(halo::InferenceJob& job, const halo::MpiWorld& world, const std::string& message)
+{
+    if (job.peer_failed()) {  // a consequence of another rank's failure, which it reported
+        job.abandon();
+        std::_Exit(kExitError);
+    }
+    fmt::print(stderr, "rank {}: halo-infer: error: {}\n", world.rank(), message);
+    std::fflush(stderr);
+    switch (job.fail()) {
+    case halo::InferenceJob::FailureEnd::alone:
+        return kExitError;
+    case halo::InferenceJob::FailureEnd::told:
+        std::fflush(stdout);
+        std::_Exit(kExitError);  // the others end without MPI_Finalize: no rank may wait in it
+    case halo::InferenceJob::FailureEnd::unanswered:
+        break;
+    }
+    world.abort("halo-infer: a rank did not answer the failure above within 20 s (or MPI gives "
+                "no MPI_THREAD_MULTIPLE): ending the job with MPI_Abort");
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -281,7 +304,7 @@ int main(int argc, char** argv)
     std::unique_ptr<halo::MpiWorld> world;
     double mpi_seconds = 0.0;
     try {
-        world = std::make_unique<halo::MpiWorld>(&argc, &argv);
+        world = std::make_unique<halo::MpiWorld>(&argc, &argv, MPI_THREAD_MULTIPLE);
         mpi_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     } catch (const std::exception& e) {
@@ -312,6 +335,8 @@ int main(int argc, char** argv)
     };
     halo::InferenceJob job(*world, o, halo::app::command_line(argc, argv), started, mpi_seconds,
                            progress);
+    // Another rank failed and said so: this one ends silently with status 1 (see end_failed).
+    job.on_peer_failure([] { std::_Exit(kExitError); });
     try {
         job.start();
     } catch (const halo::JobRefused& e) {
@@ -343,10 +368,8 @@ int main(int argc, char** argv)
         }
         return 0;
     } catch (const halo::Error& e) {
-        job.abandon();
-        world->abort(fmt::format("halo-infer: error: {}", e.message()));
+        return end_failed(job, *world, e.message());
     } catch (const std::exception& e) {
-        job.abandon();
-        world->abort(fmt::format("halo-infer: error: {}", e.what()));
+        return end_failed(job, *world, e.what());
     }
 }

@@ -283,7 +283,7 @@ else
   for run in "${kaminpar_runs[@]}"; do
     read -r method r file <<<"$run"
     if "$bin/halo-inspect" "$file" --check >"$work/inspect.log" 2>&1 &&
-       mpirun_n 3 "$bin/halo-infer" "$file" --random-model 24,16,5 --layer gcn --seed 3 \
+       mpirun_n 3 "$bin/halo-infer" "$file" --random-model 24,16,5 --random-features --layer gcn --seed 3 \
          --out "$work/out-$method-$r" -q &&
        "$bin/halo-inspect" "$work/out-$method-$r" --compare "$work/out-rmat_11_8_5-gcn-1" \
          --tolerance 0 >"$work/cmp.log"; then
@@ -303,7 +303,7 @@ else
       if mpirun_n "$r" "$bin/halo-partition" "$data/cora.el.gz" --parts "$r" --symmetrize \
            --partitioner dkaminpar --threads 1 -q -o "$work/cora-dkm-$r.h5" >"$work/dkm.log" 2>&1 &&
          "$bin/halo-inspect" "$work/cora-dkm-$r.h5" --check >"$work/inspect.log" 2>&1 &&
-         mpirun_n "$r" "$bin/halo-infer" "$work/cora-dkm-$r.h5" --random-model 24,16,5 \
+         mpirun_n "$r" "$bin/halo-infer" "$work/cora-dkm-$r.h5" --random-model 24,16,5 --random-features \
            --layer sage --seed 3 --out "$work/out-cora-dkm-$r" -q &&
          "$bin/halo-inspect" "$work/out-cora-dkm-$r" --compare "$work/out-cora-sage-1" \
            --tolerance 0 >"$work/cmp.log"; then
