@@ -252,12 +252,12 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
 // with status 1 (InferenceJob::fail); MPI_Abort only where a rank did not answer within 20 s.
 int end_failed(halo::InferenceJob& job, const halo::MpiWorld& world, const std::string& message)
 {
-    if (job.peer_failed()) {  // a consequence of another rank's failure, which it reported
-        job.abandon();
-        std::_Exit(kExitError);
+    // After another rank's announcement this error is a consequence of that failure, which that
+    // rank reported; announcing it all the same keeps every rank alive until all know.
+    if (!job.peer_failed()) {
+        fmt::print(stderr, "rank {}: halo-infer: error: {}\n", world.rank(), message);
+        std::fflush(stderr);
     }
-    fmt::print(stderr, "rank {}: halo-infer: error: {}\n", world.rank(), message);
-    std::fflush(stderr);
     switch (job.fail()) {
     case halo::InferenceJob::FailureEnd::alone:
         return kExitError;

@@ -51,47 +51,59 @@ void FailureWatch::stop() noexcept
 
 void FailureWatch::listen()
 {
-    int failed = -1;
-    MPI_Request request = MPI_REQUEST_NULL;
-    if (MPI_Irecv(&failed, 1, MPI_INT, MPI_ANY_SOURCE, kFailTag, comm_, &request) != MPI_SUCCESS) {
+    // Every announcement is answered, not only the first: where several ranks fail at once (the
+    // dataset replaced under every rank), each waits for every other rank's answer.
+    int incoming = -1;
+    MPI_Request fail = MPI_REQUEST_NULL;
+    if (MPI_Irecv(&incoming, 1, MPI_INT, MPI_ANY_SOURCE, kFailTag, comm_, &fail) != MPI_SUCCESS) {
         return;  // the main thread's next MPI call meets the same fault and reports it
     }
-    while (!stop_.load()) {
+    int end_value = 0;
+    MPI_Request end = MPI_REQUEST_NULL;
+    auto deadline = std::chrono::steady_clock::time_point::max();
+    while (failed_peer_.load() >= 0 || !stop_.load()) {
         int done = 0;
         MPI_Status status{};
-        if (MPI_Test(&request, &done, &status) != MPI_SUCCESS) {
+        if (MPI_Test(&fail, &done, &status) != MPI_SUCCESS) {
             return;
         }
         if (done != 0) {
-            failed_peer_.store(failed);
-            // From here a SIGTERM (mpirun ending the job once the failing rank exits) ends this
-            // rank silently with status 1: the failing rank has said what failed.
-            note_peer_failure(failed);
+            if (failed_peer_.load() < 0) {
+                failed_peer_.store(incoming);
+                // From here a SIGTERM (mpirun ending the job once a failing rank exits) ends this
+                // rank silently with status 1: the failing rank has said what failed.
+                note_peer_failure(incoming);
+                // Ending before every rank knows would let mpirun end the others by a signal
+                // before they know why (a "terminated by a signal" line, a status of 143): wait
+                // for a failing rank's word, which it sends once every rank answered.
+                MPI_Irecv(&end_value, 1, MPI_INT, MPI_ANY_SOURCE, kEndTag, comm_, &end);
+                deadline = std::chrono::steady_clock::now() + kEndTimeout;
+            }
             int me = rank_;
             MPI_Send(&me, 1, MPI_INT, status.MPI_SOURCE, kAckTag, comm_);
-            // Ending before every rank knows would let mpirun end the others by a signal before
-            // they know why (a "terminated by a signal" line, a rank's status 143): wait for
-            // the failing rank's word, which it sends once every rank answered.
-            int end = 0;
-            MPI_Request end_request = MPI_REQUEST_NULL;
-            if (MPI_Irecv(&end, 1, MPI_INT, status.MPI_SOURCE, kEndTag, comm_, &end_request) ==
-                MPI_SUCCESS) {
-                const auto deadline = std::chrono::steady_clock::now() + kEndTimeout;
-                int ended = 0;
-                while (ended == 0 && std::chrono::steady_clock::now() < deadline &&
-                       MPI_Test(&end_request, &ended, MPI_STATUS_IGNORE) == MPI_SUCCESS) {
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                }
-            }
-            if (on_peer_failure_) {
-                on_peer_failure_(failed);
-            }
-            return;
+            MPI_Irecv(&incoming, 1, MPI_INT, MPI_ANY_SOURCE, kFailTag, comm_, &fail);
+            continue;
         }
-        std::this_thread::sleep_for(kPollInterval);
+        if (failed_peer_.load() >= 0) {
+            int ended = 0;
+            MPI_Test(&end, &ended, MPI_STATUS_IGNORE);
+            if (ended != 0 || std::chrono::steady_clock::now() >= deadline) {
+                if (on_peer_failure_) {
+                    on_peer_failure_(failed_peer_.load());
+                }
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        } else {
+            std::this_thread::sleep_for(kPollInterval);
+        }
     }
-    MPI_Cancel(&request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    for (auto* request : {&fail, &end}) {
+        if (*request != MPI_REQUEST_NULL) {
+            MPI_Cancel(request);
+            MPI_Wait(request, MPI_STATUS_IGNORE);
+        }
+    }
 }
 
 int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
