@@ -136,6 +136,9 @@ int run(const Options& o, const std::string& command)
     build.symmetrize = symmetrize;
     build.self_loops = halo::parse_self_loops(o.self_loops);
     build.normalization = halo::parse_normalization(o.normalize);
+    if (!o.quiet) {
+        build.progress = step;
+    }
     step("building the CSR (symmetrize " + std::string(symmetrize ? "yes" : "no") +
          (generated && !o.symmetrize && !o.no_symmetrize
               ? " (default for generated graphs; --no-symmetrize turns it off)"
