@@ -111,7 +111,7 @@ int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
     if (!active()) {
         return size_ - 1;
     }
-    int me = rank_;
+    // The sends read rank_, which outlives any send left pending here.
     std::vector<int> acks(static_cast<std::size_t>(size_), -1);
     std::vector<MPI_Request> sends;
     std::vector<MPI_Request> answers;
@@ -121,7 +121,7 @@ int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
         }
         MPI_Request send = MPI_REQUEST_NULL;
         MPI_Request answer = MPI_REQUEST_NULL;
-        if (MPI_Isend(&me, 1, MPI_INT, r, kFailTag, comm_, &send) == MPI_SUCCESS) {
+        if (MPI_Isend(&rank_, 1, MPI_INT, r, kFailTag, comm_, &send) == MPI_SUCCESS) {
             sends.push_back(send);
         }
         if (MPI_Irecv(&acks[static_cast<std::size_t>(r)], 1, MPI_INT, r, kAckTag, comm_,
@@ -144,6 +144,13 @@ int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
             break;
         }
         if (std::chrono::steady_clock::now() >= deadline) {
+            // No answer may land in `acks` once it is gone; the caller aborts the job next.
+            for (auto& answer : answers) {
+                if (answer != MPI_REQUEST_NULL) {
+                    MPI_Cancel(&answer);
+                    MPI_Wait(&answer, MPI_STATUS_IGNORE);
+                }
+            }
             return missing;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -153,7 +160,7 @@ int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
     std::vector<MPI_Request> ends;
     for (int r = 0; r < size_; ++r) {
         MPI_Request end = MPI_REQUEST_NULL;
-        if (r != rank_ && MPI_Isend(&me, 1, MPI_INT, r, kEndTag, comm_, &end) == MPI_SUCCESS) {
+        if (r != rank_ && MPI_Isend(&rank_, 1, MPI_INT, r, kEndTag, comm_, &end) == MPI_SUCCESS) {
             ends.push_back(end);
         }
     }
