@@ -141,11 +141,19 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
     };
     // Progress in passes (0 to 3): passes 1 and 2 as slice 0 goes (the slices are equal), pass 3
     // by the blocks done. A clock read per 2^20 edges or 64 blocks: nothing next to the work.
+    // The edge loops run in chunks of 2^20 edges, the inner loop as without a meter.
     ProgressMeter meter(progress, "building the CSR", 3.0, "passes", 1.0);
-    const auto edge_progress = [&](int pass, int t, std::int64_t e, std::int64_t first,
-                                   std::int64_t last) {
-        if (t == 0 && ((e - first) & 0xfffff) == 0 && last > first) {
-            meter.set(pass + double(e - first) / double(last - first));
+    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    const auto for_edges = [&](int pass, int t, std::int64_t first, std::int64_t last,
+                               auto&& body) {
+        for (auto chunk = first; chunk < last; chunk += kChunk) {
+            const auto stop = std::min(last, chunk + kChunk);
+            for (auto e = chunk; e < stop; ++e) {
+                body(e);
+            }
+            if (t == 0) {
+                meter.set(pass + double(stop - first) / double(last - first));
+            }
         }
     };
     std::atomic<std::int64_t> blocks_done{0};
@@ -153,10 +161,9 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
     for (int t = 0; t < threads; ++t) {
         std::vector<offset_t> count(static_cast<std::size_t>(blocks), 0);
         const auto [first, last] = slice(t);
-        for (std::int64_t e = first; e < last; ++e) {
-            edge_progress(0, t, e, first, last);
+        for_edges(0, t, first, last, [&](std::int64_t e) {
             for_entries(e, [&](global_id r, global_id) { ++count[r >> block_shift]; });
-        }
+        });
         for (std::int64_t b = 0; b < blocks; ++b) {
             start[static_cast<std::size_t>(b * threads + t + 1)] = count[b];
         }
@@ -173,14 +180,13 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
             cursor[b] = start[static_cast<std::size_t>(b * threads + t)];
         }
         const auto [first, last] = slice(t);
-        for (std::int64_t e = first; e < last; ++e) {
-            edge_progress(1, t, e, first, last);
+        for_edges(1, t, first, last, [&](std::int64_t e) {
             for_entries(e, [&](global_id r, global_id c) {
                 const auto k = cursor[r >> block_shift]++;
                 in_block[k] = static_cast<std::uint16_t>(r & row_mask);
                 column[k] = static_cast<local_id>(c);
             });
-        }
+        });
     }
     // Pass 3: block by block, its entries placed by row (cursors of the block's rows), each row
     // sorted and deduplicated, and the kept columns written back to the front of the block's
