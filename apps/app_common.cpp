@@ -1,5 +1,6 @@
 #include "app_common.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -58,6 +59,26 @@ std::string core_binding_advice(int local_size)
     const auto online = sysconf(_SC_NPROCESSORS_ONLN);
     return core_binding_advice(CPU_COUNT(&set), static_cast<int>(online), local_size,
                                std::getenv("OMP_NUM_THREADS") != nullptr);
+}
+
+bool stdout_is_terminal()
+{
+    if (::isatty(STDOUT_FILENO) == 0) {
+        return false;
+    }
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
+        return true;
+    }
+    // Open MPI gives each local rank a pseudo-terminal whatever mpirun's output is: ask mpirun,
+    // the parent process of a local rank.
+    const auto parent = fmt::format("/proc/{}/fd/1", static_cast<long>(::getppid()));
+    const int fd = ::open(parent.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    const bool terminal = ::isatty(fd) != 0;
+    ::close(fd);
+    return terminal;
 }
 
 std::string format_bytes(double bytes)

@@ -57,6 +57,12 @@ inline void progress_line(const char* tool, double elapsed_seconds, const std::s
 /// Peak resident set size of this process in bytes (Linux getrusage), 0 if unknown.
 std::int64_t peak_rss_bytes();
 
+/// Whether the user reads standard output on a terminal: the tools print their tables there by
+/// default (halo-infer --report, halo-partition --report-tables). Under Open MPI's mpirun the
+/// question goes to mpirun (a local rank's parent); a rank started by a remote daemon, or by
+/// srun, answers no.
+bool stdout_is_terminal();
+
 /// Human-readable byte count ("1.5 GiB").
 std::string format_bytes(double bytes);
 

@@ -2,9 +2,7 @@
 // A thin driver over halo::InferenceJob (include/halo/inference_job.hpp): the command line into
 // InferOptions, the job, the printing. Exit codes (README "Exit codes"): 0 success; 1 an error
 // in the inputs or during the run; 2 a command line that cannot describe a job.
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -23,28 +21,6 @@ namespace {
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
-
-// The tables are on by default where the user reads standard output on a terminal. Open MPI gives
-// each local rank a pseudo-terminal whatever mpirun's output is, so under mpirun the question
-// goes to mpirun (the parent process of a local rank); a rank started by a remote daemon, or by
-// srun, answers no.
-bool stdout_is_terminal()
-{
-    if (::isatty(STDOUT_FILENO) == 0) {
-        return false;
-    }
-    if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
-        return true;
-    }
-    const auto parent = fmt::format("/proc/{}/fd/1", static_cast<long>(::getppid()));
-    const int fd = ::open(parent.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        return false;
-    }
-    const bool terminal = ::isatty(fd) != 0;
-    ::close(fd);
-    return terminal;
-}
 
 void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_report,
                  bool& layer_timing_only)
@@ -272,6 +248,29 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
        "diagnostics");
 }
 
+// A failure of this rank after start: one line naming the rank, then the job ends on every rank
+// with status 1 (InferenceJob::fail); MPI_Abort only where a rank did not answer within 20 s.
+int end_failed(halo::InferenceJob& job, const halo::MpiWorld& world, const std::string& message)
+{
+    // After another rank's announcement this error is a consequence of that failure, which that
+    // rank reported; announcing it all the same keeps every rank alive until all know.
+    if (!job.peer_failed()) {
+        fmt::print(stderr, "rank {}: halo-infer: error: {}\n", world.rank(), message);
+        std::fflush(stderr);
+    }
+    switch (job.fail()) {
+    case halo::InferenceJob::FailureEnd::alone:
+        return kExitError;
+    case halo::InferenceJob::FailureEnd::told:
+        std::fflush(stdout);
+        std::_Exit(kExitError);  // the others end without MPI_Finalize: no rank may wait in it
+    case halo::InferenceJob::FailureEnd::unanswered:
+        break;
+    }
+    world.abort("halo-infer: a rank did not answer the failure above within 20 s (or MPI gives "
+                "no MPI_THREAD_MULTIPLE): ending the job with MPI_Abort");
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -305,7 +304,7 @@ int main(int argc, char** argv)
     std::unique_ptr<halo::MpiWorld> world;
     double mpi_seconds = 0.0;
     try {
-        world = std::make_unique<halo::MpiWorld>(&argc, &argv);
+        world = std::make_unique<halo::MpiWorld>(&argc, &argv, MPI_THREAD_MULTIPLE);
         mpi_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     } catch (const std::exception& e) {
@@ -329,13 +328,15 @@ int main(int argc, char** argv)
         }
         return kExitUsage;
     }
-    o.report = !o.quiet && !no_report && (report || (lead && stdout_is_terminal()));
+    o.report = !o.quiet && !no_report && (report || (lead && halo::app::stdout_is_terminal()));
     const auto progress = [](const std::string& line) {
         fmt::print(stderr, "halo-infer: {}\n", line);
         std::fflush(stderr);
     };
     halo::InferenceJob job(*world, o, halo::app::command_line(argc, argv), started, mpi_seconds,
                            progress);
+    // Another rank failed and said so: this one ends silently with status 1 (see end_failed).
+    job.on_peer_failure([] { std::_Exit(kExitError); });
     try {
         job.start();
     } catch (const halo::JobRefused& e) {
@@ -367,10 +368,8 @@ int main(int argc, char** argv)
         }
         return 0;
     } catch (const halo::Error& e) {
-        job.abandon();
-        world->abort(fmt::format("halo-infer: error: {}", e.message()));
+        return end_failed(job, *world, e.message());
     } catch (const std::exception& e) {
-        job.abandon();
-        world->abort(fmt::format("halo-infer: error: {}", e.what()));
+        return end_failed(job, *world, e.what());
     }
 }

@@ -123,6 +123,9 @@ int run(const Options& o, const std::string& command)
         step(fmt::format("reading {} ({})", o.input, halo::to_string(format)));
         halo::GraphReadOptions read_options;
         read_options.num_nodes = o.num_nodes;
+        if (!o.quiet) {
+            read_options.progress = step;
+        }
         edges = halo::read_graph(o.input, read_options);
     }
     step(fmt::format("{} nodes, {} edges", edges.num_nodes, edges.num_edges()));
@@ -136,6 +139,9 @@ int run(const Options& o, const std::string& command)
     build.symmetrize = symmetrize;
     build.self_loops = halo::parse_self_loops(o.self_loops);
     build.normalization = halo::parse_normalization(o.normalize);
+    if (!o.quiet) {
+        build.progress = step;
+    }
     step("building the CSR (symmetrize " + std::string(symmetrize ? "yes" : "no") +
          (generated && !o.symmetrize && !o.no_symmetrize
               ? " (default for generated graphs; --no-symmetrize turns it off)"
@@ -301,12 +307,15 @@ int run(const Options& o, const std::string& command)
     const auto file_size = std::filesystem::file_size(o.output);
     const double total_seconds = total.seconds();
 
-    // 6. Summary.
-    print_quality(o, quality, interior);
-    fmt::print("partition {:.2f} s  total {:.2f} s  peak memory {}  file {} ({})\n",
-               partition_seconds, total.seconds(),
-               halo::app::format_bytes(halo::app::peak_rss_bytes()), o.output,
-               halo::app::format_bytes(static_cast<double>(file_size)));
+    // 6. The tables (--report-tables), the JSON report, the summary last.
+    if (o.tables) {
+        print_quality(o, quality, interior);
+        fmt::print("read and build {:.2f} s  partition {:.2f} s  total {:.2f} s  peak memory {}  "
+                   "file {} ({})\n",
+                   graph_seconds, partition_seconds, total_seconds,
+                   halo::app::format_bytes(halo::app::peak_rss_bytes()), o.output,
+                   halo::app::format_bytes(static_cast<double>(file_size)));
+    }
     if (!o.report.empty()) {
         const nlohmann::json report = {{"input", o.input},
                                        {"num_nodes", csr.num_rows},
@@ -332,6 +341,10 @@ int run(const Options& o, const std::string& command)
                                          {"total", total_seconds}}},
                                        {"peak_rss_bytes", halo::app::peak_rss_bytes()}};
         write_report(o, report, quality, interior, interior_nnz, file_size, command);
+    }
+    if (!o.quiet) {
+        print_summary(o, csr.num_rows, partitioner, quality.edge_cut, partition_seconds,
+                      total_seconds);
     }
     return 0;
 }
@@ -428,7 +441,17 @@ int main(int argc, char** argv)
                    "point, 4x smaller; docs/FORMAT.md)")
         ->check(CLI::IsMember({"none", "fp16", "bf16", "int8"}))
         ->capture_default_str();
-    app.add_option("--report", o.report, "write the summary (times, memory, quality) as JSON");
+    app.add_option("--report", o.report,
+                   "write the report (times, memory, quality, every part's rows, nonzeros and "
+                   "halo) as JSON");
+    bool tables = false;
+    bool no_tables = false;
+    auto* tables_flag = app.add_flag("--report-tables", tables,
+                                     "print the per-part table, the quality and the times before "
+                                     "the summary (default where standard output is a terminal; "
+                                     "--report FILE holds them always)");
+    app.add_flag("--no-report-tables", no_tables, "no tables, only the summary line")
+        ->excludes(tables_flag);
     app.add_option("--scotch-strategy", o.scotch_strategy,
                    "PT-Scotch strategy: auto (tuned up to 2^24 symmetrized entries, quality "
                    "above) | tuned (quality and two variants, the best kept) | quality | default "
@@ -465,10 +488,11 @@ int main(int argc, char** argv)
                    "up to 2^24 nonzeros, else 1)")
         ->check(CLI::Range(0, 64))
         ->capture_default_str();
-    app.add_flag("-q,--quiet", o.quiet, "no progress lines");
+    app.add_flag("-q,--quiet", o.quiet, "no progress lines, no tables, no summary: errors only");
     if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-partition")) {
         return *exit_code;
     }
+    o.tables = !o.quiet && !no_tables && (tables || halo::app::stdout_is_terminal());
     const bool chosen_by_default = o.partitioner == "auto";
     if (chosen_by_default) {
         o.partitioner = halo_partition::default_partitioner();

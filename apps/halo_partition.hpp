@@ -32,7 +32,8 @@ struct Options {
     std::string save_csr;
     std::string owner_from;  // --owner: the assignment from a file instead of a partitioner
     std::string save_owner;
-    std::string report;
+    std::string report;  // --report FILE: the JSON report
+    bool tables = false;  // print the tables before the summary (resolved by main)
     bool quiet = false;
     std::vector<std::string> kernel_metadata;
     std::string quantize = "none";
@@ -51,9 +52,14 @@ std::string default_partitioner();
 std::string default_kaminpar_preset();
 
 /// The per-part table (with an interior column where `interior` has one entry a part) and the
-/// quality line, both paths' summary.
+/// quality line: both paths' tables (--report-tables).
 void print_quality(const Options& o, const halo::PartitionQuality& quality,
                    const std::vector<std::int64_t>& interior);
+
+/// Both paths' summary, the last line on standard output: nodes, parts, the partitioner, the
+/// edge cut, the partition and total times, the dataset.
+void print_summary(const Options& o, std::int64_t nodes, const std::string& partitioner,
+                   std::int64_t edge_cut, double partition_seconds, double total_seconds);
 
 /// --report: `report` (the path's own figures) with the quality, each part's (its interior rows
 /// and their nonzeros where `interior` and `interior_nnz` have them), the dataset's bytes and the

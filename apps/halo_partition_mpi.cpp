@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,6 +39,16 @@ void print_quality(const Options& o, const halo::PartitionQuality& quality,
     }
     fmt::print("\nedge cut {}  halo volume {}  imbalance rows {:.3f} nonzeros {:.3f}\n",
                quality.edge_cut, quality.halo_volume, quality.row_imbalance, quality.nnz_imbalance);
+}
+
+void print_summary(const Options& o, std::int64_t nodes, const std::string& partitioner,
+                   std::int64_t edge_cut, double partition_seconds, double total_seconds)
+{
+    fmt::print("{} nodes, {} part{} ({}): edge cut {}, partition {:.2f} s, total {:.2f} s; "
+               "dataset {}\n",
+               nodes, o.parts, o.parts == 1 ? "" : "s", partitioner, edge_cut, partition_seconds,
+               total_seconds, o.output);
+    std::fflush(stdout);
 }
 
 void write_report(const Options& o, nlohmann::json report, const halo::PartitionQuality& quality,
@@ -163,14 +174,16 @@ int run_distributed(const Options& o, const std::string& command)
         file_size += ec ? 0 : bytes;
     }
     file_size += std::filesystem::file_size(o.output);
-    print_quality(o, result.quality, {});
-    std::string phases;
-    for (const auto& [name, value] : seconds) {
-        phases += fmt::format("{} {:.2f} s  ", name, value);
+    if (o.tables) {
+        print_quality(o, result.quality, {});
+        std::string phases;
+        for (const auto& [name, value] : seconds) {
+            phases += fmt::format("{} {:.2f} s  ", name, value);
+        }
+        fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
+                   halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())),
+                   o.output, halo::app::format_bytes(static_cast<double>(file_size)));
     }
-    fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
-               halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())), o.output,
-               halo::app::format_bytes(static_cast<double>(file_size)));
     if (!o.report.empty()) {
         nlohmann::json secs = nlohmann::json::object();
         for (const auto& [name, value] : seconds) {
@@ -191,6 +204,10 @@ int run_distributed(const Options& o, const std::string& command)
             {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
             {"peak_rss_bytes_per_rank", peaks}};
         write_report(o, report, result.quality, {}, {}, file_size, command);
+    }
+    if (!o.quiet) {
+        print_summary(o, result.num_nodes, o.partitioner, result.quality.edge_cut,
+                      seconds["partition"] + seconds["refine"], seconds["total"]);
     }
     return 0;
 }

@@ -7,13 +7,13 @@
 
 namespace halo {
 
-MpiWorld::MpiWorld(int* argc, char*** argv)
+MpiWorld::MpiWorld(int* argc, char*** argv, int thread_level)
 {
     int initialized = 0;
     HALO_MPI_TRY(MPI_Initialized(&initialized));
     if (!initialized) {
         int provided = 0;
-        HALO_MPI_TRY(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+        HALO_MPI_TRY(MPI_Init_thread(argc, argv, thread_level, &provided));
         owns_init_ = true;
     }
     HALO_MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "halo/csr.hpp"
+#include "halo/progress.hpp"
 
 namespace halo {
 
@@ -48,6 +49,9 @@ struct BuildOptions {
     Normalization normalization = Normalization::none;
     bool use_weights = true;  // false: ignore the edge list's weights
     bool transpose = false;   // row = destination (PyG's source_to_target aggregation)
+    /// Where an unweighted build reports its progress (ProgressMeter over its three passes: every
+    /// ~10% once it has run a few seconds); empty: nowhere. A weighted build reports none.
+    ProgressLine progress;
 };
 
 /// Builds the CSR adjacency: sorted columns in every row, no duplicates. Throws halo::InputError
@@ -64,7 +68,7 @@ namespace detail {
 /// place. The same CSR for any thread count and block size. Ids must be checked already.
 Csr build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vector<global_id>& rows,
                                 const std::vector<global_id>& cols, bool symmetrize,
-                                int block_shift = 14);
+                                int block_shift = 14, const ProgressLine& progress = {});
 }  // namespace detail
 
 /// Rows [first_row, first_row + num_rows) of a larger matrix as a num_rows-by-num_cols block, from

@@ -5,8 +5,9 @@
 // lock), read (each rank its part), check (the halo plans, collectively), plan (exchange and
 // engine), tune and run (the forward passes), write (each rank its rows), report (reductions,
 // the tuning choices into the dataset, the manifest last). An error found in start is thrown as
-// JobRefused on every rank; one found later is this rank's alone, and the driver ends the job
-// (MpiWorld::abort) after calling abandon().
+// JobRefused on every rank; one found later is this rank's alone: the driver prints it and calls
+// fail(), which tells every other rank (each listens on a thread of the job, so a rank blocked in
+// a collective learns of it too) and says how the process ends.
 #pragma once
 
 #include <chrono>
@@ -81,6 +82,27 @@ public:
     /// After a failure of this rank: removes the lock and an --out the job created while it is
     /// still empty. Never throws.
     void abandon() noexcept;
+
+    /// Before start(): what ends the process once another rank announced its failure (on a
+    /// thread of the job, after rank 0 removed the lock and an empty --out; the main thread may
+    /// be blocked in MPI or on the device for good). halo-infer passes std::_Exit(1). Without
+    /// it the announcement is only recorded (peer_failed()).
+    void on_peer_failure(std::function<void()> end_process);
+    /// How the process ends after fail().
+    enum class FailureEnd {
+        alone,      // no rank waits for this one (one rank, or all past the last collective):
+                    // return 1 and finalize MPI as usual
+        told,       // every other rank knows and ends with status 1: exit 1 at once, without
+                    // MPI_Finalize (the others will not reach it)
+        unanswered  // a rank did not answer within 20 s (or MPI lacks MPI_THREAD_MULTIPLE):
+                    // only MPI_Abort ends it
+    };
+    /// After run() threw on this rank: abandon(), then tells every other rank and waits up to
+    /// 20 s for each to answer. Never throws.
+    FailureEnd fail() noexcept;
+    /// Whether another rank announced its failure to this one: an error of this rank is then a
+    /// consequence of it, which that rank reports.
+    bool peer_failed() const noexcept;
 
     /// The job's state, shared by its phases (src/job/job_state.hpp); opaque to callers.
     struct State;

@@ -21,6 +21,7 @@
 #include "halo/csr.hpp"
 #include "halo/dense.hpp"
 #include "halo/graph.hpp"
+#include "halo/progress.hpp"
 
 namespace halo {
 
@@ -42,6 +43,10 @@ struct GraphReadOptions {
     /// if the file has one, else the largest id + 1 (Matrix Market and binary CSR carry their own
     /// size, which must then equal this value when it is given).
     std::int64_t num_nodes = -1;
+    /// Where an edge list's parse reports its progress (ProgressMeter: every ~10% once it has run
+    /// a few seconds); empty: nowhere. The file's read (and a gzip file's inflation) before the
+    /// parse reports none.
+    ProgressLine progress;
 };
 
 /// Reads a SNAP-style edge list: 0-based ids, two columns "src dst" or three "src dst weight" on

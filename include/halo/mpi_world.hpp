@@ -10,10 +10,11 @@ namespace halo {
 
 class MpiWorld {
 public:
-    /// Initializes MPI (thread level FUNNELED: only the main thread calls MPI) unless it is
-    /// already initialized, duplicates MPI_COMM_WORLD with errors returned rather than fatal, and
-    /// splits it by shared-memory node.
-    MpiWorld(int* argc, char*** argv);
+    /// Initializes MPI unless it is already initialized, asking for `thread_level` (FUNNELED:
+    /// only the main thread calls MPI; halo-infer asks for MULTIPLE, for the thread that listens
+    /// for another rank's failure, src/job/failure_watch.hpp), duplicates MPI_COMM_WORLD with
+    /// errors returned rather than fatal, and splits it by shared-memory node.
+    MpiWorld(int* argc, char*** argv, int thread_level = MPI_THREAD_FUNNELED);
     ~MpiWorld();
     MpiWorld(const MpiWorld&) = delete;
     MpiWorld& operator=(const MpiWorld&) = delete;

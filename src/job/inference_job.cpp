@@ -176,6 +176,14 @@ void InferenceJob::start()
             usage);
     }
     job::agree(s.world.comm(), s.rank, s.size, error, usage);
+    // From here a failure is one rank's: the others learn of it from the watch (fail()).
+    s.watch = std::make_unique<job::FailureWatch>(
+        s.world.comm(), [end = s.end_process](int /*failed_rank*/) {
+            job::signal_cleanup();  // rank 0's lock and empty --out; nothing elsewhere
+            if (end) {
+                end();
+            }
+        });
     s.started = true;
     s.phase("start", s.step.seconds(), -1.0,
             fmt::format("dataset attributes, model ({}), checks, --out", s.o.model_name()));
@@ -208,6 +216,33 @@ void InferenceJob::abandon() noexcept
         state_->out_dir->release();
         state_->out_dir.reset();
     }
+}
+
+void InferenceJob::on_peer_failure(std::function<void()> end_process)
+{
+    HALO_EXPECTS(!state_->started, "InferenceJob::on_peer_failure after start");
+    state_->end_process = std::move(end_process);
+}
+
+InferenceJob::FailureEnd InferenceJob::fail() noexcept
+{
+    abandon();
+    auto& s = *state_;
+    if (s.size == 1 || s.peers_finished) {
+        return FailureEnd::alone;
+    }
+    if (!s.watch || !s.watch->active()) {
+        return FailureEnd::unanswered;
+    }
+    // Long enough for a rank whose listening thread waits behind a busy MPI progress engine,
+    // short enough that the job ends within 30 s.
+    constexpr auto kAnswerTimeout = std::chrono::seconds(20);
+    return s.watch->announce(kAnswerTimeout) == 0 ? FailureEnd::told : FailureEnd::unanswered;
+}
+
+bool InferenceJob::peer_failed() const noexcept
+{
+    return state_->watch && state_->watch->failed_peer() >= 0;
 }
 
 }  // namespace halo

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "halo/model.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/store.hpp"
+#include "failure_watch.hpp"
 #include "output_dir.hpp"
 #include "phase_table.hpp"
 
@@ -107,6 +110,9 @@ struct InferenceJob::State {
     std::pair<dev_t, ino_t> dataset_identity{};
     std::optional<job::OutputDir> out_dir;
     bool started = false;
+    std::function<void()> end_process;         // InferenceJob::on_peer_failure
+    std::unique_ptr<job::FailureWatch> watch;  // from start to the last collective
+    bool peers_finished = false;               // every rank passed the last collective
     job::PhaseLog phases;
     job::Stopwatch step;     // restarted by each phase
     std::string report;      // rank 0's tables and notes (JobSummary::report)

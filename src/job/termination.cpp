@@ -1,13 +1,16 @@
-// SIGTERM and SIGINT during a job (scancel, a time limit, Ctrl-C, mpirun ending the job after
-// another rank's failure): rank 0 prints one line, removes the lock and an --out still empty
-// (output_dir.hpp), and the signal then ends the process as by default. Only write(), unlink()
-// and rmdir() run in the handler; the line is built before it is installed.
+// SIGTERM and SIGINT during a job (scancel, a time limit, Ctrl-C, mpirun ending the job): rank 0
+// prints one line, removes the lock and an --out still empty (output_dir.hpp), and the signal
+// then ends the process as by default. After another rank announced its failure
+// (failure_watch.hpp) the signal is mpirun ending the job once that rank exited: no line, exit
+// status 1. Only write(), unlink(), rmdir() and _exit() run in the handler; the line is built
+// before it is installed.
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
 
 #include "halo/inference_job.hpp"
+#include "failure_watch.hpp"
 #include "output_dir.hpp"
 
 namespace halo {
@@ -16,9 +19,14 @@ namespace {
 
 char termination_note[200];
 std::size_t termination_note_length = 0;
+volatile std::sig_atomic_t peer_failed = 0;
 
 extern "C" void report_termination(int signal)
 {
+    if (peer_failed != 0) {
+        job::signal_cleanup();
+        ::_exit(1);
+    }
     if (termination_note_length > 0) {
         static_cast<void>(::write(STDERR_FILENO, termination_note, termination_note_length));
     }
@@ -28,6 +36,11 @@ extern "C" void report_termination(int signal)
 }
 
 }  // namespace
+
+void job::note_peer_failure(int /*failed_rank*/) noexcept
+{
+    peer_failed = 1;
+}
 
 void install_job_termination_report(int rank)
 {

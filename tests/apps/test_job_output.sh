@@ -3,12 +3,12 @@
 #   1. errors found before any rank reads its part (options, the model against the stored
 #      feature width and the part count, the rank count, --out): one message on stderr, exit 1
 #      (2 for a command line that cannot describe a job), no MPI_ABORT, no --out left behind;
-#   2. an error on one rank later: one line naming the rank, the job ends within 30 s with exit
-#      1, and the lock and the still empty --out are removed;
+#   2. an error on one rank later: one line naming the rank, every rank exits 1 within 30 s, no
+#      MPI_ABORT, and the lock and the still empty --out are removed;
 #   3. --out holding another job's result: refused without --overwrite (the old result intact),
 #      replaced with it (a 2-rank result over a 4-rank one leaves no piece of the old one);
 #   4. progress: one line per phase and per layer on stderr, the summary last on stdout; -q
-#      prints nothing.
+#      prints nothing; halo-partition the same (--report-tables for its tables).
 # Usage: test_job_output.sh BIN_DIR MPIEXEC
 set -uo pipefail
 bin=$(cd "$1" && pwd)
@@ -65,19 +65,39 @@ refused 2 1 "a-file: exists and is not a directory" "--out is a file" -- g2.h5 -
   --random-features --out a-file
 rm -f a-file
 
-# 2. Later: rank 1 fails before layer 1; the lock and the --out it created are gone.
+# 2. Later: rank 1 fails before layer 1 (its peers wait for it in the layer's halo exchange);
+# the lock and the --out it created are gone. Run twice: as users run it (mpirun ends the job
+# once a rank exits non-zero), and with mpirun told not to (orte_abort_on_non_zero_status 0, as
+# srun without --kill-on-bad-exit), where every rank must end by itself: each runs under a shell
+# that records its exit status.
+late_run() {
+  HALO_FAULT_INJECT=rank=1,layer=1 timeout 60 "$mpiexec" -n 3 --oversubscribe --allow-run-as-root \
+    -x HALO_FAULT_INJECT "$@" sh -c \
+    '"$@"; rc=$?; echo "$rc" >"rank-status.$OMPI_COMM_WORLD_RANK"; exit "$rc"' \
+    sh "$bin/halo-infer" f3.h5 --random-model 3,8,4 --out late 2>&1
+}
 start=$(date +%s)
-out=$(HALO_FAULT_INJECT=rank=1,layer=1 timeout 60 "$mpiexec" -n 3 --oversubscribe \
-      --allow-run-as-root -x HALO_FAULT_INJECT "$bin/halo-infer" f3.h5 --random-model 3,8,4 \
-      --out late 2>&1)
+out=$(late_run)
 status=$?
 elapsed=$(( $(date +%s) - start ))
 if [ "$status" -eq 1 ] && [ "$elapsed" -le 30 ] &&
    [ "$(grep -c "rank 1: halo-infer: error: injected fault before layer 1" <<<"$out")" -eq 1 ] &&
-   [ "$(grep -c "halo-infer: error" <<<"$out")" -eq 1 ]; then
-  pass "an error on rank 1 during the run: exit 1 after ${elapsed}s, one line naming the rank"
+   [ "$(grep -c "halo-infer: error" <<<"$out")" -eq 1 ] && ! grep -q "MPI_ABORT" <<<"$out" &&
+   ! grep -q "signal" <<<"$out"; then
+  pass "an error on rank 1 during the run: exit 1 after ${elapsed}s, one line naming the rank, no MPI_ABORT"
 else
   fail "an error on rank 1 during the run: status $status after ${elapsed}s"; echo "$out"
+fi
+rm -rf late rank-status.*
+start=$(date +%s)
+out=$(late_run --mca orte_abort_on_non_zero_status 0)
+elapsed=$(( $(date +%s) - start ))
+ranks=$(cat rank-status.0 rank-status.1 rank-status.2 2>/dev/null | tr '\n' ' ')
+if [ "$ranks" = "1 1 1 " ] && [ "$elapsed" -le 30 ] &&
+   [ "$(grep -c "halo-infer: error" <<<"$out")" -eq 1 ] && ! grep -q "MPI_ABORT" <<<"$out"; then
+  pass "the same where mpirun does not end the job: every rank exits 1 by itself after ${elapsed}s"
+else
+  fail "every rank by itself: statuses '$ranks' after ${elapsed}s"; echo "$out"
 fi
 if [ ! -e late ]; then
   pass "the failed job removed its lock and its empty --out"
@@ -135,6 +155,39 @@ if grep -q "^layer " rep.out && grep -q "^phase " rep.out && tail -n 1 rep.out |
   pass "--report: the tables, then the summary line last"
 else
   fail "--report"; cat rep.out
+fi
+
+# halo-partition the same: progress on stderr, the one-line summary on stdout, the tables with
+# --report-tables (before the summary), nothing with -q; serial and under mpirun (ptscotch).
+"$bin/halo-partition" rmat:10:8:5 --parts 3 -o hp.h5 >hp.out 2>hp.err
+status=$?
+if [ "$status" -eq 0 ] && [ "$(wc -l <hp.out)" -eq 1 ] && grep -q "building the CSR" hp.err &&
+   grep -Eq "^1024 nodes, 3 parts \([a-z]+\): edge cut [0-9]+, partition .* s, total .* s; dataset hp.h5$" hp.out; then
+  pass "halo-partition: $(wc -l <hp.err) progress lines on stderr; stdout: $(cat hp.out)"
+else
+  fail "halo-partition's summary (status $status)"; cat hp.out hp.err
+fi
+"$bin/halo-partition" rmat:10:8:5 --parts 3 -o hp.h5 --report-tables >hpt.out 2>/dev/null
+if grep -q "owned rows" hpt.out && grep -q "^edge cut .* halo volume" hpt.out &&
+   tail -n 1 hpt.out | grep -q "^1024 nodes, 3 parts"; then
+  pass "halo-partition --report-tables: the tables, then the summary line last"
+else
+  fail "halo-partition --report-tables"; cat hpt.out
+fi
+"$bin/halo-partition" rmat:10:8:5 --parts 3 -o hp.h5 -q >hpq.out 2>hpq.err
+if [ $? -eq 0 ] && [ ! -s hpq.out ] && [ ! -s hpq.err ]; then
+  pass "halo-partition -q: nothing printed"
+else
+  fail "halo-partition -q printed: $(cat hpq.out hpq.err)"
+fi
+mpirun_n 2 "$bin/halo-partition" rmat:10:8:5 --parts 2 --partitioner ptscotch -o hpd.h5 \
+  >hpd.out 2>hpd.err
+status=$?
+if [ "$status" -eq 0 ] && [ "$(wc -l <hpd.out)" -eq 1 ] &&
+   grep -q "^1024 nodes, 2 parts (ptscotch): edge cut [0-9]*, .*; dataset hpd.h5$" hpd.out; then
+  pass "halo-partition under mpirun: one summary line: $(cat hpd.out)"
+else
+  fail "halo-partition under mpirun (status $status)"; cat hpd.out hpd.err
 fi
 
 if [ "$failures" -gt 0 ]; then

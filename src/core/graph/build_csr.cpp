@@ -15,6 +15,7 @@
 #include "halo/error.hpp"
 #include "halo/graph.hpp"
 #include "halo/memory_limits.hpp"
+#include "halo/progress.hpp"
 
 namespace halo {
 namespace {
@@ -105,7 +106,7 @@ void sort_and_dedupe(Csr& csr)
 
 Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vector<global_id>& rows,
                                         const std::vector<global_id>& cols, bool symmetrize,
-                                        int block_shift)
+                                        int block_shift, const ProgressLine& progress)
 {
     HALO_EXPECTS(block_shift >= 0 && block_shift <= 16, "block_shift ", block_shift,
                  " outside [0, 16] (the row inside a block is 16 bits)");
@@ -138,13 +139,31 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
     auto slice = [m, threads](int t) {
         return std::pair{m * t / threads, m * (t + 1) / threads};
     };
+    // Progress in passes (0 to 3): passes 1 and 2 as slice 0 goes (the slices are equal), pass 3
+    // by the blocks done. A clock read per 2^20 edges or 64 blocks: nothing next to the work.
+    // The edge loops run in chunks of 2^20 edges, the inner loop as without a meter.
+    ProgressMeter meter(progress, "building the CSR", 3.0, "passes", 1.0);
+    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    const auto for_edges = [&](int pass, int t, std::int64_t first, std::int64_t last,
+                               auto&& body) {
+        for (auto chunk = first; chunk < last; chunk += kChunk) {
+            const auto stop = std::min(last, chunk + kChunk);
+            for (auto e = chunk; e < stop; ++e) {
+                body(e);
+            }
+            if (t == 0) {
+                meter.set(pass + double(stop - first) / double(last - first));
+            }
+        }
+    };
+    std::atomic<std::int64_t> blocks_done{0};
 #pragma omp parallel for schedule(static, 1)
     for (int t = 0; t < threads; ++t) {
         std::vector<offset_t> count(static_cast<std::size_t>(blocks), 0);
         const auto [first, last] = slice(t);
-        for (std::int64_t e = first; e < last; ++e) {
+        for_edges(0, t, first, last, [&](std::int64_t e) {
             for_entries(e, [&](global_id r, global_id) { ++count[r >> block_shift]; });
-        }
+        });
         for (std::int64_t b = 0; b < blocks; ++b) {
             start[static_cast<std::size_t>(b * threads + t + 1)] = count[b];
         }
@@ -161,13 +180,13 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
             cursor[b] = start[static_cast<std::size_t>(b * threads + t)];
         }
         const auto [first, last] = slice(t);
-        for (std::int64_t e = first; e < last; ++e) {
+        for_edges(1, t, first, last, [&](std::int64_t e) {
             for_entries(e, [&](global_id r, global_id c) {
                 const auto k = cursor[r >> block_shift]++;
                 in_block[k] = static_cast<std::uint16_t>(r & row_mask);
                 column[k] = static_cast<local_id>(c);
             });
-        }
+        });
     }
     // Pass 3: block by block, its entries placed by row (cursors of the block's rows), each row
     // sorted and deduplicated, and the kept columns written back to the front of the block's
@@ -204,6 +223,10 @@ Csr detail::build_pattern_by_row_blocks(std::int64_t num_nodes, const std::vecto
                 csr.indptr[row0 + i + 1] = last - first;
                 row_begin = row_end;
             }
+            if (const auto done = blocks_done.fetch_add(1, std::memory_order_relaxed) + 1;
+                done % 64 == 0) {
+                meter.set(2.0 + double(done) / double(blocks));
+            }
         }
     }
     std::partial_sum(csr.indptr.begin(), csr.indptr.end(), csr.indptr.begin());
@@ -229,7 +252,8 @@ Csr build_csr(const EdgeList& edges, const BuildOptions& options)
     const auto& cols = options.transpose ? edges.src : edges.dst;
 
     if (!weighted) {
-        auto csr = detail::build_pattern_by_row_blocks(n, rows, cols, options.symmetrize);
+        auto csr = detail::build_pattern_by_row_blocks(n, rows, cols, options.symmetrize, 14,
+                                                       options.progress);
         apply_self_loops(csr, options.self_loops);
         normalize(csr, options.normalization);
         return csr;

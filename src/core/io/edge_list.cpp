@@ -85,6 +85,7 @@ EdgeList parse_edge_list(std::string_view text, const std::string& name,
     edges.dst.reserve(line_estimate + 1);
 
     io_detail::LineReader lines(text);
+    ProgressMeter meter(options.progress, "parsing " + name, static_cast<double>(text.size()) / 1e9);
     std::string_view line;
     int columns = 0;  // 2 or 3, fixed by the first edge line
     std::int64_t first_edge_line = 0;
@@ -96,6 +97,9 @@ EdgeList parse_edge_list(std::string_view text, const std::string& name,
             continue;  // blank
         }
         const auto ln = lines.line_number();
+        if ((ln & 0xfffff) == 0) {  // a clock read per 2^20 lines: nothing next to the parse
+            meter.set(static_cast<double>(lines.offset()));
+        }
         if (a.front() == '#' || a.front() == '%') {
             if (columns == 0 && bound.value < 0) {
                 const auto n = header_node_count(line, name, ln);

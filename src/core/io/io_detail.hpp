@@ -105,7 +105,10 @@ inline bool is_space(char c)
 /// counts them from 1.
 class LineReader {
 public:
-    explicit LineReader(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+    explicit LineReader(std::string_view text)
+        : begin_(text.data()), p_(text.data()), end_(text.data() + text.size())
+    {
+    }
 
     bool next(std::string_view& line)
     {
@@ -122,8 +125,11 @@ public:
 
     /// Number of the line last returned by next() (0 before the first).
     std::int64_t line_number() const noexcept { return line_; }
+    /// Bytes of the text consumed so far.
+    std::size_t offset() const noexcept { return static_cast<std::size_t>(p_ - begin_); }
 
 private:
+    const char* begin_;
     const char* p_;
     const char* end_;
     std::int64_t line_ = 0;

@@ -45,7 +45,11 @@ const Reader labels = [](const fs::path& p) { halo::read_labels(p); };
 
 Reader edge_list_with_nodes(std::int64_t n)
 {
-    return [n](const fs::path& p) { halo::read_edge_list(p, halo::GraphReadOptions{n}); };
+    return [n](const fs::path& p) {
+        halo::GraphReadOptions options;
+        options.num_nodes = n;
+        halo::read_edge_list(p, options);
+    };
 }
 
 // A valid 3 x 3 binary CSR with values, for the cases that damage one part of it.

@@ -16,6 +16,13 @@
 
 namespace {
 
+halo::GraphReadOptions with_nodes(std::int64_t n)
+{
+    halo::GraphReadOptions options;
+    options.num_nodes = n;
+    return options;
+}
+
 namespace fs = std::filesystem;
 using halo::testing::gzip;
 using halo::testing::write_file;
@@ -204,10 +211,10 @@ TEST(EdgeList, NodeCountFromHeaderOrOption)
     EXPECT_EQ(from_header.num_nodes, 10);  // isolated nodes 3..9
     EXPECT_FALSE(from_header.has_weights());
     EXPECT_EQ(from_header.num_edges(), 2);
-    EXPECT_EQ(halo::read_edge_list(dir / "g.el", {3}).num_nodes, 3);  // the option wins
+    EXPECT_EQ(halo::read_edge_list(dir / "g.el", with_nodes(3)).num_nodes, 3);  // the option wins
     write_file(dir / "h.el", "0 1\n1 2\n");
     EXPECT_EQ(halo::read_edge_list(dir / "h.el").num_nodes, 3);
-    EXPECT_EQ(halo::read_edge_list(dir / "h.el", {8}).num_nodes, 8);
+    EXPECT_EQ(halo::read_edge_list(dir / "h.el", with_nodes(8)).num_nodes, 8);
     // Comments only, with a node count: a graph without edges.
     write_file(dir / "i.el", "# Nodes: 4\n");
     EXPECT_EQ(halo::read_edge_list(dir / "i.el").num_nodes, 4);
@@ -269,7 +276,7 @@ TEST(MatrixMarket, PatternAndIntegerGeneral)
                "%%MatrixMarket matrix coordinate integer general\r\n2 2 1\r\n2 1 -7\r\n");
     const auto i = halo::read_matrix_market(dir / "i.mtx");
     EXPECT_EQ(i.weights, (std::vector<float>{-7.0f}));
-    EXPECT_THROW(halo::read_matrix_market(dir / "i.mtx", {5}), halo::InputError);
+    EXPECT_THROW(halo::read_matrix_market(dir / "i.mtx", with_nodes(5)), halo::InputError);
 }
 
 TEST(MatrixMarket, GzipAndPlainGiveTheSameGraph)
