@@ -3,7 +3,8 @@
 #   1. install the dependencies (apt) and build HaloGNN (Release, CUDA code included when nvcc is
 #      present, else the CPU-only configuration);
 #   2. generate an R-MAT graph (scale 14, edge factor 16: 16K nodes, ~0.5M nonzeros) and partition
-#      it with METIS into 2 parts (and into 1 part, for the reference run);
+#      it into 2 parts (KaMinPar where the build has it, else METIS; and into 1 part, for the
+#      reference run);
 #   3. run `mpirun -np 2 halo-infer` with a random 2-layer GCN (128 -> 128 -> 64), on the CPU
 #      backend with the MPI halo exchange, and the same model on one rank;
 #   4. check that the 2-rank result equals the 1-rank result bit for bit, and print a summary.
@@ -35,7 +36,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 
 mkdir -p "$out"
 echo
-echo "== partition rmat:$scale:16 into $ranks parts (METIS) and into 1 part"
+echo "== partition rmat:$scale:16 into $ranks parts (the default partitioner) and into 1 part"
 "$bin/halo-partition" "rmat:$scale:16" --parts "$ranks" --symmetrize -o "$out/rmat-$ranks.h5"
 "$bin/halo-partition" "rmat:$scale:16" --parts 1 --symmetrize -q -o "$out/rmat-1.h5"
 "$bin/halo-inspect" "$out/rmat-$ranks.h5" --check
