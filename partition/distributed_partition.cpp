@@ -20,6 +20,7 @@
 #include "halo/generators.hpp"
 #include "halo/mpi_error.hpp"
 #include "halo/shard_builder.hpp"
+#include "kaminpar_partition.hpp"  // require_preset
 #include "mpi_comm.hpp"
 #ifdef HALO_HAVE_KAMINPAR
 #include "dkaminpar_partition.hpp"
@@ -440,15 +441,7 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
             HALO_THROW(InputError, "this build has no dKaMinPar (configured with "
                                    "-DHALO_WITH_KAMINPAR=OFF): use --partitioner ptscotch");
         }
-        const auto presets = dkaminpar_presets();
-        if (std::find(presets.begin(), presets.end(), o.kaminpar_preset) == presets.end()) {
-            std::string known;
-            for (const auto& name : presets) {
-                known += (known.empty() ? "" : ", ") + name;
-            }
-            HALO_THROW(InputError, "unknown dKaMinPar preset '", o.kaminpar_preset,
-                       "' (known: ", known, ")");
-        }
+        detail::require_preset(o.kaminpar_preset, dkaminpar_presets(), "dKaMinPar");
     } else {
         HALO_THROW(InputError, "the distributed path runs ptscotch or dkaminpar, not ",
                    to_string(o.method));

@@ -12,6 +12,7 @@
 
 #include "halo/error.hpp"
 #include "halo/mpi_error.hpp"
+#include "kaminpar_partition.hpp"  // require_preset
 
 namespace halo::detail {
 
@@ -47,15 +48,7 @@ std::vector<std::int32_t> dkaminpar_partition(const Comm& c, const Csr& pattern,
     using kaminpar::dist::GlobalEdgeID;
     using kaminpar::dist::GlobalNodeID;
     using kaminpar::dist::GlobalNodeWeight;
-    const auto presets = dkaminpar_preset_names();
-    if (std::find(presets.begin(), presets.end(), o.kaminpar_preset) == presets.end()) {
-        std::string known;
-        for (const auto& name : presets) {
-            known += (known.empty() ? "" : ", ") + name;
-        }
-        HALO_THROW(InputError, "unknown dKaMinPar preset '", o.kaminpar_preset, "' (known: ", known,
-                   ")");
-    }
+    require_preset(o.kaminpar_preset, dkaminpar_preset_names(), "dKaMinPar");
     const auto n_local = pattern.num_rows;
     // ParMETIS layout: vtxdist from every rank's row count (checked against the block rows).
     const auto counts = c.allgatherv(std::vector<std::int64_t>{n_local});

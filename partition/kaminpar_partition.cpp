@@ -166,17 +166,9 @@ std::vector<std::int32_t> kaminpar_partition(const CsrView& a, const PartitionOp
     if (options.balance_rows) {
         HALO_THROW(InputError,
                    "KaMinPar balances one weight per node: --balance rows+nnz (two constraints) "
-                   "is METIS's; use --balance nnz (weights 1 + degree) or rows (weight 1)");
+                   "is METIS's; use --balance nnz (the rows' nonzeros) or rows (weight 1)");
     }
-    const auto presets = kaminpar_preset_names();
-    if (std::find(presets.begin(), presets.end(), options.kaminpar_preset) == presets.end()) {
-        std::string known;
-        for (const auto& name : presets) {
-            known += (known.empty() ? "" : ", ") + name;
-        }
-        HALO_THROW(InputError, "unknown KaMinPar preset '", options.kaminpar_preset,
-                   "' (known: ", known, ")");
-    }
+    require_preset(options.kaminpar_preset, kaminpar_preset_names(), "KaMinPar");
     const auto n = a.num_rows;
     auto graph = options.symmetric ? symmetric_graph(a) : symmetrized_graph(a);
     const auto kept = leave_out_isolated(graph, n);

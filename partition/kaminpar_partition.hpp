@@ -23,6 +23,11 @@ std::vector<std::int32_t> kaminpar_partition(const CsrView& a, const PartitionOp
 /// (ties: lower part ids first); the takes sum to `count`.
 std::vector<std::int64_t> water_fill(const std::vector<std::int64_t>& load, std::int64_t count);
 
+/// Throws halo::InputError "unknown <which> preset 'name' (known: a, b, ...)" unless `name` is
+/// one of `known`.
+void require_preset(const std::string& name, const std::vector<std::string>& known,
+                    const char* which);
+
 /// KaMinPar's shared-memory preset names, sorted.
 std::vector<std::string> kaminpar_preset_names();
 

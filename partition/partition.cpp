@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "halo/enum_names.hpp"
@@ -287,6 +288,19 @@ PartitionQuality partition_quality(const CsrView& a, const std::vector<std::int3
 }
 
 namespace detail {
+
+void require_preset(const std::string& name, const std::vector<std::string>& known,
+                    const char* which)
+{
+    if (std::find(known.begin(), known.end(), name) != known.end()) {
+        return;
+    }
+    std::string list;
+    for (const auto& k : known) {
+        list += (list.empty() ? "" : ", ") + k;
+    }
+    HALO_THROW(InputError, "unknown ", which, " preset '", name, "' (known: ", list, ")");
+}
 
 std::vector<std::int64_t> water_fill(const std::vector<std::int64_t>& load, std::int64_t count)
 {
