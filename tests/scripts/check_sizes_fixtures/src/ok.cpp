@@ -310,7 +310,7 @@ struct S {
 const char* s = "} } {";
 const char r[] = R"x( } { )x";
 char c = '{';
-int big = 1'000'000;
+int big = 1'000'000; int kilo = 1'000;
 enum class E { a, b, c };
 int table[] = {1, 2, 3};
 }}  // namespace a::b
