@@ -163,12 +163,14 @@ def is_member_initializer(h):
 def function_name(h):
     flat = " ".join(h.split())
     var = re.match(r"^[^(=]*?([A-Za-z_]\w*)\s*=[^=]", flat)
-    if var:  # a lambda initializing a variable: its name
+    if var and var.group(1) != "operator":  # a lambda initializing a variable: its name
         return var.group(1)
     flat = re.sub(r"^template\s*<[^{;]*?>\s*(?=[A-Za-z_])", "", flat)
     flat = re.sub(r"__launch_bounds__\s*\([^)]*\)|__attribute__\s*\(\(.*?\)\)|\[\[.*?\]\]", "",
                   flat)
-    m = re.search(r"(~?[A-Za-z_][\w:~]*(?:\s*operator\s*(?:\(\)|[^\s(]+))?)\s*\(", flat)
+    m = re.search(r"((?:\b[A-Za-z_]\w*::)*\boperator\b\s*(?:\(\)|\[\]|[^\s(]+))\s*\(", flat)
+    if not m:
+        m = re.search(r"(~?[A-Za-z_][\w:~]*)\s*\(", flat)
     return m.group(1).replace(" ", "") if m else flat[:40]
 
 

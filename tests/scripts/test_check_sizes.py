@@ -2,8 +2,9 @@
 """scripts/check-sizes.py on fixtures whose sizes are known by construction
 (tests/scripts/check_sizes_fixtures/src): the functions it finds, their lengths, the limits at
 their edges (150 passes, 151 fails; 600 lines passes, 601 fails), braces in comments, strings, raw
-strings and character literals ignored (digit separators are not literals), member-initializer braces not taken for bodies, the
-exceptions file, and a parse error (unbalanced braces) failing with exit code 2."""
+strings and character literals ignored (digit separators are not literals), member-initializer
+braces not taken for bodies, the exceptions file, and a parse error (unbalanced braces) failing
+with exit code 2."""
 import os
 import subprocess
 import sys
