@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "app_common.hpp"
+#include "bench_aes.hpp"
 #include "bench_common.hpp"
 #include "halo/aes.hpp"
 #include "halo/backend.hpp"
@@ -42,30 +43,16 @@
 #include "halo/spmm.hpp"
 
 namespace halo::bench_app {
+namespace aes {
 namespace {
 
 namespace bench = halo::cuda::bench;
 
 constexpr std::int64_t kMaxSets = 64;
 
-struct AesBenchOptions {
-    GraphOptions graph;
-    std::vector<std::int64_t> dims{32, 64, 128, 256};
-    std::vector<std::int64_t> ws{16, 32, 64, 128, 256, 512, 1024};
-    std::string features = "both";
-    std::vector<std::string> scalings{"sample_sum"};
-    KernelRunOptions run;
-};
-
 // ---------------------------------------------------------------------------------------------
 // The checked rows as a CSR of their own: each row keeps its nonzeros in order (so AES samples
 // the same positions), columns renumbered to the rows of X they read.
-
-struct Check {
-    std::int64_t elements = 0;
-    std::int64_t bad = 0;
-    double max_abs_diff = 0;
-};
 
 // Rows of at most this many slots are never cut into pieces (every layout stages at least 128
 // slots per group): the kernel sums them as one chain in slot order, as the reference does.
@@ -244,23 +231,6 @@ Inputs make_inputs(cuda::Context& ctx, const Csr& a, std::int64_t dim, bool int8
 // ---------------------------------------------------------------------------------------------
 // Records.
 
-struct Record {
-    std::string kernel;    // cusparse | int8-exact | aes
-    std::string features;  // fp32 | int8
-    std::int64_t w = 0;    // 0: exact
-    std::string scaling;
-    std::int64_t dim = 0;
-    std::string status;  // ok | FAILED | ERROR
-    std::string message;
-    Stats ms;
-    std::int64_t sets = 0;
-    Check check;
-    double rel_frobenius = 0;
-    std::int64_t compulsory_bytes = 0;
-    double roofline_fraction = 0;
-    double speedup = 0;
-};
-
 Record make_record(std::string kernel, std::string features, std::int64_t w, std::string scaling,
                    std::int64_t dim)
 {
@@ -283,6 +253,206 @@ std::int64_t compulsory_bytes(const Csr& a, std::int64_t staged, std::int64_t di
     return matrix + features + 4 * a.num_rows * dim;
 }
 
+// One dense width d of the run: its inputs (make_inputs), the checked rows' features and
+// references, and the kernels measured on them, each record printed and appended to `records`
+// (failed checks and errors counted in `failures`).
+struct WidthRun {
+    WidthRun(const AesBenchOptions& o_, cuda::Context& ctx_, const Csr& a_, const CheckSet& cs_,
+             const Csr& sub_abs_, std::int64_t dim_, bool want_int8_, std::int64_t l2_bytes,
+             double copy_, std::vector<Record>& records_, int& failures_)
+        : o(o_), ctx(ctx_), a(a_), cs(cs_), sub_abs(sub_abs_), dim(dim_), want_int8(want_int8_),
+          copy(copy_), records(records_), failures(failures_), stream(ctx_.compute_stream()),
+          in(make_inputs(ctx_, a_, dim_, want_int8_, l2_bytes, o_.run.seed + dim_))
+    {
+        fmt::print("\nd = {}: {} buffer set(s)\n", dim, in.sets);
+        // The checked rows' features, packed in cs.columns order, for the references.
+        xs.resize(cs.columns.size() * static_cast<std::size_t>(dim));
+        qs.rows = static_cast<std::int64_t>(cs.columns.size());
+        qs.cols = dim;
+        qs.scale = in.q.scale;
+        qs.zero_point = in.q.zero_point;
+        for (std::size_t c = 0; c < cs.columns.size(); ++c) {
+            std::copy_n(in.x.begin() + cs.columns[c] * dim, dim, xs.begin() + c * dim);
+            if (want_int8) {
+                qs.data.insert(qs.data.end(), in.q.data.begin() + cs.columns[c] * dim,
+                               in.q.data.begin() + (cs.columns[c] + 1) * dim);
+            }
+        }
+        want.resize(cs.rows.size() * static_cast<std::size_t>(dim));
+        // Magnitudes for the tolerance of split rows: the same sampling over |A| and |X| (the
+        // dequantized |X| for int8 features).
+        xs_abs = abs_of(xs);
+        xq_abs.resize(xs.size());
+        if (want_int8) {
+            dequantize(qs.view(), dense_view(xq_abs.data(), qs.rows, dim));
+            xq_abs = abs_of(std::move(xq_abs));
+        }
+        mag.resize(want.size());
+    }
+    WidthRun(const WidthRun&) = delete;
+    WidthRun& operator=(const WidthRun&) = delete;
+
+    DenseView<const float> xs_view() const
+    {
+        return dense_view<const float>(xs.data(), cs.sub.num_cols, dim);
+    }
+    DenseView<float> want_view() { return dense_view(want.data(), cs.sub.num_rows, dim); }
+    DenseView<float> mag_view() { return dense_view(mag.data(), cs.sub.num_rows, dim); }
+
+    std::vector<std::int64_t> slots_per_row(std::int64_t w) const
+    {
+        std::vector<std::int64_t> slots(static_cast<std::size_t>(cs.sub.num_rows));
+        for (std::int64_t i = 0; i < cs.sub.num_rows; ++i) {
+            const auto nnz = cs.sub.row_nnz(i);
+            slots[i] = w > 0 ? aes_row_strategy(nnz, w).count() : nnz;
+        }
+        return slots;
+    }
+
+    void finish(Record& rec, std::int64_t staged, bool int8, double baseline_ms)
+    {
+        rec.compulsory_bytes = compulsory_bytes(a, staged, dim, int8);
+        rec.roofline_fraction = double(rec.compulsory_bytes) / (rec.ms.median * 1e6) / copy;
+        rec.speedup = baseline_ms / rec.ms.median;
+        rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
+        failures += rec.check.bad > 0 ? 1 : 0;
+        fmt::print(
+            "  {:<10} {:<5} {:>5} {:<10} median {:>9.4f} ms {:>6.1f}% copy "
+            "{:>7.2f}x vs cusparse  rel.err {:.3e}  bad {} of {}: {}\n",
+            rec.kernel, rec.features, rec.w > 0 ? std::to_string(rec.w) : "-", rec.scaling,
+            rec.ms.median, 100.0 * rec.roofline_fraction, rec.speedup, rec.rel_frobenius,
+            rec.check.bad, rec.check.elements, rec.status);
+        std::fflush(stdout);
+        records.push_back(rec);
+    }
+
+    double frobenius(const float* y) const
+    {
+        const auto s = cuda::frobenius_sums(ctx, {y, a.num_rows, dim, dim},
+                                            {in.y_exact.data(), a.num_rows, dim, dim});
+        return s.ref_sq > 0 ? std::sqrt(s.diff_sq / s.ref_sq) : std::sqrt(s.diff_sq);
+    }
+
+    // cuSPARSE: the baseline, and the exact result every error is measured against; returns
+    // its median time.
+    double run_cusparse(SpmmPlan& cusparse)
+    {
+        auto base = make_record("cusparse", "fp32", 0, "-", dim);
+        bench::fill_value(in.y_exact.data(), in.y_exact.size(), NAN, stream);
+        cusparse.run({in.x_set(0), a.num_cols, dim, dim},
+                      {in.y_exact.data(), a.num_rows, dim, dim}, {0, a.num_rows});
+        bench::check_last_error();
+        base.check = compare_tolerance(
+            gather_rows({in.y_exact.data(), a.num_rows, dim, dim}, cs.rows, stream), cs.sub, xs,
+            dim);
+        base.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
+            cusparse.run({in.x_set(s), a.num_cols, dim, dim}, {in.y_set(s), a.num_rows, dim, dim},
+                          {0, a.num_rows});
+        });
+        base.sets = in.sets;
+        const double baseline_ms = base.ms.median;
+        finish(base, a.nnz(), false, baseline_ms);
+        return baseline_ms;
+    }
+
+    // The exact int8 kernel (isolates the quantization error).
+    void run_int8_exact(double baseline_ms)
+    {
+        auto rec = make_record("int8-exact", "int8", 0, "-", dim);
+        const auto plan = cuda::make_int8_spmm_plan(ctx, a, dim);
+        bench::fill_value(in.y_set(0), in.y_stride, NAN, stream);
+        plan->run(in.q_set(0, a.num_cols), {in.y_set(0), a.num_rows, dim, dim},
+                  {0, a.num_rows});
+        bench::check_last_error();
+        reference::spmm_int8(cs.sub.view(), qs.view(), want_view(), cs.sub.view().all_rows());
+        reference::spmm(sub_abs.view(), dense_view<const float>(xq_abs.data(), qs.rows, dim),
+                        mag_view());
+        rec.check =
+            compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream),
+                            want, mag, slots_per_row(0), dim);
+        rec.rel_frobenius = frobenius(in.y_set(0));
+        rec.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
+            plan->run(in.q_set(s, a.num_cols), {in.y_set(s), a.num_rows, dim, dim},
+                      {0, a.num_rows});
+        });
+        rec.sets = in.sets;
+        finish(rec, a.nnz(), true, baseline_ms);
+    }
+
+    // AES at one W and scaling on fp32 or int8 features (`staged`: the nonzeros it stages).
+    void run_aes_kernel(std::int64_t w, AesScaling scaling, bool int8, std::int64_t staged,
+                        double baseline_ms)
+    {
+        const AesOptions options{w, scaling};
+        auto rec = make_record("aes", int8 ? "int8" : "fp32", w, to_string(scaling), dim);
+        try {
+            std::unique_ptr<SpmmPlan> fp32_plan;
+            std::unique_ptr<cuda::Int8SpmmPlan> int8_plan;
+            if (int8) {
+                int8_plan = cuda::make_aes_int8_spmm_plan(ctx, a, dim, options);
+            } else {
+                fp32_plan = cuda::make_aes_spmm_plan(ctx, a, dim, options);
+            }
+            auto launch = [&](std::int64_t s) {
+                const DenseView<float> y{in.y_set(s), a.num_rows, dim, dim};
+                if (int8) {
+                    int8_plan->run(in.q_set(s, a.num_cols), y, {0, a.num_rows});
+                } else {
+                    fp32_plan->run({in.x_set(s), a.num_cols, dim, dim}, y,
+                                   {0, a.num_rows});
+                }
+            };
+            bench::fill_value(in.y_set(0), in.y_stride, NAN, stream);
+            launch(0);
+            bench::check_last_error();
+            const auto all = cs.sub.view().all_rows();
+            if (int8) {
+                reference::aes_spmm(cs.sub.view(), qs.view(), want_view(), all, options);
+            } else {
+                reference::aes_spmm(cs.sub.view(), xs_view(), want_view(), all, options);
+            }
+            reference::aes_spmm(
+                sub_abs.view(),
+                dense_view<const float>(int8 ? xq_abs.data() : xs_abs.data(),
+                                        cs.sub.num_cols, dim),
+                mag_view(), all, options);
+            rec.check = compare_sampled(
+                gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream), want,
+                mag, slots_per_row(w), dim);
+            rec.rel_frobenius = frobenius(in.y_set(0));
+            rec.ms = time_launches(o.run, stream, in.sets, launch);
+            rec.sets = in.sets;
+            finish(rec, staged, int8, baseline_ms);
+        } catch (const Error& e) {
+            rec.status = "ERROR";
+            rec.message = e.message();
+            ++failures;
+            fmt::print("  aes {} W {} {}: ERROR {}\n", rec.features, w, rec.scaling,
+                       e.message());
+            records.push_back(rec);
+        }
+    }
+
+    const AesBenchOptions& o;
+    cuda::Context& ctx;
+    const Csr& a;
+    const CheckSet& cs;
+    const Csr& sub_abs;
+    const std::int64_t dim;
+    const bool want_int8;
+    const double copy;
+    std::vector<Record>& records;
+    int& failures;
+    const cudaStream_t stream;
+    const Inputs in;
+    std::vector<float> xs;  // the checked rows' features, packed in cs.columns order
+    QuantizedMatrix qs;     // and their int8 quantization
+    std::vector<float> want;  // the reference of the checked rows
+    std::vector<float> xs_abs;  // |X| and the dequantized |X| of int8 features
+    std::vector<float> xq_abs;
+    std::vector<float> mag;  // the sampled sums of |products|, for split rows' tolerance
+};
+
 int run_aes(const AesBenchOptions& o, const std::string& command)
 {
     const auto date = utc_now_iso();
@@ -304,7 +474,6 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
     check_before_device(o.run, o.graph);
     BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
-    const cudaStream_t stream = ctx.compute_stream();
     fmt::print("device {}: {} ({} SMs, L2 {}), copy bandwidth {:.0f} GB/s\n", device.info.index,
                device.info.name, device.info.multiprocessors,
                app::format_bytes(double(device.info.l2_cache_bytes)), device.copy_gb_per_s());
@@ -336,256 +505,46 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
     const double copy = device.copy_gb_per_s();
 
     for (const auto dim : o.dims) {
-        const auto in =
-            make_inputs(ctx, a, dim, want_int8, device.info.l2_cache_bytes, o.run.seed + dim);
-        fmt::print("\nd = {}: {} buffer set(s)\n", dim, in.sets);
-        // The checked rows' features, packed in cs.columns order, for the references.
-        std::vector<float> xs(cs.columns.size() * static_cast<std::size_t>(dim));
-        QuantizedMatrix qs;
-        qs.rows = static_cast<std::int64_t>(cs.columns.size());
-        qs.cols = dim;
-        qs.scale = in.q.scale;
-        qs.zero_point = in.q.zero_point;
-        for (std::size_t c = 0; c < cs.columns.size(); ++c) {
-            std::copy_n(in.x.begin() + cs.columns[c] * dim, dim, xs.begin() + c * dim);
-            if (want_int8) {
-                qs.data.insert(qs.data.end(), in.q.data.begin() + cs.columns[c] * dim,
-                               in.q.data.begin() + (cs.columns[c] + 1) * dim);
-            }
-        }
-        const auto xs_view = dense_view<const float>(xs.data(), cs.sub.num_cols, dim);
-        std::vector<float> want(cs.rows.size() * static_cast<std::size_t>(dim));
-        const auto want_view = dense_view(want.data(), cs.sub.num_rows, dim);
-        // Magnitudes for the tolerance of split rows: the same sampling over |A| and |X| (the
-        // dequantized |X| for int8 features).
-        const auto xs_abs = abs_of(xs);
-        std::vector<float> xq_abs(xs.size());
+        WidthRun width(o, ctx, a, cs, sub_abs, dim, want_int8, device.info.l2_cache_bytes, copy,
+                       records, failures);
+        const double baseline_ms = width.run_cusparse(*cusparse);
         if (want_int8) {
-            dequantize(qs.view(), dense_view(xq_abs.data(), qs.rows, dim));
-            xq_abs = abs_of(std::move(xq_abs));
+            width.run_int8_exact(baseline_ms);
         }
-        std::vector<float> mag(want.size());
-        const auto mag_view = dense_view(mag.data(), cs.sub.num_rows, dim);
-        auto slots_per_row = [&](std::int64_t w) {
-            std::vector<std::int64_t> slots(static_cast<std::size_t>(cs.sub.num_rows));
-            for (std::int64_t i = 0; i < cs.sub.num_rows; ++i) {
-                const auto nnz = cs.sub.row_nnz(i);
-                slots[i] = w > 0 ? aes_row_strategy(nnz, w).count() : nnz;
-            }
-            return slots;
-        };
-
-        auto finish = [&](Record& rec, std::int64_t staged, bool int8, double baseline_ms) {
-            rec.compulsory_bytes = compulsory_bytes(a, staged, dim, int8);
-            rec.roofline_fraction = double(rec.compulsory_bytes) / (rec.ms.median * 1e6) / copy;
-            rec.speedup = baseline_ms / rec.ms.median;
-            rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
-            failures += rec.check.bad > 0 ? 1 : 0;
-            fmt::print(
-                "  {:<10} {:<5} {:>5} {:<10} median {:>9.4f} ms {:>6.1f}% copy "
-                "{:>7.2f}x vs cusparse  rel.err {:.3e}  bad {} of {}: {}\n",
-                rec.kernel, rec.features, rec.w > 0 ? std::to_string(rec.w) : "-", rec.scaling,
-                rec.ms.median, 100.0 * rec.roofline_fraction, rec.speedup, rec.rel_frobenius,
-                rec.check.bad, rec.check.elements, rec.status);
-            std::fflush(stdout);
-            records.push_back(rec);
-        };
-        auto frobenius = [&](const float* y) {
-            const auto s = cuda::frobenius_sums(ctx, {y, a.num_rows, dim, dim},
-                                                {in.y_exact.data(), a.num_rows, dim, dim});
-            return s.ref_sq > 0 ? std::sqrt(s.diff_sq / s.ref_sq) : std::sqrt(s.diff_sq);
-        };
-
-        // cuSPARSE: the baseline, and the exact result every error is measured against.
-        auto base = make_record("cusparse", "fp32", 0, "-", dim);
-        bench::fill_value(in.y_exact.data(), in.y_exact.size(), NAN, stream);
-        cusparse->run({in.x_set(0), a.num_cols, dim, dim},
-                      {in.y_exact.data(), a.num_rows, dim, dim}, {0, a.num_rows});
-        bench::check_last_error();
-        base.check = compare_tolerance(
-            gather_rows({in.y_exact.data(), a.num_rows, dim, dim}, cs.rows, stream), cs.sub, xs,
-            dim);
-        base.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
-            cusparse->run({in.x_set(s), a.num_cols, dim, dim}, {in.y_set(s), a.num_rows, dim, dim},
-                          {0, a.num_rows});
-        });
-        base.sets = in.sets;
-        const double baseline_ms = base.ms.median;
-        finish(base, a.nnz(), false, baseline_ms);
-
-        if (want_int8) {
-            auto rec = make_record("int8-exact", "int8", 0, "-", dim);
-            const auto plan = cuda::make_int8_spmm_plan(ctx, a, dim);
-            bench::fill_value(in.y_set(0), in.y_stride, NAN, stream);
-            plan->run(in.q_set(0, a.num_cols), {in.y_set(0), a.num_rows, dim, dim},
-                      {0, a.num_rows});
-            bench::check_last_error();
-            reference::spmm_int8(cs.sub.view(), qs.view(), want_view, cs.sub.view().all_rows());
-            reference::spmm(sub_abs.view(), dense_view<const float>(xq_abs.data(), qs.rows, dim),
-                            mag_view);
-            rec.check =
-                compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream),
-                                want, mag, slots_per_row(0), dim);
-            rec.rel_frobenius = frobenius(in.y_set(0));
-            rec.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
-                plan->run(in.q_set(s, a.num_cols), {in.y_set(s), a.num_rows, dim, dim},
-                          {0, a.num_rows});
-            });
-            rec.sets = in.sets;
-            finish(rec, a.nnz(), true, baseline_ms);
-        }
-
         for (std::size_t wi = 0; wi < o.ws.size(); ++wi) {
-            const auto w = o.ws[wi];
             for (const auto scaling : scalings) {
-                const AesOptions options{w, scaling};
                 for (const bool int8 : {false, true}) {
                     if ((int8 && !want_int8) || (!int8 && !want_fp32)) {
                         continue;
                     }
-                    auto rec =
-                        make_record("aes", int8 ? "int8" : "fp32", w, to_string(scaling), dim);
-                    try {
-                        std::unique_ptr<SpmmPlan> fp32_plan;
-                        std::unique_ptr<cuda::Int8SpmmPlan> int8_plan;
-                        if (int8) {
-                            int8_plan = cuda::make_aes_int8_spmm_plan(ctx, a, dim, options);
-                        } else {
-                            fp32_plan = cuda::make_aes_spmm_plan(ctx, a, dim, options);
-                        }
-                        auto launch = [&](std::int64_t s) {
-                            const DenseView<float> y{in.y_set(s), a.num_rows, dim, dim};
-                            if (int8) {
-                                int8_plan->run(in.q_set(s, a.num_cols), y, {0, a.num_rows});
-                            } else {
-                                fp32_plan->run({in.x_set(s), a.num_cols, dim, dim}, y,
-                                               {0, a.num_rows});
-                            }
-                        };
-                        bench::fill_value(in.y_set(0), in.y_stride, NAN, stream);
-                        launch(0);
-                        bench::check_last_error();
-                        const auto all = cs.sub.view().all_rows();
-                        if (int8) {
-                            reference::aes_spmm(cs.sub.view(), qs.view(), want_view, all, options);
-                        } else {
-                            reference::aes_spmm(cs.sub.view(), xs_view, want_view, all, options);
-                        }
-                        reference::aes_spmm(
-                            sub_abs.view(),
-                            dense_view<const float>(int8 ? xq_abs.data() : xs_abs.data(),
-                                                    cs.sub.num_cols, dim),
-                            mag_view, all, options);
-                        rec.check = compare_sampled(
-                            gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream), want,
-                            mag, slots_per_row(w), dim);
-                        rec.rel_frobenius = frobenius(in.y_set(0));
-                        rec.ms = time_launches(o.run, stream, in.sets, launch);
-                        rec.sets = in.sets;
-                        finish(rec, stats[wi].slots, int8, baseline_ms);
-                    } catch (const Error& e) {
-                        rec.status = "ERROR";
-                        rec.message = e.message();
-                        ++failures;
-                        fmt::print("  aes {} W {} {}: ERROR {}\n", rec.features, w, rec.scaling,
-                                   e.message());
-                        records.push_back(rec);
-                    }
+                    width.run_aes_kernel(o.ws[wi], scaling, int8, stats[wi].slots, baseline_ms);
                 }
             }
         }
     }
 
-    // Summary: speed-up and error per W (the median over widths of each).
-    fmt::print("\n{:<6} {:<10} {:<5} {:>22} {:>24}\n", "W", "scaling", "feat",
-               "speed-up vs cusparse", "rel. Frobenius error");
-    for (const auto w : o.ws) {
-        for (const auto& s : o.scalings) {
-            for (const std::string f : {"fp32", "int8"}) {
-                std::string line;
-                for (const auto& r : records) {
-                    if (r.kernel == "aes" && r.w == w && r.scaling == s && r.features == f &&
-                        r.status != "ERROR") {
-                        line +=
-                            fmt::format(" d{}: {:.2f}x {:.2e}", r.dim, r.speedup, r.rel_frobenius);
-                    }
-                }
-                if (!line.empty()) {
-                    fmt::print("{:<6} {:<10} {:<5}{}\n", w, s, f, line);
-                }
-            }
-        }
-    }
+    print_summary(o, records);
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
-
     if (!o.run.json.empty()) {
-        Json doc = provenance_json("halo-bench aes", date, command);
-        doc["device"] = device.device_json();
-        doc["graph"] = graph_json(graph, o.graph);
-        doc["copy_bandwidth"] = device.copy_json();
-        doc["settings"] = {{"dims", o.dims},
-                           {"ws", o.ws},
-                           {"features", o.features},
-                           {"scalings", o.scalings},
-                           {"warmup", o.run.warmup},
-                           {"runs", o.run.runs},
-                           {"seed", o.run.seed},
-                           {"check_rows", cs.rows.size()},
-                           {"check_sampled", cs.sampled}};
-        Json sampling = Json::array();
-        for (std::size_t i = 0; i < o.ws.size(); ++i) {
-            const auto& s = stats[i];
-            sampling.push_back({{"w", o.ws[i]},
-                                {"sampled_rows", s.sampled_rows},
-                                {"staged_nonzeros", s.slots},
-                                {"distinct_nonzeros", s.distinct},
-                                {"staged_fraction", s.slot_fraction()},
-                                {"distinct_fraction", s.distinct_fraction()}});
-        }
-        doc["sampling"] = std::move(sampling);
-        Json list = Json::array();
-        for (const auto& r : records) {
-            Json j{{"kernel", r.kernel},
-                   {"features", r.features},
-                   {"w", r.w > 0 ? Json(r.w) : Json(nullptr)},
-                   {"scaling", r.scaling},
-                   {"dim", r.dim},
-                   {"status", r.status}};
-            if (r.status == "ERROR") {
-                j["message"] = r.message;
-            } else {
-                j["time_ms"] = stats_json(r.ms);
-                j["buffer_sets"] = r.sets;
-                j["speedup_vs_cusparse"] = r.speedup;
-                j["rel_frobenius_error_vs_exact_fp32"] = r.rel_frobenius;
-                j["compulsory_bytes"] = r.compulsory_bytes;
-                j["roofline_fraction"] = r.roofline_fraction;
-                j["check"] = {
-                    {"elements", r.check.elements},
-                    {"bad_elements", r.check.bad},
-                    {"max_abs_diff", r.check.max_abs_diff},
-                    {"rule", r.kernel == "cusparse" ? "tolerance"
-                                                    : "bit-exact up to 128 slots, else tolerance"}};
-            }
-            list.push_back(std::move(j));
-        }
-        doc["results"] = std::move(list);
-        write_json(o.run.json, doc);
+        write_report(o, report_json("halo-bench aes", date, command, device, &graph, &o.graph), cs,
+                     stats, records);
     }
     return failures ? 3 : 0;
 }
 
 }  // namespace
+}  // namespace aes
 
 void add_aes_command(CLI::App& app, const std::string& command, int& exit_code)
 {
+    using aes::AesBenchOptions;
     auto o = std::make_shared<AesBenchOptions>();
     auto* cmd = add_mode(
         app, "aes",
         "AES-SpMM (docs/AES.md): sampled SpMM per W with fp32 and int8 features, and the exact "
         "int8 SpMM, against cuSPARSE in the same run; each checked against the CPU sampling "
         "reference; speed-up and relative Frobenius error per W",
-        o, &run_aes, command, exit_code);
+        o, &aes::run_aes, command, exit_code);
     add_graph_options(*cmd, o->graph);
     cmd->add_option("--dims", o->dims, "dense widths d, comma-separated")
         ->delimiter(',')

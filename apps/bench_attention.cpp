@@ -200,6 +200,223 @@ std::string variant_name(const Record& r)
                        r.remap ? "on" : "off");
 }
 
+// One setting of the fused kernel's row-window reordering and register remapping.
+struct Setting {
+    bool reorder;
+    bool remap;
+};
+
+// One width d: seeded Q, K, V sets, the reference of the checked rows, then the unfused baseline
+// and the fused kernel in every setting, each checked and timed; appends to `records`, prints
+// them and returns the number of failed checks and errors.
+int measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, const CheckSet& cs,
+                  std::int64_t d, cuda::Fused3sPlan& plan, cuda::UnfusedAttentionPlan& baseline,
+                  const std::vector<Setting>& settings, std::int64_t bsb_bytes,
+                  std::int64_t l2_bytes, double copy_gb_per_s, std::vector<Record>& records)
+{
+    const auto stream = ctx.compute_stream();
+    constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+    auto* fused = &plan;
+    auto* unfused = &baseline;
+    int failures = 0;
+    const float scale =
+        o.scale > 0 ? static_cast<float>(o.scale) : 1.0f / std::sqrt(static_cast<float>(d));
+    Sets sets(a.num_rows, a.num_cols, d, l2_bytes);
+    for (std::int64_t s = 0; s < sets.count; ++s) {
+        const auto seed = o.run.seed + 1000 * static_cast<std::uint64_t>(d) + 3 * s;
+        bench::fill_uniform(sets.base(s) + sets.q, static_cast<std::size_t>(a.num_rows * d),
+                            seed, -1.0f, 1.0f, stream);
+        bench::fill_uniform(sets.base(s) + sets.k, static_cast<std::size_t>(a.num_cols * d),
+                            seed + 1, -1.0f, 1.0f, stream);
+        bench::fill_uniform(sets.base(s) + sets.v, static_cast<std::size_t>(a.num_cols * d),
+                            seed + 2, -1.0f, 1.0f, stream);
+        cuda::convert_to_half(sets.cq(s), sets.f16(s, sets.q16, a.num_rows), stream);
+        cuda::convert_to_half(sets.ck(s), sets.f16(s, sets.k16, a.num_cols), stream);
+        cuda::convert_to_half(sets.cv(s), sets.f16(s, sets.v16, a.num_cols), stream);
+    }
+    bench::synchronize(stream);
+    fmt::print("\nd = {}: scale {:.6g}, {} buffer set(s) of {:.1f} MiB\n", d, scale, sets.count,
+               double(sets.stride * sizeof(float)) / double(1 << 20));
+
+    // The reference of the checked rows, from set 0's inputs.
+    const auto qs = gather_rows(sets.cq(0), cs.rows, stream);
+    const auto ks = gather_rows(sets.ck(0), cs.columns, stream);
+    const auto vs = gather_rows(sets.cv(0), cs.columns, stream);
+    std::vector<double> ref(cs.rows.size() * static_cast<std::size_t>(d));
+    reference::sparse_attention(cs.sub.view(), dense_view(qs.data(), cs.sub.num_rows, d),
+                                dense_view(ks.data(), cs.sub.num_cols, d),
+                                dense_view(vs.data(), cs.sub.num_cols, d), scale,
+                                dense_view(ref.data(), cs.sub.num_rows, d));
+    double max_v = 1.0;
+    for (const auto x : vs) {
+        max_v = std::max(max_v, double(std::fabs(x)));
+    }
+    auto poison = [&] {
+        bench::fill_value(sets.out(0).data, static_cast<std::size_t>(a.num_rows * d), nan,
+                          stream);
+    };
+    const std::int64_t n = a.num_rows;
+
+    // The baseline first, so every fused record has its speed-up when printed.
+    Record base;
+    base.kernel = "unfused";
+    base.d = d;
+    base.compulsory_bytes = (n + 1) * 8 + a.nnz() * 4 + (2 * a.num_cols + 2 * n) * d * 4;
+    try {
+        poison();
+        unfused->run(sets.cq(0), sets.ck(0), sets.cv(0), scale, sets.out(0), {0, n});
+        base.check =
+            compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
+                    std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v);
+        base.time = time_launch_sets(o.run, stream, sets.count, [&](std::int64_t s) {
+            unfused->run(sets.cq(s), sets.ck(s), sets.cv(s), scale, sets.out(s), {0, n});
+        });
+        base.status = base.check.bad_rows > 0 ? "FAILED" : "ok";
+    } catch (const Error& e) {
+        base.status = "ERROR";
+        base.message = e.message();
+    }
+    const double base_ms = base.status == "ERROR" ? 0 : base.time.ms.median;
+    records.push_back(base);
+
+    for (const auto& setting : settings) {
+        for (const bool convert : {false, true}) {
+            if (convert && !(setting.reorder && setting.remap)) {
+                continue;  // the conversion is timed once, with the default kernel
+            }
+            Record rec;
+            rec.kernel = convert ? "fused3s+convert" : "fused3s";
+            rec.d = d;
+            rec.reorder = setting.reorder;
+            rec.remap = setting.remap;
+            rec.compulsory_bytes =
+                (n + 2 * a.num_cols) * d * (convert ? 4 : 2) + n * d * 4 + bsb_bytes;
+            fused->set_options({setting.reorder, setting.remap});
+            auto launch = [&](std::int64_t s) {
+                if (convert) {
+                    cuda::fused_attention(*fused, sets.cq(s), sets.ck(s), sets.cv(s), scale,
+                                          sets.out(s));
+                } else {
+                    fused->run(sets.hq(s), sets.hk(s), sets.hv(s), scale, sets.out(s), {0, n});
+                }
+            };
+            try {
+                poison();
+                launch(0);
+                rec.check = compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
+                                    kFusedTolerance, std::numeric_limits<double>::infinity());
+                rec.time = time_launch_sets(o.run, stream, sets.count, launch);
+                rec.status = rec.check.bad_rows > 0 ? "FAILED" : "ok";
+            } catch (const Error& e) {
+                rec.status = "ERROR";
+                rec.message = e.message();
+            }
+            records.push_back(rec);
+        }
+    }
+    fused->set_options({});
+
+    for (auto& r : records) {
+        if (r.d != d) {
+            continue;
+        }
+        if (r.status == "ERROR") {
+            fmt::print("  {:<40} ERROR: {}\n", variant_name(r), r.message);
+            ++failures;
+            continue;
+        }
+        failures += r.status == "ok" ? 0 : 1;
+        r.roofline_fraction =
+            double(r.compulsory_bytes) / (r.time.ms.median * 1e6) / copy_gb_per_s;
+        r.speedup_vs_unfused = base_ms > 0 ? base_ms / r.time.ms.median : 0;
+        fmt::print(
+            "  {:<40} median {:>9.4f} ms  {:>5.1f}% copy  vs unfused {:>6.2f}x  "
+            "row rel err max {:.2e} (row {}), Frobenius {:.2e}, bad rows {} of {}: "
+            "{}\n",
+            variant_name(r), r.time.ms.median, 100.0 * r.roofline_fraction,
+            r.speedup_vs_unfused, r.check.max_row_rel_error, r.check.worst_row,
+            r.check.frobenius_rel_error, r.check.bad_rows, r.check.rows, r.status);
+    }
+    std::fflush(stdout);
+    return failures;
+}
+
+// Geomean over the widths of each variant's speed-up against the baseline; returns its JSON.
+Json print_summary(const AttentionOptions& o, const std::vector<Record>& records)
+{
+    fmt::print("\n{:<40} {:>20}\n", "variant", "geomean vs unfused");
+    Json summary = Json::array();
+    std::vector<std::string> order;
+    for (const auto& r : records) {
+        const auto name = variant_name(r);
+        if (r.kernel != "unfused" && std::find(order.begin(), order.end(), name) == order.end()) {
+            order.push_back(name);
+        }
+    }
+    for (const auto& name : order) {
+        std::vector<double> speedups;
+        for (const auto& r : records) {
+            if (variant_name(r) == name && r.status != "ERROR" && r.speedup_vs_unfused > 0) {
+                speedups.push_back(r.speedup_vs_unfused);
+            }
+        }
+        const auto gm = geomean(speedups);
+        fmt::print("{:<40} {:>19.3f}x\n", name, gm);
+        summary.push_back({{"variant", name}, {"geomean_vs_unfused", gm}, {"dims", o.dims}});
+    }
+    return summary;
+}
+
+// The JSON record: report_json, then settings, bsb, results and summary.
+void write_report(const AttentionOptions& o, const Json& start, const CheckSet& cs,
+                  const BsbStats& stats, double bsb_seconds, std::int64_t bsb_bytes,
+                  const std::vector<Record>& records, Json summary)
+{
+    Json doc = start;
+    doc["settings"] = {{"dims", o.dims},
+                       {"scale", o.scale > 0 ? Json(o.scale) : Json("1/sqrt(d)")},
+                       {"ablation", o.ablation},
+                       {"warmup", o.run.warmup},
+                       {"runs", o.run.runs},
+                       {"seed", o.run.seed},
+                       {"check_rows", cs.rows.size()},
+                       {"check_sampled", cs.sampled},
+                       {"fused_row_tolerance", kFusedTolerance},
+                       {"unfused_tolerance", kUnfusedTolerance}};
+    doc["bsb"] = {{"build_ms", bsb_seconds * 1e3},
+                  {"windows", stats.windows},
+                  {"blocks", stats.blocks},
+                  {"blocks_per_window", stats.blocks_per_window},
+                  {"blocks_per_window_cv", stats.blocks_per_window_cv},
+                  {"max_blocks_per_window", stats.max_blocks_per_window},
+                  {"nnz_per_block", stats.nnz_per_block},
+                  {"nnz_per_block_cv", stats.nnz_per_block_cv},
+                  {"fill", stats.fill},
+                  {"bytes", bsb_bytes}};
+    Json list = Json::array();
+    for (const auto& r : records) {
+        Json j{{"kernel", r.kernel}, {"d", r.d}, {"status", r.status}};
+        if (r.kernel != "unfused") {
+            j["reorder_windows"] = r.reorder;
+            j["remap_registers"] = r.remap;
+        }
+        if (r.status == "ERROR") {
+            j["message"] = r.message;
+        } else {
+            j["time_ms"] = stats_json(r.time.ms);
+            j["buffer_sets"] = r.time.sets;
+            j["compulsory_bytes"] = r.compulsory_bytes;
+            j["roofline_fraction"] = r.roofline_fraction;
+            j["speedup_vs_unfused"] = r.speedup_vs_unfused;
+            j["check"] = check_json(r.check);
+        }
+        list.push_back(std::move(j));
+    }
+    doc["results"] = std::move(list);
+    doc["summary"] = std::move(summary);
+    write_json(o.run.json, doc);
+}
+
 int run_attention(const AttentionOptions& o, const std::string& command)
 {
     const auto date = utc_now_iso();
@@ -212,7 +429,6 @@ int run_attention(const AttentionOptions& o, const std::string& command)
     check_before_device(o.run, o.graph);
     BenchDevice device(o.run.device);
     auto& ctx = device.ctx;
-    const auto stream = ctx.compute_stream();
     const double copy_gb_per_s = device.copy_gb_per_s();
 
     app::Stopwatch load_time;
@@ -247,10 +463,6 @@ int run_attention(const AttentionOptions& o, const std::string& command)
     fmt::print("checking {} rows{}\n", cs.rows.size(),
                cs.sampled ? " (a seeded sample plus the first, last and longest)" : " (all)");
 
-    struct Setting {
-        bool reorder;
-        bool remap;
-    };
     std::vector<Setting> settings{{true, true}};
     if (o.ablation) {
         settings = {{true, true}, {false, true}, {true, false}, {false, false}};
@@ -258,199 +470,18 @@ int run_attention(const AttentionOptions& o, const std::string& command)
 
     std::vector<Record> records;
     int failures = 0;
-    constexpr float nan = std::numeric_limits<float>::quiet_NaN();
     for (const auto d : o.dims) {
-        const float scale =
-            o.scale > 0 ? static_cast<float>(o.scale) : 1.0f / std::sqrt(static_cast<float>(d));
-        Sets sets(a.num_rows, a.num_cols, d, device.info.l2_cache_bytes);
-        for (std::int64_t s = 0; s < sets.count; ++s) {
-            const auto seed = o.run.seed + 1000 * static_cast<std::uint64_t>(d) + 3 * s;
-            bench::fill_uniform(sets.base(s) + sets.q, static_cast<std::size_t>(a.num_rows * d),
-                                seed, -1.0f, 1.0f, stream);
-            bench::fill_uniform(sets.base(s) + sets.k, static_cast<std::size_t>(a.num_cols * d),
-                                seed + 1, -1.0f, 1.0f, stream);
-            bench::fill_uniform(sets.base(s) + sets.v, static_cast<std::size_t>(a.num_cols * d),
-                                seed + 2, -1.0f, 1.0f, stream);
-            cuda::convert_to_half(sets.cq(s), sets.f16(s, sets.q16, a.num_rows), stream);
-            cuda::convert_to_half(sets.ck(s), sets.f16(s, sets.k16, a.num_cols), stream);
-            cuda::convert_to_half(sets.cv(s), sets.f16(s, sets.v16, a.num_cols), stream);
-        }
-        bench::synchronize(stream);
-        fmt::print("\nd = {}: scale {:.6g}, {} buffer set(s) of {:.1f} MiB\n", d, scale, sets.count,
-                   double(sets.stride * sizeof(float)) / double(1 << 20));
-
-        // The reference of the checked rows, from set 0's inputs.
-        const auto qs = gather_rows(sets.cq(0), cs.rows, stream);
-        const auto ks = gather_rows(sets.ck(0), cs.columns, stream);
-        const auto vs = gather_rows(sets.cv(0), cs.columns, stream);
-        std::vector<double> ref(cs.rows.size() * static_cast<std::size_t>(d));
-        reference::sparse_attention(cs.sub.view(), dense_view(qs.data(), cs.sub.num_rows, d),
-                                    dense_view(ks.data(), cs.sub.num_cols, d),
-                                    dense_view(vs.data(), cs.sub.num_cols, d), scale,
-                                    dense_view(ref.data(), cs.sub.num_rows, d));
-        double max_v = 1.0;
-        for (const auto x : vs) {
-            max_v = std::max(max_v, double(std::fabs(x)));
-        }
-        auto poison = [&] {
-            bench::fill_value(sets.out(0).data, static_cast<std::size_t>(a.num_rows * d), nan,
-                              stream);
-        };
-        const std::int64_t n = a.num_rows;
-
-        // The baseline first, so every fused record has its speed-up when printed.
-        Record base;
-        base.kernel = "unfused";
-        base.d = d;
-        base.compulsory_bytes = (n + 1) * 8 + a.nnz() * 4 + (2 * a.num_cols + 2 * n) * d * 4;
-        try {
-            poison();
-            unfused->run(sets.cq(0), sets.ck(0), sets.cv(0), scale, sets.out(0), {0, n});
-            base.check =
-                compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
-                        std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v);
-            base.time = time_launch_sets(o.run, stream, sets.count, [&](std::int64_t s) {
-                unfused->run(sets.cq(s), sets.ck(s), sets.cv(s), scale, sets.out(s), {0, n});
-            });
-            base.status = base.check.bad_rows > 0 ? "FAILED" : "ok";
-        } catch (const Error& e) {
-            base.status = "ERROR";
-            base.message = e.message();
-        }
-        const double base_ms = base.status == "ERROR" ? 0 : base.time.ms.median;
-        records.push_back(base);
-
-        for (const auto& setting : settings) {
-            for (const bool convert : {false, true}) {
-                if (convert && !(setting.reorder && setting.remap)) {
-                    continue;  // the conversion is timed once, with the default kernel
-                }
-                Record rec;
-                rec.kernel = convert ? "fused3s+convert" : "fused3s";
-                rec.d = d;
-                rec.reorder = setting.reorder;
-                rec.remap = setting.remap;
-                rec.compulsory_bytes =
-                    (n + 2 * a.num_cols) * d * (convert ? 4 : 2) + n * d * 4 + bsb_bytes;
-                fused->set_options({setting.reorder, setting.remap});
-                auto launch = [&](std::int64_t s) {
-                    if (convert) {
-                        cuda::fused_attention(*fused, sets.cq(s), sets.ck(s), sets.cv(s), scale,
-                                              sets.out(s));
-                    } else {
-                        fused->run(sets.hq(s), sets.hk(s), sets.hv(s), scale, sets.out(s), {0, n});
-                    }
-                };
-                try {
-                    poison();
-                    launch(0);
-                    rec.check = compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
-                                        kFusedTolerance, std::numeric_limits<double>::infinity());
-                    rec.time = time_launch_sets(o.run, stream, sets.count, launch);
-                    rec.status = rec.check.bad_rows > 0 ? "FAILED" : "ok";
-                } catch (const Error& e) {
-                    rec.status = "ERROR";
-                    rec.message = e.message();
-                }
-                records.push_back(rec);
-            }
-        }
-        fused->set_options({});
-
-        for (auto& r : records) {
-            if (r.d != d) {
-                continue;
-            }
-            if (r.status == "ERROR") {
-                fmt::print("  {:<40} ERROR: {}\n", variant_name(r), r.message);
-                ++failures;
-                continue;
-            }
-            failures += r.status == "ok" ? 0 : 1;
-            r.roofline_fraction =
-                double(r.compulsory_bytes) / (r.time.ms.median * 1e6) / copy_gb_per_s;
-            r.speedup_vs_unfused = base_ms > 0 ? base_ms / r.time.ms.median : 0;
-            fmt::print(
-                "  {:<40} median {:>9.4f} ms  {:>5.1f}% copy  vs unfused {:>6.2f}x  "
-                "row rel err max {:.2e} (row {}), Frobenius {:.2e}, bad rows {} of {}: "
-                "{}\n",
-                variant_name(r), r.time.ms.median, 100.0 * r.roofline_fraction,
-                r.speedup_vs_unfused, r.check.max_row_rel_error, r.check.worst_row,
-                r.check.frobenius_rel_error, r.check.bad_rows, r.check.rows, r.status);
-        }
-        std::fflush(stdout);
+        failures += measure_width(o, ctx, a, cs, d, *fused, *unfused, settings, bsb_bytes,
+                                  device.info.l2_cache_bytes, copy_gb_per_s, records);
     }
 
-    // Summary: geomean over the widths of each variant's speed-up against the baseline.
-    fmt::print("\n{:<40} {:>20}\n", "variant", "geomean vs unfused");
-    Json summary = Json::array();
-    std::vector<std::string> order;
-    for (const auto& r : records) {
-        const auto name = variant_name(r);
-        if (r.kernel != "unfused" && std::find(order.begin(), order.end(), name) == order.end()) {
-            order.push_back(name);
-        }
-    }
-    for (const auto& name : order) {
-        std::vector<double> speedups;
-        for (const auto& r : records) {
-            if (variant_name(r) == name && r.status != "ERROR" && r.speedup_vs_unfused > 0) {
-                speedups.push_back(r.speedup_vs_unfused);
-            }
-        }
-        const auto gm = geomean(speedups);
-        fmt::print("{:<40} {:>19.3f}x\n", name, gm);
-        summary.push_back({{"variant", name}, {"geomean_vs_unfused", gm}, {"dims", o.dims}});
-    }
+    auto summary = print_summary(o, records);
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
 
     if (!o.run.json.empty()) {
-        Json doc = provenance_json("halo-bench attention", date, command);
-        doc["device"] = device.device_json();
-        doc["graph"] = graph_json(graph, o.graph);
-        doc["copy_bandwidth"] = device.copy_json();
-        doc["settings"] = {{"dims", o.dims},
-                           {"scale", o.scale > 0 ? Json(o.scale) : Json("1/sqrt(d)")},
-                           {"ablation", o.ablation},
-                           {"warmup", o.run.warmup},
-                           {"runs", o.run.runs},
-                           {"seed", o.run.seed},
-                           {"check_rows", cs.rows.size()},
-                           {"check_sampled", cs.sampled},
-                           {"fused_row_tolerance", kFusedTolerance},
-                           {"unfused_tolerance", kUnfusedTolerance}};
-        doc["bsb"] = {{"build_ms", bsb_seconds * 1e3},
-                      {"windows", stats.windows},
-                      {"blocks", stats.blocks},
-                      {"blocks_per_window", stats.blocks_per_window},
-                      {"blocks_per_window_cv", stats.blocks_per_window_cv},
-                      {"max_blocks_per_window", stats.max_blocks_per_window},
-                      {"nnz_per_block", stats.nnz_per_block},
-                      {"nnz_per_block_cv", stats.nnz_per_block_cv},
-                      {"fill", stats.fill},
-                      {"bytes", bsb_bytes}};
-        Json list = Json::array();
-        for (const auto& r : records) {
-            Json j{{"kernel", r.kernel}, {"d", r.d}, {"status", r.status}};
-            if (r.kernel != "unfused") {
-                j["reorder_windows"] = r.reorder;
-                j["remap_registers"] = r.remap;
-            }
-            if (r.status == "ERROR") {
-                j["message"] = r.message;
-            } else {
-                j["time_ms"] = stats_json(r.time.ms);
-                j["buffer_sets"] = r.time.sets;
-                j["compulsory_bytes"] = r.compulsory_bytes;
-                j["roofline_fraction"] = r.roofline_fraction;
-                j["speedup_vs_unfused"] = r.speedup_vs_unfused;
-                j["check"] = check_json(r.check);
-            }
-            list.push_back(std::move(j));
-        }
-        doc["results"] = std::move(list);
-        doc["summary"] = std::move(summary);
-        write_json(o.run.json, doc);
+        write_report(o,
+                     report_json("halo-bench attention", date, command, device, &graph, &o.graph),
+                     cs, stats, bsb_seconds, bsb_bytes, records, std::move(summary));
     }
     return failures ? 3 : 0;
 }

@@ -209,6 +209,14 @@ struct BenchDevice {
 /// The provenance every JSON result starts with: tool, date, git_commit, command.
 Json provenance_json(const std::string& tool, const std::string& date, const std::string& command);
 
+/// The start of every kernel mode's JSON record, the one report layout the modes share:
+/// provenance_json, then "device", "graph" (graph_json; left out without a graph) and
+/// "copy_bandwidth", in that order. The mode appends its own sections ("settings" first) and
+/// writes the record with write_json.
+Json report_json(const std::string& tool, const std::string& date, const std::string& command,
+                 const BenchDevice& device, const BenchGraph* graph = nullptr,
+                 const GraphOptions* graph_options = nullptr);
+
 /// The SpMM mode (apps/bench_spmm.cpp): its options at halo-bench's top level, and in `run` what
 /// runs it when no subcommand is named (returning the exit code: 2 without --graph).
 void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int()>& run);

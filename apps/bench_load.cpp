@@ -374,9 +374,7 @@ int run_load(const LoadBenchOptions& o, const std::string& command)
     fmt::print("\n{}: {} failed check(s)\n", failures ? "FAILED" : "ok", failures);
 
     if (!o.json.empty()) {
-        Json doc = provenance_json("halo-bench load", date, command);
-        doc["device"] = device.device_json();
-        doc["copy_bandwidth"] = device.copy_json();
+        Json doc = report_json("halo-bench load", date, command, device);
         doc["settings"] = {{"part", o.part},
                            {"warmup", o.warmup},
                            {"runs", o.runs},

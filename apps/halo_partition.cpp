@@ -102,16 +102,10 @@ std::string check_options(const Options& o, bool owner_given)
     return {};
 }
 
-int run(const Options& o, const std::string& command)
+// Steps 1 and 2 of run(): the edge list (read or generated), then the global CSR. `symmetrized`:
+// whether build_csr made the pattern symmetric.
+halo::Csr read_and_build(const Options& o, const halo::ProgressLine& step, bool& symmetrized)
 {
-    using halo::app::Stopwatch;
-    Stopwatch total;
-    auto step = [&](const std::string& what) {
-        if (!o.quiet) {
-            halo::app::progress_line("halo-partition", total.seconds(), what);
-        }
-    };
-
     // 1. The edge list.
     halo::EdgeList edges;
     if (is_generator_spec(o.input)) {
@@ -147,38 +141,20 @@ int run(const Options& o, const std::string& command)
               ? " (default for generated graphs; --no-symmetrize turns it off)"
               : "") +
          ", self-loops " + o.self_loops + ", normalize " + o.normalize + ")");
-    const auto csr = halo::build_csr(edges, build);
+    auto csr = halo::build_csr(edges, build);
     edges = {};  // the CSR holds everything from here on
     step(fmt::format("CSR: {} rows, {} nonzeros, max row {}", csr.num_rows, csr.nnz(),
                      halo::max_row_nnz(csr.view())));
-    const double graph_seconds = total.seconds();
-    if (!o.save_csr.empty()) {
-        halo::write_binary_csr(o.save_csr, csr);
-        step("wrote " + o.save_csr);
-    }
+    symmetrized = symmetrize;
+    return csr;
+}
 
-    // 3. Node data, checked against the graph before any partitioning work.
-    halo::DenseMatrix features;
-    if (!o.features.empty()) {
-        step("reading features " + o.features);
-        features = halo::read_features(o.features, o.feature_width);
-        if (features.rows != csr.num_rows) {
-            HALO_THROW(halo::InputError, o.features, ": ", features.rows,
-                       " feature rows, but the graph has ", csr.num_rows, " nodes");
-        }
-    }
-    std::vector<std::int32_t> labels;
-    if (!o.labels.empty()) {
-        labels = halo::read_labels(o.labels);
-        if (static_cast<std::int64_t>(labels.size()) != csr.num_rows) {
-            HALO_THROW(halo::InputError, o.labels, ": ", labels.size(),
-                       " labels, but the graph has ", csr.num_rows, " nodes");
-        }
-    }
-
+// Step 4 of run(): the parts' assignment, from the partitioner or from --owner (which also names
+// the partitioner that made it, in `partitioner`).
+std::vector<std::int32_t> assign_parts(const Options& o, const halo::Csr& csr, bool symmetrize,
+                                       std::string& partitioner, const halo::ProgressLine& step)
+{
     // 4. Partition (or take the assignment from --owner).
-    std::string partitioner = o.partitioner;
-    Stopwatch partition_time;
     std::vector<std::int32_t> owner;
     if (!o.owner_from.empty()) {
         step(fmt::format("reading the {}-part assignment from {}", o.parts, o.owner_from));
@@ -211,22 +187,14 @@ int run(const Options& o, const std::string& command)
                              : ""));
         owner = halo::partition_graph(csr.view(), popt);
     }
-    const double partition_seconds = partition_time.seconds();
-    if (!o.save_owner.empty()) {
-        halo::write_part_file(o.save_owner, owner);
-        step("wrote " + o.save_owner);
-    }
-    const auto quality = halo::partition_quality(csr.view(), owner, o.parts);
+    return owner;
+}
 
-    // 5. Shards, written one at a time.
-    halo::DatasetInfo info;
-    info.num_nodes = csr.num_rows;
-    info.num_nonzeros = csr.nnz();
-    info.num_parts = o.parts;
-    info.partitioner = partitioner;
-    info.normalization = o.normalize;
-    info.self_loops = o.self_loops;
-    info.feature_dim = features.cols;
+// --quantize: the features' stored type in `info`, and for int8 the quantized matrix of all
+// nodes (empty otherwise).
+halo::QuantizedMatrix quantize_features(const Options& o, const halo::DenseMatrix& features,
+                                        halo::DatasetInfo& info, const halo::ProgressLine& step)
+{
     // --quantize int8: one scale and zero point per column over all nodes (docs/FORMAT.md), so
     // every part stores its rows with the same parameters.
     halo::QuantizedMatrix quantized;
@@ -258,20 +226,19 @@ int run(const Options& o, const std::string& command)
         }
         info.feature_type = halo::stored_feature_type_name(type);
     }
-    info.has_labels = !labels.empty();
-    info.created_by = "halo-partition: " + command;
-    // --row-order rcm: every part's rows reordered for locality, computed once for all parts
-    // (a part's halo columns follow its peers' local rows).
-    std::vector<std::int64_t> order_keys;
-    if (o.row_order != "global") {
-        step("ordering each part's rows (" + o.row_order + ")");
-        order_keys = halo::row_order_keys(csr, owner, o.parts, halo::parse_row_order(o.row_order));
-        info.row_order = o.row_order;
-    }
+    return quantized;
+}
+
+// Step 5 of run(): every part's shard written (one at a time) and the dataset committed; each
+// part's interior rows and the nonzeros of those rows (what a rank can aggregate while its halo
+// rows are on their way) in `interior` and `interior_nnz`.
+void write_shards(const Options& o, const halo::Csr& csr, const std::vector<std::int32_t>& owner,
+                  const halo::DatasetInfo& info, const std::vector<std::int64_t>& order_keys,
+                  const halo::DenseMatrix& features, const std::vector<std::int32_t>& labels,
+                  const halo::QuantizedMatrix& quantized, const halo::ProgressLine& step,
+                  std::vector<std::int64_t>& interior, std::vector<std::int64_t>& interior_nnz)
+{
     halo::DatasetWriter writer(o.output, info, owner);
-    std::vector<std::int64_t> interior(o.parts, 0);
-    std::vector<std::int64_t> interior_nnz(o.parts, 0);  // what a rank can aggregate while
-                                                         // its halo rows are on their way
     // The layout (every node's part, class and local row) once for all parts.
     halo::ShardBuilder builder(csr, owner, o.parts, order_keys.empty() ? nullptr : &order_keys);
     // Parts past the first few: a line every ~10% with the time left, not one per part.
@@ -304,6 +271,109 @@ int run(const Options& o, const std::string& command)
         written.advance(1.0);
     }
     writer.commit();
+}
+
+// The run's part of the --report JSON (write_report adds the quality and the parts).
+nlohmann::json run_json(const Options& o, const halo::Csr& csr, const std::string& partitioner,
+                        double graph_seconds, double partition_seconds, double total_seconds)
+{
+    return {{"input", o.input},
+                                   {"num_nodes", csr.num_rows},
+                                   {"num_nonzeros", csr.nnz()},
+                                   {"parts", o.parts},
+                                   {"partitioner", partitioner},
+                                   {"owner_from", o.owner_from},
+                                   {"balance", o.balance},
+                                   {"kaminpar_preset", partitioner == "kaminpar"
+                                                           ? o.kaminpar_preset
+                                                           : std::string()},
+                                   {"kaminpar_tries",
+                                    partitioner == "kaminpar"
+                                        ? halo::kaminpar_tries(o.kaminpar_tries, csr.nnz())
+                                        : 0},
+                                   {"threads", partitioner == "kaminpar"
+                                                   ? halo::kaminpar_threads(o.threads)
+                                                   : 1},
+                                   {"row_order", o.row_order},
+                                   {"seconds",
+                                    {{"read_and_build", graph_seconds},
+                                     {"partition", partition_seconds},
+                                     {"total", total_seconds}}},
+                                   {"peak_rss_bytes", halo::app::peak_rss_bytes()}};
+}
+
+int run(const Options& o, const std::string& command)
+{
+    using halo::app::Stopwatch;
+    Stopwatch total;
+    auto step = [&](const std::string& what) {
+        if (!o.quiet) {
+            halo::app::progress_line("halo-partition", total.seconds(), what);
+        }
+    };
+
+    bool symmetrize = false;
+    const auto csr = read_and_build(o, step, symmetrize);
+    const double graph_seconds = total.seconds();
+    if (!o.save_csr.empty()) {
+        halo::write_binary_csr(o.save_csr, csr);
+        step("wrote " + o.save_csr);
+    }
+
+    // 3. Node data, checked against the graph before any partitioning work.
+    halo::DenseMatrix features;
+    if (!o.features.empty()) {
+        step("reading features " + o.features);
+        features = halo::read_features(o.features, o.feature_width);
+        if (features.rows != csr.num_rows) {
+            HALO_THROW(halo::InputError, o.features, ": ", features.rows,
+                       " feature rows, but the graph has ", csr.num_rows, " nodes");
+        }
+    }
+    std::vector<std::int32_t> labels;
+    if (!o.labels.empty()) {
+        labels = halo::read_labels(o.labels);
+        if (static_cast<std::int64_t>(labels.size()) != csr.num_rows) {
+            HALO_THROW(halo::InputError, o.labels, ": ", labels.size(),
+                       " labels, but the graph has ", csr.num_rows, " nodes");
+        }
+    }
+
+    // 4. Partition (or take the assignment from --owner).
+    std::string partitioner = o.partitioner;
+    Stopwatch partition_time;
+    const auto owner = assign_parts(o, csr, symmetrize, partitioner, step);
+    const double partition_seconds = partition_time.seconds();
+    if (!o.save_owner.empty()) {
+        halo::write_part_file(o.save_owner, owner);
+        step("wrote " + o.save_owner);
+    }
+    const auto quality = halo::partition_quality(csr.view(), owner, o.parts);
+
+    // 5. Shards, written one at a time.
+    halo::DatasetInfo info;
+    info.num_nodes = csr.num_rows;
+    info.num_nonzeros = csr.nnz();
+    info.num_parts = o.parts;
+    info.partitioner = partitioner;
+    info.normalization = o.normalize;
+    info.self_loops = o.self_loops;
+    info.feature_dim = features.cols;
+    const auto quantized = quantize_features(o, features, info, step);
+    info.has_labels = !labels.empty();
+    info.created_by = "halo-partition: " + command;
+    // --row-order rcm: every part's rows reordered for locality, computed once for all parts
+    // (a part's halo columns follow its peers' local rows).
+    std::vector<std::int64_t> order_keys;
+    if (o.row_order != "global") {
+        step("ordering each part's rows (" + o.row_order + ")");
+        order_keys = halo::row_order_keys(csr, owner, o.parts, halo::parse_row_order(o.row_order));
+        info.row_order = o.row_order;
+    }
+    std::vector<std::int64_t> interior(o.parts, 0);
+    std::vector<std::int64_t> interior_nnz(o.parts, 0);
+    write_shards(o, csr, owner, info, order_keys, features, labels, quantized, step, interior,
+                 interior_nnz);
     const auto file_size = std::filesystem::file_size(o.output);
     const double total_seconds = total.seconds();
 
@@ -317,30 +387,9 @@ int run(const Options& o, const std::string& command)
                    halo::app::format_bytes(static_cast<double>(file_size)));
     }
     if (!o.report.empty()) {
-        const nlohmann::json report = {{"input", o.input},
-                                       {"num_nodes", csr.num_rows},
-                                       {"num_nonzeros", csr.nnz()},
-                                       {"parts", o.parts},
-                                       {"partitioner", partitioner},
-                                       {"owner_from", o.owner_from},
-                                       {"balance", o.balance},
-                                       {"kaminpar_preset", partitioner == "kaminpar"
-                                                               ? o.kaminpar_preset
-                                                               : std::string()},
-                                       {"kaminpar_tries",
-                                        partitioner == "kaminpar"
-                                            ? halo::kaminpar_tries(o.kaminpar_tries, csr.nnz())
-                                            : 0},
-                                       {"threads", partitioner == "kaminpar"
-                                                       ? halo::kaminpar_threads(o.threads)
-                                                       : 1},
-                                       {"row_order", o.row_order},
-                                       {"seconds",
-                                        {{"read_and_build", graph_seconds},
-                                         {"partition", partition_seconds},
-                                         {"total", total_seconds}}},
-                                       {"peak_rss_bytes", halo::app::peak_rss_bytes()}};
-        write_report(o, report, quality, interior, interior_nnz, file_size, command);
+        write_report(o, run_json(o, csr, partitioner, graph_seconds, partition_seconds,
+                                 total_seconds),
+                     quality, interior, interior_nnz, file_size, command);
     }
     if (!o.quiet) {
         print_summary(o, csr.num_rows, partitioner, quality.edge_cut, partition_seconds,
@@ -365,13 +414,12 @@ std::string default_kaminpar_preset()
 
 }  // namespace halo_partition
 
-int main(int argc, char** argv)
+namespace {
+
+// halo-partition's options, bound to `o` (and --report-tables / --no-report-tables to `tables`
+// and `no_tables`); returns --owner's option, whose count says whether it was given.
+CLI::Option* add_options(CLI::App& app, Options& o, bool& tables, bool& no_tables)
 {
-    halo::app::fail_writes_past_file_size_limit();
-    Options o;
-    CLI::App app{
-        "halo-partition: partition a graph into one shard per rank and write the HDF5 "
-        "dataset that halo-infer reads"};
     app.add_option("input", o.input,
                    "graph: edge list (.el, .txt, optionally .gz), Matrix Market (.mtx), HaloGNN "
                    "binary CSR (.hcsr), or a generator: rmat:SCALE:EF[:SEED], er:N:M[:SEED]")
@@ -444,8 +492,6 @@ int main(int argc, char** argv)
     app.add_option("--report", o.report,
                    "write the report (times, memory, quality, every part's rows, nonzeros and "
                    "halo) as JSON");
-    bool tables = false;
-    bool no_tables = false;
     auto* tables_flag = app.add_flag("--report-tables", tables,
                                      "print the per-part table, the quality and the times before "
                                      "the summary (default where standard output is a terminal; "
@@ -489,6 +535,21 @@ int main(int argc, char** argv)
         ->check(CLI::Range(0, 64))
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines, no tables, no summary: errors only");
+    return owner_option;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    halo::app::fail_writes_past_file_size_limit();
+    Options o;
+    CLI::App app{
+        "halo-partition: partition a graph into one shard per rank and write the HDF5 "
+        "dataset that halo-infer reads"};
+    bool tables = false;
+    bool no_tables = false;
+    auto* owner_option = add_options(app, o, tables, no_tables);
     if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-partition")) {
         return *exit_code;
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "halo/error.hpp"
@@ -80,23 +81,19 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b)
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-}  // namespace
+// The rows' adjacency with local indices: [0, n_local) the own rows, n_local + g the g-th ghost
+// (the ghosts sorted and distinct; self-loops dropped), and each row's weight (1 + degree with
+// `weight_by_degree`, else 1).
+struct LocalGraph {
+    std::vector<global_id> ghosts;
+    std::vector<offset_t> adj_ptr;
+    std::vector<local_id> adj;
+    std::vector<std::int64_t> weight;
+};
 
-RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t first_row,
-                             std::vector<std::int32_t>& parts, const RefineOptions& o)
+LocalGraph local_graph(const Csr& pattern, std::int64_t first_row, bool weight_by_degree)
 {
-    const Comm c(comm);
     const auto n_local = pattern.num_rows;
-    const int num_parts = o.num_parts;
-    HALO_EXPECTS(static_cast<std::int64_t>(parts.size()) == n_local,
-                 "refine_partition: ", parts.size(), " labels for ", n_local, " rows");
-    HALO_EXPECTS(num_parts >= 1, "refine_partition: ", num_parts, " parts");
-    for (const auto p : parts) {
-        HALO_EXPECTS(p >= 0 && p < num_parts, "refine_partition: label ", p, " outside [0, ",
-                     num_parts, ")");
-    }
-
-    // Adjacency with local indices: [0, n_local) the own rows, n_local + g the g-th ghost.
     std::vector<global_id> ghosts;
     for (const auto j : pattern.indices) {
         if (j < first_row || j >= first_row + n_local) {
@@ -123,8 +120,72 @@ RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t fir
             }
         }
         adj_ptr[i + 1] = static_cast<offset_t>(adj.size());
-        weight[i] = o.weight_by_degree ? 1 + (adj_ptr[i + 1] - adj_ptr[i]) : 1;
+        weight[i] = weight_by_degree ? 1 + (adj_ptr[i + 1] - adj_ptr[i]) : 1;
     }
+    return {std::move(ghosts), std::move(adj_ptr), std::move(adj), std::move(weight)};
+}
+
+// The part that a row of part `from` and weight `w_i` moves to in an upward (or downward)
+// sub-phase, or -1: among the parts its neighbours are in (`touched`, with `conn` edges to each),
+// the largest gain that keeps the target within its share of the balance bound, a move without
+// gain only where it evens out the two parts; ties to the lighter part, then the lower id.
+std::int32_t best_target(const std::vector<std::int32_t>& touched,
+                         const std::vector<std::int64_t>& conn, std::int32_t from,
+                         std::int64_t w_i, bool upward,
+                         const std::vector<std::int64_t>& part_weight,
+                         const std::vector<std::int64_t>& share,
+                         const std::vector<std::int64_t>& inflow,
+                         const std::vector<std::int64_t>& outflow)
+{
+    const auto internal = conn[from];
+    std::int32_t best = -1;
+    std::int64_t best_gain = 0;
+    std::int64_t best_weight = 0;
+    for (const auto q : touched) {
+        if (upward ? q <= from : q >= from) {
+            continue;
+        }
+        const auto gain = conn[q] - internal;
+        if (gain < 0 || inflow[q] + w_i > share[q] + outflow[q]) {
+            continue;
+        }
+        const auto w = part_weight[q] + inflow[q] - outflow[q];
+        // A move without gain only when it evens out the two parts (it makes room in the heavier
+        // one for moves with gain, as in METIS).
+        if (gain == 0 && w + w_i > part_weight[from] + inflow[from] - outflow[from] - w_i) {
+            continue;
+        }
+        if (best < 0 || gain > best_gain ||
+            (gain == best_gain && (w < best_weight || (w == best_weight && q < best)))) {
+            best = q;
+            best_gain = gain;
+            best_weight = w;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t first_row,
+                             std::vector<std::int32_t>& parts, const RefineOptions& o)
+{
+    const Comm c(comm);
+    const auto n_local = pattern.num_rows;
+    const int num_parts = o.num_parts;
+    HALO_EXPECTS(static_cast<std::int64_t>(parts.size()) == n_local,
+                 "refine_partition: ", parts.size(), " labels for ", n_local, " rows");
+    HALO_EXPECTS(num_parts >= 1, "refine_partition: ", num_parts, " parts");
+    for (const auto p : parts) {
+        HALO_EXPECTS(p >= 0 && p < num_parts, "refine_partition: label ", p, " outside [0, ",
+                     num_parts, ")");
+    }
+
+    auto graph = local_graph(pattern, first_row, o.weight_by_degree);
+    auto& ghosts = graph.ghosts;
+    const auto& adj_ptr = graph.adj_ptr;
+    const auto& adj = graph.adj;
+    const auto& weight = graph.weight;
     const auto starts = c.allgatherv(std::vector<std::int64_t>{first_row});
     const GhostLabels ghost_labels(c, ghosts, starts, first_row,
                                    std::max<std::int64_t>(1, o.chunk_entries));
@@ -187,7 +248,6 @@ RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t fir
                         touched.push_back(q);
                     }
                 }
-                const auto internal = conn[from];
                 // No part may empty: a rank takes at most its share of the part's weight less 1.
                 if (outflow[from] + weight[i] > keep[from]) {
                     for (const auto q : touched) {
@@ -196,32 +256,8 @@ RefineStats refine_partition(MPI_Comm comm, const Csr& pattern, std::int64_t fir
                     touched.clear();
                     continue;
                 }
-                std::int32_t best = -1;
-                std::int64_t best_gain = 0;
-                std::int64_t best_weight = 0;
-                for (const auto q : touched) {
-                    if (upward ? q <= from : q >= from) {
-                        continue;
-                    }
-                    const auto gain = conn[q] - internal;
-                    if (gain < 0 || inflow[q] + weight[i] > share[q] + outflow[q]) {
-                        continue;
-                    }
-                    const auto w = part_weight[q] + inflow[q] - outflow[q];
-                    // A move without gain only when it evens out the two parts (it makes room
-                    // in the heavier one for moves with gain, as in METIS).
-                    if (gain == 0 && w + weight[i] > part_weight[from] + inflow[from] -
-                                                         outflow[from] - weight[i]) {
-                        continue;
-                    }
-                    if (best < 0 || gain > best_gain ||
-                        (gain == best_gain &&
-                         (w < best_weight || (w == best_weight && q < best)))) {
-                        best = q;
-                        best_gain = gain;
-                        best_weight = w;
-                    }
-                }
+                const auto best = best_target(touched, conn, from, weight[i], upward, part_weight,
+                                              share, inflow, outflow);
                 for (const auto q : touched) {
                     conn[q] = 0;
                 }

@@ -187,6 +187,50 @@ void accel_gcn_gather_nonzeros(const CsrView& a, AccelGcnPartition& p)
     }
 }
 
+namespace {
+
+// The stored nonzeros of `p` (when it stores them): as many as its rows have in `a` (loc: the
+// offsets of the sorted rows' nonzeros), within the int4 metadata's int32 offsets, and each equal
+// to the matrix's (values too, for a valued matrix).
+void check_stored_nonzeros(const CsrView& a, const AccelGcnPartition& p,
+                           const std::vector<std::int64_t>& loc)
+{
+    const auto n = static_cast<std::int64_t>(p.sorted_rows.size());
+    const std::int64_t nnz = loc.back();
+    if (nnz > INT_MAX) {
+        HALO_THROW(InputError, "accel_gcn partition: ", nnz,
+                   " nonzeros exceed the int32 offsets of the int4 metadata");
+    }
+    const bool have_indices = !p.indices.empty() || nnz == 0;
+    if (have_indices && static_cast<std::int64_t>(p.indices.size()) != nnz) {
+        HALO_THROW(InputError, "accel_gcn partition: ", p.indices.size(),
+                   " stored nonzeros, its rows have ", nnz, " in the matrix");
+    }
+    const std::size_t want_values = have_indices && a.values != nullptr ? p.indices.size() : 0;
+    if (p.values.size() != want_values) {
+        HALO_THROW(InputError, "accel_gcn partition: ", p.values.size(),
+                   " stored values, expected ", want_values,
+                   a.values != nullptr ? " (valued matrix)" : " (pattern matrix)");
+    }
+    if (!p.indices.empty()) {
+        for (std::int64_t k = 0; k < n; ++k) {
+            const std::int64_t row = p.sorted_rows[static_cast<std::size_t>(k)];
+            const std::int64_t b = a.indptr[row];
+            const std::int64_t off = loc[static_cast<std::size_t>(k)];
+            for (std::int64_t j = 0; j < a.indptr[row + 1] - b; ++j) {
+                const auto at = static_cast<std::size_t>(off + j);
+                if (p.indices[at] != a.indices[b + j] ||
+                    (a.values != nullptr && !(p.values[at] == a.values[b + j]))) {
+                    HALO_THROW(InputError, "accel_gcn partition: stored nonzero ", off + j,
+                               " (row ", row, ", entry ", j, ") differs from the matrix's");
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void validate_accel_gcn_partition(const CsrView& a, const AccelGcnPartition& p)
 {
     validate(p.options);
@@ -253,36 +297,7 @@ void validate_accel_gcn_partition(const CsrView& a, const AccelGcnPartition& p)
             stamp[static_cast<std::size_t>(row)] = -2 - s;
         }
     }
-    const std::int64_t nnz = loc.back();
-    if (nnz > INT_MAX) {
-        HALO_THROW(InputError, "accel_gcn partition: ", nnz,
-                   " nonzeros exceed the int32 offsets of the int4 metadata");
-    }
-    const bool have_indices = !p.indices.empty() || nnz == 0;
-    if (have_indices && static_cast<std::int64_t>(p.indices.size()) != nnz) {
-        HALO_THROW(InputError, "accel_gcn partition: ", p.indices.size(),
-                   " stored nonzeros, its rows have ", nnz, " in the matrix");
-    }
-    const std::size_t want_values = have_indices && a.values != nullptr ? p.indices.size() : 0;
-    if (p.values.size() != want_values) {
-        HALO_THROW(InputError, "accel_gcn partition: ", p.values.size(),
-                   " stored values, expected ", want_values, a.values != nullptr ? " (valued matrix)" : " (pattern matrix)");
-    }
-    if (!p.indices.empty()) {
-        for (std::int64_t k = 0; k < n; ++k) {
-            const std::int64_t row = p.sorted_rows[static_cast<std::size_t>(k)];
-            const std::int64_t b = a.indptr[row];
-            const std::int64_t off = loc[static_cast<std::size_t>(k)];
-            for (std::int64_t j = 0; j < a.indptr[row + 1] - b; ++j) {
-                const auto at = static_cast<std::size_t>(off + j);
-                if (p.indices[at] != a.indices[b + j] ||
-                    (a.values != nullptr && !(p.values[at] == a.values[b + j]))) {
-                    HALO_THROW(InputError, "accel_gcn partition: stored nonzero ", off + j,
-                               " (row ", row, ", entry ", j, ") differs from the matrix's");
-                }
-            }
-        }
-    }
+    check_stored_nonzeros(a, p, loc);
     // Blocks: the rules the kernel relies on, and coverage of every row exactly once.
     std::vector<std::int64_t> covered(static_cast<std::size_t>(n), 0);
     for (std::int64_t s = 0; s < num_segments; ++s) {

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "hdf5_util.hpp"
+#include "hdf5_handle.hpp"
 
 namespace halo::store {
 
@@ -76,7 +76,7 @@ void write_chunks_parallel(hid_t dataset, const Where& where, const void* data, 
 /// Bytes of finished chunks in one batch of the write pipeline (at least one chunk).
 inline constexpr std::uint64_t write_batch_bytes = std::uint64_t{64} << 20;
 
-/// write_chunks_parallel with the rows from `source` (hdf5_util.hpp), fetched batch by batch.
+/// write_chunks_parallel with the rows from `source` (hdf5_handle.hpp), fetched batch by batch.
 void write_chunks_parallel(hid_t dataset, const Where& where, const RowSource& source,
                            std::uint64_t rows, std::uint64_t row_bytes, std::uint64_t chunk_rows,
                            std::uint64_t batch_bytes = write_batch_bytes);

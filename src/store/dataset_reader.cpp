@@ -149,6 +149,76 @@ void check_ids(const std::vector<global_id>& ids, const Where& where, std::int64
     }
 }
 
+/// The csr group of a part: its encoding and shape checked against num_owned and num_halo,
+/// indptr, indices and the values (present exactly when the root attribute has_values says).
+void read_shard_csr(hid_t g, const Where& where, const DatasetInfo& info, std::int64_t nnz,
+                    Shard& shard)
+{
+    const auto csr = open_group(g, where, "csr");
+    const auto cw = where.child("csr");
+    const auto c = csr.get();
+    const auto encoding = read_string_attribute(c, cw, "encoding-type");
+    if (encoding != "csr_matrix") {
+        HALO_THROW(InputError, cw.str(), ": attribute encoding-type is '", encoding,
+                   "', expected 'csr_matrix'");
+    }
+    const auto shape = read_int_array_attribute(c, cw, "shape", 2);
+    const std::array<std::int64_t, 2> expected{shard.num_owned,
+                                               shard.num_owned + shard.num_halo};
+    if (shape[0] != expected[0] || shape[1] != expected[1]) {
+        HALO_THROW(InputError, cw.str(), ": attribute shape is [", shape[0], ", ", shape[1],
+                   "], expected [num_owned, num_owned + num_halo] = [", expected[0], ", ",
+                   expected[1], "]");
+    }
+    shard.csr.num_rows = expected[0];
+    shard.csr.num_cols = expected[1];
+    shard.csr.indptr = read_array<offset_t>(
+        c, cw, "indptr", {shard.num_owned + 1, "attribute num_owned + 1"});
+    shard.csr.indices = read_array<local_id>(c, cw, "indices", {nnz, "attribute nnz"});
+    const bool has_values = has_link(c, cw, "values");
+    if (has_values) {
+        if (!info.has_values) {
+            HALO_THROW(InputError, cw.child("values").str(),
+                       ": present although the root attribute has_values is 0");
+        }
+        shard.csr.values = read_array<float>(c, cw, "values", {nnz, "attribute nnz"});
+    } else if (info.has_values && nnz > 0) {
+        HALO_THROW(InputError, cw.child("values").str(),
+                   ": missing dataset (the root attribute has_values is 1)");
+    }
+    if (has_link(c, cw, "data") && (!has_values || !same_object(c, cw, "data", "values"))) {
+        HALO_THROW(
+            InputError, cw.child("data").str(),
+            ": is not a hard link to csr/values (the AnnData name of the values must "
+            "be the same dataset)");
+    }
+}
+
+/// The halo group of a part: the halo's global ids and the halo plan.
+void read_shard_halo(hid_t g, const Where& where, const DatasetInfo& info, Shard& shard)
+{
+    const auto halo = open_group(g, where, "halo");
+    const auto hw = where.child("halo");
+    const auto h = halo.get();
+    shard.halo_global_ids =
+        read_array<global_id>(h, hw, "global_ids", {shard.num_halo, "attribute num_halo"});
+    check_ids(shard.halo_global_ids, hw.child("global_ids"), info.num_nodes);
+    auto& plan = shard.plan;
+    const Length peers{info.num_parts - 1, "num_parts - 1 peers", false};
+    plan.recv_ranks = read_array<std::int32_t>(h, hw, "recv_ranks", peers);
+    plan.recv_offsets =
+        read_array<std::int64_t>(h, hw, "recv_offsets",
+                                 {static_cast<std::int64_t>(plan.recv_ranks.size()) + 1,
+                                  "length of recv_ranks + 1"});
+    plan.send_ranks = read_array<std::int32_t>(h, hw, "send_ranks", peers);
+    plan.send_offsets =
+        read_array<std::int64_t>(h, hw, "send_offsets",
+                                 {static_cast<std::int64_t>(plan.send_ranks.size()) + 1,
+                                  "length of send_ranks + 1"});
+    plan.send_rows = read_array<std::int32_t>(
+        h, hw, "send_rows", {plan.send_offsets.back(), "last entry of send_offsets"});
+}
+
 }  // namespace
 
 DatasetReader::DatasetReader(const std::filesystem::path& path)
@@ -289,70 +359,8 @@ Shard DatasetReader::part(int part, const ShardReadOptions& options) const
         shard.global_ids =
             read_array<global_id>(g, where, "global_ids", {shard.num_owned, "attribute num_owned"});
         check_ids(shard.global_ids, where.child("global_ids"), info_.num_nodes);
-
-        {
-            const auto csr = open_group(g, where, "csr");
-            const auto cw = where.child("csr");
-            const auto c = csr.get();
-            const auto encoding = read_string_attribute(c, cw, "encoding-type");
-            if (encoding != "csr_matrix") {
-                HALO_THROW(InputError, cw.str(), ": attribute encoding-type is '", encoding,
-                           "', expected 'csr_matrix'");
-            }
-            const auto shape = read_int_array_attribute(c, cw, "shape", 2);
-            const std::array<std::int64_t, 2> expected{shard.num_owned,
-                                                       shard.num_owned + shard.num_halo};
-            if (shape[0] != expected[0] || shape[1] != expected[1]) {
-                HALO_THROW(InputError, cw.str(), ": attribute shape is [", shape[0], ", ", shape[1],
-                           "], expected [num_owned, num_owned + num_halo] = [", expected[0], ", ",
-                           expected[1], "]");
-            }
-            shard.csr.num_rows = expected[0];
-            shard.csr.num_cols = expected[1];
-            shard.csr.indptr = read_array<offset_t>(
-                c, cw, "indptr", {shard.num_owned + 1, "attribute num_owned + 1"});
-            shard.csr.indices = read_array<local_id>(c, cw, "indices", {nnz, "attribute nnz"});
-            const bool has_values = has_link(c, cw, "values");
-            if (has_values) {
-                if (!info_.has_values) {
-                    HALO_THROW(InputError, cw.child("values").str(),
-                               ": present although the root attribute has_values is 0");
-                }
-                shard.csr.values = read_array<float>(c, cw, "values", {nnz, "attribute nnz"});
-            } else if (info_.has_values && nnz > 0) {
-                HALO_THROW(InputError, cw.child("values").str(),
-                           ": missing dataset (the root attribute has_values is 1)");
-            }
-            if (has_link(c, cw, "data") && (!has_values || !same_object(c, cw, "data", "values"))) {
-                HALO_THROW(
-                    InputError, cw.child("data").str(),
-                    ": is not a hard link to csr/values (the AnnData name of the values must "
-                    "be the same dataset)");
-            }
-        }
-
-        {
-            const auto halo = open_group(g, where, "halo");
-            const auto hw = where.child("halo");
-            const auto h = halo.get();
-            shard.halo_global_ids =
-                read_array<global_id>(h, hw, "global_ids", {shard.num_halo, "attribute num_halo"});
-            check_ids(shard.halo_global_ids, hw.child("global_ids"), info_.num_nodes);
-            auto& plan = shard.plan;
-            const Length peers{info_.num_parts - 1, "num_parts - 1 peers", false};
-            plan.recv_ranks = read_array<std::int32_t>(h, hw, "recv_ranks", peers);
-            plan.recv_offsets =
-                read_array<std::int64_t>(h, hw, "recv_offsets",
-                                         {static_cast<std::int64_t>(plan.recv_ranks.size()) + 1,
-                                          "length of recv_ranks + 1"});
-            plan.send_ranks = read_array<std::int32_t>(h, hw, "send_ranks", peers);
-            plan.send_offsets =
-                read_array<std::int64_t>(h, hw, "send_offsets",
-                                         {static_cast<std::int64_t>(plan.send_ranks.size()) + 1,
-                                          "length of send_ranks + 1"});
-            plan.send_rows = read_array<std::int32_t>(
-                h, hw, "send_rows", {plan.send_offsets.back(), "last entry of send_offsets"});
-        }
+        read_shard_csr(g, where, info_, nnz, shard);
+        read_shard_halo(g, where, info_, shard);
     };
     // With a features reader, the features come first, each group handed to it on the relay's
     // thread while the graph is read.

@@ -19,7 +19,7 @@
 
 #include "halo/error.hpp"
 #include "halo/memory_limits.hpp"
-#include "hdf5_util.hpp"
+#include "hdf5_handle.hpp"
 
 // Under ASan (clang or gcc) the child clears the death callback: see quiet_crashes.
 #if defined(__SANITIZE_ADDRESS__)

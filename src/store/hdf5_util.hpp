@@ -1,5 +1,6 @@
-// Private helpers of the HDF5 store: RAII handles, the HALO_HDF5_TRY check, and typed dataset and
-// attribute I/O that check what they read (type, rank, shape) before trusting it.
+// Private helpers of the HDF5 store: typed dataset and attribute I/O that check what they read
+// (type, rank, shape) before trusting it, over the handles and the HALO_HDF5_TRY check of
+// hdf5_handle.hpp and the parallel chunk I/O of chunk_io.hpp.
 //
 // Every helper names the object it works on as "<file>: <path in the file>" (a Where) at the head
 // of its errors, so that a user can find the offending dataset with h5ls. HDF5's own error
@@ -21,9 +22,11 @@
 #include <utility>
 #include <vector>
 
+#include "chunk_io.hpp"
 #include "halo/detail/resident_memory.hpp"
 #include "halo/error.hpp"
 #include "halo/feature_type.hpp"
+#include "hdf5_handle.hpp"
 
 namespace halo::store {
 
@@ -44,136 +47,6 @@ inline constexpr std::size_t chunks_per_dataset = 1024;
 /// Rows a chunk of a dataset of `rows` rows of `row_bytes` holds under the policy above (at
 /// least one row, at most all of them).
 std::uint64_t chunk_rows_for(std::uint64_t rows, std::uint64_t row_bytes);
-
-/// Names an object in errors: "<file>: <path>".
-struct Where {
-    std::string file;
-    std::string path = "/";
-
-    Where child(std::string_view name) const
-    {
-        Where out{file, path};
-        if (out.path != "/") {
-            out.path += '/';
-        }
-        out.path.append(name);
-        return out;
-    }
-    std::string str() const { return file + ": " + path; }
-};
-
-/// Owns one HDF5 identifier and closes it with the matching H5?close.
-class Handle {
-public:
-    using Closer = herr_t (*)(hid_t);
-
-    Handle() noexcept = default;
-    Handle(hid_t id, Closer closer) noexcept : id_(id), closer_(closer) {}
-    Handle(Handle&& other) noexcept
-        : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_)
-    {
-    }
-    Handle& operator=(Handle&& other) noexcept
-    {
-        if (this != &other) {
-            reset();
-            id_ = std::exchange(other.id_, H5I_INVALID_HID);
-            closer_ = other.closer_;
-        }
-        return *this;
-    }
-    Handle(const Handle&) = delete;
-    Handle& operator=(const Handle&) = delete;
-    ~Handle() { reset(); }
-
-    hid_t get() const noexcept { return id_; }
-    bool valid() const noexcept { return id_ >= 0; }
-
-    /// Closes, ignoring failure (destructors and error paths).
-    void reset() noexcept { static_cast<void>(close()); }
-
-    /// Closes and returns the closer's status: a file's close flushes, and its failure matters.
-    herr_t close() noexcept
-    {
-        herr_t status = 0;
-        if (id_ >= 0 && closer_ != nullptr) {
-            status = closer_(id_);
-        }
-        id_ = H5I_INVALID_HID;
-        return status;
-    }
-
-private:
-    hid_t id_ = H5I_INVALID_HID;
-    Closer closer_ = nullptr;
-};
-
-/// Turns HDF5's automatic error printing off for its lifetime and restores the previous handler.
-/// Declare one first in every public entry point, so it outlives the handles closed on unwinding.
-class QuietErrors {
-public:
-    QuietErrors() noexcept
-    {
-        H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    }
-    ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-    QuietErrors(const QuietErrors&) = delete;
-    QuietErrors& operator=(const QuietErrors&) = delete;
-
-private:
-    H5E_auto2_t func_ = nullptr;
-    void* data_ = nullptr;
-};
-
-namespace detail {
-
-/// "<where>: <function> failed: <HDF5's messages>", clearing HDF5's error stack. `call` is the
-/// call's source text; only the function name is kept.
-std::string hdf5_error_message(std::string_view call, const std::string& where);
-
-/// Throws halo::Hdf5Error with hdf5_error_message(call, where).
-[[noreturn]] void throw_hdf5_error(std::string_view call, const std::string& where,
-                                   const char* file, int line);
-
-template <typename T, typename WhereFn>
-T check_hdf5(T result, std::string_view call, WhereFn&& where, const char* file, int line)
-{
-    if (result < 0) {
-        throw_hdf5_error(call, where(), file, line);
-    }
-    return result;
-}
-
-}  // namespace detail
-
-/// Maps a C++ element type to its HDF5 file type (little-endian, fixed size) and memory type.
-template <typename T>
-struct H5Type;
-template <>
-struct H5Type<std::int8_t> {
-    static hid_t file() { return H5T_STD_I8LE; }
-    static hid_t memory() { return H5T_NATIVE_INT8; }
-    static constexpr const char* name = "int8";
-};
-template <>
-struct H5Type<std::int32_t> {
-    static hid_t file() { return H5T_STD_I32LE; }
-    static hid_t memory() { return H5T_NATIVE_INT32; }
-    static constexpr const char* name = "int32";
-};
-template <>
-struct H5Type<std::int64_t> {
-    static hid_t file() { return H5T_STD_I64LE; }
-    static hid_t memory() { return H5T_NATIVE_INT64; }
-    static constexpr const char* name = "int64";
-};
-template <>
-struct H5Type<float> {
-    static hid_t file() { return H5T_IEEE_F32LE; }
-    static hid_t memory() { return H5T_NATIVE_FLOAT; }
-    static constexpr const char* name = "float32";
-};
 
 // ---- files and groups ----------------------------------------------------------------------
 
@@ -268,14 +141,6 @@ void write_dataset(hid_t loc, const Where& loc_where, const char* name, hid_t fi
                    hid_t memory_type, std::size_t element_size, const void* data,
                    std::span<const hsize_t> dims);
 
-/// Rows of a dataset produced while it is written (a download from a device, say):
-/// source(first_row, count) returns rows [first_row, first_row + count), row-major in the memory
-/// type, which must stay readable until the call after next (the writer prepares one batch
-/// while it fetches the next). Called on one thread at a time, in row order, batch by batch,
-/// while the batch before is written: the first batch on the calling thread, the others on an
-/// OpenMP worker. It may throw; the write then fails with its exception.
-using RowSource = std::function<const void*(std::uint64_t first_row, std::uint64_t count)>;
-
 /// write_dataset with the rows from `source`, in batches of about 64 MiB.
 void write_dataset_rows(hid_t loc, const Where& loc_where, const char* name, hid_t file_type,
                         hid_t memory_type, std::size_t element_size, std::span<const hsize_t> dims,
@@ -305,10 +170,6 @@ enum class ElementClass { integer, floating };
 
 /// Opens dataset `name` of `loc` and checks its element type and rank; returns its dimensions.
 /// A missing dataset, a wrong type or rank is a halo::InputError naming the dataset.
-struct OpenDataset {
-    Handle dataset;
-    std::vector<hsize_t> dims;
-};
 OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, ElementClass cls,
                          std::size_t element_size, const char* type_name, int rank);
 
@@ -319,11 +180,6 @@ OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, El
 void check_dataset_size(const OpenDataset& ds, const std::string& where, std::size_t stored_size,
                         std::size_t memory_size);
 
-/// Told, in row order, of rows [first_row, first_row + count) of a dataset being read once they
-/// are in place (at `rows`) and verified.
-using RowsRead =
-    std::function<void(std::uint64_t first_row, std::uint64_t count, const void* rows)>;
-
 /// Reads the whole of an opened dataset into `out` (which has its element count); tells
 /// `on_rows`, if given, of the rows as they arrive (all at once where HDF5 reads them).
 void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, void* out,
@@ -332,7 +188,6 @@ void read_into(const OpenDataset& ds, const Where& where, hid_t memory_type, voi
 /// A vector of `count` zero elements whose pages were made resident on every core first
 /// (detail::resident_vector; not under HALO_SERIAL_IO), so that its zero-filling and the reads
 /// into it run at memory speed.
-bool parallel_io_enabled();  // chunk_io.hpp
 
 template <typename T>
 std::vector<T> resident_vector(std::size_t count)
@@ -444,11 +299,3 @@ double read_float_attribute(hid_t loc, const Where& loc_where, const char* name)
 std::string read_string_attribute(hid_t loc, const Where& loc_where, const char* name);
 
 }  // namespace halo::store
-
-/// Checks an HDF5 call's result (a negative hid_t, herr_t or htri_t is a failure) and returns it;
-/// on failure throws halo::Hdf5Error naming the call, the object (the streamed remaining
-/// arguments, evaluated only then) and HDF5's own messages:
-///     Handle f(HALO_HDF5_TRY(H5Fopen(name, H5F_ACC_RDONLY, fapl), name), H5Fclose);
-#define HALO_HDF5_TRY(call, ...)       \
-    ::halo::store::detail::check_hdf5( \
-        (call), #call, [&] { return ::halo::detail::concat(__VA_ARGS__); }, __FILE__, __LINE__)

@@ -115,6 +115,171 @@ __device__ __forceinline__ std::uint32_t pack(unsigned short lo, unsigned short 
     return static_cast<std::uint32_t>(lo) | (static_cast<std::uint32_t>(hi) << 16);
 }
 
+// Q's block of rows row0.. into shared memory (fp16, row stride kQLd), zero rows past the matrix;
+// permuted when remapping.
+template <int D, bool Remap, int kQLd>
+__device__ __forceinline__ void load_q_block(__half* q_s, const Fused3sArgs& p, std::int64_t row0)
+{
+    for (int idx = static_cast<int>(threadIdx.x); idx < kRows * D / 8; idx += kThreads) {
+        const int r = idx / (D / 8);
+        const int c8 = idx % (D / 8);
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (row0 + r < p.num_rows) {
+            x = __ldg(reinterpret_cast<const uint4*>(p.q + (row0 + r) * p.ldq + 8 * c8));
+        }
+        if constexpr (Remap) {
+            auto* row = reinterpret_cast<std::uint32_t*>(q_s + r * kQLd);
+            row[remap_q_word(4 * c8 + 0)] = x.x;
+            row[remap_q_word(4 * c8 + 1)] = x.y;
+            row[remap_q_word(4 * c8 + 2)] = x.z;
+            row[remap_q_word(4 * c8 + 3)] = x.w;
+        } else {
+            *reinterpret_cast<uint4*>(q_s + r * kQLd + 8 * c8) = x;
+        }
+    }
+}
+
+// S = Q K^T for block b of the window (scaled by scale_log2 where its bitmap has the entry, -inf
+// elsewhere; all -inf without a block): lane's B column is slot g of the block.
+template <int D, bool Remap, int kQLd>
+__device__ __forceinline__ void block_scores(float (&s)[4], const Fused3sArgs& p,
+                                             const __half* q_s, bool has_block, std::int64_t b,
+                                             int lane, int g, int t, float scale_log2)
+{
+    constexpr int kChunks = D / 32;
+    if (has_block) {
+        const std::int32_t col = __ldg(p.block_columns + b * kBlockCols + g);
+        const __half* krow = p.k + static_cast<std::int64_t>(col < 0 ? 0 : col) * p.ldk;
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+            std::uint32_t kb[4] = {0, 0, 0, 0};
+            if (col >= 0) {
+                if constexpr (Remap) {
+                    const uint4 x =
+                        __ldg(reinterpret_cast<const uint4*>(krow + 32 * c + 8 * t));
+                    kb[0] = x.x;
+                    kb[1] = x.y;
+                    kb[2] = x.z;
+                    kb[3] = x.w;
+                } else {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        kb[2 * h] = ld_global32(krow + k_feature(lane, 2 * c + h, 0, false));
+                        kb[2 * h + 1] =
+                            ld_global32(krow + k_feature(lane, 2 * c + h, 2, false));
+                    }
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                std::uint32_t a[4];
+                load_a(a, q_s, kQLd, 16 * (2 * c + h), lane);
+                mma_16816(s, a, kb[2 * h], kb[2 * h + 1]);
+            }
+        }
+        const std::uint64_t lo = __ldg(p.block_bitmaps + 2 * b);
+        const std::uint64_t hi = __ldg(p.block_bitmaps + 2 * b + 1);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const Coord c = c_coord(lane, i);
+            const std::uint64_t word = c.row < 8 ? lo : hi;
+            const bool present = ((word >> bitmap_shift(c.row, c.col)) & 1u) != 0;
+            s[i] = present ? s[i] * scale_log2 : neg_inf();
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            s[i] = neg_inf();
+        }
+    }
+}
+
+// O += P V over one iteration's kGroupCols gathered rows (P in p_s, their rows of V in col_s),
+// 16 per k-step, for this warp's columns n0.. of V.
+template <int D, bool Remap, int kPLd, int kNt>
+__device__ __forceinline__ void accumulate_pv(float (&acc)[kNt][4], const Fused3sArgs& p,
+                                              const __half* p_s, const std::int32_t* col_s,
+                                              std::int64_t it, std::int64_t num_blocks, int lane,
+                                              int n0)
+{
+#pragma unroll
+    for (int ks = 0; ks < kGroupCols / 16; ++ks) {
+        if (it * kWarps + 2 * ks >= num_blocks) {
+            break;  // the rest of P is zero: no blocks left in the window
+        }
+        std::uint32_t a[4];
+        load_a(a, p_s, kPLd, 16 * ks, lane);
+        unsigned short vb[4][kNt];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const std::int32_t vrow = col_s[16 * ks + b_coord(lane, i).row];
+            if (vrow < 0) {
+#pragma unroll
+                for (int j = 0; j < kNt; ++j) {
+                    vb[i][j] = 0;
+                }
+            } else {
+                const __half* src = p.v + static_cast<std::int64_t>(vrow) * p.ldv + n0;
+                if constexpr (Remap) {
+                    load_bits<kNt>(vb[i], src + v_column(lane, 0, kNt, true));
+                } else {
+#pragma unroll
+                    for (int j = 0; j < kNt; ++j) {
+                        unsigned short one[1];
+                        load_bits<1>(one, src + v_column(lane, j, kNt, false));
+                        vb[i][j] = one[0];
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kNt; ++j) {
+            mma_16816(acc[j], a, pack(vb[0][j], vb[1][j]), pack(vb[2][j], vb[3][j]));
+        }
+    }
+}
+
+// Normalizes the accumulators by the row sums, un-permutes them through shared memory (o_s, row
+// stride kOLd) and stores the window's rows inside [row_begin, row_end) coalesced.
+template <int D, bool Remap, int kOLd, int kNt>
+__device__ __forceinline__ void store_output(float* o_s, const float (&acc)[kNt][4],
+                                             const float (&l_run)[2], const Fused3sArgs& p,
+                                             std::int64_t row0, int lane, int n0)
+{
+    const float inv[2] = {l_run[0] > 0.0f ? 1.0f / l_run[0] : 0.0f,
+                          l_run[1] > 0.0f ? 1.0f / l_run[1] : 0.0f};
+#pragma unroll
+    for (int j = 0; j < kNt; ++j) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const Coord c = c_coord(lane, i);
+            o_s[c.row * kOLd + n0 + o_column(c.col, j, kNt, Remap)] = acc[j][i] * inv[i >> 1];
+        }
+    }
+    __syncthreads();
+    const std::int64_t lo_row = row0 > p.row_begin ? row0 : p.row_begin;
+    std::int64_t hi_row = row0 + kRows < p.row_end ? row0 + kRows : p.row_end;
+    hi_row = hi_row < p.num_rows ? hi_row : p.num_rows;
+    const int first = static_cast<int>(lo_row - row0);
+    const int count = static_cast<int>(hi_row - lo_row);
+    const int cols = p.out_cols;
+    if (p.vector_out) {
+        const int quads = cols / 4;
+        for (int idx = static_cast<int>(threadIdx.x); idx < count * quads; idx += kThreads) {
+            const int r = first + idx / quads;
+            const int c4 = idx % quads;
+            *reinterpret_cast<float4*>(p.out + (row0 + r) * p.ldo + 4 * c4) =
+                *reinterpret_cast<const float4*>(o_s + r * kOLd + 4 * c4);
+        }
+    } else {
+        for (int idx = static_cast<int>(threadIdx.x); idx < count * cols; idx += kThreads) {
+            const int r = first + idx / cols;
+            const int c = idx % cols;
+            p.out[(row0 + r) * p.ldo + c] = o_s[r * kOLd + c];
+        }
+    }
+}
+
 template <int D, bool Remap>
 __global__ void __launch_bounds__(kThreads) fused3s_kernel(Fused3sArgs p)
 {
@@ -122,7 +287,6 @@ __global__ void __launch_bounds__(kThreads) fused3s_kernel(Fused3sArgs p)
     constexpr int kQLd = D + kHalfPad;
     constexpr int kPLd = kGroupCols + kHalfPad;
     constexpr int kOLd = D + kFloatPad;
-    constexpr int kChunks = D / 32;
     constexpr int kWarpCols = D / kWarps;
     constexpr int kNt = kWarpCols / 8;
     __shared__ alignas(16) __half q_s[kRows * kQLd];
@@ -158,23 +322,7 @@ __global__ void __launch_bounds__(kThreads) fused3s_kernel(Fused3sArgs p)
     const std::int64_t num_blocks = p.window_blocks[window + 1] - first_block;
 
     // Q's block into shared memory (fp16), zero rows past the matrix; permuted when remapping.
-    for (int idx = static_cast<int>(threadIdx.x); idx < kRows * D / 8; idx += kThreads) {
-        const int r = idx / (D / 8);
-        const int c8 = idx % (D / 8);
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (row0 + r < p.num_rows) {
-            x = __ldg(reinterpret_cast<const uint4*>(p.q + (row0 + r) * p.ldq + 8 * c8));
-        }
-        if constexpr (Remap) {
-            auto* row = reinterpret_cast<std::uint32_t*>(q_s + r * kQLd);
-            row[remap_q_word(4 * c8 + 0)] = x.x;
-            row[remap_q_word(4 * c8 + 1)] = x.y;
-            row[remap_q_word(4 * c8 + 2)] = x.z;
-            row[remap_q_word(4 * c8 + 3)] = x.w;
-        } else {
-            *reinterpret_cast<uint4*>(q_s + r * kQLd + 8 * c8) = x;
-        }
-    }
+    load_q_block<D, Remap, kQLd>(q_s, p, row0);
     __syncthreads();
 
     const float scale_log2 = p.scale * kLog2e;
@@ -203,51 +351,7 @@ __global__ void __launch_bounds__(kThreads) fused3s_kernel(Fused3sArgs p)
 
         // S = Q K^T for this warp's block: lane's B column is slot g of the block.
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (has_block) {
-            const std::int32_t col = __ldg(p.block_columns + b * kBlockCols + g);
-            const __half* krow = p.k + static_cast<std::int64_t>(col < 0 ? 0 : col) * p.ldk;
-#pragma unroll
-            for (int c = 0; c < kChunks; ++c) {
-                std::uint32_t kb[4] = {0, 0, 0, 0};
-                if (col >= 0) {
-                    if constexpr (Remap) {
-                        const uint4 x =
-                            __ldg(reinterpret_cast<const uint4*>(krow + 32 * c + 8 * t));
-                        kb[0] = x.x;
-                        kb[1] = x.y;
-                        kb[2] = x.z;
-                        kb[3] = x.w;
-                    } else {
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            kb[2 * h] = ld_global32(krow + k_feature(lane, 2 * c + h, 0, false));
-                            kb[2 * h + 1] =
-                                ld_global32(krow + k_feature(lane, 2 * c + h, 2, false));
-                        }
-                    }
-                }
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    std::uint32_t a[4];
-                    load_a(a, q_s, kQLd, 16 * (2 * c + h), lane);
-                    mma_16816(s, a, kb[2 * h], kb[2 * h + 1]);
-                }
-            }
-            const std::uint64_t lo = __ldg(p.block_bitmaps + 2 * b);
-            const std::uint64_t hi = __ldg(p.block_bitmaps + 2 * b + 1);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const Coord c = c_coord(lane, i);
-                const std::uint64_t word = c.row < 8 ? lo : hi;
-                const bool present = ((word >> bitmap_shift(c.row, c.col)) & 1u) != 0;
-                s[i] = present ? s[i] * scale_log2 : neg_inf();
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                s[i] = neg_inf();
-            }
-        }
+        block_scores<D, Remap, kQLd>(s, p, q_s, has_block, b, lane, g, t, scale_log2);
 
         // Row maxima of this warp's block: the 4 lanes of a group hold one row pair.
         float mx[2] = {fmaxf(s[0], s[1]), fmaxf(s[2], s[3])};
@@ -315,76 +419,11 @@ __global__ void __launch_bounds__(kThreads) fused3s_kernel(Fused3sArgs p)
         }
 
         // O += P V over this iteration's kGroupCols gathered rows, 16 per k-step.
-#pragma unroll
-        for (int ks = 0; ks < kGroupCols / 16; ++ks) {
-            if (it * kWarps + 2 * ks >= num_blocks) {
-                break;  // the rest of P is zero: no blocks left in the window
-            }
-            std::uint32_t a[4];
-            load_a(a, p_s[buf], kPLd, 16 * ks, lane);
-            unsigned short vb[4][kNt];
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const std::int32_t vrow = col_s[buf][16 * ks + b_coord(lane, i).row];
-                if (vrow < 0) {
-#pragma unroll
-                    for (int j = 0; j < kNt; ++j) {
-                        vb[i][j] = 0;
-                    }
-                } else {
-                    const __half* src = p.v + static_cast<std::int64_t>(vrow) * p.ldv + n0;
-                    if constexpr (Remap) {
-                        load_bits<kNt>(vb[i], src + v_column(lane, 0, kNt, true));
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < kNt; ++j) {
-                            unsigned short one[1];
-                            load_bits<1>(one, src + v_column(lane, j, kNt, false));
-                            vb[i][j] = one[0];
-                        }
-                    }
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < kNt; ++j) {
-                mma_16816(acc[j], a, pack(vb[0][j], vb[1][j]), pack(vb[2][j], vb[3][j]));
-            }
-        }
+        accumulate_pv<D, Remap, kPLd, kNt>(acc, p, p_s[buf], col_s[buf], it, num_blocks, lane, n0);
     }
 
     // Normalize, un-permute through shared memory, store coalesced.
-    const float inv[2] = {l_run[0] > 0.0f ? 1.0f / l_run[0] : 0.0f,
-                          l_run[1] > 0.0f ? 1.0f / l_run[1] : 0.0f};
-#pragma unroll
-    for (int j = 0; j < kNt; ++j) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const Coord c = c_coord(lane, i);
-            o_s[c.row * kOLd + n0 + o_column(c.col, j, kNt, Remap)] = acc[j][i] * inv[i >> 1];
-        }
-    }
-    __syncthreads();
-    const std::int64_t lo_row = row0 > p.row_begin ? row0 : p.row_begin;
-    std::int64_t hi_row = row0 + kRows < p.row_end ? row0 + kRows : p.row_end;
-    hi_row = hi_row < p.num_rows ? hi_row : p.num_rows;
-    const int first = static_cast<int>(lo_row - row0);
-    const int count = static_cast<int>(hi_row - lo_row);
-    const int cols = p.out_cols;
-    if (p.vector_out) {
-        const int quads = cols / 4;
-        for (int idx = static_cast<int>(threadIdx.x); idx < count * quads; idx += kThreads) {
-            const int r = first + idx / quads;
-            const int c4 = idx % quads;
-            *reinterpret_cast<float4*>(p.out + (row0 + r) * p.ldo + 4 * c4) =
-                *reinterpret_cast<const float4*>(o_s + r * kOLd + 4 * c4);
-        }
-    } else {
-        for (int idx = static_cast<int>(threadIdx.x); idx < count * cols; idx += kThreads) {
-            const int r = first + idx / cols;
-            const int c = idx % cols;
-            p.out[(row0 + r) * p.ldo + c] = o_s[r * kOLd + c];
-        }
-    }
+    store_output<D, Remap, kOLd, kNt>(o_s, acc, l_run, p, row0, lane, n0);
 }
 
 template <int D, bool Remap>

@@ -1,0 +1,6 @@
+namespace q {
+void f()
+{
+}
+}
+}
