@@ -99,6 +99,12 @@ std::string check_options(const Options& o, bool owner_given)
     if (owner_given && distributed) {
         return "--owner replaces the partitioner; it does not go with --partitioner " + p;
     }
+    if (distributed && (!o.features.empty() || !o.labels.empty() || o.quantize != "none" ||
+                        !o.save_csr.empty() || !o.save_owner.empty())) {
+        return "--partitioner " + p +
+               " does not take --features, --labels, --quantize, --save-csr or --save-owner "
+               "yet; partition with metis or kaminpar, or add node data in a later step";
+    }
     return {};
 }
 
@@ -497,8 +503,10 @@ int main(int argc, char** argv)
     if (chosen_by_default) {
         o.partitioner = halo_partition::default_partitioner();
     }
-    if (const auto error = check_options(o, owner_option->count() > 0); !error.empty()) {
-        fmt::print(stderr, "halo-partition: error: {}\n", error);
+    const bool distributed = o.partitioner == "ptscotch" || o.partitioner == "dkaminpar";
+    const auto usage_error = check_options(o, owner_option->count() > 0);
+    if (!usage_error.empty() && !distributed) {
+        fmt::print(stderr, "halo-partition: error: {}\n", usage_error);
         return halo::app::kExitUsage;
     }
     if (o.kaminpar_preset == "auto") {
@@ -512,26 +520,9 @@ int main(int argc, char** argv)
                    o.partitioner == "kaminpar" ? ", preset " + o.kaminpar_preset : "");
     }
     const auto command = halo::app::command_line(argc, argv);
-    if (o.partitioner != "ptscotch" && o.partitioner != "dkaminpar") {
+    if (!distributed) {
         return halo::app::run_guarded("halo-partition", [&] { return run(o, command); });
     }
-    // PT-Scotch's threads call MPI. A rank that fails aborts the job: no rank waits forever.
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    int status = 1;
-    if (provided < MPI_THREAD_MULTIPLE) {
-        fmt::print(stderr,
-                   "halo-partition: error: the MPI library gives thread level {}; "
-                   "the distributed path needs MPI_THREAD_MULTIPLE (PT-Scotch's threads call "
-                   "MPI)\n",
-                   provided);
-    } else {
-        status = halo::app::run_guarded(
-            "halo-partition", [&] { return halo_partition::run_distributed(o, command); });
-    }
-    if (status != 0) {
-        MPI_Abort(MPI_COMM_WORLD, status);
-    }
-    MPI_Finalize();
-    return status;
+    // Under mpirun: the option error too is said once, by rank 0, after MPI started.
+    return halo_partition::main_distributed(&argc, &argv, o, command, usage_error);
 }

@@ -22,7 +22,7 @@
 #include "halo/model.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/store.hpp"
-#include "failure_watch.hpp"
+#include "halo/failure_watch.hpp"
 #include "output_dir.hpp"
 #include "phase_table.hpp"
 
@@ -111,7 +111,7 @@ struct InferenceJob::State {
     std::optional<job::OutputDir> out_dir;
     bool started = false;
     std::function<void()> end_process;         // InferenceJob::on_peer_failure
-    std::unique_ptr<job::FailureWatch> watch;  // from start to the last collective
+    std::unique_ptr<FailureWatch> watch;  // from start to the last collective
     bool peers_finished = false;               // every rank passed the last collective
     job::PhaseLog phases;
     job::Stopwatch step;     // restarted by each phase
