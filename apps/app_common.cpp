@@ -20,16 +20,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, cons
         if (e.get_exit_code() == 0) {  // --help, --help-all
             return app.exit(e);
         }
-        // Under mpirun every rank finds the same error: the first says it (before MPI starts, the
-        // launcher's environment tells the rank).
-        const char* rank = nullptr;
-        for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
-            rank = rank != nullptr ? rank : std::getenv(name);
-        }
-        if (rank == nullptr || std::string(rank) == "0") {
-            fmt::print(stderr, "{}: error: {} ({} --help lists the options)\n", tool, e.what(),
-                       tool);
-        }
+        fmt::print(stderr, "{}: error: {} ({} --help lists the options)\n", tool, e.what(), tool);
         return kExitUsage;
     }
     return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -371,6 +372,22 @@ std::string default_kaminpar_preset()
 
 }  // namespace halo_partition
 
+namespace {
+
+// Whether mpirun (or another PMI/PMIx launcher) started this process: its environment says so
+// before MPI starts.
+bool started_by_mpi_launcher()
+{
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+        if (std::getenv(name) != nullptr) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv)
 {
     halo::app::fail_writes_past_file_size_limit();
@@ -495,8 +512,19 @@ int main(int argc, char** argv)
         ->check(CLI::Range(0, 64))
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines, no tables, no summary: errors only");
-    if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-partition")) {
-        return *exit_code;
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {  // --help, --help-all
+            return app.exit(e);
+        }
+        const auto message =
+            fmt::format("{} (halo-partition --help lists the options)", e.what());
+        if (started_by_mpi_launcher()) {  // said once, by rank 0, and every rank exits 2
+            return halo_partition::main_distributed(&argc, &argv, o, "", message);
+        }
+        fmt::print(stderr, "halo-partition: error: {}\n", message);
+        return halo::app::kExitUsage;
     }
     o.tables = !o.quiet && !no_tables && (tables || halo::app::stdout_is_terminal());
     const bool chosen_by_default = o.partitioner == "auto";
