@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -386,6 +387,28 @@ bool started_by_mpi_launcher()
     return false;
 }
 
+// Parses the command line; on an error its exit status, the error said once (under mpirun by rank
+// 0, and every rank exits 2).
+std::optional<int> parse(CLI::App& app, int* argc, char*** argv,
+                         const halo_partition::Options& o)
+{
+    try {
+        app.parse(*argc, *argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {  // --help, --help-all
+            return app.exit(e);
+        }
+        const auto message =
+            fmt::format("{} (halo-partition --help lists the options)", e.what());
+        if (started_by_mpi_launcher()) {
+            return halo_partition::main_distributed(argc, argv, o, "", message);
+        }
+        fmt::print(stderr, "halo-partition: error: {}\n", message);
+        return halo::app::kExitUsage;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -512,19 +535,8 @@ int main(int argc, char** argv)
         ->check(CLI::Range(0, 64))
         ->capture_default_str();
     app.add_flag("-q,--quiet", o.quiet, "no progress lines, no tables, no summary: errors only");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {  // --help, --help-all
-            return app.exit(e);
-        }
-        const auto message =
-            fmt::format("{} (halo-partition --help lists the options)", e.what());
-        if (started_by_mpi_launcher()) {  // said once, by rank 0, and every rank exits 2
-            return halo_partition::main_distributed(&argc, &argv, o, "", message);
-        }
-        fmt::print(stderr, "halo-partition: error: {}\n", message);
-        return halo::app::kExitUsage;
+    if (const auto exit_code = parse(app, &argc, &argv, o)) {
+        return *exit_code;
     }
     o.tables = !o.quiet && !no_tables && (tables || halo::app::stdout_is_terminal());
     const bool chosen_by_default = o.partitioner == "auto";

@@ -65,6 +65,7 @@ struct JobSummary {
     double run_seconds = 0.0;      // median of the runs, upload and download included
     double total_seconds = 0.0;    // process start to the manifest
     std::vector<RunTimes> runs;    // each of the --repeat runs, in order
+    std::string memory_line;       // CUDA backend: the device pool's usage (else empty)
     std::string out;
     /// Rank 0: the per-layer, memory and phase tables, the kernels chosen, the accuracy, the
     /// exchange volume, notes (what halo-infer --report prints; the manifest holds the same).
