@@ -194,6 +194,12 @@ void run_distributed(const Options& o, const std::string& command, RunOutputs& o
                                             writer.write_kernel_metadata(shard.part, md);
                                         }
                                     });
+    // HALO_PARTITION_FAULT_INJECT=R (tests of a failure the other ranks cannot know of): rank R
+    // fails here, after the dataset was written, while the others wait in the next collective.
+    if (const char* fault = std::getenv("HALO_PARTITION_FAULT_INJECT");
+        fault != nullptr && std::to_string(rank) == fault) {
+        HALO_THROW(halo::Error, "injected fault after the write (HALO_PARTITION_FAULT_INJECT)");
+    }
     auto seconds = result.seconds;
     seconds["write"] = write_time.seconds();
     seconds["total"] = total.seconds();
@@ -318,8 +324,8 @@ int main_distributed(int* argc, char*** argv, const Options& o, const std::strin
                                      "needs MPI_THREAD_MULTIPLE (PT-Scotch's threads call MPI)",
                                      provided));
     }
-    // MPI errors become exceptions (HALO_MPI_TRY), so that they end the run as any other error.
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    // MPI_COMM_WORLD keeps MPI's fatal error handler: PT-Scotch and dKaMinPar, which call MPI on
+    // it, may rely on it (an MPI failure there ends the job as MPI does).
     RunOutputs outputs(o.output, rank, size);
     std::optional<halo::FailureWatch> watch;
     try {
