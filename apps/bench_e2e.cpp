@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "halo/inference_job.hpp"
 #include "halo/infer_options.hpp"
+#include "halo/inference_job.hpp"
 #include "halo/model.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/shard.hpp"
@@ -58,8 +58,8 @@ private:
 };
 
 // The graph as a one-part dataset (docs/FORMAT.md), as halo-partition --parts 1 writes it.
-void write_one_part_dataset(const std::filesystem::path& path, const Csr& a,
-                            const GraphOptions& g, const std::string& command)
+void write_one_part_dataset(const std::filesystem::path& path, const Csr& a, const GraphOptions& g,
+                            const std::string& command)
 {
     const std::vector<std::int32_t> owner(a.num_rows, 0);
     DatasetInfo info;
@@ -196,7 +196,7 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& e2e, const GraphOptions
         "halo::InferenceJob; medians of {} runs after {} warm-up; {}\n",
         e2e.layer, e2e.model_dims, graph.source, a.num_rows, a.nnz(), options.backend, o.runs,
         o.warmup,
-        replayed             ? "replayed as a CUDA graph (--no-cuda-graph times each layer)"
+        replayed              ? "replayed as a CUDA graph (--no-cuda-graph times each layer)"
         : options.step_timing ? "synchronized after every step (--step-timing)"
                               : "one synchronization per layer (--step-timing splits SpMM and "
                                 "dense)");

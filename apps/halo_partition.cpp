@@ -1,4 +1,6 @@
 // halo-partition: graph file (or generator spec) -> global CSR -> partition -> shards -> dataset.
+#include "halo_partition.hpp"
+
 #include <fmt/core.h>
 #include <mpi.h>
 
@@ -25,7 +27,6 @@
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
-#include "halo_partition.hpp"
 
 namespace {
 
@@ -389,8 +390,7 @@ bool started_by_mpi_launcher()
 
 // Parses the command line; on an error its exit status, the error said once (under mpirun by rank
 // 0, and every rank exits 2).
-std::optional<int> parse(CLI::App& app, int* argc, char*** argv,
-                         const halo_partition::Options& o)
+std::optional<int> parse(CLI::App& app, int* argc, char*** argv, const halo_partition::Options& o)
 {
     try {
         app.parse(*argc, *argv);
@@ -398,8 +398,7 @@ std::optional<int> parse(CLI::App& app, int* argc, char*** argv,
         if (e.get_exit_code() == 0) {  // --help, --help-all
             return app.exit(e);
         }
-        const auto message =
-            fmt::format("{} (halo-partition --help lists the options)", e.what());
+        const auto message = fmt::format("{} (halo-partition --help lists the options)", e.what());
         if (started_by_mpi_launcher()) {
             return halo_partition::main_distributed(argc, argv, o, "", message);
         }

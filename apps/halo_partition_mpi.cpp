@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -256,8 +256,8 @@ void run_distributed(const Options& o, const std::string& command, RunOutputs& o
             phases += fmt::format("{} {:.2f} s  ", name, value);
         }
         fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
-                   halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())),
-                   o.output, halo::app::format_bytes(static_cast<double>(file_size)));
+                   halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())), o.output,
+                   halo::app::format_bytes(static_cast<double>(file_size)));
     }
     if (!o.quiet) {
         print_summary(o, result.num_nodes, o.partitioner, result.quality.edge_cut,
@@ -286,8 +286,9 @@ void run_distributed(const Options& o, const std::string& command, RunOutputs& o
     if (watch.announce(std::chrono::seconds(20)) == 0) {
         std::_Exit(1);  // the others end without MPI_Finalize: no rank may wait in it
     }
-    fmt::print(stderr, "halo-partition: a rank did not answer the failure above within 20 s: "
-                       "ending the job with MPI_Abort\n");
+    fmt::print(stderr,
+               "halo-partition: a rank did not answer the failure above within 20 s: "
+               "ending the job with MPI_Abort\n");
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);

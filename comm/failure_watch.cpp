@@ -129,8 +129,8 @@ int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
         if (MPI_Isend(&rank_, 1, MPI_INT, r, kFailTag, comm_, &send) == MPI_SUCCESS) {
             sends.push_back(send);
         }
-        if (MPI_Irecv(&acks[static_cast<std::size_t>(r)], 1, MPI_INT, r, kAckTag, comm_,
-                      &answer) == MPI_SUCCESS) {
+        if (MPI_Irecv(&acks[static_cast<std::size_t>(r)], 1, MPI_INT, r, kAckTag, comm_, &answer) ==
+            MPI_SUCCESS) {
             answers.push_back(answer);
         }
     }
@@ -196,9 +196,9 @@ void detail::agree_on_failure(MPI_Comm comm, const char* what, bool failed,
     const bool reporter = rank == first;
     // The type is the reporter's, so that every rank throws the same type.
     const bool input_error = agreed[1] != first;
-    const auto text = reporter ? message
-                               : "rank " + std::to_string(first) + " failed " + what +
-                                     " (its error is above)";
+    const auto text =
+        reporter ? message
+                 : "rank " + std::to_string(first) + " failed " + what + " (its error is above)";
     if (input_error) {
         throw Collective<InputError>(text, first, every_rank, reporter);
     }

@@ -238,8 +238,8 @@ Csr build_block(const Comm& c, const Blocks& blocks, Slice slice, const Distribu
     slice = {};
     Csr block;
     collectively(c.comm, "building its block rows", [&] {
-        block = build_csr_rows(first_row, num_local, n, entries.rows, entries.cols,
-                               entries.weights, o.build.self_loops);
+        block = build_csr_rows(first_row, num_local, n, entries.rows, entries.cols, entries.weights,
+                               o.build.self_loops);
     });
     entries = {};
     normalize_block(c, block, first_row, o.build.normalization);
@@ -386,8 +386,8 @@ DistributedPartition partition_distributed(MPI_Comm comm, const std::string& inp
     result.seconds["redistribute"] = since(start);
     start = Clock::now();
 
-    result.shards = detail::build_rank_shards(c, std::move(rows), n, result.owner, o.num_parts,
-                                              boundary);
+    result.shards =
+        detail::build_rank_shards(c, std::move(rows), n, result.owner, o.num_parts, boundary);
     detail::part_quality(c, result.shards, o.num_parts, n, result.num_nonzeros, result.quality);
     result.seconds["shards"] = since(start);
     return result;

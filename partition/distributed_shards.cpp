@@ -55,8 +55,7 @@ void set_send_plans(const Comm& c, std::vector<Shard>& shards, std::int64_t n)
         const auto count = got[at + 2];
         at += 3;
         auto& list = requests[static_cast<std::size_t>(p / c.size)];
-        list.emplace_back(q,
-                          std::vector<global_id>(got.begin() + at, got.begin() + at + count));
+        list.emplace_back(q, std::vector<global_id>(got.begin() + at, got.begin() + at + count));
         at += count;
     }
     got = {};
@@ -198,8 +197,8 @@ std::vector<Shard> build_rank_shards(const Comm& c, ReceivedRows got, std::int64
     return shards;
 }
 
-void part_quality(const Comm& c, const std::vector<Shard>& shards, int num_parts,
-                  std::int64_t n, std::int64_t num_nonzeros, PartitionQuality& q)
+void part_quality(const Comm& c, const std::vector<Shard>& shards, int num_parts, std::int64_t n,
+                  std::int64_t num_nonzeros, PartitionQuality& q)
 {
     q.parts.assign(num_parts, {});
     q.halo_volume = 0;
@@ -225,9 +224,8 @@ void part_quality(const Comm& c, const std::vector<Shard>& shards, int num_parts
         max_nnz = std::max(max_nnz, static_cast<double>(part.nnz));
     }
     q.row_imbalance = n > 0 ? max_rows / (static_cast<double>(n) / num_parts) : 1.0;
-    q.nnz_imbalance = num_nonzeros > 0
-                          ? max_nnz / (static_cast<double>(num_nonzeros) / num_parts)
-                          : 1.0;
+    q.nnz_imbalance =
+        num_nonzeros > 0 ? max_nnz / (static_cast<double>(num_nonzeros) / num_parts) : 1.0;
 }
 
 }  // namespace detail

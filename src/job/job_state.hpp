@@ -5,9 +5,9 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -112,7 +112,7 @@ struct InferenceJob::State {
     std::optional<job::OutputDir> out_dir;
     bool started = false;
     std::function<void()> end_process;         // InferenceJob::on_peer_failure
-    std::unique_ptr<FailureWatch> watch;  // from start to the last collective
+    std::unique_ptr<FailureWatch> watch;       // from start to the last collective
     bool peers_finished = false;               // every rank passed the last collective
     job::PhaseLog phases;
     job::Stopwatch step;     // restarted by each phase

@@ -66,10 +66,9 @@ TEST(Collectively, OneRanksErrorIsThrownOnEveryRankAndReportedByIt)
         EXPECT_EQ(c->failed_rank(), size - 1);
         EXPECT_FALSE(c->every_rank());
         EXPECT_EQ(c->reporter(), rank == size - 1);
-        EXPECT_EQ(e.message(), rank == size - 1
-                                   ? "bad slice on rank " + std::to_string(rank)
-                                   : "rank " + std::to_string(size - 1) +
-                                         " failed reading (its error is above)");
+        EXPECT_EQ(e.message(), rank == size - 1 ? "bad slice on rank " + std::to_string(rank)
+                                                : "rank " + std::to_string(size - 1) +
+                                                      " failed reading (its error is above)");
     }
     // Every rank fails, rank 0 with a plain Error: rank 0 reports, the type is its.
     try {

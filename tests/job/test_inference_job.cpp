@@ -12,8 +12,8 @@
 
 #include "halo/generators.hpp"
 #include "halo/graph.hpp"
-#include "halo/inference_job.hpp"
 #include "halo/infer_options.hpp"
+#include "halo/inference_job.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
