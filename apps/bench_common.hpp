@@ -224,20 +224,20 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
 /// The random model of halo-bench --e2e, and the job options it changes from halo-infer's
 /// defaults (halo::InferOptions: the engine takes the same policy defaults as halo-infer).
 struct E2eOptions {
+    std::string backend = "cuda";  // halo-infer --backend: cuda | cpu
     std::string model_dims = "128,128,64";
     std::string layer = "gcn";  // gcn | sage | gin
     bool step_timing = false;   // halo-infer --step-timing: SpMM and dense per layer
     bool no_cuda_graph = false; // halo-infer --no-cuda-graph: per-layer times without it
 };
 
-/// halo-bench --e2e (apps/bench_e2e.cpp): the random model run by the engine on the CUDA backend
-/// over `a` as one part (`normalize`: the graph's normalization), `o.runs` times after
-/// `o.warmup`; prints and writes to o.json (when set) the median per layer of wall, SpMM, dense,
-/// exchange and waiting time. Returns the exit code.
-int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
-            const std::string& normalize, cuda::Context& ctx, const Csr& a,
-            const std::string& source, const std::string& date, const std::string& command,
-            double copy_gb_per_s);
+/// halo-bench --e2e (apps/bench_e2e.cpp): the graph of `g` written as a one-part dataset into a
+/// temporary directory and the random model run over it by halo::InferenceJob on one rank (as
+/// halo-infer runs it, with its defaults; the device opened only on the CUDA backend),
+/// `o.warmup` + `o.runs` times; prints and writes to o.json (when set) the median over the last
+/// `o.runs` per layer of wall, SpMM, dense, exchange and waiting time. Returns the exit code.
+int run_e2e(const KernelRunOptions& o, const E2eOptions& e2e, const GraphOptions& g,
+            const std::string& date, const std::string& command);
 
 /// The subcommands (apps/bench_<mode>.cpp). `command` is halo-bench's whole command line, which
 /// each records in its JSON; the callback sets `exit_code` (0 ok, 1 error, 3 a failed check).

@@ -1,94 +1,215 @@
-// halo-bench --e2e (bench_common.hpp): a whole single-GPU inference through the engine (CUDA
-// backend, one part) with halo-infer's engine options (halo::engine_options of the job's
-// InferOptions: the replay of the forward pass as a CUDA graph, one synchronization per layer),
-// per layer: wall time, SpMM, dense, exchange and waiting (zero on one part); medians. What the
-// defaults do not measure is printed as n/a: per-layer times need --no-cuda-graph, SpMM and
-// dense --step-timing.
+// halo-bench --e2e (bench_common.hpp): a whole inference as halo-infer runs it: the graph written
+// as a one-part dataset into a temporary directory (removed at exit), then halo::InferenceJob on
+// one rank with InferOptions that halo::validate checked (a random model, random features,
+// --repeat = warm-up + runs), so that both tools take the same defaults (the replay of the
+// forward pass as a CUDA graph, one synchronization per layer, the overlap) and the same phases
+// (read, check, plan, tune, run, write). From the job's per-run times (JobSummary::runs), after
+// the warm-up: per layer wall time, SpMM, dense, exchange and waiting (zero on one part), and the
+// forward pass; medians. What the defaults do not measure is printed as n/a: per-layer times
+// need --no-cuda-graph, SpMM and dense --step-timing.
 #include <fmt/core.h>
+#include <stdlib.h>
 
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "bench_common.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/device.hpp"
-#include "halo/engine.hpp"
-#include "halo/exchanger.hpp"
-#include "halo/graph.hpp"
 #include "halo/infer_options.hpp"
-#include "halo/io.hpp"
+#include "halo/inference_job.hpp"
 #include "halo/model.hpp"
+#include "halo/mpi_world.hpp"
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
+#include "halo/store.hpp"
 
 namespace halo::bench_app {
 
-int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
-            const std::string& normalize, cuda::Context& ctx, const Csr& a,
-            const std::string& source, const std::string& date, const std::string& command,
-            double copy_gb_per_s)
+namespace {
+
+// A directory of this run under the temporary directory, removed with what it holds when the run
+// ends, whichever way it ends.
+class TempDir {
+public:
+    TempDir()
+    {
+        auto pattern = (std::filesystem::temp_directory_path() / "halo-bench-e2e-XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            HALO_THROW(IoError, "cannot create a temporary directory ", pattern, ": ",
+                       std::generic_category().message(errno));
+        }
+        path_ = pattern;
+    }
+    ~TempDir()
+    {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+// The graph as a one-part dataset (docs/FORMAT.md), as halo-partition --parts 1 writes it.
+void write_one_part_dataset(const std::filesystem::path& path, const Csr& a, const GraphOptions& g,
+                            const std::string& command)
 {
     const std::vector<std::int32_t> owner(a.num_rows, 0);
-    const auto shard = halo::build_shard(a, owner, 1, 0);
-    const auto model = halo::random_model(halo::parse_layer_type(model_options.layer),
-                                          halo::parse_dims(model_options.model_dims), o.seed);
-    auto backend = halo::cuda::make_cuda_backend(ctx);
-    auto exchanger = halo::make_local_exchanger(shard);
-    halo::InferOptions job;
-    job.backend = "cuda";
-    job.step_timing = model_options.step_timing;
-    job.no_cuda_graph = model_options.no_cuda_graph;
-    const auto eopt = halo::engine_options(job, 1, normalize);
-    halo::Engine engine(*backend, *exchanger, shard, model, eopt);
-    const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), o.seed);
-    for (int r = 0; r < o.warmup; ++r) {
-        engine.run(x);
+    DatasetInfo info;
+    info.num_nodes = a.num_rows;
+    info.num_nonzeros = a.nnz();
+    info.num_parts = 1;
+    info.partitioner = "none (one part)";
+    info.normalization = g.normalize;
+    info.self_loops = g.self_loops;
+    info.created_by = "halo-bench --e2e: " + command;
+    DatasetWriter writer(path, info, owner);
+    writer.write_part(build_shard(a, owner, 1, 0));
+    writer.commit();
+}
+
+// The job's options: halo-infer's defaults but for what halo-bench --e2e sets.
+InferOptions job_options(const KernelRunOptions& o, const E2eOptions& e2e)
+{
+    InferOptions job;
+    job.backend = e2e.backend;
+    if (job.cuda()) {
+        job.device = o.device;
     }
-    const auto layers = model.layers.size();
+    job.random_model = e2e.model_dims;
+    job.layer = e2e.layer;
+    job.seed = o.seed;
+    job.random_features = true;
+    job.repeat = o.warmup + o.runs;
+    job.step_timing = e2e.step_timing;
+    job.no_cuda_graph = e2e.no_cuda_graph;
+    job.quiet = true;
+    job.dataset = "dataset.h5";  // replaced by the temporary one; validate wants a name
+    job.out = "out";
+    validate(job);
+    return job;
+}
+
+struct Medians {
+    std::vector<Stats> total, spmm, dense, exchange, waiting;
+    Stats forward;
+    bool layer_measured = true;  // no timed run replayed the forward pass
+};
+
+// Medians over the runs after the warm-up.
+Medians medians(const JobSummary& summary, int warmup, std::size_t layers)
+{
     std::vector<std::vector<double>> total(layers), spmm(layers), dense(layers), exch(layers),
         wait(layers);
     std::vector<double> forward;
-    for (int r = 0; r < o.runs; ++r) {
-        engine.run(x);
-        double sum = 0.0;
+    Medians m;
+    for (std::size_t r = static_cast<std::size_t>(warmup); r < summary.runs.size(); ++r) {
+        const auto& run = summary.runs[r];
+        forward.push_back(run.forward_seconds * 1e3);
+        if (run.replayed || run.layers.size() != layers) {
+            m.layer_measured = false;
+            continue;
+        }
         for (std::size_t l = 0; l < layers; ++l) {
-            const auto& t = engine.timings()[l];
+            const auto& t = run.layers[l];
             total[l].push_back(t.total * 1e3);
             spmm[l].push_back(t.spmm * 1e3);
             dense[l].push_back(t.dense * 1e3);
             exch[l].push_back(t.exchange * 1e3);
             wait[l].push_back(t.waiting * 1e3);
-            sum += t.total * 1e3;
         }
-        forward.push_back(engine.replayed() ? engine.forward_seconds() * 1e3 : sum);
     }
-    // What was measured: a replay has no per-layer times, one synchronization per layer no split.
-    const bool layer_measured = !engine.replayed();
-    const bool step_measured = layer_measured && eopt.step_timing;
+    HALO_EXPECTS(!forward.empty(), "halo-bench --e2e: the job ran no timed run");
+    m.forward = summarize(forward);
+    for (std::size_t l = 0; l < layers; ++l) {
+        const auto med = [&](const std::vector<double>& v) {
+            return v.empty() ? Stats{} : summarize(v);
+        };
+        m.total.push_back(med(total[l]));
+        m.spmm.push_back(med(spmm[l]));
+        m.dense.push_back(med(dense[l]));
+        m.exchange.push_back(med(exch[l]));
+        m.waiting.push_back(med(wait[l]));
+    }
+    return m;
+}
+
+// The job on one rank; its refusal (JobRefused) or failure as an error of halo-bench.
+JobSummary run_job(const InferOptions& options, const std::string& command)
+{
+    MpiWorld world(nullptr, nullptr, MPI_THREAD_MULTIPLE);
+    InferenceJob job(world, options, command, std::chrono::steady_clock::now(), 0.0, {});
+    try {
+        job.start();
+    } catch (const JobRefused& e) {
+        HALO_THROW(InputError, e.message());
+    }
+    try {
+        return job.run();
+    } catch (...) {
+        job.abandon();
+        throw;
+    }
+}
+
+}  // namespace
+
+int run_e2e(const KernelRunOptions& o, const E2eOptions& e2e, const GraphOptions& g,
+            const std::string& date, const std::string& command)
+{
+    // Before the device and the graph: the options, the model's widths.
+    check_before_device(o, g);
+    const auto dims = parse_dims(e2e.model_dims);
+    auto options = job_options(o, e2e);
+    std::optional<BenchDevice> device;
+    if (options.cuda()) {
+        device.emplace(o.device);  // its name and copy bandwidth for the record
+    }
+    const auto graph = load_graph(g);
+    const auto& a = graph.csr;
+    fmt::print("graph {}: {} rows, {} nonzeros ({})\n", graph.source, a.num_rows, a.nnz(),
+               a.has_values() ? "float32 values" : "pattern, all ones");
+    const TempDir dir;
+    write_one_part_dataset(dir.path() / "dataset.h5", a, g, command);
+    options.dataset = (dir.path() / "dataset.h5").string();
+    options.out = (dir.path() / "out").string();
+    const auto summary = run_job(options, command);
+    const auto model = random_model(parse_layer_type(e2e.layer), dims, o.seed);
+    const auto layers = model.layers.size();
+    const auto m = medians(summary, o.warmup, layers);
+    const bool replayed = !summary.runs.empty() && summary.runs.back().replayed;
+    const bool layer_measured = m.layer_measured;
+    const bool step_measured = layer_measured && options.step_timing;
     const auto cell = [](double v, bool measured) {
         return measured ? fmt::format("{:>10.3f}", v) : fmt::format("{:>10}", "n/a");
     };
     const auto value = [](double v, bool measured) { return measured ? Json(v) : Json(nullptr); };
     fmt::print(
-        "\ne2e: random {} model {} on {} ({} rows, {} nonzeros), CUDA backend, one part; "
-        "medians of {} runs after {} warm-up; {}\n",
-        model_options.layer, model_options.model_dims, source, a.num_rows, a.nnz(), o.runs,
+        "\ne2e: random {} model {} on {} ({} rows, {} nonzeros), {} backend, one part, "
+        "halo::InferenceJob; medians of {} runs after {} warm-up; {}\n",
+        e2e.layer, e2e.model_dims, graph.source, a.num_rows, a.nnz(), options.backend, o.runs,
         o.warmup,
-        engine.replayed()  ? "replayed as a CUDA graph (--no-cuda-graph times each layer)"
-        : eopt.step_timing ? "synchronized after every step (--step-timing)"
-                           : "one synchronization per layer (--step-timing splits SpMM and dense)");
+        replayed              ? "replayed as a CUDA graph (--no-cuda-graph times each layer)"
+        : options.step_timing ? "synchronized after every step (--step-timing)"
+                              : "one synchronization per layer (--step-timing splits SpMM and "
+                                "dense)");
     fmt::print("{:>5} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "layer", "width", "total ms",
                "spmm ms", "dense ms", "exch ms", "wait ms");
     Json records = Json::array();
     for (std::size_t l = 0; l < layers; ++l) {
         const auto& layer = model.layers[l];
-        const auto t = summarize(total[l]).median;
-        const auto sp = summarize(spmm[l]).median;
-        const auto de = summarize(dense[l]).median;
-        const auto ex = summarize(exch[l]).median;
-        const auto wa = summarize(wait[l]).median;
+        const auto t = m.total[l].median;
+        const auto sp = m.spmm[l].median;
+        const auto de = m.dense[l].median;
+        const auto ex = m.exchange[l].median;
+        const auto wa = m.waiting[l].median;
         fmt::print("{:>5} {:>5}->{:<5} {} {} {} {} {}\n", l, layer.in_dim, layer.out_dim,
                    cell(t, layer_measured), cell(sp, step_measured), cell(de, step_measured),
                    cell(ex, step_measured), cell(wa, step_measured));
@@ -102,23 +223,23 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& model_options,
                            {"exchange_ms", value(ex, step_measured)},
                            {"waiting_ms", value(wa, step_measured)}});
     }
-    const auto fwd = summarize(forward);
-    fmt::print("forward: median {:.3f} ms (min {:.3f}, max {:.3f}); {}\n", fwd.median, fwd.min,
-               fwd.max, ctx.memory_report());
+    fmt::print("forward: median {:.3f} ms (min {:.3f}, max {:.3f}){}{}\n", m.forward.median,
+               m.forward.min, m.forward.max, summary.memory_line.empty() ? "" : "; ",
+               summary.memory_line);
     if (!o.json.empty()) {
         Json doc;
         doc["tool"] = "halo-bench --e2e";
         doc["date"] = date;
         doc["git_commit"] = git_commit();
         doc["command"] = command;
-        doc["device"] = halo::cuda::device_info(ctx.device()).name;
-        doc["graph"] = {{"source", source}, {"rows", a.num_rows}, {"nnz", a.nnz()}};
-        doc["copy_gb_per_s"] = copy_gb_per_s;
-        doc["model"] = {
-            {"layer", model_options.layer}, {"dims", model_options.model_dims}, {"seed", o.seed}};
-        doc["replayed"] = engine.replayed();
-        doc["step_timing"] = eopt.step_timing;
-        doc["forward_ms"] = stats_json(fwd);
+        doc["backend"] = options.backend;
+        doc["device"] = device ? Json(device->info.name) : Json("cpu");
+        doc["graph"] = {{"source", graph.source}, {"rows", a.num_rows}, {"nnz", a.nnz()}};
+        doc["copy_gb_per_s"] = device ? Json(device->copy_gb_per_s()) : Json(nullptr);
+        doc["model"] = {{"layer", e2e.layer}, {"dims", e2e.model_dims}, {"seed", o.seed}};
+        doc["replayed"] = replayed;
+        doc["step_timing"] = options.step_timing;
+        doc["forward_ms"] = stats_json(m.forward);
         doc["layers"] = records;
         write_json(o.json, doc);
     }

@@ -427,10 +427,10 @@ int run_spmm(const Options& o, const std::string& command)
     add_rowchunk_lengths(o.rowchunk_lengths, sweep_entries, kernel_entries);
     const auto feature_type = halo::parse_feature_type(o.feature_type);
 
-    check_before_device(o.run, o.graph);
-    if (o.e2e) {
-        (void)halo::parse_dims(o.e2e_model.model_dims);  // --model-dims before the device
+    if (o.e2e) {  // a job of its own, which opens the device only on the CUDA backend
+        return run_e2e(o.run, o.e2e_model, o.graph, date, command);
     }
+    check_before_device(o.run, o.graph);
 
     // 0. The device and its copy bandwidth (the roofline every kernel is held against), before a
     // possibly long graph build.
@@ -452,11 +452,6 @@ int run_spmm(const Options& o, const std::string& command)
         graph.source, a.num_rows, a.num_cols, a.nnz(),
         a.has_values() ? "float32 values" : "pattern, all ones", avg_degree, max_degree,
         load_time.seconds());
-
-    if (o.e2e) {
-        return run_e2e(o.run, o.e2e_model, o.graph.normalize, ctx, a, graph.source, date, command,
-                       copy_gb_per_s);
-    }
 
     // 2. The gather model, for the X types the kernels read.
     std::vector<halo::FeatureType> x_types{halo::FeatureType::fp32};
@@ -564,8 +559,11 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
     app.add_option("--device", o->run.device, "CUDA device index")->capture_default_str();
     app.add_option("--json", o->run.json, "also write the results as JSON to this file");
     app.add_flag("--e2e", o->e2e,
-                 "time a whole inference instead (engine, CUDA backend, one part): per layer "
-                 "wall, SpMM, dense, exchange and waiting time");
+                 "time a whole inference instead (halo-infer's job on one rank, one part): per "
+                 "layer wall, SpMM, dense, exchange and waiting time");
+    app.add_option("--backend", o->e2e_model.backend, "with --e2e: cuda | cpu")
+        ->check(CLI::IsMember({"cuda", "cpu"}))
+        ->capture_default_str();
     app.add_option("--model-dims", o->e2e_model.model_dims,
                    "with --e2e: widths of the random model")
         ->capture_default_str();

@@ -1,12 +1,16 @@
 // halo-partition: graph file (or generator spec) -> global CSR -> partition -> shards -> dataset.
+#include "halo_partition.hpp"
+
 #include <fmt/core.h>
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +27,6 @@
 #include "halo/shard.hpp"
 #include "halo/shard_builder.hpp"
 #include "halo/store.hpp"
-#include "halo_partition.hpp"
 
 namespace {
 
@@ -98,6 +101,12 @@ std::string check_options(const Options& o, bool owner_given)
     }
     if (owner_given && distributed) {
         return "--owner replaces the partitioner; it does not go with --partitioner " + p;
+    }
+    if (distributed && (!o.features.empty() || !o.labels.empty() || o.quantize != "none" ||
+                        !o.save_csr.empty() || !o.save_owner.empty())) {
+        return "--partitioner " + p +
+               " does not take --features, --labels, --quantize, --save-csr or --save-owner "
+               "yet; partition with metis or kaminpar, or add node data in a later step";
     }
     return {};
 }
@@ -416,6 +425,38 @@ std::string default_kaminpar_preset()
 
 namespace {
 
+// Whether mpirun (or another PMI/PMIx launcher) started this process: its environment says so
+// before MPI starts.
+bool started_by_mpi_launcher()
+{
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+        if (std::getenv(name) != nullptr) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Parses the command line; on an error its exit status, the error said once (under mpirun by rank
+// 0, and every rank exits 2).
+std::optional<int> parse(CLI::App& app, int* argc, char*** argv, const halo_partition::Options& o)
+{
+    try {
+        app.parse(*argc, *argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {  // --help, --help-all
+            return app.exit(e);
+        }
+        const auto message = fmt::format("{} (halo-partition --help lists the options)", e.what());
+        if (started_by_mpi_launcher()) {
+            return halo_partition::main_distributed(argc, argv, o, "", message);
+        }
+        fmt::print(stderr, "halo-partition: error: {}\n", message);
+        return halo::app::kExitUsage;
+    }
+    return std::nullopt;
+}
+
 // halo-partition's options, bound to `o` (and --report-tables / --no-report-tables to `tables`
 // and `no_tables`); returns --owner's option, whose count says whether it was given.
 CLI::Option* add_options(CLI::App& app, Options& o, bool& tables, bool& no_tables)
@@ -550,7 +591,7 @@ int main(int argc, char** argv)
     bool tables = false;
     bool no_tables = false;
     auto* owner_option = add_options(app, o, tables, no_tables);
-    if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-partition")) {
+    if (const auto exit_code = parse(app, &argc, &argv, o)) {
         return *exit_code;
     }
     o.tables = !o.quiet && !no_tables && (tables || halo::app::stdout_is_terminal());
@@ -558,8 +599,10 @@ int main(int argc, char** argv)
     if (chosen_by_default) {
         o.partitioner = halo_partition::default_partitioner();
     }
-    if (const auto error = check_options(o, owner_option->count() > 0); !error.empty()) {
-        fmt::print(stderr, "halo-partition: error: {}\n", error);
+    const bool distributed = o.partitioner == "ptscotch" || o.partitioner == "dkaminpar";
+    const auto usage_error = check_options(o, owner_option->count() > 0);
+    if (!usage_error.empty() && !distributed) {
+        fmt::print(stderr, "halo-partition: error: {}\n", usage_error);
         return halo::app::kExitUsage;
     }
     if (o.kaminpar_preset == "auto") {
@@ -573,26 +616,9 @@ int main(int argc, char** argv)
                    o.partitioner == "kaminpar" ? ", preset " + o.kaminpar_preset : "");
     }
     const auto command = halo::app::command_line(argc, argv);
-    if (o.partitioner != "ptscotch" && o.partitioner != "dkaminpar") {
+    if (!distributed) {
         return halo::app::run_guarded("halo-partition", [&] { return run(o, command); });
     }
-    // PT-Scotch's threads call MPI. A rank that fails aborts the job: no rank waits forever.
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    int status = 1;
-    if (provided < MPI_THREAD_MULTIPLE) {
-        fmt::print(stderr,
-                   "halo-partition: error: the MPI library gives thread level {}; "
-                   "the distributed path needs MPI_THREAD_MULTIPLE (PT-Scotch's threads call "
-                   "MPI)\n",
-                   provided);
-    } else {
-        status = halo::app::run_guarded(
-            "halo-partition", [&] { return halo_partition::run_distributed(o, command); });
-    }
-    if (status != 0) {
-        MPI_Abort(MPI_COMM_WORLD, status);
-    }
-    MPI_Finalize();
-    return status;
+    // Under mpirun: the option error too is said once, by rank 0, after MPI started.
+    return halo_partition::main_distributed(&argc, &argv, o, command, usage_error);
 }

@@ -69,9 +69,13 @@ void write_report(const Options& o, nlohmann::json report, const halo::Partition
                   const std::vector<std::int64_t>& interior_nnz, std::uintmax_t file_bytes,
                   const std::string& command);
 
-/// --partitioner ptscotch | dkaminpar: every rank of MPI_COMM_WORLD reads its slice and the ranks
-/// write one dataset together (halo/distributed_partition.hpp, docs/PARTITION.md). MPI is
-/// initialized.
-int run_distributed(const Options& o, const std::string& command);
+/// --partitioner ptscotch | dkaminpar under mpirun: starts MPI, and every rank of MPI_COMM_WORLD
+/// reads its slice and the ranks write one dataset together (halo/distributed_partition.hpp,
+/// docs/PARTITION.md). `usage_error`: what check_options found ("" none), reported once, by rank
+/// 0. Errors (docs/CLI.md "Errors and exit codes"): one the ranks agree on is printed once and
+/// every rank exits 1 (2 for usage); a later one of one rank is one line naming it, and every
+/// rank exits 1 (FailureWatch); no dataset or part file of the run is left. Returns the status.
+int main_distributed(int* argc, char*** argv, const Options& o, const std::string& command,
+                     const std::string& usage_error);
 
 }  // namespace halo_partition

@@ -5,14 +5,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app_common.hpp"
 #include "halo/distributed_partition.hpp"
+#include "halo/failure_watch.hpp"
 #include "halo/kernel_metadata_build.hpp"
 #include "halo/shard.hpp"
 #include "halo/store.hpp"
@@ -82,7 +87,47 @@ void write_report(const Options& o, nlohmann::json report, const halo::Partition
     halo::write_file_atomic(o.report, report.dump(2) + "\n");
 }
 
-int run_distributed(const Options& o, const std::string& command)
+namespace {
+
+// The files a run writes: this rank's part file and rank 0's root (with their temporary names,
+// store.hpp: "<path>.tmp-<pid>"). Removed when the run fails once writing began, so that no file
+// of it that reads as a dataset is left; an earlier dataset at the path stays where the run failed
+// before writing (write_distributed_dataset removes it first).
+class RunOutputs {
+public:
+    RunOutputs(const std::string& output, int rank, int size)
+    {
+        const auto pid = std::to_string(::getpid());
+        if (size > 1) {
+            const auto part = halo::part_file_path(output, rank, size).string();
+            paths_.push_back(part);
+            paths_.push_back(part + ".tmp-" + pid);
+        }
+        if (rank == 0) {
+            paths_.push_back(output);
+            paths_.push_back(output + ".tmp-" + pid);
+        }
+    }
+    void begin_writing() noexcept { writing_.store(true); }
+    /// Never throws; may run on the failure watch's thread.
+    void remove() noexcept
+    {
+        if (!writing_.exchange(false)) {
+            return;
+        }
+        for (const auto& path : paths_) {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+        }
+    }
+
+private:
+    std::vector<std::string> paths_;
+    std::atomic<bool> writing_{false};
+};
+
+// The run on every rank; `outputs` learns when writing begins.
+void run_distributed(const Options& o, const std::string& command, RunOutputs& outputs)
 {
     using halo::app::Stopwatch;
     int rank = 0;
@@ -95,12 +140,6 @@ int run_distributed(const Options& o, const std::string& command)
             halo::app::progress_line("halo-partition", total.seconds(), what);
         }
     };
-    if (!o.features.empty() || !o.labels.empty() || o.quantize != "none" || !o.save_csr.empty() ||
-        !o.save_owner.empty()) {
-        HALO_THROW(halo::InputError, "--partitioner ", o.partitioner,
-                   " does not take --features, --labels, --quantize, --save-csr or --save-owner "
-                   "yet; partition with metis or kaminpar, or add node data in a later step");
-    }
     const bool kaminpar = o.partitioner == "dkaminpar";
     halo::DistributedOptions dopt;
     dopt.method = halo::parse_partitioner(o.partitioner);
@@ -147,6 +186,7 @@ int run_distributed(const Options& o, const std::string& command)
     info.self_loops = o.self_loops;
     info.created_by = "halo-partition: " + command;
     Stopwatch write_time;
+    outputs.begin_writing();
     halo::write_distributed_dataset(MPI_COMM_WORLD, o.output, info, result,
                                     [&](halo::DatasetWriter& writer, const halo::Shard& shard) {
                                         for (const auto& md : halo::build_kernel_metadata(
@@ -154,6 +194,12 @@ int run_distributed(const Options& o, const std::string& command)
                                             writer.write_kernel_metadata(shard.part, md);
                                         }
                                     });
+    // HALO_PARTITION_FAULT_INJECT=R (tests of a failure the other ranks cannot know of): rank R
+    // fails here, after the dataset was written, while the others wait in the next collective.
+    if (const char* fault = std::getenv("HALO_PARTITION_FAULT_INJECT");
+        fault != nullptr && std::to_string(rank) == fault) {
+        HALO_THROW(halo::Error, "injected fault after the write (HALO_PARTITION_FAULT_INJECT)");
+    }
     auto seconds = result.seconds;
     seconds["write"] = write_time.seconds();
     seconds["total"] = total.seconds();
@@ -164,27 +210,22 @@ int run_distributed(const Options& o, const std::string& command)
     const double peak = static_cast<double>(halo::app::peak_rss_bytes());
     std::vector<double> peaks(size);
     MPI_Gather(&peak, 1, MPI_DOUBLE, peaks.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (rank != 0) {
-        return 0;
-    }
+    // Rank 0's report is agreed on too: a failure to write it fails the run on every rank.
     std::uintmax_t file_size = 0;
-    for (int r = 0; r < (size == 1 ? 0 : size); ++r) {
-        std::error_code ec;
-        const auto bytes = std::filesystem::file_size(halo::part_file_path(o.output, r, size), ec);
-        file_size += ec ? 0 : bytes;
-    }
-    file_size += std::filesystem::file_size(o.output);
-    if (o.tables) {
-        print_quality(o, result.quality, {});
-        std::string phases;
-        for (const auto& [name, value] : seconds) {
-            phases += fmt::format("{} {:.2f} s  ", name, value);
+    halo::collectively(MPI_COMM_WORLD, "writing the report", [&] {
+        if (rank != 0) {
+            return;
         }
-        fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
-                   halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())),
-                   o.output, halo::app::format_bytes(static_cast<double>(file_size)));
-    }
-    if (!o.report.empty()) {
+        for (int r = 0; r < (size == 1 ? 0 : size); ++r) {
+            std::error_code ec;
+            const auto bytes =
+                std::filesystem::file_size(halo::part_file_path(o.output, r, size), ec);
+            file_size += ec ? 0 : bytes;
+        }
+        file_size += std::filesystem::file_size(o.output);
+        if (o.report.empty()) {
+            return;
+        }
         nlohmann::json secs = nlohmann::json::object();
         for (const auto& [name, value] : seconds) {
             secs[name] = value;
@@ -204,12 +245,123 @@ int run_distributed(const Options& o, const std::string& command)
             {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
             {"peak_rss_bytes_per_rank", peaks}};
         write_report(o, report, result.quality, {}, {}, file_size, command);
+    });
+    if (rank != 0) {
+        return;
+    }
+    if (o.tables) {
+        print_quality(o, result.quality, {});
+        std::string phases;
+        for (const auto& [name, value] : seconds) {
+            phases += fmt::format("{} {:.2f} s  ", name, value);
+        }
+        fmt::print("{}\npeak memory per rank: max {}  file {} ({} with part files)\n", phases,
+                   halo::app::format_bytes(*std::max_element(peaks.begin(), peaks.end())), o.output,
+                   halo::app::format_bytes(static_cast<double>(file_size)));
     }
     if (!o.quiet) {
         print_summary(o, result.num_nodes, o.partitioner, result.quality.edge_cut,
                       seconds["partition"] + seconds["refine"], seconds["total"]);
     }
-    return 0;
+}
+
+// A failure of this rank that the others cannot know of (PT-Scotch, dKaMinPar, MPI itself): one
+// line naming the rank, then every rank told (FailureWatch) and ending with status 1; MPI_Abort
+// only where a rank did not answer within 20 s.
+[[noreturn]] void end_failed(halo::FailureWatch& watch, RunOutputs& outputs, int rank, int size,
+                             const std::string& message)
+{
+    // After another rank's announcement this error is a consequence of that failure, which that
+    // rank reported.
+    if (watch.failed_peer() < 0) {
+        fmt::print(stderr, "rank {}: halo-partition: error: {}\n", rank, message);
+    }
+    std::fflush(stderr);
+    std::fflush(stdout);
+    outputs.remove();
+    if (size == 1) {
+        MPI_Finalize();
+        std::exit(1);
+    }
+    if (watch.announce(std::chrono::seconds(20)) == 0) {
+        std::_Exit(1);  // the others end without MPI_Finalize: no rank may wait in it
+    }
+    fmt::print(stderr,
+               "halo-partition: a rank did not answer the failure above within 20 s: "
+               "ending the job with MPI_Abort\n");
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+}
+
+}  // namespace
+
+int main_distributed(int* argc, char*** argv, const Options& o, const std::string& command,
+                     const std::string& usage_error)
+{
+    // PT-Scotch's threads call MPI, and so does the failure watch's thread.
+    int provided = 0;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fmt::print(stderr, "halo-partition: error: cannot start MPI\n");
+        return 1;
+    }
+    int rank = 0;
+    int size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    // What every rank finds alike: rank 0 says it, every rank finalizes (no MPI_Abort).
+    const auto refuse = [&](int status, const std::string& message) {
+        if (rank == 0) {
+            fmt::print(stderr, "halo-partition: error: {}\n", message);
+        }
+        MPI_Finalize();
+        return status;
+    };
+    if (!usage_error.empty()) {
+        return refuse(halo::app::kExitUsage, usage_error);
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        return refuse(1, fmt::format("the MPI library gives thread level {}; the distributed path "
+                                     "needs MPI_THREAD_MULTIPLE (PT-Scotch's threads call MPI)",
+                                     provided));
+    }
+    // MPI_COMM_WORLD keeps MPI's fatal error handler: PT-Scotch and dKaMinPar, which call MPI on
+    // it, may rely on it (an MPI failure there ends the job as MPI does).
+    RunOutputs outputs(o.output, rank, size);
+    std::optional<halo::FailureWatch> watch;
+    try {
+        // Another rank failed and said so: this one removes its files and ends silently.
+        watch.emplace(MPI_COMM_WORLD, [&outputs](int /*failed_rank*/) {
+            outputs.remove();
+            std::fflush(stdout);
+            std::_Exit(1);
+        });
+    } catch (const std::exception& e) {
+        return refuse(1, e.what());
+    }
+    try {
+        run_distributed(o, command, outputs);
+        watch.reset();  // after the last collective: no rank can announce a failure any more
+        MPI_Finalize();
+        return 0;
+    } catch (const halo::CollectiveError& e) {
+        // Every rank is here (the ranks agreed), none will announce: leave as usual.
+        watch.reset();
+        outputs.remove();
+        if (e.reporter()) {
+            if (e.every_rank()) {
+                fmt::print(stderr, "halo-partition: error: {}\n", e.text());
+            } else {
+                fmt::print(stderr, "rank {}: halo-partition: error: {}\n", rank, e.text());
+            }
+        }
+        MPI_Finalize();
+        return 1;
+    } catch (const halo::Error& e) {
+        end_failed(*watch, outputs, rank, size, e.message());
+    } catch (const std::exception& e) {
+        end_failed(*watch, outputs, rank, size, e.what());
+    }
 }
 
 }  // namespace halo_partition

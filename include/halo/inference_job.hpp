@@ -15,7 +15,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "halo/engine.hpp"
 #include "halo/error.hpp"
 #include "halo/infer_options.hpp"
 
@@ -40,6 +42,17 @@ private:
     bool reporter_ = false;
 };
 
+/// What one run of the forward pass measured (halo-bench --e2e takes its medians over the runs
+/// after its warm-up).
+struct RunTimes {
+    double forward_seconds = 0.0;  // the layers only, the slowest rank's
+    /// The run replayed a recorded forward pass (a CUDA graph): no per-layer times then.
+    bool replayed = false;
+    /// This rank's per-layer times (Engine::timings; empty where replayed); spmm, dense, exchange
+    /// and waiting only with InferOptions::step_timing.
+    std::vector<LayerTiming> layers;
+};
+
 /// What a finished job prints: the summary line's figures and rank 0's tables.
 struct JobSummary {
     std::int64_t nodes = 0;
@@ -51,6 +64,8 @@ struct JobSummary {
     double forward_seconds = 0.0;  // median of the runs, the layers only, the slowest rank's
     double run_seconds = 0.0;      // median of the runs, upload and download included
     double total_seconds = 0.0;    // process start to the manifest
+    std::vector<RunTimes> runs;    // each of the --repeat runs, in order
+    std::string memory_line;       // CUDA backend: the device pool's usage (else empty)
     std::string out;
     /// Rank 0: the per-layer, memory and phase tables, the kernels chosen, the accuracy, the
     /// exchange volume, notes (what halo-infer --report prints; the manifest holds the same).

@@ -12,7 +12,7 @@ class MpiWorld {
 public:
     /// Initializes MPI unless it is already initialized, asking for `thread_level` (FUNNELED:
     /// only the main thread calls MPI; halo-infer asks for MULTIPLE, for the thread that listens
-    /// for another rank's failure, src/job/failure_watch.hpp), duplicates MPI_COMM_WORLD with
+    /// for another rank's failure, halo/failure_watch.hpp), duplicates MPI_COMM_WORLD with
     /// errors returned rather than fatal, and splits it by shared-memory node.
     MpiWorld(int* argc, char*** argv, int thread_level = MPI_THREAD_FUNNELED);
     ~MpiWorld();

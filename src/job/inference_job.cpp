@@ -177,13 +177,15 @@ void InferenceJob::start()
     }
     job::agree(s.world.comm(), s.rank, s.size, error, usage);
     // From here a failure is one rank's: the others learn of it from the watch (fail()).
-    s.watch = std::make_unique<job::FailureWatch>(
-        s.world.comm(), [end = s.end_process](int /*failed_rank*/) {
+    s.watch = std::make_unique<FailureWatch>(
+        s.world.comm(),
+        [end = s.end_process](int /*failed_rank*/) {
             job::signal_cleanup();  // rank 0's lock and empty --out; nothing elsewhere
             if (end) {
                 end();
             }
-        });
+        },
+        job::note_peer_failure);
     s.started = true;
     s.phase("start", s.step.seconds(), -1.0,
             fmt::format("dataset attributes, model ({}), checks, --out", s.o.model_name()));

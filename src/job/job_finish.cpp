@@ -259,6 +259,8 @@ JobSummary report_and_finish(State& job, Engine& engine, const BackendInstance& 
     JobSummary summary;
     summary.forward_seconds = runs.forward_median_seconds;
     summary.run_seconds = runs.median_seconds;
+    summary.runs = runs.times;
+    summary.memory_line = reports.memory_line;
     return summary;
 }
 

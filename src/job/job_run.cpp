@@ -95,6 +95,8 @@ Runs run_repeats(State& job, Engine& engine, const Shard& shard, std::optional<M
         double slowest = 0.0;
         HALO_MPI_TRY(MPI_Allreduce(&forward, &slowest, 1, MPI_DOUBLE, MPI_MAX, job.world.comm()));
         forward_seconds.push_back(slowest);
+        runs.times.push_back({slowest, engine.replayed(),
+                              engine.replayed() ? std::vector<LayerTiming>() : engine.timings()});
         if (o.repeat > 1) {
             job.say(fmt::format("run {} of {}: {:.3f} s, forward {:.3f} s (slowest rank)", r + 1,
                                 o.repeat, run_seconds.back(), slowest));

@@ -5,9 +5,9 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -18,11 +18,11 @@
 #include "halo/backend_spec.hpp"
 #include "halo/engine.hpp"
 #include "halo/exchange_spec.hpp"
+#include "halo/failure_watch.hpp"
 #include "halo/inference_job.hpp"
 #include "halo/model.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/store.hpp"
-#include "failure_watch.hpp"
 #include "output_dir.hpp"
 #include "phase_table.hpp"
 
@@ -49,6 +49,7 @@ struct Runs {
     std::vector<double> run_seconds;      // each run's, the last without a deferred download
     double median_seconds = 0.0;          // the whole call, upload and download included
     double forward_median_seconds = 0.0;  // the layers only, the slowest rank's
+    std::vector<RunTimes> times;          // each run's (JobSummary::runs)
 };
 
 /// Max and mean over ranks of one value.
@@ -111,7 +112,7 @@ struct InferenceJob::State {
     std::optional<job::OutputDir> out_dir;
     bool started = false;
     std::function<void()> end_process;         // InferenceJob::on_peer_failure
-    std::unique_ptr<job::FailureWatch> watch;  // from start to the last collective
+    std::unique_ptr<FailureWatch> watch;       // from start to the last collective
     bool peers_finished = false;               // every rank passed the last collective
     job::PhaseLog phases;
     job::Stopwatch step;     // restarted by each phase

@@ -205,6 +205,72 @@ bad "partition: unknown feature file type" "coo\.dat.*unknown feature file type"
 bad "partition: label not an integer" "labels-token\.txt:3" -- "${P[@]}" "$d/tri.el" --parts 1 --labels "$d/labels-token.txt" -o g.h5
 bad "partition: fewer labels than nodes" "labels-short\.txt.*2.*3" -- "${P[@]}" "$d/tri.el" --parts 1 --labels "$d/labels-short.txt" -o g.h5
 
+# ---- halo-partition under mpirun (ptscotch, dkaminpar): every rank exits with the status, one
+# message, no MPI_ABORT banner, no dataset or part file left -----------------------------------------
+# bad_ranks LABEL REGEX STATUS N [--keep PATH] [--env NAME=VALUE] -- ARGS...: mpirun -n N halo-partition ARGS in an
+# empty $work/run, within 30 s; each rank prints its own exit status, which must be STATUS on all
+# N (the wrapper then exits 0, and mpirun is told not to end the job once a rank exits non-zero:
+# every rank must end by itself). --keep: a path the case made itself, which must still be there
+# (and is all that may be). --env: a variable for every rank. Each rank's shell ignores SIGTERM,
+# and so does the rank (an ignored signal stays ignored across exec): where one rank exits without
+# MPI_Finalize (the failure watch's path) mpirun ends the others by a signal, and the test is that
+# each has ended by itself before.
+bad_ranks() {
+  local label=$1 regex=$2 want=$3 n=$4
+  shift 4
+  local keep="" env=()
+  if [ "$1" = "--keep" ]; then keep=$2; shift 2; fi
+  if [ "$1" = "--env" ]; then env=(env "$2"); shift 2; fi
+  [ "$1" = "--" ] && shift
+  cases=$((cases + 1))
+  local out status left
+  local start=$SECONDS
+  out=$(cd "$work/run" && timeout 120 "${mpi[@]}" -n "$n" --mca orte_abort_on_non_zero_status 0 \
+    "${env[@]}" bash -c 'trap "" TERM; "$0" "$@"; echo "rank-exit $?"' "$bin/halo-partition" "$@" \
+    2>&1)
+  status=$?
+  local elapsed=$((SECONDS - start))
+  left=$(find "$work/run" -mindepth 1 -maxdepth 1 ! -path "$work/run/$keep" 2>/dev/null)
+  local line
+  line=$(grep -m1 "halo-partition: error" <<<"$out" | cut -c1-300)
+  if [ "$status" -eq 124 ] || [ "$elapsed" -gt 30 ]; then
+    fail "$label: not over within 30 s (mpirun status $status)"; echo "$out" | tail -5
+  elif [ "$(grep -c "^rank-exit $want\$" <<<"$out")" -ne "$n" ]; then
+    fail "$label: not every one of $n ranks exited $want:"; grep "^rank-exit" <<<"$out"
+  elif ! grep -Eq "$regex" <<<"$out"; then
+    fail "$label: message does not match /$regex/:"; echo "$out" | tail -5
+  elif grep -Eq "MPI_ABORT was invoked|terminated by a signal|after MPI_FINALIZE" <<<"$out"; then
+    fail "$label: ended by MPI_Abort or a signal:"; echo "$out" | tail -8
+  elif [ "$(grep -c "halo-partition: error" <<<"$out")" -ne 1 ]; then
+    fail "$label: the error was printed $(grep -c "halo-partition: error" <<<"$out") times:"
+    echo "$out"
+  elif [ -n "$left" ] || { [ -n "$keep" ] && [ ! -e "$work/run/$keep" ]; }; then
+    fail "$label: left behind: $left"
+  else
+    pass "$label: $line"
+  fi
+  rm -rf "$work/run"
+  mkdir -p "$work/run"
+}
+mkdir -p "$work/run"
+bad_ranks "partition -n 2: ptscotch with --labels (usage)" "ptscotch does not take --features, --labels" 2 2 -- "$d/tri.el" --parts 2 --partitioner ptscotch --labels "$d/tri.el" -o g.h5
+bad_ranks "partition -n 3: mistyped option (usage)" "not expected: --bogus" 2 3 -- "$d/tri.el" --parts 2 --partitioner ptscotch --bogus -o g.h5
+bad_ranks "partition -n 2: ptscotch, input missing" "nope\.el: cannot open" 1 2 -- "$d/nope.el" --parts 2 --partitioner ptscotch -q -o g.h5
+bad_ranks "partition -n 3: ptscotch, more parts than nodes" "cannot split 3 nodes into 5 parts" 1 3 -- "$d/tri.el" --parts 5 --partitioner ptscotch -q -o g.h5
+bad_ranks "partition -n 2: ptscotch, node ids out of range in both slices" "^halo-partition: error: .*tri\.el \(slice [01] of 2\).*not below the node count 2" 1 2 -- "$d/tri.el" --parts 2 --partitioner ptscotch --num-nodes 2 -q -o g.h5
+printf '0 1\n1 2\n2 0\n0 5\n' >"$d/last-bad.el"
+bad_ranks "partition -n 2: ptscotch, node id out of range in rank 1's slice only" "^rank 1: halo-partition: error: .*last-bad\.el \(slice 1 of 2\).*not below the node count 3" 1 2 -- "$d/last-bad.el" --parts 2 --partitioner ptscotch --num-nodes 3 -q -o g.h5
+if "$bin/halo-partition" --help | grep -q "auto (kaminpar in this build)"; then
+bad_ranks "partition -n 3: dkaminpar, input missing" "nope\.el: cannot open" 1 3 -- "$d/nope.el" --parts 3 --partitioner dkaminpar -q -o g.h5
+fi
+# One rank fails while the others wrote their part files: rank 1's part file name is a directory.
+mkdir -p "$work/run/g.h5.rank1-of-2/x"
+bad_ranks "partition -n 2: rank 1 cannot write its part file (one rank's error)" "^rank 1: halo-partition: error: .*g\.h5\.rank1-of-2" 1 2 --keep g.h5.rank1-of-2 -- "$d/tri.el" --parts 2 --partitioner ptscotch -q -o g.h5
+# A failure the other ranks cannot know of (after the write, before the next collective): the
+# failure watch tells them; every rank removes what it wrote.
+bad_ranks "partition -n 3: rank 1 fails alone after the write (failure watch)" "^rank 1: halo-partition: error: injected fault" 1 3 --env HALO_PARTITION_FAULT_INJECT=1 -- "$d/tri.el" --parts 3 --partitioner ptscotch -q -o g.h5
+bad_ranks "partition -n 2: --report in a missing directory (after the dataset)" "rank 0: halo-partition: error: .*/nonexistent/r\.json" 1 2 -- "$d/tri.el" --parts 2 --partitioner ptscotch -q --report /nonexistent/r.json -o g.h5
+
 # ---- halo-infer: options, found before the job starts (no MPI_ABORT, one message) -------------------
 bad "infer: --layer maxk --exchange int8 on 3 ranks" "maxk" --option-error -- "${I3[@]}" "$d/g3.h5" --random-model 16,8 --random-features --layer maxk --exchange int8 --out out
 bad "infer: --exchange nccl on the cpu backend" "exchange nccl needs --backend cuda" --option-error -- "${I[@]}" "$d/g2.h5" --random-model 16,8 --random-features --exchange nccl --out out

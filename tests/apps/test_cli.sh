@@ -18,7 +18,9 @@
 #      (more parts than nodes, an empty graph, an unknown preset, rows+nnz) fail without a dataset,
 #      and a rank without rows (2 nodes on 3 ranks) still gives a valid dataset;
 #   8. a rank bound to one core of several is told how to launch (not with OMP_NUM_THREADS set);
-#   9. sparse input features (--input-transform) equal the dense product bit for bit.
+#   9. sparse input features (--input-transform) equal the dense product bit for bit;
+#  10. halo-bench --e2e --backend cpu (CUDA builds, no GPU needed): halo-infer's job on a one-part
+#      dataset in a temporary directory, which is gone afterwards; per-layer medians in its JSON.
 # Usage: test_cli.sh BIN_DIR MPIEXEC [DATA_DIR]
 set -uo pipefail
 bin=$1
@@ -418,6 +420,33 @@ if [ -n "$data" ] && [ -f "$data/cora.feat.coo.txt.gz" ]; then
   fi
 else
   echo "note: shared Cora features not found; sparse input steps skipped"
+fi
+
+# 10. halo-bench --e2e on the CPU backend.
+if [ -x "$bin/halo-bench" ]; then
+  mkdir -p "$work/e2e-tmp"
+  if out=$(TMPDIR="$work/e2e-tmp" "$bin/halo-bench" --graph rmat:9:8:3 --e2e --backend cpu \
+             --layer sage --model-dims 16,32,8 --warmup 1 --runs 3 --step-timing \
+             --json "$work/e2e.json" 2>&1) &&
+     [ -z "$(ls -A "$work/e2e-tmp" | grep halo-bench-e2e)" ] &&
+     python3 - "$work/e2e.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["tool"] == "halo-bench --e2e" and d["backend"] == "cpu" and d["device"] == "cpu", d
+assert d["replayed"] is False and d["step_timing"] is True, d
+assert [(l["in_dim"], l["out_dim"]) for l in d["layers"]] == [(16, 32), (32, 8)], d["layers"]
+for l in d["layers"]:
+    assert l["total_ms"] > 0 and l["spmm_ms"] > 0 and l["dense_ms"] > 0, l
+    assert l["spmm_ms"] + l["dense_ms"] <= l["total_ms"] * 1.05, l
+assert d["forward_ms"]["median"] > 0, d["forward_ms"]
+PY
+  then
+    pass "halo-bench --e2e --backend cpu: $(grep -m1 '^forward' <<<"$out")"
+  else
+    fail "halo-bench --e2e --backend cpu: $(tail -5 <<<"$out"); left in TMPDIR: $(ls -A "$work/e2e-tmp" | grep halo-bench-e2e)"
+  fi
+else
+  echo "note: no halo-bench in $bin (a build without CUDA): --e2e step skipped"
 fi
 
 if [ $failures -eq 0 ]; then

@@ -1,8 +1,10 @@
 #include <mpi.h>
 
 #include <set>
+#include <string>
 #include <vector>
 
+#include "halo/failure_watch.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo_test.hpp"
 
@@ -38,4 +40,53 @@ TEST(MpiWorld, CommunicatorReturnsErrorsInsteadOfAborting)
     // An invalid root: with MPI_ERRORS_RETURN the call reports an error code and the job lives.
     const int status = MPI_Bcast(&value, 1, MPI_INT, world.size() + 5, world.comm());
     EXPECT_NE(status, MPI_SUCCESS);
+}
+
+// halo::collectively (halo/failure_watch.hpp): an error of some ranks is thrown on every rank, as
+// a CollectiveError that the lowest failing rank alone reports, with that rank's type.
+TEST(Collectively, OneRanksErrorIsThrownOnEveryRankAndReportedByIt)
+{
+    int rank = 0;
+    int size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ASSERT_GE(size, 2);
+    EXPECT_NO_THROW(halo::collectively(MPI_COMM_WORLD, "doing nothing", [] {}));
+    // The last rank fails with an InputError: every rank throws one (the caught type).
+    try {
+        halo::collectively(MPI_COMM_WORLD, "reading", [&] {
+            if (rank == size - 1) {
+                HALO_THROW(halo::InputError, "bad slice on rank ", rank);
+            }
+        });
+        ADD_FAILURE() << "rank " << rank << " did not throw";
+    } catch (const halo::InputError& e) {
+        const auto* c = dynamic_cast<const halo::CollectiveError*>(&e);
+        ASSERT_NE(c, nullptr);
+        EXPECT_EQ(c->failed_rank(), size - 1);
+        EXPECT_FALSE(c->every_rank());
+        EXPECT_EQ(c->reporter(), rank == size - 1);
+        EXPECT_EQ(e.message(), rank == size - 1 ? "bad slice on rank " + std::to_string(rank)
+                                                : "rank " + std::to_string(size - 1) +
+                                                      " failed reading (its error is above)");
+    }
+    // Every rank fails, rank 0 with a plain Error: rank 0 reports, the type is its.
+    try {
+        halo::collectively(MPI_COMM_WORLD, "writing", [&] {
+            if (rank == 0) {
+                HALO_THROW(halo::Error, "disk full");
+            }
+            HALO_THROW(halo::InputError, "bad value");
+        });
+        ADD_FAILURE() << "rank " << rank << " did not throw";
+    } catch (const halo::InputError&) {
+        ADD_FAILURE() << "rank " << rank << ": the type is rank 0's (Error), not InputError";
+    } catch (const halo::CollectiveError& c) {
+        EXPECT_EQ(c.failed_rank(), 0);
+        EXPECT_TRUE(c.every_rank());
+        EXPECT_EQ(c.reporter(), rank == 0);
+        if (rank == 0) {
+            EXPECT_EQ(c.text(), "disk full");
+        }
+    }
 }

@@ -1,10 +1,12 @@
-#include "failure_watch.hpp"
+// One rank's failure told to every rank (include/halo/failure_watch.hpp).
+#include "halo/failure_watch.hpp"
 
+#include <string>
 #include <vector>
 
 #include "halo/mpi_error.hpp"
 
-namespace halo::job {
+namespace halo {
 
 namespace {
 
@@ -19,8 +21,9 @@ constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
 }  // namespace
 
-FailureWatch::FailureWatch(MPI_Comm comm, std::function<void(int)> on_peer_failure)
-    : on_peer_failure_(std::move(on_peer_failure))
+FailureWatch::FailureWatch(MPI_Comm comm, std::function<void(int)> on_peer_failure,
+                           std::function<void(int)> on_notice)
+    : on_peer_failure_(std::move(on_peer_failure)), on_notice_(std::move(on_notice))
 {
     HALO_MPI_TRY(MPI_Comm_dup(comm, &comm_));
     HALO_MPI_TRY(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -70,9 +73,11 @@ void FailureWatch::listen()
         if (done != 0) {
             if (failed_peer_.load() < 0) {
                 failed_peer_.store(incoming);
-                // From here a SIGTERM (mpirun ending the job once a failing rank exits) ends this
-                // rank silently with status 1: the failing rank has said what failed.
-                note_peer_failure(incoming);
+                // halo-infer: from here a SIGTERM (mpirun ending the job once a failing rank
+                // exits) ends this rank silently with status 1: the failing rank said what failed.
+                if (on_notice_) {
+                    on_notice_(incoming);
+                }
                 // Ending before every rank knows would let mpirun end the others by a signal
                 // before they know why (a "terminated by a signal" line, a status of 143): wait
                 // for a failing rank's word, which it sends once every rank answered.
@@ -124,8 +129,8 @@ int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
         if (MPI_Isend(&rank_, 1, MPI_INT, r, kFailTag, comm_, &send) == MPI_SUCCESS) {
             sends.push_back(send);
         }
-        if (MPI_Irecv(&acks[static_cast<std::size_t>(r)], 1, MPI_INT, r, kAckTag, comm_,
-                      &answer) == MPI_SUCCESS) {
+        if (MPI_Irecv(&acks[static_cast<std::size_t>(r)], 1, MPI_INT, r, kAckTag, comm_, &answer) ==
+            MPI_SUCCESS) {
             answers.push_back(answer);
         }
     }
@@ -173,4 +178,31 @@ int FailureWatch::announce(std::chrono::milliseconds timeout) noexcept
     return 0;
 }
 
-}  // namespace halo::job
+void detail::agree_on_failure(MPI_Comm comm, const char* what, bool failed,
+                              const std::string& message, bool input)
+{
+    int rank = 0;
+    int size = 1;
+    HALO_MPI_TRY(MPI_Comm_rank(comm, &rank));
+    HALO_MPI_TRY(MPI_Comm_size(comm, &size));
+    // {lowest failed rank, lowest failed rank whose error is no InputError, every rank failed}
+    int agreed[3] = {failed ? rank : size, failed && !input ? rank : size, failed ? 1 : 0};
+    HALO_MPI_TRY(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT, MPI_MIN, comm));
+    const int first = agreed[0];
+    if (first == size) {
+        return;
+    }
+    const bool every_rank = agreed[2] == 1;
+    const bool reporter = rank == first;
+    // The type is the reporter's, so that every rank throws the same type.
+    const bool input_error = agreed[1] != first;
+    const auto text =
+        reporter ? message
+                 : "rank " + std::to_string(first) + " failed " + what + " (its error is above)";
+    if (input_error) {
+        throw Collective<InputError>(text, first, every_rank, reporter);
+    }
+    throw Collective<Error>(text, first, every_rank, reporter);
+}
+
+}  // namespace halo
