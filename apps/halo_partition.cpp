@@ -425,38 +425,6 @@ std::string default_kaminpar_preset()
 
 namespace {
 
-// Whether mpirun (or another PMI/PMIx launcher) started this process: its environment says so
-// before MPI starts.
-bool started_by_mpi_launcher()
-{
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
-        if (std::getenv(name) != nullptr) {
-            return true;
-        }
-    }
-    return false;
-}
-
-// Parses the command line; on an error its exit status, the error said once (under mpirun by rank
-// 0, and every rank exits 2).
-std::optional<int> parse(CLI::App& app, int* argc, char*** argv, const halo_partition::Options& o)
-{
-    try {
-        app.parse(*argc, *argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {  // --help, --help-all
-            return app.exit(e);
-        }
-        const auto message = fmt::format("{} (halo-partition --help lists the options)", e.what());
-        if (started_by_mpi_launcher()) {
-            return halo_partition::main_distributed(argc, argv, o, "", message);
-        }
-        fmt::print(stderr, "halo-partition: error: {}\n", message);
-        return halo::app::kExitUsage;
-    }
-    return std::nullopt;
-}
-
 // halo-partition's options, bound to `o` (and --report-tables / --no-report-tables to `tables`
 // and `no_tables`); returns --owner's option, whose count says whether it was given.
 CLI::Option* add_options(CLI::App& app, Options& o, bool& tables, bool& no_tables)
@@ -591,7 +559,7 @@ int main(int argc, char** argv)
     bool tables = false;
     bool no_tables = false;
     auto* owner_option = add_options(app, o, tables, no_tables);
-    if (const auto exit_code = parse(app, &argc, &argv, o)) {
+    if (const auto exit_code = halo_partition::parse(app, &argc, &argv, o)) {
         return *exit_code;
     }
     o.tables = !o.quiet && !no_tables && (tables || halo::app::stdout_is_terminal());

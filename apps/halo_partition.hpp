@@ -3,8 +3,11 @@
 // path (ptscotch, dkaminpar under mpirun).
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,5 +80,10 @@ void write_report(const Options& o, nlohmann::json report, const halo::Partition
 /// rank exits 1 (FailureWatch); no dataset or part file of the run is left. Returns the status.
 int main_distributed(int* argc, char*** argv, const Options& o, const std::string& command,
                      const std::string& usage_error);
+
+/// Parses the command line into the options `app` binds; on an error returns the exit status
+/// with the error said once: under mpirun (the launcher's environment says so before MPI starts)
+/// through main_distributed, by rank 0, every rank exiting 2; --help returns 0.
+std::optional<int> parse(CLI::App& app, int* argc, char*** argv, const Options& o);
 
 }  // namespace halo_partition

@@ -364,4 +364,40 @@ int main_distributed(int* argc, char*** argv, const Options& o, const std::strin
     }
 }
 
+namespace {
+
+// Whether mpirun (or another PMI/PMIx launcher) started this process: its environment says so
+// before MPI starts.
+bool started_by_mpi_launcher()
+{
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+        if (std::getenv(name) != nullptr) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+// Parses the command line; on an error its exit status, the error said once (under mpirun by rank
+// 0, and every rank exits 2).
+std::optional<int> parse(CLI::App& app, int* argc, char*** argv, const Options& o)
+{
+    try {
+        app.parse(*argc, *argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) {  // --help, --help-all
+            return app.exit(e);
+        }
+        const auto message = fmt::format("{} (halo-partition --help lists the options)", e.what());
+        if (started_by_mpi_launcher()) {
+            return main_distributed(argc, argv, o, "", message);
+        }
+        fmt::print(stderr, "halo-partition: error: {}\n", message);
+        return halo::app::kExitUsage;
+    }
+    return std::nullopt;
+}
+
 }  // namespace halo_partition
