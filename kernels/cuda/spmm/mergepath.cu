@@ -325,16 +325,24 @@ void launch_kernel(cudaStream_t stream, bool dependent, unsigned int grid, int v
 template <typename T>
 KernelArgs<T> kernel_args(const mergepath_kernels::Launch& l)
 {
-    const std::int64_t lanes = lanes_per_segment(l.x.cols / l.vec);
-    return {l.indptr,        l.indices,
-            l.values,        l.row_scale,
-            l.col_scale,     l.segment_rows,
-            l.num_segments,  l.cost,
-            l.items,         l.range_begin,
-            l.first_nonzero, lanes,
-            l.x.cols,        static_cast<const T*>(l.x.data),
-            l.x.ld,          l.y.data,
-            l.y.ld,          l.add};
+    return {.indptr = l.indptr,
+            .indices = l.indices,
+            .values = l.values,
+            .row_scale = l.row_scale,
+            .col_scale = l.col_scale,
+            .segment_rows = l.segment_rows,
+            .num_segments = l.num_segments,
+            .cost = l.cost,
+            .items = l.items,
+            .range_begin = l.range_begin,
+            .first_nonzero = l.first_nonzero,
+            .lanes = lanes_per_segment(l.x.cols / l.vec),
+            .width = l.x.cols,
+            .x = static_cast<const T*>(l.x.data),
+            .ldx = l.x.ld,
+            .y = l.y.data,
+            .ldy = l.y.ld,
+            .add = l.add};
 }
 
 template <typename T>

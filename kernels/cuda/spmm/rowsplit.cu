@@ -359,19 +359,19 @@ void launch_layout(cudaStream_t stream, const rowsplit::Layout& layout, const Of
 template <typename T>
 void launch_typed(cudaStream_t stream, const rowsplit_kernels::Launch& l, const Chunks* chunks)
 {
-    const Args<T> args{static_cast<const T*>(l.x.data),
-                       l.x.ld,
-                       l.y.data,
-                       l.y.ld,
-                       l.rows.begin,
-                       l.rows.end,
-                       l.x.cols,
-                       l.layout.chunks,
-                       l.columns,
-                       l.values,
-                       l.row_scale,
-                       l.col_scale,
-                       l.add};
+    const Args<T> args{.x = static_cast<const T*>(l.x.data),
+                       .ldx = l.x.ld,
+                       .y = l.y.data,
+                       .ldy = l.y.ld,
+                       .row_begin = l.rows.begin,
+                       .row_end = l.rows.end,
+                       .width = l.x.cols,
+                       .chunks = l.layout.chunks,
+                       .columns = l.columns,
+                       .values = l.values,
+                       .row_scale = l.row_scale,
+                       .col_scale = l.col_scale,
+                       .add = l.add};
     if (l.offsets64 != nullptr) {
         launch_layout(stream, l.layout, l.offsets64, args, chunks);
     } else {
