@@ -1,44 +1,25 @@
 // The SpMM kernel registry (include/halo/spmm_registry.hpp): one entry per kernel. A kernel joins
-// with its factory's declaration and one entry below (docs/KERNELS.md, "Adding a kernel").
+// with its factory's line in spmm_factories.hpp and one entry below (docs/KERNELS.md, "Adding a
+// kernel").
 #include "halo/spmm_registry.hpp"
 
 #include <string>
 #include <string_view>
 
 #include "halo/error.hpp"
+#include "spmm_factories.hpp"
 
-#ifdef HALO_HAVE_CUDA
+// The factories, declared weak: halo_kernels_host never links CUDA code, so a program without the
+// CUDA library (halo-partition, halo-inspect, every CPU-only build) sees each address null, and
+// one that links halo_kernels in a CUDA build sees them all (kernels/CMakeLists.txt: its anchor,
+// cuda/spmm/spmm_factories.cpp, pulls every factory in). No HALO_HAVE_CUDA here: this file is
+// compiled once, for both.
 namespace halo::cuda {
-// The factories (SpmmPlanFactory), each defined beside its kernel in kernels/cuda/.
-SpmmPlanFactory stored_or_modeled_spmm_factory;    // spmm/autotuned_spmm.cpp
-SpmmPlanFactory cusparse_spmm_factory;             // spmm/cusparse_spmm.cpp
-SpmmPlanFactory accel_gcn_spmm_factory;            // spmm/accel_gcn.cpp
-SpmmPlanFactory accel_gcn_nosort_spmm_factory;     // spmm/accel_gcn.cpp
-SpmmPlanFactory accel_gcn_nocombine_spmm_factory;  // spmm/accel_gcn.cpp
-SpmmPlanFactory mergepath_spmm_factory;            // spmm/mergepath.cu
-SpmmPlanFactory mergepath_c200_spmm_factory;       // spmm/mergepath.cu
-SpmmPlanFactory mergepath_c400_spmm_factory;       // spmm/mergepath.cu
-SpmmPlanFactory mergepath_c400_t128_spmm_factory;  // spmm/column_tiled.cpp
-SpmmPlanFactory mergepath_c400_l2hints_spmm_factory;  // spmm/mergepath.cu
-SpmmPlanFactory rowsplit_spmm_factory;             // spmm/rowsplit.cu
-SpmmPlanFactory rowchunk_spmm_factory;             // spmm/rowsplit.cu
-SpmmPlanFactory resident_spmm_factory;             // spmm/resident.cu
-SpmmPlanFactory resident_csr_order_spmm_factory;   // spmm/resident.cu
-SpmmPlanFactory autotune_spmm_factory;             // spmm/autotuned_spmm.cpp
-SpmmPlanFactory aes_spmm_factory;                  // aes/aes.cpp
-// The factories over a pattern and its scalings (ScaledSpmmPlanFactory).
-ScaledSpmmPlanFactory stored_or_modeled_scaled_factory;   // spmm/autotuned_spmm.cpp
-ScaledSpmmPlanFactory cusparse_scaled_factory;            // spmm/cusparse_spmm.cpp
-ScaledSpmmPlanFactory accel_gcn_scaled_factory;           // spmm/accel_gcn.cpp
-ScaledSpmmPlanFactory mergepath_scaled_factory;           // spmm/mergepath.cu
-ScaledSpmmPlanFactory rowsplit_scaled_factory;            // spmm/rowsplit.cu
-ScaledSpmmPlanFactory rowchunk_scaled_factory;            // spmm/rowsplit.cu
-ScaledSpmmPlanFactory resident_scaled_factory;            // spmm/resident.cu
+#define HALO_DECLARE_WEAK_FACTORY(type, name) [[gnu::weak]] type name;
+HALO_SPMM_FACTORIES(HALO_DECLARE_WEAK_FACTORY)
+#undef HALO_DECLARE_WEAK_FACTORY
 }  // namespace halo::cuda
 #define HALO_SPMM_FACTORY(name) (&halo::cuda::name)
-#else
-#define HALO_SPMM_FACTORY(name) nullptr
-#endif
 
 namespace halo {
 namespace {

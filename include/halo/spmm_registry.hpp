@@ -2,9 +2,10 @@
 // (halo-infer --spmm, halo-bench --kernels, the autotuner's candidates and its stored choices),
 // with what each tool needs to know about it: what it is, whether it is exact, which dataset
 // kernel metadata it reads, where it may be chosen, and the factory that builds its plan. The
-// table itself is host code (built with or without CUDA: the names, help texts and metadata kinds
-// are known everywhere); the factories exist only in CUDA builds. docs/KERNELS.md, "Adding a
-// kernel", shows how a kernel joins it.
+// table itself is host code (halo_kernels_host, built with or without CUDA: the names, help texts
+// and metadata kinds are known everywhere); the factories are in halo_kernels and exist only in
+// CUDA builds, for the programs that link it. docs/KERNELS.md, "Adding a kernel", shows how a
+// kernel joins it.
 #pragma once
 
 #include <cstdint>
@@ -135,9 +136,9 @@ struct SpmmKernel {
     void (*parse_arguments)(std::string_view arguments, std::string_view text,
                             SpmmChoice& choice) = nullptr;
     std::string syntax{};
-    /// Null in builds without CUDA.
+    /// Null in builds without CUDA and in programs that do not link halo_kernels.
     SpmmPlanFactory* make = nullptr;
-    /// Null where the kernel reads the host's values (and in builds without CUDA).
+    /// Null where the kernel reads the host's values (and where `make` is null).
     ScaledSpmmPlanFactory* make_scaled = nullptr;
 
     /// How it is written on a command line: `syntax`, or the name.

@@ -1,5 +1,7 @@
-// The resident-slice SpMM (include/halo/cuda/resident.hpp): X's slices of 4 columns held in
-// shared memory, A read once per slice in the chunk layout of kernels/preprocess/resident_layout.
+// The resident-slice SpMM's kernel (include/halo/cuda/resident.hpp) and its launcher
+// (resident_kernels.hpp); the plan is host code, in resident.cpp. X's slices of 4 columns
+// held in shared memory, A read once per slice in the chunk layout of
+// kernels/preprocess/resident_layout.
 //
 // Why: where X fits in L2 and rows are long (BlogCatalog, facebook-combined, wiki-Vote: 30-65
 // nonzeros a row), every kernel that gathers X rows per nonzero is bound by the L2's bandwidth:
@@ -34,24 +36,13 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <string>
 #include <type_traits>
-#include <utility>
-#include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling
 #include "cuda/primitives/feature_load.cuh"
-#include "cuda/primitives/spmm_checks.hpp"
-#include "cuda/primitives/upload.hpp"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/cuda/resident.hpp"
+#include "cuda/spmm/resident_kernels.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
-#include "halo/spmm_registry.hpp"
 #include "preprocess/resident_layout.hpp"
 
 namespace halo::cuda {
@@ -63,7 +54,7 @@ using resident::kSliceColumns;
 
 constexpr int kBlock = 1024;
 constexpr int kWarps = kBlock / kLanes;
-constexpr std::size_t kRowBytes = kSliceColumns * sizeof(float);
+using resident_kernels::kRowBytes;
 // Entries a lane loads ahead (two batches in flight), X rows a thread loads at once.
 constexpr int kBatch = 8;
 constexpr int kFill = 4;
@@ -291,266 +282,100 @@ __global__ void __launch_bounds__(kBlock, 1) resident_kernel(Args<T> a)
     }
 }
 
-// A range's layout on the device.
-struct DeviceLayout {
-    std::int64_t chunks = 0;
-    DeviceBuffer<std::int64_t> chunk_start;
-    DeviceBuffer<std::int32_t> lane_row;
-    DeviceBuffer<std::int32_t> lane_info;
-    DeviceBuffer<std::uint16_t> columns;
-    DeviceBuffer<float> values;
-};
-
 bool aligned16(const void* p)
 {
     return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
 }
 
-int max_shared_bytes(int device)
+template <typename T>
+Args<T> args(const resident_kernels::Launch& l)
 {
-    int bytes = 0;
-    HALO_CUDA_TRY(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    // The kernel's static shared memory (the part bounds) comes out of the same budget.
-    return bytes - 64;
+    Args<T> a{};
+    a.x = static_cast<const T*>(l.x.data);
+    a.ldx = l.x.ld;
+    a.y = l.y.data;
+    a.ldy = l.y.ld;
+    a.width = l.x.cols;
+    a.num_cols = l.num_cols;
+    a.chunk_start = l.chunk_start;
+    a.chunks = l.chunks;
+    a.lane_row = l.lane_row;
+    a.lane_info = l.lane_info;
+    a.columns = l.columns;
+    a.values = l.values;
+    a.row_scale = l.row_scale;
+    a.col_scale = l.col_scale;
+    a.x_vectors = std::is_same_v<T, float> && l.x.cols % kSliceColumns == 0 &&
+                  l.x.ld % kSliceColumns == 0 && aligned16(l.x.data);
+    a.y_vectors =
+        l.x.cols % kSliceColumns == 0 && l.y.ld % kSliceColumns == 0 && aligned16(l.y.data);
+    a.add = l.add;
+    return a;
 }
 
-class ResidentSpmmPlan final : public FeatureSpmmPlan {
-public:
-    ResidentSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                     const ResidentOptions& options, const OperatorScaling* scaling,
-                     const std::vector<RowRange>& ranges)
-        : ctx_(ctx), max_dim_(max_dim), options_(options)
-    {
-        HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-        if (options.segment < 0) {
-            HALO_THROW(InputError, "resident SpMM plan: segment limit ", options.segment,
-                       " must be positive (or 0 for the automatic limit)");
-        }
-        // The column limit first: refusing a large operator costs no pass over its nonzeros.
-        const std::int64_t limit = resident_max_columns(ctx_.device());
-        if (a.num_cols > limit) {
-            HALO_THROW(InputError, "resident SpMM plan: the operator's ", a.num_cols,
-                       " columns need ", (a.num_cols + 1) * static_cast<std::int64_t>(kRowBytes),
-                       " bytes of shared memory a block for their X slices; device ", ctx_.device(),
-                       " allows ", limit, " columns");
-        }
-        validate(a, "the operator of a resident-slice SpMM plan");
-        shared_bytes_ = static_cast<std::size_t>(a.num_cols + 1) * kRowBytes;  // + the zero row
-        host_ = a;  // only once the operator is known to fit
-        if (scaling != nullptr) {
-            scaling_ = detail::upload_scaling(ctx_, a, *scaling);
-            pattern_scaled_ = true;
-            host_.values.clear();  // the pattern's own values, if any, are ignored
-        }
-        HALO_CUDA_TRY(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount,
-                                             ctx_.device()));
-        layout_for({0, a.num_rows});
-        for (const auto& r : ranges) {
-            if (r.begin >= 0 && r.begin <= r.end && r.end <= a.num_rows) {
-                layout_for(r);
-            }
-        }
-        HALO_CUDA_TRY(cudaStreamSynchronize(ctx_.compute_stream()));
+// Resident blocks per SM of `kernel` at the plan's shared memory, asked once per kernel (after
+// allowing it that much dynamic shared memory).
+int blocks_per_sm(const void* kernel, resident_kernels::Occupancy& o)
+{
+    const auto found = o.per_sm.find(kernel);
+    if (found != o.per_sm.end()) {
+        return found->second;
     }
+    HALO_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(o.shared_bytes)));
+    int per_sm = 0;
+    HALO_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, o.shared_bytes));
+    HALO_EXPECTS(per_sm >= 1, "resident SpMM: no block of ", kBlock, " threads and ",
+                 o.shared_bytes, " bytes of shared memory fits an SM of device ", o.device);
+    o.per_sm.emplace(kernel, per_sm);
+    return per_sm;
+}
 
-    ResidentSpmmPlan(const ResidentSpmmPlan&) = delete;
-    ResidentSpmmPlan& operator=(const ResidentSpmmPlan&) = delete;
+template <typename T>
+void launch_kernel(cudaStream_t stream, void (*kernel)(Args<T>), const Args<T>& a,
+                   resident_kernels::Occupancy& o)
+{
+    const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), o);
+    const std::int64_t slices = (a.width + kSliceColumns - 1) / kSliceColumns;
+    HALO_EXPECTS(slices <= 65535, "resident SpMM: width ", a.width, " needs ", slices,
+                 " slices, above the grid's 65535");
+    const std::int64_t resident = std::int64_t{o.multiprocessors} * per_sm;
+    const std::int64_t parts =
+        std::clamp<std::int64_t>(resident / slices, 1, std::max<std::int64_t>(a.chunks, 1));
+    const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(slices));
+    kernel<<<grid, kBlock, o.shared_bytes, stream>>>(a);
+    HALO_CUDA_CHECK_LAUNCH();
+}
 
-    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
-    {
-        launch_rows(x, y, rows, false);
+template <typename T>
+void launch_typed(cudaStream_t stream, const resident_kernels::Launch& l,
+                  resident_kernels::Occupancy& o)
+{
+    const Args<T> a = args<T>(l);
+    if (a.values != nullptr) {
+        launch_kernel(stream, resident_kernel<T, true>, a, o);
+    } else {
+        launch_kernel(stream, resident_kernel<T, false>, a, o);
     }
-
-    bool adds_in_place() const override { return true; }
-
-    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
-    {
-        launch_rows(fp32_features(x), y, rows, true);
-    }
-
-    std::string algorithm() const override
-    {
-        // The whole operator's segment limit (a range's layout takes its own nonzeros' limit).
-        const std::int64_t segment =
-            options_.segment > 0 ? options_.segment : resident::segment_limit(host_.nnz());
-        return "resident-s" + std::to_string(segment) + (options_.schedule ? "" : "-unscheduled") +
-               (pattern_scaled_ ? ", pattern with scalings" : "");
-    }
-
-    MemoryReport memory() const override
-    {
-        MemoryReport r;
-        std::int64_t metadata = 0;
-        std::int64_t columns = 0;
-        std::int64_t values = 0;
-        for (const auto& [range, l] : layouts_) {
-            metadata += static_cast<std::int64_t>(l.chunk_start.bytes() + l.lane_row.bytes() +
-                                                  l.lane_info.bytes());
-            columns += static_cast<std::int64_t>(l.columns.bytes());
-            values += static_cast<std::int64_t>(l.values.bytes());
-        }
-        r.indices = columns;
-        r.values = values + static_cast<std::int64_t>(scaling_.bytes());
-        r.nonzeros = host_.nnz();
-        r.kernel_metadata = metadata;
-        return r;
-    }
-
-private:
-    const DeviceLayout& layout_for(RowRange rows)
-    {
-        const auto key = std::make_pair(rows.begin, rows.end);
-        const auto found = layouts_.find(key);
-        if (found != layouts_.end()) {
-            return found->second;
-        }
-        const auto h =
-            resident::build_layout(host_.view(), rows, options_.segment, options_.schedule);
-        DeviceLayout d;
-        d.chunks = h.num_chunks();
-        d.chunk_start = detail::upload(ctx_, h.chunk_start);
-        d.lane_row = detail::upload(ctx_, h.lane_row);
-        d.lane_info = detail::upload(ctx_, h.lane_info);
-        d.columns = detail::upload(ctx_, h.columns);
-        d.values = detail::upload(ctx_, h.values);
-        // The uploads stage pageable sources before returning: h may go.
-        return layouts_.emplace(key, std::move(d)).first->second;
-    }
-
-    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add)
-    {
-        if (!detail::check_feature_operands(x, y, rows, host_.num_rows, host_.num_cols, max_dim_)) {
-            return;
-        }
-        HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || host_.num_cols == 0),
-                     "null device operands");
-        const DeviceLayout& l = layout_for(rows);
-        switch (x.type) {
-            case FeatureType::fp32:
-                return launch(args<float>(l, x, y, add));
-            case FeatureType::fp16:
-                return launch(args<__half>(l, x, y, add));
-            case FeatureType::bf16:
-                return launch(args<__nv_bfloat16>(l, x, y, add));
-        }
-        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
-    }
-
-    template <typename T>
-    Args<T> args(const DeviceLayout& l, FeatureView x, DenseView<float> y, bool add) const
-    {
-        Args<T> a{};
-        a.x = static_cast<const T*>(x.data);
-        a.ldx = x.ld;
-        a.y = y.data;
-        a.ldy = y.ld;
-        a.width = x.cols;
-        a.num_cols = host_.num_cols;
-        a.chunk_start = l.chunk_start.data();
-        a.chunks = l.chunks;
-        a.lane_row = l.lane_row.data();
-        a.lane_info = l.lane_info.data();
-        a.columns = l.columns.data();
-        a.values = l.values.data();
-        a.row_scale = scaling_.row.data();
-        a.col_scale = scaling_.col.data();
-        a.x_vectors = std::is_same_v<T, float> && x.cols % kSliceColumns == 0 &&
-                      x.ld % kSliceColumns == 0 && aligned16(x.data);
-        a.y_vectors = x.cols % kSliceColumns == 0 && y.ld % kSliceColumns == 0 && aligned16(y.data);
-        a.add = add;
-        return a;
-    }
-
-    template <typename T>
-    void launch(const Args<T>& a)
-    {
-        if (a.values != nullptr) {
-            launch_kernel(resident_kernel<T, true>, a);
-        } else {
-            launch_kernel(resident_kernel<T, false>, a);
-        }
-    }
-
-    template <typename T>
-    void launch_kernel(void (*kernel)(Args<T>), const Args<T>& a)
-    {
-        const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel));
-        const std::int64_t slices = (a.width + kSliceColumns - 1) / kSliceColumns;
-        HALO_EXPECTS(slices <= 65535, "resident SpMM: width ", a.width, " needs ", slices,
-                     " slices, above the grid's 65535");
-        const std::int64_t resident = std::int64_t{multiprocessors_} * per_sm;
-        const std::int64_t parts =
-            std::clamp<std::int64_t>(resident / slices, 1, std::max<std::int64_t>(a.chunks, 1));
-        const dim3 grid(static_cast<unsigned>(parts), static_cast<unsigned>(slices));
-        kernel<<<grid, kBlock, shared_bytes_, ctx_.compute_stream()>>>(a);
-        HALO_CUDA_CHECK_LAUNCH();
-    }
-
-    // Resident blocks per SM of `kernel` at this plan's shared memory, asked once per kernel
-    // (after allowing it that much dynamic shared memory).
-    int blocks_per_sm(const void* kernel)
-    {
-        const auto found = occupancy_.find(kernel);
-        if (found != occupancy_.end()) {
-            return found->second;
-        }
-        HALO_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared_bytes_)));
-        int per_sm = 0;
-        HALO_CUDA_TRY(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, shared_bytes_));
-        HALO_EXPECTS(per_sm >= 1, "resident SpMM: no block of ", kBlock, " threads and ",
-                     shared_bytes_, " bytes of shared memory fits an SM of device ", ctx_.device());
-        occupancy_.emplace(kernel, per_sm);
-        return per_sm;
-    }
-
-    Context& ctx_;
-    std::int64_t max_dim_ = 0;
-    ResidentOptions options_;
-    Csr host_;  // the operator, for the layouts of ranges first run later
-    std::size_t shared_bytes_ = 0;
-    int multiprocessors_ = 0;
-    bool pattern_scaled_ = false;
-    detail::DeviceScaling scaling_;
-    std::map<std::pair<std::int64_t, std::int64_t>, DeviceLayout> layouts_;
-    std::map<const void*, int> occupancy_;
-};
+}
 
 }  // namespace
 
-std::int64_t resident_max_columns(int index)
+namespace resident_kernels {
+
+void launch_spmm(cudaStream_t stream, const Launch& launch, Occupancy& occupancy)
 {
-    return max_shared_bytes(index) / static_cast<std::int64_t>(kRowBytes) - 1;  // the zero row
+    switch (launch.x.type) {
+        case FeatureType::fp32:
+            return launch_typed<float>(stream, launch, occupancy);
+        case FeatureType::fp16:
+            return launch_typed<__half>(stream, launch, occupancy);
+        case FeatureType::bf16:
+            return launch_typed<__nv_bfloat16>(stream, launch, occupancy);
+    }
+    HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(launch.x.type));
 }
 
-std::unique_ptr<SpmmPlan> make_resident_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                  const ResidentOptions& options,
-                                                  const OperatorScaling* scaling,
-                                                  const std::vector<RowRange>& ranges)
-{
-    return std::make_unique<ResidentSpmmPlan>(ctx, a, max_dim, options, scaling, ranges);
-}
-
-std::unique_ptr<SpmmPlan> resident_spmm_factory(Context& ctx, const Csr& a,
-                                                const SpmmPlanRequest& request)
-{
-    return make_resident_spmm_plan(ctx, a, request.max_dim, {}, nullptr, request.hints.ranges);
-}
-
-std::unique_ptr<SpmmPlan> resident_csr_order_spmm_factory(Context& ctx, const Csr& a,
-                                                          const SpmmPlanRequest& request)
-{
-    return make_resident_spmm_plan(ctx, a, request.max_dim, {.schedule = false}, nullptr,
-                                   request.hints.ranges);
-}
-
-std::unique_ptr<SpmmPlan> resident_scaled_factory(Context& ctx, const Csr& pattern,
-                                                  const SpmmPlanRequest& request,
-                                                  const OperatorScaling& scaling)
-{
-    return make_resident_spmm_plan(ctx, pattern, request.max_dim, {}, &scaling,
-                                   request.hints.ranges);
-}
-
+}  // namespace resident_kernels
 }  // namespace halo::cuda

@@ -1,5 +1,7 @@
-// Row-split SpMM (include/halo/cuda/rowsplit.hpp): a group of lanes per row, lanes across the
-// dense columns, the row's nonzeros loaded cooperatively and broadcast with warp shuffles.
+// Row-split SpMM's kernels (include/halo/cuda/rowsplit.hpp) and their launchers
+// (rowsplit_kernels.hpp); the plan is host code, in rowsplit.cpp. A group of lanes per row,
+// lanes across the dense columns, the row's nonzeros loaded cooperatively and broadcast with warp
+// shuffles.
 //
 // Choices:
 // - The lane/column mapping lives in rowsplit_layout.hpp, shared with the CPU emulation test.
@@ -41,24 +43,15 @@
 //   since they share the workspace and the counters.
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
-#include <memory>
-#include <string>
 #include <type_traits>
-#include <vector>
 
-#include "cuda/primitives/cusparse_csr.hpp"  // upload_scaling, device_scaled_values
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/feature_vec.hpp"
-#include "cuda/primitives/spmm_checks.hpp"
-#include "cuda/primitives/upload.hpp"
+#include "cuda/spmm/rowsplit_kernels.hpp"
 #include "cuda/spmm/rowsplit_layout.hpp"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/cuda/rowsplit.hpp"
 #include "halo/cuda_error.hpp"
 #include "halo/error.hpp"
-#include "halo/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -110,7 +103,10 @@ struct Acc {
             v[i] *= s;
         }
     }
-    __device__ void write(float* y, bool add) const { write_results<Vec>(y, v, add); }
+    __device__ void write(float* y, bool add) const
+    {
+        write_results<Vec>(y, v, add);
+    }
 };
 
 // A thread's place among the lane groups of the grid: its lane, its group's shuffle mask (groups
@@ -202,22 +198,7 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
-// The chunked variant's long rows (header comment): rows, ascending; units
-// [first_unit[k], first_unit[k + 1]) of long row k, each of lengths[k] nonzeros but the last
-// (rowsplit::unit_length); unit_row[u] = k; the run's units are [unit_begin, unit_end) (those of
-// its row range).
-struct Chunks {
-    const std::int64_t* rows = nullptr;
-    const std::int64_t* lengths = nullptr;
-    const std::int32_t* first_unit = nullptr;
-    const std::int32_t* unit_row = nullptr;
-    std::int64_t unit_begin = 0;
-    std::int64_t unit_end = 0;
-    std::int64_t length = 0;  // nonzeros per unit; rows with more are long
-    float* partial = nullptr;  // unit u's sums at partial + u * ldp (ldp a multiple of 4)
-    std::int64_t ldp = 0;
-    unsigned int* arrivals = nullptr;  // per long row: units done in this launch (0 between)
-};
+using rowsplit_kernels::Chunks;
 
 template <int Vec>
 __device__ __forceinline__ void load_partial(const float* p, float (&out)[Vec])
@@ -327,9 +308,8 @@ template <typename Offset, int Group, int Vec, typename T>
 void launch(cudaStream_t stream, const Offset* offsets, const Args<T>& args, const Chunks* chunks)
 {
     const std::int64_t rows = args.row_end - args.row_begin;
-    const std::int64_t items = chunks != nullptr
-                                   ? (rows + chunks->unit_end - chunks->unit_begin) * args.chunks
-                                   : rows;
+    const std::int64_t items =
+        chunks != nullptr ? (rows + chunks->unit_end - chunks->unit_begin) * args.chunks : rows;
     const std::int64_t items_per_block = kBlock / Group;
     const std::int64_t blocks =
         std::min((items + items_per_block - 1) / items_per_block, kMaxBlocks);
@@ -376,304 +356,45 @@ void launch_layout(cudaStream_t stream, const rowsplit::Layout& layout, const Of
     }
 }
 
-class RowsplitSpmmPlan final : public FeatureSpmmPlan {
-public:
-    static constexpr std::int64_t kAutomaticChunk = -1;
-
-    // chunk_length: 0 for the plain kernel; else the chunked one with units of that many
-    // nonzeros (kAutomaticChunk: chunk_length_for()).
-    RowsplitSpmmPlan(Context& ctx, const Csr& a, std::int64_t max_dim, IndexWidth offsets,
-                     const OperatorScaling* scaling, ScaledForm form, std::int64_t chunk_length)
-        : ctx_(ctx), num_rows_(a.num_rows), num_cols_(a.num_cols), max_dim_(max_dim)
-    {
-        HALO_EXPECTS(max_dim >= 1, "max_dim ", max_dim, " must be at least 1");
-        validate(a, chunk_length != 0 ? "the operator of a chunked row-split SpMM plan"
-                                      : "the operator of a row-split SpMM plan");
-        const std::int64_t nnz = a.nnz();
-        wide_ = offsets == IndexWidth::bits64 || nnz > std::int64_t{INT_MAX} - 2 * kWarp;
-        const cudaStream_t stream = ctx_.compute_stream();
-
-        if (wide_) {
-            offsets64_ = detail::upload(ctx_, a.indptr);
-        } else {
-            const std::vector<std::int32_t> narrow(a.indptr.begin(), a.indptr.end());
-            offsets32_ = detail::upload(ctx_, narrow);
-        }
-        columns_ = detail::upload(ctx_, a.indices);
-        if (scaling != nullptr && !scaling->col.empty() && form == ScaledForm::automatic) {
-            values_ = wide_ ? detail::device_scaled_values(ctx_, a, offsets64_.data(),
-                                                           columns_.data(), *scaling)
-                            : detail::device_scaled_values(ctx_, a, offsets32_.data(),
-                                                           columns_.data(), *scaling);
-            scaled_ = true;
-        } else if (scaling != nullptr) {
-            // Pattern-only: the scalings (rows + columns floats) instead of a values array; the
-            // pattern's own values, if any, are ignored (Backend::make_scaled_spmm_plan).
-            scaling_ = detail::upload_scaling(ctx_, a, *scaling);
-            pattern_scaled_ = true;
-        } else if (a.has_values()) {
-            values_ = detail::upload(ctx_, a.values);
-        }
-        if (chunk_length != 0) {
-            make_chunks(a, chunk_length == kAutomaticChunk ? chunk_length_for(nnz) : chunk_length);
-        }
-        // Once, at setup: any failure of the uploads surfaces here rather than in a later run.
-        HALO_CUDA_TRY(cudaStreamSynchronize(stream));
+template <typename T>
+void launch_typed(cudaStream_t stream, const rowsplit_kernels::Launch& l, const Chunks* chunks)
+{
+    const Args<T> args{.x = static_cast<const T*>(l.x.data),
+                       .ldx = l.x.ld,
+                       .y = l.y.data,
+                       .ldy = l.y.ld,
+                       .row_begin = l.rows.begin,
+                       .row_end = l.rows.end,
+                       .width = l.x.cols,
+                       .chunks = l.layout.chunks,
+                       .columns = l.columns,
+                       .values = l.values,
+                       .row_scale = l.row_scale,
+                       .col_scale = l.col_scale,
+                       .add = l.add};
+    if (l.offsets64 != nullptr) {
+        launch_layout(stream, l.layout, l.offsets64, args, chunks);
+    } else {
+        launch_layout(stream, l.layout, l.offsets32, args, chunks);
     }
-
-    RowsplitSpmmPlan(const RowsplitSpmmPlan&) = delete;
-    RowsplitSpmmPlan& operator=(const RowsplitSpmmPlan&) = delete;
-
-    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
-    {
-        launch_rows(x, y, rows, false);
-    }
-
-    bool adds_in_place() const override { return true; }
-
-    void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
-    {
-        launch_rows(fp32_features(x), y, rows, true);
-    }
-
-    std::string algorithm() const override
-    {
-        const std::string base =
-            chunked_ ? "rowchunk-" + std::to_string(chunk_length_) : std::string("rowsplit");
-        return base + (wide_ ? "-i64" : "") +
-               (pattern_scaled_ ? ", pattern with scalings"
-                : scaled_        ? ", values made on the device"
-                                 : "");
-    }
-
-private:
-    void launch_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add) const
-    {
-        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
-            return;
-        }
-        const std::int64_t width = x.cols;
-        HALO_EXPECTS(y.data != nullptr && (x.data != nullptr || num_cols_ == 0),
-                     "null device operands");
-        const auto layout = rowsplit::make_layout(
-            width, detail::lane_columns(x.type, x.data, x.ld, y.data, y.ld, width));
-        switch (x.type) {
-            case FeatureType::fp32:
-                return dispatch(layout, kernel_args<float>(layout, x, y, rows, add));
-            case FeatureType::fp16:
-                return dispatch(layout, kernel_args<__half>(layout, x, y, rows, add));
-            case FeatureType::bf16:
-                return dispatch(layout, kernel_args<__nv_bfloat16>(layout, x, y, rows, add));
-        }
-        HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(x.type));
-    }
-
-    template <typename T>
-    Args<T> kernel_args(const rowsplit::Layout& layout, FeatureView x, DenseView<float> y,
-                        RowRange rows, bool add) const
-    {
-        return {static_cast<const T*>(x.data), x.ld, y.data, y.ld, rows.begin, rows.end,
-                x.cols, layout.chunks, columns_.data(), values_.data(), scaling_.row.data(),
-                scaling_.col.data(), add};
-    }
-
-public:
-    MemoryReport memory() const override
-    {
-        MemoryReport r;
-        r.row_pointers = static_cast<std::int64_t>(offsets32_.bytes() + offsets64_.bytes());
-        r.indices = static_cast<std::int64_t>(columns_.bytes());
-        // 0 for a pattern operator; the scalings of a scaled one (rows + columns floats).
-        r.values = static_cast<std::int64_t>(values_.bytes() + scaling_.bytes());
-        r.nonzeros = static_cast<std::int64_t>(columns_.size());
-        r.kernel_metadata =
-            static_cast<std::int64_t>(long_rows_.bytes() + lengths_.bytes() + first_unit_.bytes() +
-                                      unit_row_.bytes() + arrivals_.bytes());
-        r.workspace = static_cast<std::int64_t>(partial_.bytes());
-        return r;
-    }
-
-    /// The automatic unit length of an operator of `nnz` nonzeros (header comment).
-    static std::int64_t chunk_length_for(std::int64_t nnz)
-    {
-        const std::int64_t base = nnz < (std::int64_t{1} << 16)   ? 8
-                                  : nnz < (std::int64_t{1} << 19) ? 32
-                                                                   : 64;
-        return std::max(base, (nnz + kMaxUnits - 1) / kMaxUnits);
-    }
-
-private:
-    // Units beyond the long rows' own last ones: the workspace stays below 2 * kMaxUnits slots.
-    static constexpr std::int64_t kMaxUnits = 32768;
-
-    // The long rows (more than `length` nonzeros), their units, the workspace and the counters.
-    void make_chunks(const Csr& a, std::int64_t length)
-    {
-        chunked_ = true;
-        chunk_length_ = length;
-        std::vector<std::int64_t> rows;
-        std::vector<std::int64_t> lengths;
-        std::vector<std::int32_t> unit_row;
-        first_unit_host_.assign(1, 0);
-        for (std::int64_t i = 0; i < a.num_rows; ++i) {
-            const std::int64_t degree = a.indptr[i + 1] - a.indptr[i];
-            if (degree <= length) {
-                continue;
-            }
-            const std::int64_t unit = rowsplit::unit_length(degree, length);
-            const std::int64_t units = (degree + unit - 1) / unit;
-            lengths.push_back(unit);
-            HALO_EXPECTS(first_unit_host_.back() + units < std::int64_t{INT_MAX},
-                         "rowchunk plan: more than 2^31 units");
-            unit_row.insert(unit_row.end(), static_cast<std::size_t>(units),
-                            static_cast<std::int32_t>(rows.size()));
-            rows.push_back(i);
-            first_unit_host_.push_back(
-                static_cast<std::int32_t>(first_unit_host_.back() + units));
-        }
-        long_rows_host_ = rows;
-        units_ = static_cast<std::int64_t>(unit_row.size());
-        if (!rows.empty()) {
-            long_rows_ = detail::upload(ctx_, rows);
-            lengths_ = detail::upload(ctx_, lengths);
-            first_unit_ = detail::upload(ctx_, first_unit_host_);
-            unit_row_ = detail::upload(ctx_, unit_row);
-            arrivals_ = DeviceBuffer<unsigned int>(ctx_, rows.size());
-            HALO_CUDA_TRY(cudaMemsetAsync(arrivals_.data(), 0, arrivals_.bytes(),
-                                          ctx_.compute_stream()));
-        }
-    }
-
-    // The units' partial sums at `width`: allocated for the widest run so far, not for max_dim
-    // (the backend's plans take widths up to 2^20: sized for that, the autotuner's rowchunk
-    // candidate held 26 GiB on R-MAT 22 where its runs used a few MiB). Stream-ordered: a
-    // smaller buffer replaced is freed after the runs that used it.
-    void reserve_partial(std::int64_t width) const
-    {
-        const auto ldp = (width + 3) / 4 * 4;
-        const auto needed = static_cast<std::size_t>(units_ * ldp);
-        if (needed > partial_.size()) {
-            partial_ = DeviceBuffer<float>(ctx_, needed);
-        }
-        ldp_ = ldp;
-    }
-
-    // The chunks of a run over `rows`: the units of the long rows inside the range.
-    Chunks chunks_for(RowRange rows) const
-    {
-        const auto lo = std::lower_bound(long_rows_host_.begin(), long_rows_host_.end(), rows.begin);
-        const auto hi = std::lower_bound(lo, long_rows_host_.end(), rows.end);
-        Chunks c;
-        c.rows = long_rows_.data();
-        c.lengths = lengths_.data();
-        c.first_unit = first_unit_.data();
-        c.unit_row = unit_row_.data();
-        c.unit_begin = first_unit_host_[static_cast<std::size_t>(lo - long_rows_host_.begin())];
-        c.unit_end = first_unit_host_[static_cast<std::size_t>(hi - long_rows_host_.begin())];
-        c.length = chunk_length_;
-        c.partial = partial_.data();
-        c.ldp = ldp_;
-        c.arrivals = arrivals_.data();
-        return c;
-    }
-
-    template <typename T>
-    void dispatch(const rowsplit::Layout& layout, const Args<T>& args) const
-    {
-        Chunks chunks;
-        const Chunks* ch = nullptr;
-        if (chunked_) {
-            reserve_partial(args.width);
-            chunks = chunks_for(RowRange{args.row_begin, args.row_end});
-            ch = &chunks;
-        }
-        if (wide_) {
-            launch_layout(ctx_.compute_stream(), layout, offsets64_.data(), args, ch);
-        } else {
-            launch_layout(ctx_.compute_stream(), layout, offsets32_.data(), args, ch);
-        }
-    }
-
-    Context& ctx_;
-    std::int64_t num_rows_ = 0;
-    std::int64_t num_cols_ = 0;
-    std::int64_t max_dim_ = 0;
-    bool wide_ = false;
-    bool scaled_ = false;          // values made on the device from an OperatorScaling
-    bool pattern_scaled_ = false;  // a pattern with an OperatorScaling: no values array
-    DeviceBuffer<std::int32_t> offsets32_;
-    DeviceBuffer<std::int64_t> offsets64_;
-    DeviceBuffer<std::int32_t> columns_;
-    DeviceBuffer<float> values_;     // empty for a pattern matrix or a pattern-scaled plan
-    detail::DeviceScaling scaling_;  // a pattern-scaled plan's scalings
-    // The chunked variant (make_chunks): empty for the plain kernel or without long rows.
-    bool chunked_ = false;
-    std::int64_t chunk_length_ = 0;
-    std::int64_t units_ = 0;             // the long rows' units
-    mutable std::int64_t ldp_ = 0;       // partial_'s row stride at the last run's width
-    std::vector<std::int64_t> long_rows_host_;
-    std::vector<std::int32_t> first_unit_host_;
-    DeviceBuffer<std::int64_t> long_rows_;
-    DeviceBuffer<std::int64_t> lengths_;
-    DeviceBuffer<std::int32_t> first_unit_;
-    DeviceBuffer<std::int32_t> unit_row_;
-    mutable DeviceBuffer<float> partial_;  // reserve_partial
-    DeviceBuffer<unsigned int> arrivals_;
-};
+}
 
 }  // namespace
 
-std::unique_ptr<SpmmPlan> make_rowsplit_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                  IndexWidth offsets, const OperatorScaling* scaling,
-                                                  ScaledForm form)
-{
-    return std::make_unique<RowsplitSpmmPlan>(ctx, a, max_dim, offsets, scaling, form, 0);
-}
+namespace rowsplit_kernels {
 
-std::unique_ptr<SpmmPlan> make_rowchunk_spmm_plan(Context& ctx, const Csr& a, std::int64_t max_dim,
-                                                  const RowchunkOptions& options,
-                                                  const OperatorScaling* scaling, ScaledForm form)
+void launch_spmm(cudaStream_t stream, const Launch& launch, const Chunks* chunks)
 {
-    if (options.length < 0) {
-        HALO_THROW(InputError, "rowchunk plan: unit length ", options.length,
-                   " must be positive (or 0 for the automatic length)");
+    switch (launch.x.type) {
+        case FeatureType::fp32:
+            return launch_typed<float>(stream, launch, chunks);
+        case FeatureType::fp16:
+            return launch_typed<__half>(stream, launch, chunks);
+        case FeatureType::bf16:
+            return launch_typed<__nv_bfloat16>(stream, launch, chunks);
     }
-    return std::make_unique<RowsplitSpmmPlan>(
-        ctx, a, max_dim, options.offsets, scaling, form,
-        options.length > 0 ? options.length : RowsplitSpmmPlan::kAutomaticChunk);
+    HALO_EXPECTS(false, "unknown feature type ", static_cast<int>(launch.x.type));
 }
 
-std::int64_t rowchunk_length(std::int64_t nnz)
-{
-    return RowsplitSpmmPlan::chunk_length_for(nnz);
-}
-
-std::unique_ptr<SpmmPlan> rowsplit_spmm_factory(Context& ctx, const Csr& a,
-                                                const SpmmPlanRequest& request)
-{
-    return make_rowsplit_spmm_plan(ctx, a, request.max_dim);
-}
-
-std::unique_ptr<SpmmPlan> rowchunk_spmm_factory(Context& ctx, const Csr& a,
-                                                const SpmmPlanRequest& request)
-{
-    return make_rowchunk_spmm_plan(ctx, a, request.max_dim);
-}
-
-std::unique_ptr<SpmmPlan> rowchunk_scaled_factory(Context& ctx, const Csr& pattern,
-                                                  const SpmmPlanRequest& request,
-                                                  const OperatorScaling& scaling)
-{
-    return make_rowchunk_spmm_plan(ctx, pattern, request.max_dim, {}, &scaling,
-                                   scaled_form(request));
-}
-
-std::unique_ptr<SpmmPlan> rowsplit_scaled_factory(Context& ctx, const Csr& pattern,
-                                                  const SpmmPlanRequest& request,
-                                                  const OperatorScaling& scaling)
-{
-    return make_rowsplit_spmm_plan(ctx, pattern, request.max_dim, IndexWidth::automatic, &scaling,
-                                   scaled_form(request));
-}
-
+}  // namespace rowsplit_kernels
 }  // namespace halo::cuda
