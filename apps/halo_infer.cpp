@@ -14,6 +14,7 @@
 #include "app_common.hpp"
 #include "halo/infer_options.hpp"
 #include "halo/inference_job.hpp"
+#include "halo/layer_type.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/spmm_registry.hpp"
 
@@ -58,10 +59,8 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
                       "model");
     model->excludes(random);
     in(app.add_option("--layer", o.layer,
-                      "layer type of --random-model: gcn | sage | gin | linear | maxk | agnn | "
-                      "transformer | gat")
-           ->check(CLI::IsMember(
-               {"gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"}))
+                      "layer type of --random-model: " + halo::layer_type_list())
+           ->check(CLI::IsMember(halo::layer_type_names()))
            ->capture_default_str(),
        "model");
     in(app.add_option("--k", o.k, "entries kept per row by --random-model maxk layers")

@@ -1,5 +1,5 @@
-// Every layer type once. A new layer type is a LayerType (halo/model.hpp, with its checks in
-// src/core/model.cpp), a step file beside this one defining its LayerKind, and an entry here.
+// Every layer type's step, from halo/layer_types.def: a type `name` defines its LayerKind
+// `name##_kind` beside its step in src/engine/layers/.
 #include <array>
 
 #include "halo/error.hpp"
@@ -9,9 +9,11 @@ namespace halo::detail {
 
 const LayerKind& layer_kind(LayerType type)
 {
-    static const std::array<const LayerKind*, 8> kinds{&gcn_kind,         &sage_kind, &gin_kind,
-                                                       &linear_kind,      &maxk_kind, &agnn_kind,
-                                                       &transformer_kind, &gat_kind};
+    static const std::array kinds{
+#define HALO_LAYER_TYPE(name) &name##_kind,
+#include "halo/layer_types.def"
+#undef HALO_LAYER_TYPE
+    };
     for (const auto* kind : kinds) {
         if (kind->type == type) {
             return *kind;
