@@ -107,6 +107,9 @@ struct LayerTypeInfo {
     void (*check)(const Layer& layer, const LayerSite& site) = nullptr;
     /// Fills the layer's scalars and arrays (type, widths and activation are set). Null: none.
     void (*random)(Layer& layer, const RandomLayer& draw) = nullptr;
+    /// Why an int8-quantized exchange cannot carry this type's halo rows (halo-infer refuses
+    /// `--exchange ...int8` for a model with such a layer); empty: it can.
+    std::string_view int8_exchange_refusal{};
     /// Widest row (floats) the engine's buffers hold for it beyond its widths; null: none.
     std::int64_t (*buffer_width)(const Layer& layer) = nullptr;
     /// Widest row (floats) its halo exchange moves beyond buffer_width; null: none.

@@ -46,6 +46,9 @@ const LayerTypeInfo maxk_layer_type{
     .leading = 2,
     .check = check_maxk,
     .random = random_maxk,
+    .int8_exchange_refusal = "maxk layers exchange CBSR records (values and column indices), which "
+                             "int8 quantization would corrupt (the records are already ~6k instead "
+                             "of 4D bytes per row)",
     .buffer_width = maxk_buffer_width};
 
 }  // namespace halo
