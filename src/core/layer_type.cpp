@@ -95,7 +95,9 @@ void LayerScalar::set(Layer& layer, double value) const
     } else if (float_member != nullptr) {
         layer.*float_member = static_cast<float>(value);
     } else {
-        layer.extra_scalars[std::string(name)] = is_int ? std::trunc(value) : value;
+        // As the model file stores it (int64 or float32), so a written model reads back equal.
+        layer.extra_scalars[std::string(name)] =
+            is_int ? std::trunc(value) : static_cast<double>(static_cast<float>(value));
     }
 }
 

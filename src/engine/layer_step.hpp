@@ -449,6 +449,8 @@ struct LayerKind {
 
 /// The kind of `type` (src/engine/layers/layer_kinds.cpp).
 const LayerKind& layer_kind(LayerType type);
+/// The names of the types with a BlockStep, in table order ("gcn, sage, ...").
+std::string out_of_core_types();
 
 // Each layer type's kind, beside its step in src/engine/layers/.
 #define HALO_LAYER_TYPE(name) extern const LayerKind name##_kind;
