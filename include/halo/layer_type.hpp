@@ -91,8 +91,7 @@ struct LayerTypeInfo {
     /// The PyTorch Geometric (or torch) module python/halognn/pyg.py converts into this type
     /// with its function `<name>_layers`; empty where none does.
     std::string_view pyg{};
-    /// Attributes in the order the model file writes them (after the arrays `weight` and
-    /// `bias` where the type has them; see arrays).
+    /// Scalar attributes, in the order the model file writes them (after the `leading` arrays).
     std::span<const LayerScalar> scalars{};
     /// Arrays in the order the model file writes them; the first `leading` come before the
     /// scalars (the layout model files have had since version 1).
@@ -103,7 +102,7 @@ struct LayerTypeInfo {
     /// The width of the matrix its aggregation multiplies when it transforms first.
     LayerDim transformed = LayerDim::out;
     /// Checks beyond the shapes and finiteness (run after the scalars' and before the arrays');
-    /// throws halo::InputError through fail(). Null: none.
+    /// throws halo::InputError through fail_layer(). Null: none.
     void (*check)(const Layer& layer, const LayerSite& site) = nullptr;
     /// Fills the layer's scalars and arrays (type, widths and activation are set). Null: none.
     void (*random)(Layer& layer, const RandomLayer& draw) = nullptr;

@@ -87,8 +87,9 @@ void random_gat(Layer& layer, const RandomLayer& draw)
 const LayerTypeInfo agnn_layer_type{
     .type = LayerType::agnn,
     .name = "agnn",
-    .summary = "z = x W + b (no weight: z = x), h_i = act( sum_{j in N(i) + i} softmax_j( beta "
-               "cos(z_i, z_j) ) z_j ) (PyG AGNNConv after a Linear)",
+    .summary =
+        "z = x W + b (no weight: z = x), h_i = act( sum_{j in N(i) + i} softmax_j( beta "
+        "cos(z_i, z_j) ) z_j ) (PyG AGNNConv after a Linear)",
     .pyg = "AGNNConv",
     .scalars = agnn_scalars,
     .arrays = agnn_arrays,
@@ -99,8 +100,9 @@ const LayerTypeInfo agnn_layer_type{
 const LayerTypeInfo transformer_layer_type{
     .type = LayerType::transformer,
     .name = "transformer",
-    .summary = "per head: h_i = act( x_i W_root + b + sum_{j in N(i)} softmax_j( q_i . k_j / "
-               "sqrt(d) ) v_j ) (PyG TransformerConv, concat, root_weight)",
+    .summary =
+        "per head: h_i = act( x_i W_root + b + sum_{j in N(i)} softmax_j( q_i . k_j / "
+        "sqrt(d) ) v_j ) (PyG TransformerConv, concat, root_weight)",
     .pyg = "TransformerConv",
     .scalars = transformer_scalars,
     .arrays = transformer_arrays,
@@ -112,8 +114,9 @@ const LayerTypeInfo transformer_layer_type{
 const LayerTypeInfo gat_layer_type{
     .type = LayerType::gat,
     .name = "gat",
-    .summary = "per head, z = x W: h_i = act( sum_{j in N(i) + i} softmax_j( LeakyReLU( z_i . "
-               "a_dst + z_j . a_src ) ) z_j + b ) (PyG GATConv, concat, self-loops)",
+    .summary =
+        "per head, z = x W: h_i = act( sum_{j in N(i) + i} softmax_j( LeakyReLU( z_i . "
+        "a_dst + z_j . a_src ) ) z_j + b ) (PyG GATConv, concat, self-loops)",
     .pyg = "GATConv",
     .scalars = gat_scalars,
     .arrays = gat_arrays,

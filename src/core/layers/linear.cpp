@@ -17,8 +17,9 @@ void random_linear(Layer& layer, const RandomLayer& draw)
 
 const LayerTypeInfo linear_layer_type{.type = LayerType::linear,
                                       .name = "linear",
-                                      .summary = "h_i = act( x_i W + b ) (no aggregation; torch "
-                                                 "Linear)",
+                                      .summary =
+                                          "h_i = act( x_i W + b ) (no aggregation; torch "
+                                          "Linear)",
                                       .pyg = "torch.nn.Linear",
                                       .arrays = linear_arrays,
                                       .leading = 2,

@@ -8,16 +8,15 @@ namespace halo {
 namespace {
 
 constexpr LayerScalar maxk_scalars[] = {{.name = "k", .is_int = true, .int_member = &Layer::k}};
-constexpr LayerArray maxk_arrays[] = {
-    {"weight", LayerDim::in, LayerDim::out, true, &Layer::weight},
-    {"bias", LayerDim::one, LayerDim::out, false, &Layer::bias}};
+constexpr LayerArray maxk_arrays[] = {{"weight", LayerDim::in, LayerDim::out, true, &Layer::weight},
+                                      {"bias", LayerDim::one, LayerDim::out, false, &Layer::bias}};
 
 void check_maxk(const Layer& layer, const LayerSite& site)
 {
     if (layer.k < 1 || layer.k > layer.out_dim) {
         fail_layer(site, "maxk",
-                   "keeps k = " + std::to_string(layer.k) + " of " +
-                       std::to_string(layer.out_dim) + " entries (need 1 <= k <= width)");
+                   "keeps k = " + std::to_string(layer.k) + " of " + std::to_string(layer.out_dim) +
+                       " entries (need 1 <= k <= width)");
     }
 }
 
@@ -46,9 +45,10 @@ const LayerTypeInfo maxk_layer_type{
     .leading = 2,
     .check = check_maxk,
     .random = random_maxk,
-    .int8_exchange_refusal = "maxk layers exchange CBSR records (values and column indices), which "
-                             "int8 quantization would corrupt (the records are already ~6k instead "
-                             "of 4D bytes per row)",
+    .int8_exchange_refusal =
+        "maxk layers exchange CBSR records (values and column indices), which "
+        "int8 quantization would corrupt (the records are already ~6k instead "
+        "of 4D bytes per row)",
     .buffer_width = maxk_buffer_width};
 
 }  // namespace halo

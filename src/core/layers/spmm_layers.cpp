@@ -64,8 +64,9 @@ const LayerTypeInfo sage_layer_type{
 const LayerTypeInfo gin_layer_type{
     .type = LayerType::gin,
     .name = "gin",
-    .summary = "h_i = act( MLP( (1 + eps) x_i + sum_{j in N(i)} x_j ) ), MLP(z) = relu(z W + b) "
-               "W2 + b2 (PyG GINConv, 2-layer MLP)",
+    .summary =
+        "h_i = act( MLP( (1 + eps) x_i + sum_{j in N(i)} x_j ) ), MLP(z) = relu(z W + b) "
+        "W2 + b2 (PyG GINConv, 2-layer MLP)",
     .pyg = "GINConv",
     .scalars = gin_scalars,
     .arrays = gin_arrays,
