@@ -14,6 +14,7 @@
 #include "app_common.hpp"
 #include "halo/infer_options.hpp"
 #include "halo/inference_job.hpp"
+#include "halo/layer_type.hpp"
 #include "halo/mpi_world.hpp"
 #include "halo/spmm_registry.hpp"
 
@@ -22,10 +23,15 @@ namespace {
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
-void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_report,
-                 bool& layer_timing_only)
+// Puts an option in its --help group.
+CLI::Option* in(CLI::Option* opt, const char* group)
 {
-    const auto in = [](CLI::Option* opt, const char* group) { return opt->group(group); };
+    return opt->group(group);
+}
+
+// The dataset and the model.
+void add_input_options(CLI::App& app, halo::InferOptions& o)
+{
     // input
     in(app.add_option("dataset", o.dataset, "dataset written by halo-partition")->required(),
        "input");
@@ -58,10 +64,8 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
                       "model");
     model->excludes(random);
     in(app.add_option("--layer", o.layer,
-                      "layer type of --random-model: gcn | sage | gin | linear | maxk | agnn | "
-                      "transformer | gat")
-           ->check(CLI::IsMember(
-               {"gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"}))
+                      "layer type of --random-model: " + halo::layer_type_list())
+           ->check(CLI::IsMember(halo::layer_type_names()))
            ->capture_default_str(),
        "model");
     in(app.add_option("--k", o.k, "entries kept per row by --random-model maxk layers")
@@ -75,6 +79,11 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
     in(app.add_option("--seed", o.seed, "seed of random weights and random input features")
            ->capture_default_str(),
        "model");
+}
+
+// Backend, runs, and the halo exchange.
+void add_execution_options(CLI::App& app, halo::InferOptions& o)
+{
     // execution
     in(app.add_option("--backend", o.backend, "cpu | cuda")
            ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -135,6 +144,11 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
            ->check(CLI::Range(0.0, 1.0))
            ->capture_default_str(),
        "exchange");
+}
+
+// Kernel choices and device memory.
+void add_kernel_options(CLI::App& app, halo::InferOptions& o)
+{
     // kernels
     in(app.add_option(
               "--spmm", o.spmm,
@@ -196,6 +210,12 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
                     "out of core: copy a scaled operator's values with its pattern, always")
            ->excludes(pattern),
        "memory");
+}
+
+// The result, checkpoints and what is printed.
+void add_output_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_report,
+                        bool& layer_timing_only)
+{
     // output
     in(app.add_option("--out", o.out, "output directory (one piece per rank + manifest.json)")
            ->required(),
@@ -246,6 +266,17 @@ void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_re
                     "barrier before every layer, so per-layer times exclude the ranks' arrival "
                     "skew (for measurements)"),
        "diagnostics");
+}
+
+// halo-infer's options, bound to `o` (and --report / --no-report / --layer-timing-only to the
+// flags), in --help groups.
+void add_options(CLI::App& app, halo::InferOptions& o, bool& report, bool& no_report,
+                 bool& layer_timing_only)
+{
+    add_input_options(app, o);
+    add_execution_options(app, o);
+    add_kernel_options(app, o);
+    add_output_options(app, o, report, no_report, layer_timing_only);
 }
 
 // A failure of this rank after start: one line naming the rank, then the job ends on every rank

@@ -16,6 +16,7 @@
 #include "app_common.hpp"
 #include "halo/gather_model.hpp"
 #include "halo/io.hpp"
+#include "halo/layer_type.hpp"
 #include "halo/result.hpp"
 #include "halo/store.hpp"
 
@@ -23,6 +24,7 @@ namespace {
 
 struct Options {
     std::string path;
+    bool layer_types = false;
     int part = -1;
     bool check = false;
     std::string compare;
@@ -407,7 +409,16 @@ int main(int argc, char** argv)
     CLI::App app{
         "halo-inspect: summarize and check a HaloGNN dataset, or a halo-infer result "
         "directory"};
-    app.add_option("path", o.path, "dataset (.h5) or result directory")->required();
+    auto* path = app.add_option("path", o.path, "dataset (.h5) or result directory");
+    path->excludes(app.add_flag("--layer-types", o.layer_types,
+                                "print the table of layer types (halo/layer_type.hpp) as JSON: "
+                                "names, scalar attributes and arrays with their shapes, as the "
+                                "model file holds them (python/halognn/layer_types.json)"));
+    app.parse_complete_callback([&] {
+        if (!o.layer_types && o.path.empty()) {
+            throw CLI::RequiredError("path");
+        }
+    });
     app.add_option("--part", o.part, "show this part only")->check(CLI::NonNegativeNumber);
     app.add_flag("--check", o.check, "validate every invariant of the dataset");
     auto* compare =
@@ -459,6 +470,10 @@ int main(int argc, char** argv)
         ->capture_default_str();
     if (const auto exit_code = halo::app::parse_command_line(app, argc, argv, "halo-inspect")) {
         return *exit_code;
+    }
+    if (o.layer_types) {
+        fmt::print("{}", halo::layer_types_json());
+        return 0;
     }
     return halo::app::run_guarded("halo-inspect", [&] {
         if (std::filesystem::is_directory(o.path)) {

@@ -14,8 +14,9 @@ too) and preprocessor lines are blanked first, so braces inside them do not coun
 braces do not balance after that is reported as an error rather than guessed at.
 
 --exceptions names a file of paths or fnmatch patterns relative to --root, one per line, '#'
-comments; a matching file is skipped entirely (scripts/check-sizes-temporary-exceptions.txt
-lists the files being split in parallel). Exit code 0 when all pass, 1 on a violation, 2 on a
+comments; a matching file is skipped entirely (by default scripts/check-sizes-temporary-
+exceptions.txt where it exists, for a split that lands over several merges; none is kept today:
+every file passes). Exit code 0 when all pass, 1 on a violation, 2 on a
 usage or parse error. Only the standard library is used (run with /usr/bin/python3).
 """
 

@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,15 +36,12 @@
 
 namespace halo {
 
+// One value per line of halo/layer_types.def; each type's parameters, checks and random weights
+// are its LayerTypeInfo (halo/layer_type.hpp).
 enum class LayerType {
-    gcn,
-    sage,
-    gin,
-    linear,
-    maxk,
-    agnn,
-    transformer,
-    gat,
+#define HALO_LAYER_TYPE(name) name,
+#include "halo/layer_types.def"
+#undef HALO_LAYER_TYPE
 };
 
 LayerType parse_layer_type(std::string_view text);
@@ -71,6 +70,9 @@ struct Layer {
     std::vector<float> query_weight, query_bias;
     std::vector<float> key_weight, key_bias;
     std::vector<float> value_weight, value_bias;
+    // The parameters of a type whose LayerTypeInfo names no field above (by parameter name).
+    std::map<std::string, std::vector<float>, std::less<>> extra_arrays;
+    std::map<std::string, double, std::less<>> extra_scalars;
 
     std::int64_t head_dim() const { return heads > 0 ? out_dim / heads : 0; }
 
@@ -102,7 +104,7 @@ constexpr std::int64_t maxk_record_words(std::int64_t k)
     return (6 * k + 3) / 4;
 }
 
-/// Whether a layer of this type reads its neighbours (everything but linear).
+/// Whether a layer of this type reads its neighbours (LayerTypeInfo::aggregates).
 bool aggregates(LayerType type);
 
 /// Checks shapes and finiteness of every weight; throws halo::InputError naming `where`, the

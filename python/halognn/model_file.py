@@ -5,6 +5,7 @@ A model is a list of layers, each a dict: "type" (one of LAYER_TYPES), "activati
 its float32 arrays by HaloGNN name (ARRAY_KEYS), matrices [in, out] as the engine multiplies
 x W. The layout and the checks are those of src/store/model_file.cpp and halo::validate_model.
 """
+import json
 import os
 from pathlib import Path
 
@@ -12,22 +13,21 @@ import numpy as np
 
 MODEL_FORMAT = "halo-model"
 MODEL_VERSION = 1
-# HaloGNN's layer types (include/halo/model.hpp) and activations.
-LAYER_TYPES = ("gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat")
+# HaloGNN's layer types, their scalar attributes and arrays: the engine's table
+# (include/halo/layer_type.hpp) as `halo-inspect --layer-types` prints it, kept beside this file;
+# test_layer_table fails when the two differ.
+_TABLE = json.loads((Path(__file__).with_name("layer_types.json")).read_text())["layer_types"]
+LAYER_TYPES = tuple(t["name"] for t in _TABLE)
 ACTIVATIONS = ("none", "relu")
 
-# Float32 arrays a layer may carry, by HaloGNN name (include/halo/model.hpp struct Layer).
-ARRAY_KEYS = ("weight", "bias", "root_weight", "weight2", "bias2", "att_src", "att_dst",
-              "query_weight", "query_bias", "key_weight", "key_bias", "value_weight",
-              "value_bias")
+# Float32 arrays a layer may carry, by HaloGNN name (every type's, first seen first).
+ARRAY_KEYS = tuple(dict.fromkeys(a["name"] for t in _TABLE for a in t["arrays"]))
 # Scalar attributes by layer type: (name, HDF5 dtype, python type).
 SCALAR_ATTRIBUTES = {
-    "gin": (("hidden_dim", "<i8", int), ("eps", "<f4", float)),
-    "maxk": (("k", "<i8", int),),
-    "agnn": (("beta", "<f4", float),),
-    "gat": (("heads", "<i8", int), ("negative_slope", "<f4", float)),
-    "transformer": (("heads", "<i8", int),),
-}
+    t["name"]: tuple((s["name"], s["dtype"], int if s["dtype"] == "<i8" else float)
+                     for s in t["scalars"])
+    for t in _TABLE if t["scalars"]}
+_ARRAYS = {t["name"]: t["arrays"] for t in _TABLE}
 
 
 class HaloError(ValueError):
@@ -36,23 +36,10 @@ class HaloError(ValueError):
 
 
 def layer_array_shapes(layer):
-    """{array name: (shape, required)} of a layer, as halo::validate_model checks them."""
-    kind, i, o = layer["type"], layer["in_dim"], layer["out_dim"]
-    if kind == "gin":
-        h = layer["hidden_dim"]
-        return {"weight": ((i, h), True), "bias": ((h,), False), "weight2": ((h, o), True),
-                "bias2": ((o,), False)}
-    if kind == "transformer":
-        shapes = {f"{p}_weight": ((i, o), True) for p in ("query", "key", "value")}
-        shapes.update({f"{p}_bias": ((o,), False) for p in ("query", "key", "value")})
-        shapes.update(root_weight=((i, o), False), bias=((o,), False))
-        return shapes
-    shapes = {"weight": ((i, o), kind != "agnn"), "bias": ((o,), False)}
-    if kind == "sage":
-        shapes["root_weight"] = ((i, o), True)
-    if kind == "gat":
-        shapes.update(att_src=((o,), True), att_dst=((o,), True))
-    return shapes
+    """{array name: (shape, required)} of a layer, as halo::validate_model checks them (from
+    the table: a shape's factors are the layer's widths)."""
+    return {a["name"]: (tuple(layer[d] for d in a["shape"]), a["required"])
+            for a in _ARRAYS[layer["type"]]}
 
 
 def _check_layer(layer, i, where):

@@ -9,8 +9,8 @@
 #include "halo/detail/counter_random.hpp"
 #include "halo/detail/parallel_copy.hpp"
 #include "halo/error.hpp"
-#include "layer_step.hpp"
-#include "row_block_driver.hpp"
+#include "halo/layer_type.hpp"
+#include "engine_impl.hpp"
 
 namespace halo {
 
@@ -40,202 +40,69 @@ std::vector<float> random_node_features(const std::vector<global_id>& global_ids
     return x;
 }
 
-// The model's layers as steps over one StepContext (src/engine/layer_step.hpp), or, out of core,
-// the row-block driver; and what a run leaves behind (replay state, the host output).
-struct Engine::Impl {
-    Model model;
-    EngineOptions options;
-    detail::StepContext ctx;
-    std::vector<std::unique_ptr<detail::LayerStep>> steps;
-    std::optional<QuantizedView> int8_input_host;  // the host rows of the current run, if int8
-    // EngineOptions::replay: runs so far, the recording's output buffer and input kind, and why
-    // recording failed (empty: it did not).
-    int runs = 0;
-    bool recorded = false;
-    bool recorded_int8 = false;
-    bool recorded_sparse = false;
-    int recorded_out = -1;
-    std::string replay_note;
-    // set_sparse_input(): what it chose, and whether the current run's input is that matrix.
-    std::string sparse_note;
-    bool sparse_run = false;
-    // Out of core: the row-block driver over the layers' host operators.
-    std::unique_ptr<detail::RowBlockDriver> row_blocks;
-    std::int64_t memory_limit = 0;
-
-    // The output of every run lands in one host buffer, allocated uninitialized on the first run
-    // and reused: a fresh zero-filled vector per run cost more in page faults and zeroing than
-    // the copy itself (1.7 GB/s measured on an H200 machine, against 16 GB/s pageable).
-    std::unique_ptr<float[]> host_output;
-    std::size_t host_output_size = 0;
-    // Engine::defer_download: the next run leaves its output in this buffer (-1: none).
-    bool defer_next = false;
-    int deferred = -1;
-
-    Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m, EngineOptions o)
-        : model(m), options(std::move(o)), ctx(b, e, s, model, options)
-    {
-        validate_model(model, "model");
-        memory_limit = options.device_memory_limit > 0 ? options.device_memory_limit
-                                                       : ctx.backend.default_memory_limit();
-        if (use_row_blocks()) {
-            if (options.after_layer) {
-                HALO_THROW(InputError,
-                           "each layer's rows (halo-infer --checkpoint) are not kept out of core; "
-                           "raise --device-memory-limit, or run without --checkpoint");
-            }
-            start_row_blocks();
-            return;
+Engine::Impl::Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m, EngineOptions o)
+    : model(m), options(std::move(o)), ctx(b, e, s, model, options)
+{
+    validate_model(model, "model");
+    memory_limit = options.device_memory_limit > 0 ? options.device_memory_limit
+                                                   : ctx.backend.default_memory_limit();
+    if (use_row_blocks()) {
+        if (options.after_layer) {
+            HALO_THROW(InputError,
+                       "each layer's rows (halo-infer --checkpoint) are not kept out of core; "
+                       "raise --device-memory-limit, or run without --checkpoint");
         }
-        for (std::size_t l = 0; l < model.layers.size(); ++l) {
-            const auto& layer = model.layers[l];
-            try {
-                steps.push_back(detail::layer_kind(layer.type).make(layer, ctx));
-            } catch (const LogicError& e) {
-                // An internal check that failed is a bug, never the user's input: say so, and
-                // where (the layer, and the message naming the operator, kernel and block).
-                HALO_THROW(LogicError, "internal error (a bug: please report this message) in "
-                           "layer ", l, " (", to_string(layer.type), ", ", layer.in_dim, " -> ",
-                           layer.out_dim, ") on ", ctx.backend.name(), ": ", e.message());
-            }
-        }
-        ctx.allocate_shared();
+        start_row_blocks();
+        return;
     }
-
-    // The owned rows of the model's output in `buffer`.
-    DenseView<float> output_view(int buffer)
-    {
-        return ctx.view(buffer, ctx.n_owned, model.output_dim());
-    }
-
-    // The output a deferred run left on the backend (Engine::defer_download).
-    DenseView<float> deferred_output()
-    {
-        HALO_EXPECTS(deferred >= 0, "no run left its output on the backend (defer_download)");
-        return output_view(deferred);
-    }
-
-    std::span<const float> download(int buffer)
-    {
-        const auto count = static_cast<std::size_t>(ctx.n_owned * model.output_dim());
-        if (host_output_size != count) {
-            host_output.reset(new float[count > 0 ? count : 1]);
-            host_output_size = count;
+    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+        const auto& layer = model.layers[l];
+        try {
+            steps.push_back(detail::layer_kind(layer.type).make(layer, ctx));
+        } catch (const LogicError& e) {
+            // An internal check that failed is a bug, never the user's input: say so, and
+            // where (the layer, and the message naming the operator, kernel and block).
+            HALO_THROW(LogicError, "internal error (a bug: please report this message) in "
+                       "layer ", l, " (", to_string(layer.type), ", ", layer.in_dim, " -> ",
+                       layer.out_dim, ") on ", ctx.backend.name(), ": ", e.message());
         }
-        ctx.backend.copy_to_host(output_view(buffer), host_output.get());
-        return {host_output.get(), count};
     }
+    ctx.allocate_shared();
+}
 
-    // Runs layer l from buffer `in` into another buffer; returns the output buffer index.
-    int forward(std::size_t l, int in, LayerTiming& t)
-    {
-        int free_buffer[3];
-        for (int k = 0, f = 0; k < 4; ++k) {
-            if (k != in) {
-                free_buffer[f++] = k;
-            }
-        }
-        return steps[l]->forward(ctx, {in, free_buffer[0], free_buffer[1], free_buffer[2]}, t);
+DenseView<float> Engine::Impl::output_view(int buffer)
+{
+    return ctx.view(buffer, ctx.n_owned, model.output_dim());
+}
+
+DenseView<float> Engine::Impl::deferred_output()
+{
+    HALO_EXPECTS(deferred >= 0, "no run left its output on the backend (defer_download)");
+    return output_view(deferred);
+}
+
+std::span<const float> Engine::Impl::download(int buffer)
+{
+    const auto count = static_cast<std::size_t>(ctx.n_owned * model.output_dim());
+    if (host_output_size != count) {
+        host_output.reset(new float[count > 0 ? count : 1]);
+        host_output_size = count;
     }
+    ctx.backend.copy_to_host(output_view(buffer), host_output.get());
+    return {host_output.get(), count};
+}
 
-    // --- Out of core (src/engine/row_block_driver.cpp) ---
-
-    // Row blocks when asked for, or when the in-memory working set exceeds the limit.
-    bool use_row_blocks() const
-    {
-        switch (options.execution) {
-            case Execution::in_memory:
-                return false;
-            case Execution::row_blocks:
-                if (memory_limit <= 0) {
-                    HALO_THROW(InputError, "row-block execution needs a device memory limit (the ",
-                               ctx.backend.name(), " backend has no default)");
-                }
-                return true;
-            case Execution::automatic:
-                break;
+int Engine::Impl::forward(std::size_t l, int in, LayerTiming& t)
+{
+    int free_buffer[3];
+    for (int k = 0, f = 0; k < 4; ++k) {
+        if (k != in) {
+            free_buffer[f++] = k;
         }
-        return memory_limit > 0 && in_memory_estimate().total() > memory_limit;
     }
+    return steps[l]->forward(ctx, {in, free_buffer[0], free_buffer[1], free_buffer[2]}, t);
+}
 
-    // The driver takes each layer's host operator (the one it aggregates with, or attends over
-    // with self-loops); no plans are made here.
-    void start_row_blocks()
-    {
-        if (options.replay) {
-            options.replay = false;  // nothing to record: the blocks' plans live one block long
-            replay_note = "out of core";
-        }
-        std::vector<const Csr*> ops;
-        for (const auto& layer : model.layers) {
-            const auto& kind = detail::layer_kind(layer.type);
-            ops.push_back(kind.aggregation ? &ctx.operator_matrix(*kind.aggregation)
-                          : kind.attention == detail::AttentionPattern::self_loops
-                              ? &ctx.self_loop_matrix()
-                              : nullptr);
-        }
-        row_blocks = std::make_unique<detail::RowBlockDriver>(ctx, std::move(ops), memory_limit);
-    }
-
-    // The in-memory run's backend memory before anything is allocated: every distinct operator
-    // as a CSR with values (the gcn one with a diagonal entry per row), the four work buffers
-    // and the widest extra buffer, the weights. Plans' metadata and workspaces are not known
-    // yet: memory_report() adds them after construction.
-    MemoryReport in_memory_estimate() const
-    {
-        MemoryReport r;
-        std::map<std::string, std::int64_t> patterns;  // distinct operators and their nonzeros
-        const auto n_owned = ctx.n_owned;
-        const auto nnz = ctx.shard.csr.nnz();
-        bool two_buffers = true;
-        for (const auto& layer : model.layers) {
-            const auto& kind = detail::layer_kind(layer.type);
-            if (kind.aggregation) {
-                patterns[to_string(*kind.aggregation)] =
-                    nnz + (*kind.aggregation == Aggregation::gcn ? n_owned : 0);
-            } else if (kind.attention == detail::AttentionPattern::self_loops) {
-                patterns["self_loops"] = nnz + n_owned;
-            } else if (kind.attention == detail::AttentionPattern::adjacency) {
-                patterns["adjacency"] = nnz;
-            }
-            two_buffers = two_buffers && kind.two_buffers;
-            r.weights += static_cast<std::int64_t>(
-                             layer.weight.size() + layer.bias.size() + layer.root_weight.size() +
-                             layer.weight2.size() + layer.bias2.size() + layer.query_weight.size() +
-                             layer.key_weight.size() + layer.value_weight.size()) *
-                         4;
-        }
-        // Split overlap: the SpMM operators once more, as their local and halo columns, and
-        // one n_owned x D buffer of halo sums per operator (an upper bound: a halo plan that adds
-        // in place, as the cost model's do where Accel-GCN is not among their kernels, needs none).
-        const bool split = ctx.split_overlap();
-        const auto width = std::max<std::int64_t>(model.buffer_width(), 1);
-        for (const auto& [name, count] : patterns) {
-            const int copies = split && name != "self_loops" && name != "adjacency" ? 2 : 1;
-            r.row_pointers += 8 * (n_owned + 1) * (copies == 2 ? 3 : 1);
-            r.indices += 4 * count * copies;
-            r.values += 4 * count * copies;
-            r.nonzeros += count;
-            r.feature_buffers += copies == 2 ? 4 * n_owned * width : 0;
-        }
-        r.feature_buffers += (two_buffers ? 2 : 4) * 4 * ctx.n_total * width;
-        r.limit = memory_limit;
-        return r;
-    }
-
-    // The in-memory run's backend memory as allocated.
-    MemoryReport in_memory_report() const
-    {
-        MemoryReport r;
-        ctx.add_memory(r);
-        bool gcn_pattern_counted = ctx.spmm_plans().count(Aggregation::gcn) != 0;
-        for (const auto& step : steps) {
-            step->add_memory(r, gcn_pattern_counted);
-        }
-        r.limit = memory_limit;
-        return r;
-    }
-};
 
 Engine::Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, const Model& model,
                EngineOptions options)
@@ -248,86 +115,6 @@ Engine::~Engine() = default;
 bool Engine::out_of_core() const
 {
     return impl_->row_blocks != nullptr;
-}
-
-MemoryReport Engine::memory_report() const
-{
-    return impl_->row_blocks ? impl_->row_blocks->memory_report() : impl_->in_memory_report();
-}
-
-std::string Engine::kernel_report() const
-{
-    std::string out;
-    if (impl_->row_blocks) {
-        out += impl_->row_blocks->report();
-    }
-    // Each line names its operator: a model may aggregate with more than one. The first says
-    // which kernel the plan runs, the rest what it decided.
-    for (const auto& [kind, plan] : impl_->ctx.spmm_plans()) {
-        out += std::string(to_string(kind)) + " operator: " + plan->algorithm() + "\n";
-        const auto report = plan->report();
-        std::size_t pos = 0;
-        while (pos < report.size()) {
-            auto end = report.find('\n', pos);
-            end = end == std::string::npos ? report.size() : end;
-            out +=
-                std::string(to_string(kind)) + " operator, " + report.substr(pos, end - pos) + "\n";
-            pos = end + 1;
-        }
-    }
-    for (std::size_t l = 0; l < impl_->steps.size(); ++l) {
-        out += impl_->steps[l]->report(l);
-    }
-    if (const auto* att = impl_->ctx.attention_plan(detail::AttentionPattern::self_loops)) {
-        out += "attention over A + I (agnn, gat): " + att->algorithm() + "\n";
-    }
-    if (const auto* att = impl_->ctx.attention_plan(detail::AttentionPattern::adjacency)) {
-        out += "attention over A (transformer): " + att->algorithm() + "\n";
-    }
-    if (!impl_->sparse_note.empty()) {
-        out += impl_->sparse_note + "\n";
-    }
-    if (impl_->options.replay) {
-        out += impl_->recorded ? std::string("forward pass recorded once and replayed\n")
-                               : "forward pass not recorded: " +
-                                     (impl_->replay_note.empty()
-                                          ? std::string("needs one part, no step timing, no "
-                                                        "kept layers, and a second run")
-                                          : impl_->replay_note) +
-                                     "\n";
-    }
-    return out;
-}
-
-double Engine::operator_seconds() const
-{
-    return impl_->ctx.operator_seconds();
-}
-
-double Engine::tuning_seconds() const
-{
-    double total = 0.0;
-    for (const auto& [kind, plan] : impl_->ctx.spmm_plans()) {
-        total += plan->tuning_seconds();
-    }
-    return total;
-}
-
-std::vector<KernelMetadata> Engine::tuning_metadata() const
-{
-    std::vector<KernelMetadata> out;
-    for (const auto& [kind, plan] : impl_->ctx.spmm_plans()) {
-        for (auto& md : plan->tuning_metadata()) {
-            // mean and sum share the adjacency pattern: one entry per (kernel, operator).
-            const bool seen = std::any_of(out.begin(), out.end(), [&](const KernelMetadata& o) {
-                return o.kernel == md.kernel && o.op == md.op;
-            });
-            if (!seen) {
-                out.push_back(std::move(md));
-            }
-        }
-    }
-    return out;
 }
 
 std::vector<float> Engine::run(const std::vector<float>& features)

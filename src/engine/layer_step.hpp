@@ -286,16 +286,22 @@ inline void add_weights(MemoryReport& r, std::initializer_list<const Matrix*> ma
     }
 }
 
-/// A layer's dense weights on a backend as the model holds them: weight (in_dim x mid; mid =
-/// hidden_dim for gin, out_dim otherwise) and bias, sage's root weight, gin's second weight and
-/// bias; a matrix the layer lacks stays empty (agnn without a weight; the transformer's
-/// projections are its own).
+/// A layer's arrays on a backend as the model holds them, every one its LayerTypeInfo marks
+/// `upload` (a vector as 1 x n; the transformer's projections and gat's attention vectors are
+/// the steps' own): weight, bias, root_weight, weight2 and bias2 by name, any other in `other`;
+/// a matrix the layer lacks stays empty (agnn without a weight).
 struct LayerWeights {
     LayerWeights(const Layer& layer, Backend& backend);
     Matrix weight, bias, root_weight, weight2, bias2;
+    std::map<std::string, Matrix, std::less<>> other;
+    /// The array `name` (empty where the layer has none).
+    const Matrix& get(std::string_view name) const;
     void add_to(MemoryReport& r) const
     {
         add_weights(r, {&weight, &bias, &root_weight, &weight2, &bias2});
+        for (const auto& [name, m] : other) {
+            r.weights += matrix_bytes(m);
+        }
     }
 };
 
@@ -443,10 +449,13 @@ struct LayerKind {
 
 /// The kind of `type` (src/engine/layers/layer_kinds.cpp).
 const LayerKind& layer_kind(LayerType type);
+/// The names of the types with a BlockStep, in table order ("gcn, sage, ...").
+std::string out_of_core_types();
 
-// Each layer type's kind, beside its step in src/engine/layers/<type>.cpp.
-extern const LayerKind gcn_kind, sage_kind, gin_kind, linear_kind, maxk_kind, agnn_kind,
-    transformer_kind, gat_kind;
+// Each layer type's kind, beside its step in src/engine/layers/.
+#define HALO_LAYER_TYPE(name) extern const LayerKind name##_kind;
+#include "halo/layer_types.def"
+#undef HALO_LAYER_TYPE
 
 /// A CSR with values as the engine counts an operator whose plan does not report its memory.
 MemoryReport csr_memory(const Csr& a);

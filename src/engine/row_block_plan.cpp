@@ -54,8 +54,8 @@ RowBlockDriver::RowBlockDriver(StepContext& ctx, std::vector<const Csr*> layer_o
         const auto& kind = layer_kind(type);
         if (kind.make_blocks == nullptr) {
             HALO_THROW(InputError, "layer ", l, " (", to_string(type),
-                       ") cannot run out of core (row blocks run gcn, sage, gin, maxk, gat and "
-                       "linear layers); raise --device-memory-limit or use more ranks");
+                       ") cannot run out of core (row blocks run ", out_of_core_types(),
+                       " layers); raise --device-memory-limit or use more ranks");
         }
         if (kind.aggregation || kind.attention != AttentionPattern::none) {
             HALO_EXPECTS(layer_operators[l] != nullptr, "layer ", l, " has no operator");

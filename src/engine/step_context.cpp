@@ -7,51 +7,6 @@
 
 namespace halo::detail {
 
-Matrix upload(Backend& backend, const std::vector<float>& host, std::int64_t rows,
-              std::int64_t cols)
-{
-    if (host.empty() || rows == 0 || cols == 0) {
-        return {};
-    }
-    auto m = backend.allocate(rows, cols);
-    backend.copy_from_host(host.data(), m.view());
-    return m;
-}
-
-Matrix upload_timed(Backend& backend, const float* host, std::int64_t rows, std::int64_t cols,
-                    LayerTiming& t)
-{
-    auto m = backend.allocate(rows, cols);
-    if (rows > 0 && cols > 0) {
-        const auto t0 = std::chrono::steady_clock::now();
-        backend.copy_from_host(host, m.view());
-        t.transfer += seconds_since(t0);
-        t.transferred_bytes += static_cast<std::int64_t>(sizeof(float)) * rows * cols;
-    }
-    return m;
-}
-
-Matrix block_diagonal(Backend& backend, const std::vector<float>& att, std::int64_t heads)
-{
-    const auto width = static_cast<std::int64_t>(att.size());
-    const auto d = width / heads;
-    std::vector<float> host(static_cast<std::size_t>(width * heads), 0.0f);
-    for (std::int64_t r = 0; r < width; ++r) {
-        host[r * heads + r / d] = att[r];
-    }
-    return upload(backend, host, width, heads);
-}
-
-MemoryReport csr_memory(const Csr& a)
-{
-    MemoryReport c;
-    c.row_pointers = 8 * (a.num_rows + 1);
-    c.indices = 4 * a.nnz();
-    c.values = 4 * a.nnz();
-    c.nonzeros = a.nnz();
-    return c;
-}
-
 StepContext::StepContext(Backend& b, HaloExchanger& e, const Shard& s, const Model& m,
                          const EngineOptions& o)
     : backend(b),
@@ -604,85 +559,6 @@ void StepContext::add_memory(MemoryReport& r) const
         m.nonzeros = 0;
         r += m;
     }
-}
-
-LayerWeights::LayerWeights(const Layer& layer, Backend& backend)
-{
-    const auto mid = layer.type == LayerType::gin ? layer.hidden_dim : layer.out_dim;
-    weight = upload(backend, layer.weight, layer.weight.empty() ? 0 : layer.in_dim, mid);
-    bias = upload(backend, layer.bias, 1, layer.bias.empty() ? 0 : mid);
-    if (layer.type == LayerType::sage) {  // the transformer's is part of its projection
-        root_weight = upload(backend, layer.root_weight, layer.in_dim, layer.out_dim);
-    }
-    weight2 = upload(backend, layer.weight2, layer.weight2.empty() ? 0 : mid, layer.out_dim);
-    bias2 = upload(backend, layer.bias2, 1, layer.bias2.empty() ? 0 : layer.out_dim);
-}
-
-WeightedStep::WeightedStep(const Layer& layer, StepContext& ctx)
-    : layer_(layer), w_(layer, ctx.backend)
-{
-}
-
-SpmmStep::SpmmStep(const Layer& layer, StepContext& ctx)
-    : WeightedStep(layer, ctx), kind_(*layer_kind(layer.type).aggregation), op_(ctx.spmm(kind_))
-{
-}
-
-AttentionStep::AttentionStep(const Layer& layer, StepContext& ctx)
-    : WeightedStep(layer, ctx), attention_(ctx.attention(layer_kind(layer.type).attention))
-{
-}
-
-SpmmPlanHints BlockRun::hints(std::string_view op) const
-{
-    SpmmPlanHints h;
-    h.op = std::string(op);
-    h.ranges = {rows};
-    return h;
-}
-
-void BlockRun::spmm(std::string_view op, DenseView<float> y)
-{
-    if (streamed != nullptr) {
-        streamed->run({first, first + rows.size()}, src.view(), y);
-    } else {
-        backend.make_spmm_plan(block, hints(op))->run(src.view(), y, rows);
-    }
-}
-
-Matrix BlockRun::up_rows(const float* host, std::int64_t cols)
-{
-    return upload_timed(backend, host + first * cols, rows.size(), cols, t);
-}
-
-DenseView<const float> BlockRun::z_rows(Matrix& holder, std::int64_t cols)
-{
-    if (streamed != nullptr) {
-        return src.rows_view(first, first + rows.size());
-    }
-    holder = up_rows(z, cols);
-    return holder.view();
-}
-
-void BlockRun::done(double& into)
-{
-    if (step_timing) {
-        backend.synchronize();
-        into += seconds_since(t0);
-    }
-    mark();
-}
-
-std::int64_t BlockStep::resident_bytes() const
-{
-    MemoryReport r;
-    w_.add_to(r);
-    return r.weights;
-}
-
-void BlockStep::aggregate(BlockRun&) const
-{
-    HALO_THROW(LogicError, "layer type ", to_string(layer_.type), " aggregates nothing");
 }
 
 }  // namespace halo::detail

@@ -5,6 +5,7 @@
 
 #include "halo/exchange_spec.hpp"
 #include "halo/io.hpp"
+#include "halo/layer_type.hpp"
 #include "halo/memory_report.hpp"
 #include "halo/model_file.hpp"
 #include "halo/store.hpp"
@@ -24,18 +25,17 @@ bool nccl(const InferOptions& o)
     return o.cuda() && o.transport() == "nccl";
 }
 
-// maxk layers exchange CBSR records (values and column ids): int8 rows would corrupt them.
+// Layers whose exchange is not rows of floats (maxk's CBSR records): int8 rows would corrupt it.
 void check_model_exchange(const InferOptions& o, const Model& model)
 {
     if (!parse_exchange_spec(o.exchange).int8_rows) {
         return;
     }
     for (const auto& layer : model.layers) {
-        if (layer.type == LayerType::maxk) {
-            HALO_THROW(UsageError, "--exchange ", o.exchange,
-                       " with maxk layers: maxk layers exchange CBSR records (values and column "
-                       "indices), which int8 quantization would corrupt; use --exchange ",
-                       o.transport(), " (the records are already ~6k instead of 4D bytes per row)");
+        const auto why = layer_type_info(layer.type).int8_exchange_refusal;
+        if (!why.empty()) {
+            HALO_THROW(UsageError, "--exchange ", o.exchange, " with ", to_string(layer.type),
+                       " layers: ", why, "; use --exchange ", o.transport());
         }
     }
 }

@@ -1,5 +1,5 @@
-// Every layer type once. A new layer type is a LayerType (halo/model.hpp, with its checks in
-// src/core/model.cpp), a step file beside this one defining its LayerKind, and an entry here.
+// Every layer type's step, from halo/layer_types.def: a type `name` defines its LayerKind
+// `name##_kind` beside its step in src/engine/layers/.
 #include <array>
 
 #include "halo/error.hpp"
@@ -7,17 +7,35 @@
 
 namespace halo::detail {
 
+namespace {
+
+const std::array kinds{
+#define HALO_LAYER_TYPE(name) &name##_kind,
+#include "halo/layer_types.def"
+#undef HALO_LAYER_TYPE
+};
+
+}  // namespace
+
 const LayerKind& layer_kind(LayerType type)
 {
-    static const std::array<const LayerKind*, 8> kinds{&gcn_kind,         &sage_kind, &gin_kind,
-                                                       &linear_kind,      &maxk_kind, &agnn_kind,
-                                                       &transformer_kind, &gat_kind};
     for (const auto* kind : kinds) {
         if (kind->type == type) {
             return *kind;
         }
     }
     HALO_THROW(LogicError, "layer type ", static_cast<int>(type), " has no step");
+}
+
+std::string out_of_core_types()
+{
+    std::string out;
+    for (const auto* kind : kinds) {
+        if (kind->make_blocks != nullptr) {
+            out += (out.empty() ? "" : ", ") + to_string(kind->type);
+        }
+    }
+    return out;
 }
 
 }  // namespace halo::detail

@@ -1,0 +1,77 @@
+// Engine::Impl (internal to halo_engine): the model's layers as steps over one StepContext
+// (layer_step.hpp), or, out of core, the row-block driver; and what a run leaves behind (replay
+// state, the host output). engine.cpp builds and runs it; engine_reports.cpp estimates its
+// memory, chooses row blocks and reports.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "halo/engine.hpp"
+#include "layer_step.hpp"
+#include "row_block_driver.hpp"
+
+namespace halo {
+
+struct Engine::Impl {
+    Model model;
+    EngineOptions options;
+    detail::StepContext ctx;
+    std::vector<std::unique_ptr<detail::LayerStep>> steps;
+    std::optional<QuantizedView> int8_input_host;  // the host rows of the current run, if int8
+    // EngineOptions::replay: runs so far, the recording's output buffer and input kind, and why
+    // recording failed (empty: it did not).
+    int runs = 0;
+    bool recorded = false;
+    bool recorded_int8 = false;
+    bool recorded_sparse = false;
+    int recorded_out = -1;
+    std::string replay_note;
+    // set_sparse_input(): what it chose, and whether the current run's input is that matrix.
+    std::string sparse_note;
+    bool sparse_run = false;
+    // Out of core: the row-block driver over the layers' host operators.
+    std::unique_ptr<detail::RowBlockDriver> row_blocks;
+    std::int64_t memory_limit = 0;
+
+    // The output of every run lands in one host buffer, allocated uninitialized on the first run
+    // and reused: a fresh zero-filled vector per run cost more in page faults and zeroing than
+    // the copy itself (1.7 GB/s measured on an H200 machine, against 16 GB/s pageable).
+    std::unique_ptr<float[]> host_output;
+    std::size_t host_output_size = 0;
+    // Engine::defer_download: the next run leaves its output in this buffer (-1: none).
+    bool defer_next = false;
+    int deferred = -1;
+
+    Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m, EngineOptions o);
+
+    // --- Runs (engine.cpp) ---
+
+    // The owned rows of the model's output in `buffer`.
+    DenseView<float> output_view(int buffer);
+    // The output a deferred run left on the backend (Engine::defer_download).
+    DenseView<float> deferred_output();
+    std::span<const float> download(int buffer);
+    // Runs layer l from buffer `in` into another buffer; returns the output buffer index.
+    int forward(std::size_t l, int in, LayerTiming& t);
+
+    // --- Memory and out of core (engine_reports.cpp; the driver: row_block_driver.cpp) ---
+
+    // Row blocks when asked for, or when the in-memory working set exceeds the limit.
+    bool use_row_blocks() const;
+    // The driver takes each layer's host operator (the one it aggregates with, or attends over
+    // with self-loops); no plans are made here.
+    void start_row_blocks();
+    // The in-memory run's backend memory before anything is allocated: every distinct operator
+    // as a CSR with values (the gcn one with a diagonal entry per row), the four work buffers
+    // and the widest extra buffer, the weights. Plans' metadata and workspaces are not known
+    // yet: memory_report() adds them after construction.
+    MemoryReport in_memory_estimate() const;
+    // The in-memory run's backend memory as allocated.
+    MemoryReport in_memory_report() const;
+};
+
+}  // namespace halo
