@@ -48,5 +48,8 @@ export OMPI_MCA_btl=self,vader,tcp
 source "$root/scripts/lib/lsan_retry.sh"
 # test_slurm (the SLURM templates under a one-node Slurm, ~70 s) is not repeated here: it tests
 # the templates, and the halo-infer code it runs is what test_cli and test_restart run here.
-ctest_with_tracer_retry "$build_dir" -L '^(unit|mpi)$' -E '^test_slurm$' --output-on-failure \
-  -j "$jobs" --timeout 1800 "$@"
+# Nor is test_correctness_matrix_cpu (148 s here, the longest sanitized test on CI's two cores):
+# its cells are whole halo-infer runs on 1-3 ranks, the same code that test_cli,
+# test_engine_distributed, test_job_output and test_restart run here; the plain suite runs it.
+ctest_with_tracer_retry "$build_dir" -L '^(unit|mpi)$' \
+  -E '^(test_slurm|test_correctness_matrix_cpu)$' --output-on-failure -j "$jobs" --timeout 1800 "$@"
