@@ -1,0 +1,2 @@
+#pragma once
+#include "halo/a/detail/inside.hpp"

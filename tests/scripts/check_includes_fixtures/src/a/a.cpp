@@ -1,0 +1,3 @@
+#include "halo/a/a.hpp"
+#include "private.hpp"
+#include <vector>

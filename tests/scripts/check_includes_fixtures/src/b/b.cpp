@@ -1,0 +1,2 @@
+#include "halo/b/b.hpp"
+#include "halo/a/detail/inside.hpp"

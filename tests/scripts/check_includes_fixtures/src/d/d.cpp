@@ -1,0 +1,2 @@
+#include "halo/d/d.hpp"
+  #  include <halo/b/b.hpp>
