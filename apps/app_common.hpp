@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace CLI {
 class App;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "halo/aes.hpp"
+#include "halo/kernels_host/aes.hpp"
 
 namespace halo::bench_app::aes {
 

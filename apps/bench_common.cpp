@@ -13,11 +13,11 @@
 #include <random>
 #include <unordered_set>
 
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/row_order.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/partition/row_order.hpp"
 
 #ifndef HALO_GIT_COMMIT
 #define HALO_GIT_COMMIT "unknown"

@@ -18,9 +18,9 @@
 
 #include "app_common.hpp"
 #include "bench_util.hpp"
-#include "halo/csr.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/device.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/device.hpp"
 
 namespace halo::bench_app {
 
@@ -139,7 +139,7 @@ struct GraphOptions {
     bool no_symmetrize = false;
     std::string self_loops = "keep";
     std::string normalize = "none";
-    std::string row_order = "global";  // renumbering of the whole graph (halo/row_order.hpp)
+    std::string row_order = "global";  // renumbering of the whole graph (halo/partition/row_order.hpp)
     std::int64_t shuffle_ids = -1;     // >= 0: seed of a random renumbering before row_order
 };
 

@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "halo/infer_options.hpp"
-#include "halo/inference_job.hpp"
-#include "halo/model.hpp"
-#include "halo/mpi_world.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
-#include "halo/store.hpp"
+#include "halo/job/infer_options.hpp"
+#include "halo/job/inference_job.hpp"
+#include "halo/core/model.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
+#include "halo/store/store.hpp"
 
 namespace halo::bench_app {
 

@@ -26,18 +26,18 @@
 #include "bench_common.hpp"
 #include "bench_spmm.hpp"
 #include "bench_util.hpp"
-#include "halo/backend.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/device.hpp"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/cuda/mergepath.hpp"
-#include "halo/cuda/rowsplit.hpp"
-#include "halo/feature_type.hpp"
-#include "halo/gather_model.hpp"
-#include "halo/io.hpp"
-#include "halo/model.hpp"
-#include "halo/spmm.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/kernels/cuda/mergepath.hpp"
+#include "halo/kernels/cuda/rowsplit.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/kernels_host/gather_model.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/model.hpp"
+#include "halo/kernels_host/spmm.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::bench_app {
 namespace {
@@ -57,7 +57,7 @@ using spmm::Record;
 using spmm::Reference;
 
 // ---------------------------------------------------------------------------------------------
-// Kernels by name: the SpMM kernel registry's halo-bench kernels (halo/spmm_registry.hpp), each
+// Kernels by name: the SpMM kernel registry's halo-bench kernels (halo/kernels_host/spmm_registry.hpp), each
 // with the factory that builds its plan (preprocessing included) for widths up to max_dim, and the
 // merge-path cost sweep's.
 

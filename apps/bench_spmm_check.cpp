@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench_spmm.hpp"
-#include "halo/spmm.hpp"
+#include "halo/kernels_host/spmm.hpp"
 
 namespace halo::bench_app::spmm {
 

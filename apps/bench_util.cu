@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "halo/cuda_error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::bench {
 namespace {

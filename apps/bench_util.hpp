@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "halo/dense.hpp"
+#include "halo/core/dense.hpp"
 
 namespace halo::cuda::bench {
 

@@ -1,5 +1,5 @@
 // halo-infer: layer-wise GNN inference, one rank per dataset part (mpirun -np P halo-infer ...).
-// A thin driver over halo::InferenceJob (include/halo/inference_job.hpp): the command line into
+// A thin driver over halo::InferenceJob (include/halo/job/inference_job.hpp): the command line into
 // InferOptions, the job, the printing. Exit codes (README "Exit codes"): 0 success; 1 an error
 // in the inputs or during the run; 2 a command line that cannot describe a job.
 #include <fmt/core.h>
@@ -12,11 +12,11 @@
 #include <string>
 
 #include "app_common.hpp"
-#include "halo/infer_options.hpp"
-#include "halo/inference_job.hpp"
-#include "halo/layer_type.hpp"
-#include "halo/mpi_world.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/job/infer_options.hpp"
+#include "halo/job/inference_job.hpp"
+#include "halo/core/layer_type.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace {
 

@@ -15,18 +15,18 @@
 #include <vector>
 
 #include "app_common.hpp"
-#include "halo/distributed_partition.hpp"
-#include "halo/feature_type.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/kernel_metadata_build.hpp"
-#include "halo/partition.hpp"
-#include "halo/progress.hpp"
-#include "halo/quantize.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
-#include "halo/store.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/partition/kernel_metadata_build.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/progress.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
+#include "halo/store/store.hpp"
 
 namespace {
 

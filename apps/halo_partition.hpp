@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "halo/partition.hpp"
+#include "halo/partition/partition.hpp"
 
 namespace halo_partition {
 
@@ -73,7 +73,7 @@ void write_report(const Options& o, nlohmann::json report, const halo::Partition
                   const std::string& command);
 
 /// --partitioner ptscotch | dkaminpar under mpirun: starts MPI, and every rank of MPI_COMM_WORLD
-/// reads its slice and the ranks write one dataset together (halo/distributed_partition.hpp,
+/// reads its slice and the ranks write one dataset together (halo/partition_mpi/distributed_partition.hpp,
 /// docs/PARTITION.md). `usage_error`: what check_options found ("" none), reported once, by rank
 /// 0. Errors (docs/CLI.md "Errors and exit codes"): one the ranks agree on is printed once and
 /// every rank exits 1 (2 for usage); a later one of one rank is one line naming it, and every

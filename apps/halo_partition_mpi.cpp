@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "app_common.hpp"
-#include "halo/distributed_partition.hpp"
-#include "halo/failure_watch.hpp"
-#include "halo/kernel_metadata_build.hpp"
-#include "halo/shard.hpp"
-#include "halo/store.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
+#include "halo/mpi/failure_watch.hpp"
+#include "halo/partition/kernel_metadata_build.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/store/store.hpp"
 #include "halo_partition.hpp"
 
 namespace halo_partition {

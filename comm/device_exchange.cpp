@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::detail {
 namespace {

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "halo/cuda/context.hpp"
-#include "halo/dense.hpp"
-#include "halo/shard.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/core/shard.hpp"
 #include "mpi_messages.hpp"
 
 namespace halo::detail {

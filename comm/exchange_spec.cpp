@@ -1,17 +1,17 @@
-#include "halo/exchange_spec.hpp"
+#include "halo/comm/exchange_spec.hpp"
 
 #include <exception>
 #include <string>
 
-#include "halo/error.hpp"
-#include "halo/int8_exchanger.hpp"
-#include "halo/mpi_error.hpp"
-#include "halo/mpi_exchanger.hpp"
+#include "halo/core/error.hpp"
+#include "halo/comm/int8_exchanger.hpp"
+#include "halo/mpi/mpi_error.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
 #ifdef HALO_HAVE_CUDA
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/device.hpp"
-#include "halo/nccl_error.hpp"
-#include "halo/nccl_exchanger.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/comm/nccl_error.hpp"
+#include "halo/comm/nccl_exchanger.hpp"
 #endif
 
 namespace halo {

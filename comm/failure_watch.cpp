@@ -1,10 +1,10 @@
-// One rank's failure told to every rank (include/halo/failure_watch.hpp).
-#include "halo/failure_watch.hpp"
+// One rank's failure told to every rank (include/halo/mpi/failure_watch.hpp).
+#include "halo/mpi/failure_watch.hpp"
 
 #include <string>
 #include <vector>
 
-#include "halo/mpi_error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 
 namespace halo {
 

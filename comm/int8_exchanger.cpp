@@ -3,7 +3,7 @@
 // The inner exchanger moves rows of float-sized words: a record of int8_record_bytes(cols) bytes
 // is int8_record_words(cols) words, and no transport looks inside them (MPI and NCCL move floats
 // as raw bytes; no arithmetic, so a NaN-patterned word travels unchanged).
-#include "halo/int8_exchanger.hpp"
+#include "halo/comm/int8_exchanger.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/quantize.hpp"
+#include "halo/core/error.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo {
 namespace {

@@ -1,6 +1,6 @@
 // The CUDA int8 codec: the row packing kernels of comm/quantized_pack.cu on the Context's compute
 // stream, records in the Context's pool. The stream ordering with the inner device exchanger is
-// the exchanger's own (halo/nccl_exchanger.hpp): its start() orders the transfers after the
+// the exchanger's own (halo/comm/nccl_exchanger.hpp): its start() orders the transfers after the
 // compute stream's earlier work (the pack), its finish() makes the compute stream wait for them
 // (so the unpack reads received records).
 #include <cuda_runtime_api.h>
@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "device_exchange.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/quantized_pack.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/int8_exchanger.hpp"
-#include "halo/quantize.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/comm/quantized_pack.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/comm/int8_exchanger.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo::cuda {
 namespace {

@@ -27,10 +27,10 @@
 #include <utility>
 
 #include "device_exchange.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/mpi_error.hpp"
-#include "halo/nccl_exchanger.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/mpi/mpi_error.hpp"
+#include "halo/comm/nccl_exchanger.hpp"
 #include "mpi_messages.hpp"
 
 namespace halo {

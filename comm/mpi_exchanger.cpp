@@ -4,7 +4,7 @@
 // (ld == cols): the shard's numbering puts each peer's block there in the order the peer sends it,
 // so no unpack is needed. Send rows are gathered into one packed buffer while the receives are
 // already posted. MpiMessenger splits large blocks into messages, posts and checks them.
-#include "halo/mpi_exchanger.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
 
 #include <mpi.h>
 
@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/mpi_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #include "mpi_messages.hpp"
 
 namespace halo {

@@ -4,8 +4,8 @@
 #include <climits>
 #include <cstddef>
 
-#include "halo/error.hpp"
-#include "halo/mpi_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 
 namespace halo::detail {
 namespace {

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "halo/exchanger.hpp"
-#include "halo/mpi_exchanger.hpp"
-#include "halo/shard.hpp"
+#include "halo/core/exchanger.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
+#include "halo/core/shard.hpp"
 
 namespace halo::detail {
 

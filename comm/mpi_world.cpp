@@ -1,9 +1,9 @@
-#include "halo/mpi_world.hpp"
+#include "halo/comm/mpi_world.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "halo/mpi_error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 
 namespace halo {
 

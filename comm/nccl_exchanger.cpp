@@ -24,7 +24,7 @@
 // registration). NCCL requires a peer's buffers to be registered when ours are, so every operation
 // uses registered memory then: an x that is not (or is strided) receives through the staging
 // buffer.
-#include "halo/nccl_exchanger.hpp"
+#include "halo/comm/nccl_exchanger.hpp"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -40,9 +40,9 @@
 #include <vector>
 
 #include "device_exchange.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/nccl_error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/comm/nccl_error.hpp"
 
 namespace halo {
 namespace {

@@ -1,21 +1,21 @@
-// Int8 row packing for the halo exchange (include/halo/cuda/quantized_pack.hpp).
+// Int8 row packing for the halo exchange (include/halo/comm/quantized_pack.hpp).
 //
 // Choices:
 // - A warp per row: its lanes find the row's min and max (exact in any order, so the parameters
 //   equal the CPU reference's), then each lane writes whole 32-bit words of 4 quantized values,
 //   the padding bytes as zeros, so a record has no uninitialized byte and equals the reference's.
 // - halo::int8_params, quantize_int8 and dequantize_int8 are the host/device functions of
-//   halo/quantize.hpp: one definition of the rounding for the CPU and the GPU.
+//   halo/quantize/quantize.hpp: one definition of the rounding for the CPU and the GPU.
 #include <cuda_runtime.h>
 #include <float.h>
 #include <math.h>
 
 #include <cstdint>
 
-#include "halo/cuda/quantized_pack.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/quantize.hpp"
+#include "halo/comm/quantized_pack.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/quantize/quantize.hpp"
 #include "warp_rows.cuh"
 
 namespace halo::cuda {

@@ -1,10 +1,10 @@
-#include "halo/accel_gcn_metadata.hpp"
+#include "halo/kernels_host/accel_gcn_metadata.hpp"
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "metadata_checks.hpp"
 
 namespace halo {

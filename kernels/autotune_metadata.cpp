@@ -1,9 +1,9 @@
-#include "halo/autotune_metadata.hpp"
+#include "halo/kernels_host/autotune_metadata.hpp"
 
 #include <cmath>
 #include <limits>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "metadata_checks.hpp"
 
 namespace halo {

@@ -1,11 +1,11 @@
-#include "halo/fused3s_metadata.hpp"
+#include "halo/kernels_host/fused3s_metadata.hpp"
 
 #include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "metadata_checks.hpp"
 
 namespace halo {

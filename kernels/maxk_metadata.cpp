@@ -1,10 +1,10 @@
-#include "halo/maxk_metadata.hpp"
+#include "halo/kernels_host/maxk_metadata.hpp"
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "metadata_checks.hpp"
 
 namespace halo {

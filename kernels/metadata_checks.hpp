@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/error.hpp"
-#include "halo/kernel_metadata.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/kernel_metadata.hpp"
 
 namespace halo::detail {
 

@@ -1,6 +1,6 @@
 // Device discovery for builds without CUDA (HALO_ENABLE_CUDA=OFF): there is never a device.
-#include "halo/cuda/device.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 

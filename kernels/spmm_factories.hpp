@@ -1,4 +1,4 @@
-// The SpMM registry's factories (halo/spmm_registry.hpp), one line each: the registry's table
+// The SpMM registry's factories (halo/kernels_host/spmm_registry.hpp), one line each: the registry's table
 // (spmm_registry.cpp, halo_kernels_host) takes their addresses, and the CUDA library
 // (cuda/spmm/spmm_factories.cpp, halo_kernels) makes sure that every program linking it links
 // them all. A kernel's factory is defined beside its kernel in cuda/ and named here once.
@@ -7,7 +7,7 @@
 // ScaledSpmmPlanFactory, name in namespace halo::cuda.
 #pragma once
 
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 #define HALO_SPMM_FACTORIES(X)                                                               \
     X(SpmmPlanFactory, stored_or_modeled_spmm_factory)         /* spmm/autotuned_spmm.cpp */ \

@@ -1,12 +1,12 @@
-// The SpMM kernel registry (include/halo/spmm_registry.hpp): one entry per kernel. A kernel joins
+// The SpMM kernel registry (include/halo/kernels_host/spmm_registry.hpp): one entry per kernel. A kernel joins
 // with its factory's line in spmm_factories.hpp and one entry below (docs/KERNELS.md, "Adding a
 // kernel").
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 #include <string>
 #include <string_view>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "spmm_factories.hpp"
 
 // The factories, declared weak: halo_kernels_host never links CUDA code, so a program without the

@@ -1,5 +1,5 @@
-// Distributed greedy k-way boundary refinement (include/halo/distributed_refine.hpp).
-#include "halo/distributed_refine.hpp"
+// Distributed greedy k-way boundary refinement (include/halo/partition_mpi/distributed_refine.hpp).
+#include "halo/partition_mpi/distributed_refine.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "mpi_comm.hpp"
 
 namespace halo {

@@ -1,4 +1,4 @@
-// Steps 5 and 6 of the distributed path (include/halo/distributed_partition.hpp): each row to
+// Steps 5 and 6 of the distributed path (include/halo/partition_mpi/distributed_partition.hpp): each row to
 // the rank handling its part, the shards with their send plans, the quality; and the joined
 // dataset they are written to.
 #include <algorithm>
@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "distributed_steps.hpp"
-#include "halo/error.hpp"
-#include "halo/failure_watch.hpp"
-#include "halo/mpi_error.hpp"
-#include "halo/shard_builder.hpp"
-#include "halo/store.hpp"
+#include "halo/core/error.hpp"
+#include "halo/mpi/failure_watch.hpp"
+#include "halo/mpi/mpi_error.hpp"
+#include "halo/partition/shard_builder.hpp"
+#include "halo/store/store.hpp"
 
 namespace halo {
 namespace detail {

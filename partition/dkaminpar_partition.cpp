@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/mpi_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #include "kaminpar_partition.hpp"  // require_preset
 
 namespace halo::detail {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/distributed_partition.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
 #include "mpi_comm.hpp"
 
 namespace halo::detail {

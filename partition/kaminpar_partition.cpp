@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::detail {
 namespace {

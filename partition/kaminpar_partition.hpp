@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/partition.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/partition/partition.hpp"
 
 namespace halo::detail {
 

@@ -1,15 +1,15 @@
-#include "halo/kernel_metadata_build.hpp"
+#include "halo/partition/kernel_metadata_build.hpp"
 
 #include <algorithm>
 #include <array>
 #include <string>
 
-#include "halo/accel_gcn_metadata.hpp"
-#include "halo/error.hpp"
-#include "halo/fused3s_metadata.hpp"
-#include "halo/maxk_metadata.hpp"
-#include "halo/operators.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels_host/accel_gcn_metadata.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/fused3s_metadata.hpp"
+#include "halo/kernels_host/maxk_metadata.hpp"
+#include "halo/core/operators.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo {
 

@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/mpi_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 
 namespace halo::detail {
 

@@ -1,4 +1,4 @@
-#include "halo/partition.hpp"
+#include "halo/partition/partition.hpp"
 
 #include <metis.h>
 #include <omp.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/enum_names.hpp"
-#include "halo/error.hpp"
+#include "halo/core/enum_names.hpp"
+#include "halo/core/error.hpp"
 #ifdef HALO_HAVE_KAMINPAR
 #include "kaminpar_partition.hpp"
 #endif

@@ -1,7 +1,7 @@
-// Locality orders of a part's rows (include/halo/row_order.hpp): reverse Cuthill-McKee, Rabbit
+// Locality orders of a part's rows (include/halo/partition/row_order.hpp): reverse Cuthill-McKee, Rabbit
 // order, and a square matrix renumbered by keys.
 
-#include "halo/row_order.hpp"
+#include "halo/partition/row_order.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

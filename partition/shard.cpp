@@ -1,11 +1,11 @@
-// Shard builder, halo plans, node data and reassembly (include/halo/shard.hpp).
+// Shard builder, halo plans, node data and reassembly (include/halo/core/shard.hpp).
 //
 // Every part's numbering depends on a few global facts: which nodes are boundary rows (a column
 // owned elsewhere) and hence each node's local row on its owner. A Layout computes those once in
 // O(nnz + num_nodes); a part is then built from its own rows, except for the send lists, which in a
 // directed graph only the other parts' rows reveal.
 
-#include "halo/shard.hpp"
+#include "halo/core/shard.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/error.hpp"
+#include "halo/partition/shard_builder.hpp"
 
 namespace halo {
 namespace {

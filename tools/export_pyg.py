@@ -21,7 +21,7 @@ Split (../shared/data/README.md): train = the first 140 (cora) / 120 (citeseer) 
 = the next 500, test = the ids in <name>.test_index.txt.gz; nodes labelled -1 are left out of all
 three. The exported weights are those of the epoch with the best validation accuracy.
 
-Layer semantics. These must equal HaloGNN's layers exactly (include/halo/model.hpp,
+Layer semantics. These must equal HaloGNN's layers exactly (include/halo/core/model.hpp,
 src/engine/engine.cpp, docs/FORMAT.md); the table in docs/PYG.md is the same list:
 
   adjacency   what `halo-partition --symmetrize --self-loops keep --normalize none` builds:
@@ -46,7 +46,7 @@ src/engine/engine.cpp, docs/FORMAT.md); the table in docs/PYG.md is the same lis
               then torch.topk(k) per row with the other entries set to 0, then GCN propagation
               without weight (gcn_norm: add_remaining_self_loops, D^-1/2 (A + I) D^-1/2), no
               bias after it. HaloGNN maxk: weight/bias = the Linear's, attribute k. Ties:
-              HaloGNN keeps the lower column (include/halo/maxk.hpp), torch.topk's order of
+              HaloGNN keeps the lower column (include/halo/kernels_host/maxk.hpp), torch.topk's order of
               equal values is unspecified; exact ties have probability zero with trained float
               weights, but near-ties (k-th and (k+1)-th within rounding) may fall either way in
               float32: the export's oracle takes PyG's own choice (checked to be a top-k of its

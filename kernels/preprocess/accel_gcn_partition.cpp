@@ -10,14 +10,14 @@
 // Without degree sorting (the ablation switch), Algorithm 2 runs over the maximal runs of equal
 // degree in the original row order; with it, those runs are the degree classes, so one loop
 // (partition_blocks) produces both.
-#include "halo/accel_gcn_partition.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
 
 #include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <numeric>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 

@@ -1,4 +1,4 @@
-// The autotuner's selection logic (include/halo/autotune.hpp): warm-up, timed trials, median,
+// The autotuner's selection logic (include/halo/kernels_host/autotune.hpp): warm-up, timed trials, median,
 // fastest with ties to the lower index, cache, report. Host only, built with or without CUDA.
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/autotune.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels_host/autotune.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

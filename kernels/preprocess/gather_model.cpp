@@ -1,13 +1,13 @@
-// The gather model of SpMM (include/halo/gather_model.hpp): Belady's MIN and LRU over the X rows
+// The gather model of SpMM (include/halo/kernels_host/gather_model.hpp): Belady's MIN and LRU over the X rows
 // that A's nonzeros read in CSR order. Host only, built with or without CUDA.
-#include "halo/gather_model.hpp"
+#include "halo/kernels_host/gather_model.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

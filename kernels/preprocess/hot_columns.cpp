@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::mergepath {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "halo/csr.hpp"
+#include "halo/core/csr.hpp"
 
 namespace halo::mergepath {
 

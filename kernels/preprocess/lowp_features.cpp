@@ -1,4 +1,4 @@
-// Host half of the low-precision feature support (include/halo/feature_type.hpp): parsing and the
+// Host half of the low-precision feature support (include/halo/core/feature_type.hpp): parsing and the
 // bit-exact fp32 -> fp16 / bf16 rounding that the device conversion (lowp_convert.cu) performs,
 // so CPU references and unit tests see the same rounded features; the stored fp16 / bf16 features'
 // encoding and decoding (the dataset reader and writer). No CUDA needed.
@@ -9,8 +9,8 @@
 #include <span>
 #include <string>
 
-#include "halo/error.hpp"
-#include "halo/feature_type.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
 
 namespace halo {
 

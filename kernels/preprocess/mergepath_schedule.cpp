@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::mergepath {
 

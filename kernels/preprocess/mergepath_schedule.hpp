@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/dense.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/dense.hpp"
 
 namespace halo::mergepath {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::resident {
 namespace {

@@ -1,13 +1,13 @@
-// The SpMM cost model's rules (include/halo/spmm_cost_model.hpp). Host only, built with or
+// The SpMM cost model's rules (include/halo/kernels_host/spmm_cost_model.hpp). Host only, built with or
 // without CUDA, so that CI checks the rules on machines without a GPU.
 #include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
 
-#include "halo/enum_names.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_cost_model.hpp"
+#include "halo/core/enum_names.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_cost_model.hpp"
 
 namespace halo {
 

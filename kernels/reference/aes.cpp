@@ -1,6 +1,6 @@
-// AES-SpMM on the host (include/halo/aes.hpp): options, the sampled positions of a row, sampling
+// AES-SpMM on the host (include/halo/kernels_host/aes.hpp): options, the sampled positions of a row, sampling
 // statistics and the CPU reference, written as plain loops over the positions the rule gives.
-#include "halo/aes.hpp"
+#include "halo/kernels_host/aes.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

@@ -1,11 +1,11 @@
-#include "halo/attention.hpp"
+#include "halo/kernels_host/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::reference {
 namespace {

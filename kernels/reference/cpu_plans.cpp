@@ -1,4 +1,4 @@
-// The CPU backend's MaxK and attention plans (halo/backend.hpp) over the reference kernels, and
+// The CPU backend's MaxK and attention plans (halo/kernels_host/backend.hpp) over the reference kernels, and
 // the Backend defaults for backends without them.
 #include "cpu_plans.hpp"
 
@@ -7,12 +7,12 @@
 #include <optional>
 #include <vector>
 
-#include "halo/aes.hpp"
-#include "halo/attention.hpp"
-#include "halo/detail/argmax.hpp"
-#include "halo/detail/counter_random.hpp"
-#include "halo/error.hpp"
-#include "halo/maxk.hpp"
+#include "halo/kernels_host/aes.hpp"
+#include "halo/kernels_host/attention.hpp"
+#include "halo/core/detail/argmax.hpp"
+#include "halo/core/detail/counter_random.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/maxk.hpp"
 
 namespace halo {
 

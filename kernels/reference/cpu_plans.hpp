@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "halo/backend.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::reference {
 

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "halo/dense_ops.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 

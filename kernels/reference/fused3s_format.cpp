@@ -1,4 +1,4 @@
-// Host construction and checks of the BSB format (include/halo/fused3s.hpp, paper 002 section 3.1).
+// Host construction and checks of the BSB format (include/halo/kernels_host/fused3s.hpp, paper 002 section 3.1).
 //
 // Choices:
 // - Two passes over row windows, both parallel: the first sorts and dedupes each window's column
@@ -17,8 +17,8 @@
 #include <numeric>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/fused3s.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/fused3s.hpp"
 
 namespace halo {
 namespace {

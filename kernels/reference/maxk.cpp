@@ -1,7 +1,7 @@
-// MaxK on the host (include/halo/maxk.hpp): CBSR checks, the edge group builder and its
+// MaxK on the host (include/halo/kernels_host/maxk.hpp): CBSR checks, the edge group builder and its
 // validation, and the reference kernels (top-k by sorting, SSD by the plain loop, and the GPU
 // group schedule emulated).
-#include "halo/maxk.hpp"
+#include "halo/kernels_host/maxk.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 

@@ -1,6 +1,6 @@
-// INT8 feature quantization on the host (include/halo/quantize.hpp): the offline per-column
+// INT8 feature quantization on the host (include/halo/quantize/quantize.hpp): the offline per-column
 // quantizer, the checks of stored parameters, and the CPU reference of the per-row packing.
-#include "halo/quantize.hpp"
+#include "halo/quantize/quantize.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

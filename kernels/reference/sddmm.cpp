@@ -1,10 +1,10 @@
-#include "halo/sddmm.hpp"
+#include "halo/kernels_host/sddmm.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::reference {
 

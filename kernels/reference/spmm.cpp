@@ -1,8 +1,8 @@
-#include "halo/spmm.hpp"
+#include "halo/kernels_host/spmm.hpp"
 
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::reference {
 

@@ -14,7 +14,7 @@ import numpy as np
 MODEL_FORMAT = "halo-model"
 MODEL_VERSION = 1
 # HaloGNN's layer types, their scalar attributes and arrays: the engine's table
-# (include/halo/layer_type.hpp) as `halo-inspect --layer-types` prints it, kept beside this file;
+# (include/halo/core/layer_type.hpp) as `halo-inspect --layer-types` prints it, kept beside this file;
 # test_layer_table fails when the two differ.
 _TABLE = json.loads((Path(__file__).with_name("layer_types.json")).read_text())["layer_types"]
 LAYER_TYPES = tuple(t["name"] for t in _TABLE)

@@ -1,9 +1,9 @@
-// The activation names of include/halo/dense.hpp (model files and options spell them).
-#include "halo/dense.hpp"
+// The activation names of include/halo/core/dense.hpp (model files and options spell them).
+#include "halo/core/dense.hpp"
 
 #include <array>
 
-#include "halo/enum_names.hpp"
+#include "halo/core/enum_names.hpp"
 
 namespace halo {
 namespace {

@@ -1,9 +1,9 @@
-// What every exchanger shares, and the exchanger of a single-part run (include/halo/exchanger.hpp).
-#include "halo/exchanger.hpp"
+// What every exchanger shares, and the exchanger of a single-part run (include/halo/core/exchanger.hpp).
+#include "halo/core/exchanger.hpp"
 
 #include <memory>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

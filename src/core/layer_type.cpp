@@ -1,13 +1,13 @@
-// The table of layer types (halo/layer_type.hpp): the registry from halo/layer_types.def and
+// The table of layer types (halo/core/layer_type.hpp): the registry from halo/core/layer_types.def and
 // what every type shares.
-#include "halo/layer_type.hpp"
+#include "halo/core/layer_type.hpp"
 
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "halo/detail/counter_random.hpp"
-#include "halo/error.hpp"
+#include "halo/core/detail/counter_random.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 
@@ -15,12 +15,12 @@ namespace {
 
 constexpr std::array<const LayerTypeInfo*, 0
 #define HALO_LAYER_TYPE(name) +1
-#include "halo/layer_types.def"
+#include "halo/core/layer_types.def"
 #undef HALO_LAYER_TYPE
                      >
     registry{
 #define HALO_LAYER_TYPE(name) &name##_layer_type,
-#include "halo/layer_types.def"
+#include "halo/core/layer_types.def"
 #undef HALO_LAYER_TYPE
     };
 

@@ -1,4 +1,4 @@
-#include "halo/memory_limits.hpp"
+#include "halo/core/memory_limits.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

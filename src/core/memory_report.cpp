@@ -1,4 +1,4 @@
-#include "halo/memory_report.hpp"
+#include "halo/core/memory_report.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 

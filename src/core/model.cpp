@@ -1,11 +1,11 @@
-#include "halo/model.hpp"
+#include "halo/core/model.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
-#include "halo/error.hpp"
-#include "halo/layer_type.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/layer_type.hpp"
 
 namespace halo {
 

@@ -1,15 +1,15 @@
-#include "halo/operators.hpp"
+#include "halo/core/operators.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 
-#include "halo/detail/resident_memory.hpp"
-#include "halo/enum_names.hpp"
-#include "halo/error.hpp"
-#include "halo/kernel_metadata.hpp"
-#include "halo/shard.hpp"
+#include "halo/core/detail/resident_memory.hpp"
+#include "halo/core/enum_names.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/kernel_metadata.hpp"
+#include "halo/core/shard.hpp"
 
 namespace halo {
 

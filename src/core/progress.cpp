@@ -1,4 +1,4 @@
-#include "halo/progress.hpp"
+#include "halo/core/progress.hpp"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-#include "halo/detail/resident_memory.hpp"
+#include "halo/core/detail/resident_memory.hpp"
 
 #include <sys/mman.h>
 

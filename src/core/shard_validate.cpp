@@ -1,4 +1,4 @@
-// Shard and halo-plan checks (include/halo/shard.hpp). Readers run them on every part they load:
+// Shard and halo-plan checks (include/halo/core/shard.hpp). Readers run them on every part they load:
 // a plan whose counts disagree across ranks hangs the first NCCL exchange instead of failing, so
 // it must be caught here, with the dataset and value named.
 
@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/shard.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/shard.hpp"
 
 // Every message starts with `where` (the file and part) and names the dataset as FORMAT.md does.
 #define HALO_SHARD_FAIL(...) HALO_THROW(::halo::InputError, where, ": ", __VA_ARGS__)

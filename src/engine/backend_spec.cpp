@@ -1,10 +1,10 @@
-#include "halo/backend_spec.hpp"
+#include "halo/engine/backend_spec.hpp"
 
-#include "halo/error.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 #ifdef HALO_HAVE_CUDA
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/context.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
 #endif
 
 namespace halo {

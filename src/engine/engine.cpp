@@ -1,4 +1,4 @@
-#include "halo/engine.hpp"
+#include "halo/engine/engine.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,10 +6,10 @@
 #include <map>
 #include <optional>
 
-#include "halo/detail/counter_random.hpp"
-#include "halo/detail/parallel_copy.hpp"
-#include "halo/error.hpp"
-#include "halo/layer_type.hpp"
+#include "halo/core/detail/counter_random.hpp"
+#include "halo/core/detail/parallel_copy.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/layer_type.hpp"
 #include "engine_impl.hpp"
 
 namespace halo {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "halo/engine.hpp"
+#include "halo/engine/engine.hpp"
 #include "layer_step.hpp"
 #include "row_block_driver.hpp"
 

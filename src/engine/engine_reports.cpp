@@ -4,8 +4,8 @@
 #include <map>
 
 #include "engine_impl.hpp"
-#include "halo/error.hpp"
-#include "halo/layer_type.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/layer_type.hpp"
 
 namespace halo {
 
@@ -61,7 +61,7 @@ MemoryReport Engine::Impl::in_memory_estimate() const
             patterns["adjacency"] = nnz;
         }
         two_buffers = two_buffers && kind.two_buffers;
-        // Every parameter of the layer's type (halo/layer_type.hpp) as the model holds it;
+        // Every parameter of the layer's type (halo/core/layer_type.hpp) as the model holds it;
         // the steps' device forms differ a little (gat's attention vectors as [out, heads]
         // block-diagonal matrices, the transformer's missing biases as zeros).
         r.weights += parameter_bytes(layer);

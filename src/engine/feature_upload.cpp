@@ -1,8 +1,8 @@
-#include "halo/feature_upload.hpp"
+#include "halo/engine/feature_upload.hpp"
 
 #include <chrono>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 

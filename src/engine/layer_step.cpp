@@ -1,9 +1,9 @@
 // What the layer steps share besides the StepContext (layer_step.hpp): uploads, the weights as
-// the layer type's table lists them (halo/layer_type.hpp), the step bases, and the row-block
+// the layer type's table lists them (halo/core/layer_type.hpp), the step bases, and the row-block
 // runs' helpers.
 
-#include "halo/error.hpp"
-#include "halo/layer_type.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/layer_type.hpp"
 #include "layer_step.hpp"
 
 namespace halo::detail {

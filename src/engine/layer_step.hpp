@@ -19,14 +19,14 @@
 #include <string_view>
 #include <vector>
 
-#include "halo/backend.hpp"
-#include "halo/engine.hpp"
-#include "halo/exchanger.hpp"
-#include "halo/memory_report.hpp"
-#include "halo/model.hpp"
-#include "halo/operators.hpp"
-#include "halo/quantize.hpp"
-#include "halo/shard.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/core/exchanger.hpp"
+#include "halo/core/memory_report.hpp"
+#include "halo/core/model.hpp"
+#include "halo/core/operators.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/core/shard.hpp"
 
 namespace halo::detail {
 
@@ -454,7 +454,7 @@ std::string out_of_core_types();
 
 // Each layer type's kind, beside its step in src/engine/layers/.
 #define HALO_LAYER_TYPE(name) extern const LayerKind name##_kind;
-#include "halo/layer_types.def"
+#include "halo/core/layer_types.def"
 #undef HALO_LAYER_TYPE
 
 /// A CSR with values as the engine counts an operator whose plan does not report its memory.

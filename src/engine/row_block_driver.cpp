@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "layer_step.hpp"
 
 namespace halo::detail {

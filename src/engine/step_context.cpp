@@ -1,8 +1,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "halo/error.hpp"
-#include "halo/kernel_metadata.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/kernel_metadata.hpp"
 #include "layer_step.hpp"
 
 namespace halo::detail {

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "halo/error.hpp"
-#include "halo/io.hpp"
-#include "halo/mpi_error.hpp"
-#include "halo/result.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/io.hpp"
+#include "halo/mpi/mpi_error.hpp"
+#include "halo/core/result.hpp"
 
 namespace halo::job {
 

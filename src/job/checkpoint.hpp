@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "halo/infer_options.hpp"
-#include "halo/model.hpp"
-#include "halo/shard.hpp"
-#include "halo/store.hpp"
+#include "halo/job/infer_options.hpp"
+#include "halo/core/model.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/store/store.hpp"
 
 namespace halo::job {
 

@@ -1,14 +1,14 @@
-// InferOptions' rules, each stated once (include/halo/infer_options.hpp).
-#include "halo/infer_options.hpp"
+// InferOptions' rules, each stated once (include/halo/job/infer_options.hpp).
+#include "halo/job/infer_options.hpp"
 
 #include <filesystem>
 
-#include "halo/exchange_spec.hpp"
-#include "halo/io.hpp"
-#include "halo/layer_type.hpp"
-#include "halo/memory_report.hpp"
-#include "halo/model_file.hpp"
-#include "halo/store.hpp"
+#include "halo/comm/exchange_spec.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/layer_type.hpp"
+#include "halo/core/memory_report.hpp"
+#include "halo/store/model_file.hpp"
+#include "halo/store/store.hpp"
 
 namespace halo {
 

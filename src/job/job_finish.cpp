@@ -6,12 +6,12 @@
 #include <array>
 #include <unordered_set>
 
-#include "halo/detail/parallel_copy.hpp"
-#include "halo/detail/resident_memory.hpp"
-#include "halo/io.hpp"
-#include "halo/mpi_error.hpp"
-#include "halo/progress.hpp"
-#include "halo/result.hpp"
+#include "halo/core/detail/parallel_copy.hpp"
+#include "halo/core/detail/resident_memory.hpp"
+#include "halo/core/io.hpp"
+#include "halo/mpi/mpi_error.hpp"
+#include "halo/core/progress.hpp"
+#include "halo/core/result.hpp"
 #include "job_steps.hpp"
 
 namespace halo::job {

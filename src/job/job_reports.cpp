@@ -5,13 +5,13 @@
 #include <filesystem>
 #include <iterator>
 
-#include "halo/io.hpp"
-#include "halo/memory_report.hpp"
-#include "halo/mpi_error.hpp"
-#include "halo/result.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/memory_report.hpp"
+#include "halo/mpi/mpi_error.hpp"
+#include "halo/core/result.hpp"
 #include "job_state.hpp"
 #ifdef HALO_HAVE_CUDA
-#include "halo/cuda/context.hpp"
+#include "halo/kernels/cuda/context.hpp"
 #endif
 
 namespace halo::job {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "halo/mpi_error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #include "job_steps.hpp"
 
 namespace halo::job {

@@ -8,12 +8,12 @@
 #include <functional>
 #include <memory>
 
-#include "halo/feature_type.hpp"
-#include "halo/feature_upload.hpp"
-#include "halo/io.hpp"
-#include "halo/mpi_error.hpp"
-#include "halo/mpi_exchanger.hpp"
-#include "halo/progress.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/engine/feature_upload.hpp"
+#include "halo/core/io.hpp"
+#include "halo/mpi/mpi_error.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
+#include "halo/core/progress.hpp"
 
 namespace halo::job {
 

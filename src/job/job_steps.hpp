@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "checkpoint.hpp"
-#include "halo/inference_job.hpp"
+#include "halo/job/inference_job.hpp"
 #include "job_state.hpp"
 
 namespace halo::job {

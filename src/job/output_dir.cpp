@@ -11,8 +11,8 @@
 #include <system_error>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/result.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/result.hpp"
 
 namespace halo::job {
 

@@ -36,7 +36,7 @@ void set_signal_cleanup(const std::filesystem::path& lock,
                         const std::filesystem::path& created_dir);
 void signal_cleanup() noexcept;
 
-/// Another rank (`failed_rank`) announced its failure (halo/failure_watch.hpp): a SIGTERM or
+/// Another rank (`failed_rank`) announced its failure (halo/mpi/failure_watch.hpp): a SIGTERM or
 /// SIGINT from now on ends this process with status 1 and no line (termination.cpp), after the
 /// --out clean-up of rank 0. Async-signal-safe.
 void note_peer_failure(int failed_rank) noexcept;

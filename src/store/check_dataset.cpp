@@ -1,6 +1,6 @@
 #include "dataset_ledger.hpp"
 #include "dataset_reader.hpp"
-#include "halo/store.hpp"
+#include "halo/store/store.hpp"
 
 namespace halo {
 

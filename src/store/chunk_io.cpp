@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::store {
 

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::store {
 

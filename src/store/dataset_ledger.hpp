@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "halo/shard.hpp"
+#include "halo/core/shard.hpp"
 
 namespace halo::store {
 

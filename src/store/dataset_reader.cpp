@@ -11,8 +11,8 @@
 #include <string_view>
 #include <thread>
 
-#include "halo/error.hpp"
-#include "halo/quantize.hpp"
+#include "halo/core/error.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo::store {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/shard.hpp"
-#include "halo/store.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/store/store.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo::store {

@@ -1,10 +1,10 @@
 #include <optional>
 
 #include "dataset_ledger.hpp"
-#include "halo/error.hpp"
-#include "halo/feature_type.hpp"
-#include "halo/quantize.hpp"
-#include "halo/store.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/store/store.hpp"
 #include "hdf5_util.hpp"
 #include "kernel_metadata_io.hpp"
 

@@ -1,9 +1,9 @@
 // read_stored_features: the features group of one part, read as read_shard reads it (the same
 // shape and parameter checks) but returned as stored.
-#include "halo/feature_reader.hpp"
+#include "halo/store/feature_reader.hpp"
 
 #include "dataset_reader.hpp"
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo {

@@ -17,8 +17,8 @@
 #include <thread>
 #include <utility>
 
-#include "halo/error.hpp"
-#include "halo/memory_limits.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/memory_limits.hpp"
 #include "hdf5_handle.hpp"
 
 // Under ASan (clang or gcc) the child clears the death callback: see quiet_crashes.

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::store {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "chunk_io.hpp"
-#include "halo/memory_limits.hpp"
+#include "halo/core/memory_limits.hpp"
 
 namespace halo::store {
 

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "chunk_io.hpp"
-#include "halo/detail/resident_memory.hpp"
-#include "halo/error.hpp"
-#include "halo/feature_type.hpp"
+#include "halo/core/detail/resident_memory.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
 #include "hdf5_handle.hpp"
 
 namespace halo::store {
@@ -175,7 +175,7 @@ OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, El
 
 /// Checks an opened dataset's declared shape before anything is allocated for it: an uncompressed
 /// dataset must store every element it declares (`stored_size` bytes each), and the memory to read
-/// it (`memory_size` bytes each) must be available (halo/memory_limits.hpp). open_dataset calls it,
+/// it (`memory_size` bytes each) must be available (halo/core/memory_limits.hpp). open_dataset calls it,
 /// so a dataset declaring 10^12 rows is a halo::InputError naming it, never an OOM kill.
 void check_dataset_size(const OpenDataset& ds, const std::string& where, std::size_t stored_size,
                         std::size_t memory_size);

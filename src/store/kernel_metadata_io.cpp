@@ -11,9 +11,9 @@
 #include <string>
 
 #include "dataset_reader.hpp"
-#include "halo/error.hpp"
-#include "halo/kernel_metadata.hpp"
-#include "halo/store.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/kernel_metadata.hpp"
+#include "halo/store/store.hpp"
 #include "hdf5_util.hpp"
 #include "kernel_metadata_io.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernel_metadata.hpp"
+#include "halo/core/kernel_metadata.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo::store {

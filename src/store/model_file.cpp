@@ -1,10 +1,10 @@
 // The HDF5 model file (docs/FORMAT.md, "Model file").
-#include "halo/model_file.hpp"
+#include "halo/store/model_file.hpp"
 
 #include <span>
 
-#include "halo/error.hpp"
-#include "halo/layer_type.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/layer_type.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo {

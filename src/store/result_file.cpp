@@ -9,9 +9,9 @@
 #include <span>
 #include <sstream>
 
-#include "halo/detail/argmax.hpp"
-#include "halo/error.hpp"
-#include "halo/result.hpp"
+#include "halo/core/detail/argmax.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/result.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo {

@@ -6,7 +6,7 @@ forward (reference_forward) for every HaloGNN layer type, on a tiny random graph
 
 reference_forward is the oracle that PyG's logits must match before an export is written, so it
 is checked here against a second, independent implementation: plain per-row loops over neighbour
-sets written straight from the semantics in include/halo/model.hpp (no shared operators, no
+sets written straight from the semantics in include/halo/core/model.hpp (no shared operators, no
 vectorised scatter). The round trip writes every layer type (optional arrays present and
 absent) with write_halo_model and requires read_halo_model to give the same layers; malformed
 models must be rejected with ExportError. Exit status 0 on success, 1 on a failure ("FAIL - ..."
@@ -72,7 +72,7 @@ def softmax_sum(scores, values):
 
 
 def naive_layer(layer, adj, h):
-    """One HaloGNN layer, row by row, float64, from include/halo/model.hpp's definitions."""
+    """One HaloGNN layer, row by row, float64, from include/halo/core/model.hpp's definitions."""
     n = h.shape[0]
     kind = layer["type"]
     f = {k: (v.astype(np.float64) if isinstance(v, np.ndarray) else v) for k, v in layer.items()}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The table of layer types (include/halo/layer_type.hpp) against what the Python side takes from
+# The table of layer types (include/halo/core/layer_type.hpp) against what the Python side takes from
 # it (docs/CONTRIBUTING.md, "Adding a layer type"):
 #   1. `halo-inspect --layer-types` equals python/halognn/layer_types.json, the copy that
 #      python/halognn/model_file.py reads (names, scalar attributes, arrays and shapes);

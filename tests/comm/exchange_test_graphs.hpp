@@ -5,11 +5,11 @@
 #include <random>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/graph.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 
 namespace halo::testing {
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "exchange_test_graphs.hpp"
-#include "halo/exchange_spec.hpp"
-#include "halo/mpi_world.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
+#include "halo/comm/exchange_spec.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
 #include "halo_test.hpp"
 
 namespace {

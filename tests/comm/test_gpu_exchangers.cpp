@@ -29,18 +29,18 @@
 #include <utility>
 #include <vector>
 
-#include "halo/cuda/context.hpp"
-#include "halo/error.hpp"
-#include "halo/exchange_spec.hpp"
-#include "halo/exchanger.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/mpi_exchanger.hpp"
-#include "halo/mpi_world.hpp"
-#include "halo/nccl_exchanger.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/core/error.hpp"
+#include "halo/comm/exchange_spec.hpp"
+#include "halo/core/exchanger.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/comm/nccl_exchanger.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 
 #ifndef HALO_TEST_NCCL

@@ -18,12 +18,12 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/graph.hpp"
-#include "halo/mpi_exchanger.hpp"
-#include "halo/mpi_world.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
 #include "exchange_test_graphs.hpp"
 #include "halo_test.hpp"
 

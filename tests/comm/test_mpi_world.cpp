@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/failure_watch.hpp"
-#include "halo/mpi_world.hpp"
+#include "halo/mpi/failure_watch.hpp"
+#include "halo/comm/mpi_world.hpp"
 #include "halo_test.hpp"
 
 TEST(MpiWorld, RankSizeAndLocalRankAgreeWithMpi)
@@ -42,7 +42,7 @@ TEST(MpiWorld, CommunicatorReturnsErrorsInsteadOfAborting)
     EXPECT_NE(status, MPI_SUCCESS);
 }
 
-// halo::collectively (halo/failure_watch.hpp): an error of some ranks is thrown on every rank, as
+// halo::collectively (halo/mpi/failure_watch.hpp): an error of some ranks is thrown on every rank, as
 // a CollectiveError that the lowest failing rank alone reports, with that rank's type.
 TEST(Collectively, OneRanksErrorIsThrownOnEveryRankAndReportedByIt)
 {

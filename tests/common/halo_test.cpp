@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "halo/cuda/device.hpp"
+#include "halo/kernels/cuda/device.hpp"
 
 namespace halo::testing {
 namespace {

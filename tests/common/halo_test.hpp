@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/graph.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/graph.hpp"
 
 namespace halo::testing {
 

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "halo/backend.hpp"
-#include "halo/csr.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/core/csr.hpp"
 
 namespace halo::testing {
 

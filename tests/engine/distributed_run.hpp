@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "halo/shard.hpp"
+#include "halo/core/shard.hpp"
 #include "mpi_world.hpp"
 
 namespace halo::testing {

@@ -5,12 +5,12 @@
 #include <vector>
 
 #include "engine_test_util.hpp"
-#include "halo/detail/argmax.hpp"
-#include "halo/engine.hpp"
-#include "halo/error.hpp"
-#include "halo/feature_upload.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/detail/argmax.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/core/error.hpp"
+#include "halo/engine/feature_upload.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 
 namespace {
 

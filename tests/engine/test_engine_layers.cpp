@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "engine_test_util.hpp"
-#include "halo/csr.hpp"
-#include "halo/dense_ops.hpp"
-#include "halo/engine.hpp"
-#include "halo/error.hpp"
-#include "halo/maxk.hpp"
-#include "halo/quantize.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/maxk.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 
 namespace {
 

@@ -23,9 +23,9 @@
 
 #include "distributed_run.hpp"
 #include "engine_test_util.hpp"
-#include "halo/engine.hpp"
-#include "halo/mpi_exchanger.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
+#include "halo/partition/shard_builder.hpp"
 
 namespace {
 

@@ -4,11 +4,11 @@
 #include <fstream>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/layer_type.hpp"
-#include "halo/model.hpp"
-#include "halo/model_file.hpp"
-#include "halo/result.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/layer_type.hpp"
+#include "halo/core/model.hpp"
+#include "halo/store/model_file.hpp"
+#include "halo/core/result.hpp"
 #include "halo_test.hpp"
 
 namespace {
@@ -58,7 +58,7 @@ void set_string_attribute(const std::filesystem::path& path, const char* object,
 
 }  // namespace
 
-// Every type of the table (halo/layer_type.hpp), so that a new type is covered by its entry.
+// Every type of the table (halo/core/layer_type.hpp), so that a new type is covered by its entry.
 TEST(ModelFile, RoundTripOfEveryLayerType)
 {
     const auto dir = halo::testing::scratch_dir("model");

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "engine_test_util.hpp"
-#include "halo/engine.hpp"
-#include "halo/error.hpp"
-#include "halo/mpi_exchanger.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/core/error.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fuzz_common.hpp"
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 
 HALO_FUZZ_INITIALIZE
 

@@ -1,6 +1,6 @@
 // COO text features ('# N F NNZ' then 'row col value' lines).
 #include "fuzz_common.hpp"
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 
 HALO_FUZZ_INITIALIZE
 

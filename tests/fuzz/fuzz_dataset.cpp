@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "fuzz_common.hpp"
-#include "halo/store.hpp"
+#include "halo/store/store.hpp"
 
 HALO_FUZZ_INITIALIZE
 

@@ -1,6 +1,6 @@
 // Edge lists, plain or gzip (the reader detects gzip by its magic bytes; the seeds hold both).
 #include "fuzz_common.hpp"
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 
 HALO_FUZZ_INITIALIZE
 

@@ -1,6 +1,6 @@
 // Label files and node index lists (--labels, --eval-nodes), one integer per line.
 #include "fuzz_common.hpp"
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 
 HALO_FUZZ_INITIALIZE
 

@@ -1,6 +1,6 @@
 // Matrix Market coordinate files.
 #include "fuzz_common.hpp"
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 
 HALO_FUZZ_INITIALIZE
 

@@ -1,7 +1,7 @@
 // HDF5 model files (read_model), from a temporary file.
 #include "fuzz_common.hpp"
-#include "halo/model.hpp"
-#include "halo/model_file.hpp"
+#include "halo/core/model.hpp"
+#include "halo/store/model_file.hpp"
 
 HALO_FUZZ_INITIALIZE
 

@@ -1,6 +1,6 @@
 // NumPy .npy feature matrices.
 #include "fuzz_common.hpp"
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 
 HALO_FUZZ_INITIALIZE
 

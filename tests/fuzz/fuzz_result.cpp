@@ -2,7 +2,7 @@
 // (per-rank HDF5 file), with an odd one the manifest.json of a results directory, read with
 // read_results (whose pieces are then missing or the last piece fuzzed).
 #include "fuzz_common.hpp"
-#include "halo/result.hpp"
+#include "halo/core/result.hpp"
 
 HALO_FUZZ_INITIALIZE
 

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/infer_options.hpp"
-#include "halo/inference_job.hpp"
-#include "halo/mpi_world.hpp"
-#include "halo/shard_builder.hpp"
-#include "halo/store.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/job/infer_options.hpp"
+#include "halo/job/inference_job.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/partition/shard_builder.hpp"
+#include "halo/store/store.hpp"
 #include "halo_test.hpp"
 
 namespace {

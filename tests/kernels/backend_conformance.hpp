@@ -1,4 +1,4 @@
-// The conformance suite of halo::Backend (include/halo/backend.hpp): what every implementation
+// The conformance suite of halo::Backend (include/halo/kernels_host/backend.hpp): what every implementation
 // must do, written once as GoogleTest type-parameterized tests and instantiated per backend
 // (reference/test_backend_conformance_cpu.cpp, cuda/test_backend_conformance_cuda.cpp). Each
 // operation runs on fresh seeded inputs and is compared with the reference kernel or plain loop
@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "backend_fixtures.hpp"
-#include "halo/backend.hpp"
-#include "halo/dense_ops.hpp"
-#include "halo/engine.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/core/error.hpp"
 #include "halo_test.hpp"
 #include "scaled_operator.hpp"
 #include "spmm_fixtures.hpp"

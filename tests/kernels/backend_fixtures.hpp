@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "halo/backend.hpp"
-#include "halo/csr.hpp"
-#include "halo/dense.hpp"
-#include "halo/spmm.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"
 

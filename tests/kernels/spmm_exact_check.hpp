@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "halo/csr.hpp"
+#include "halo/core/csr.hpp"
 #include "halo_test.hpp"
 
 namespace halo::testing {

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/dense.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
 #include "halo_test.hpp"
 
 namespace halo::testing {

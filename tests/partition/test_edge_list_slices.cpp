@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/io.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/io.hpp"
 #include "halo_test.hpp"
 
 namespace {

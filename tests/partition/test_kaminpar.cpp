@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/partition.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo_test.hpp"
 #include "kaminpar_partition.hpp"  // water_fill (partition/, internal)
 

@@ -1,10 +1,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/partition.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo_test.hpp"
 
 TEST(Partition, EveryMethodAssignsEveryNodeToAValidPart)

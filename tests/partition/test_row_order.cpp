@@ -1,4 +1,4 @@
-// Row orders (halo/row_order.hpp): Rabbit order keeps communities in one range of rows, every
+// Row orders (halo/partition/row_order.hpp): Rabbit order keeps communities in one range of rows, every
 // order is a permutation of each part's rows, the shards built with it are valid, and
 // permute_by_keys renumbers a matrix exactly.
 
@@ -12,12 +12,12 @@
 #include <tuple>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/row_order.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/partition/row_order.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "thread_count.hpp"
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/graph.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 
 namespace {

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 #include "store_test_util.hpp"
 
-#include "halo/graph.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 
 namespace halo::testing {

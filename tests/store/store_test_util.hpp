@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/shard.hpp"
-#include "halo/store.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/store/store.hpp"
 #include "hdf5_util.hpp"
 
 namespace halo::testing {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "chunk_io.hpp"
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "halo_test.hpp"
 #include "hdf5_util.hpp"
 #include "store_test_util.hpp"

@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "halo/feature_type.hpp"
-#include "halo/graph.hpp"
-#include "halo/quantize.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
-#include "halo/store.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
+#include "halo/store/store.hpp"
 #include "store_test_util.hpp"
 
 namespace halo::testing {

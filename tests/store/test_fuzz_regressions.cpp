@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/io.hpp"
-#include "halo/model.hpp"
-#include "halo/model_file.hpp"
-#include "halo/result.hpp"
-#include "halo/store.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/model.hpp"
+#include "halo/store/model_file.hpp"
+#include "halo/core/result.hpp"
+#include "halo/store/store.hpp"
 #include "halo_test.hpp"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernel_metadata.hpp"
-#include "halo/store.hpp"
+#include "halo/core/kernel_metadata.hpp"
+#include "halo/store/store.hpp"
 #include "store_test_util.hpp"
 
 namespace halo::testing {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/result.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/result.hpp"
 #include "halo_test.hpp"
 #include "hdf5_util.hpp"
 #include "store_test_util.hpp"

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "halo/feature_reader.hpp"
-#include "halo/feature_type.hpp"
-#include "halo/store.hpp"
+#include "halo/store/feature_reader.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/store/store.hpp"
 #include "store_test_util.hpp"
 
 namespace halo::testing {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/quantize.hpp"
-#include "halo/store.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/store/store.hpp"
 #include "store_test_util.hpp"
 
 namespace halo::testing {

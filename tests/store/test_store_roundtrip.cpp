@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <memory>
 
-#include "halo/error.hpp"
-#include "halo/graph.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/memory_limits.hpp"
-#include "halo/model.hpp"
-#include "halo/model_file.hpp"
-#include "halo/result.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/memory_limits.hpp"
+#include "halo/core/model.hpp"
+#include "halo/store/model_file.hpp"
+#include "halo/core/result.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"
 

@@ -4,8 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "halo/error.hpp"
-#include "halo/shard_builder.hpp"
+#include "halo/core/error.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/model_file.hpp"
+#include "halo/core/error.hpp"
+#include "halo/store/model_file.hpp"
 #include "halo_test.hpp"
 #include "hdf5_guard.hpp"
 #include "hdf5_util.hpp"

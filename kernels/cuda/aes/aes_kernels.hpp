@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "halo/dense.hpp"
-#include "halo/quantize.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo::cuda::detail {
 

@@ -1,4 +1,4 @@
-// Host side of the unfused attention baseline (include/halo/cuda/fused3s.hpp): the pattern on the
+// Host side of the unfused attention baseline (include/halo/kernels/cuda/fused3s.hpp): the pattern on the
 // device, a score per nonzero, and cuSPARSE SpMM with the normalized scores as the CSR values.
 //
 // Choices:
@@ -10,9 +10,9 @@
 
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/primitives/cusparse_csr.hpp"
-#include "halo/cuda/fused3s.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda/fused3s.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

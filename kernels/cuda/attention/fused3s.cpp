@@ -1,4 +1,4 @@
-// Host side of the Fused3S plan (include/halo/cuda/fused3s.hpp): uploads the BSB once, owns the
+// Host side of the Fused3S plan (include/halo/kernels/cuda/fused3s.hpp): uploads the BSB once, owns the
 // fp16 workspaces of the fp32 entry point, checks operands and launches the kernel (fused3s.cu).
 //
 // Choices:
@@ -15,7 +15,7 @@
 // - Narrow heads: a head width d below an instance (1..255) runs the smallest instance above it on
 //   copies zero-padded to that width; zero columns add nothing to Q K^T, V's zero columns give O
 //   zero columns, and the kernel stores only O's first d columns. Same fp16 rounding as d itself.
-#include "halo/cuda/fused3s.hpp"
+#include "halo/kernels/cuda/fused3s.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -24,8 +24,8 @@
 
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/primitives/upload.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

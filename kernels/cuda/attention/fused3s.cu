@@ -1,4 +1,4 @@
-// The Fused3S kernel (include/halo/cuda/fused3s.hpp; paper 002, Algorithm 1): sparse attention
+// The Fused3S kernel (include/halo/kernels/cuda/fused3s.hpp; paper 002, Algorithm 1): sparse attention
 // O = softmax_row(mask(Q K^T * scale)) V in one kernel on tensor cores, over the BSB format.
 //
 // Choices (paper sections in brackets):
@@ -32,8 +32,8 @@
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/attention/fused3s_layout.hpp"
 #include "cuda/primitives/grid_stride.cuh"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "halo/detail/host_device.hpp"
+#include "halo/core/detail/host_device.hpp"
 
 namespace halo::cuda::fused3s {
 

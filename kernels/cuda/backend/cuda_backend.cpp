@@ -1,6 +1,6 @@
 // The CUDA execution backend: matrices in the Context's memory pool, cuBLAS GEMM in fp32, the
 // element-wise kernels of cuda_backend.cu and the SpMM plans of the registry's kernel chosen at
-// construction (halo/spmm_registry.hpp), all on the compute stream.
+// construction (halo/kernels_host/spmm_registry.hpp), all on the compute stream.
 #include <algorithm>
 #include <climits>
 #include <cstddef>
@@ -12,11 +12,11 @@
 #include "cuda/backend/cuda_kernels.hpp"
 #include "cuda/backend/engine_plans.hpp"
 #include "cuda/primitives/cusparse_csr.hpp"
-#include "halo/cuda/aes.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels/cuda/aes.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {

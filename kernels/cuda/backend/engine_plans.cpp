@@ -26,13 +26,13 @@
 #include <string>
 #include <vector>
 
-#include "halo/cuda/aes.hpp"
-#include "halo/cuda/fused3s.hpp"
-#include "halo/cuda/maxk.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/fused3s_metadata.hpp"
-#include "halo/maxk_metadata.hpp"
+#include "halo/kernels/cuda/aes.hpp"
+#include "halo/kernels/cuda/fused3s.hpp"
+#include "halo/kernels/cuda/maxk.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/fused3s_metadata.hpp"
+#include "halo/kernels_host/maxk_metadata.hpp"
 
 namespace halo::cuda {
 namespace detail {

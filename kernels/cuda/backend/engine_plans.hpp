@@ -1,5 +1,5 @@
-// The CUDA backend's MaxK and attention plans (halo/backend.hpp's MaxkPlan and AttentionPlan) and
-// its row normalization, over the kernels of include/halo/cuda/{maxk,fused3s}.hpp. Internal to
+// The CUDA backend's MaxK and attention plans (halo/kernels_host/backend.hpp's MaxkPlan and AttentionPlan) and
+// its row normalization, over the kernels of include/halo/kernels/cuda/{maxk,fused3s}.hpp. Internal to
 // halo_kernels: the backend (cuda_backend.cpp) calls these.
 #pragma once
 
@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "halo/aes.hpp"
-#include "halo/backend.hpp"
-#include "halo/quantize.hpp"
-#include "halo/cuda/context.hpp"
+#include "halo/kernels_host/aes.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/kernels/cuda/context.hpp"
 
 namespace halo::cuda {
 
@@ -30,7 +30,7 @@ std::unique_ptr<AttentionPlan> make_cuda_attention_plan(Context& ctx, const Csr&
                                                         const SpmmPlanHints& hints);
 
 /// The int8-input SpMM of the backend: the exact int8 plan, or AES over int8 when `aes` is set
-/// (include/halo/cuda/aes.hpp).
+/// (include/halo/kernels/cuda/aes.hpp).
 std::unique_ptr<QuantizedSpmmPlan> make_cuda_quantized_spmm_plan(Context& ctx, const Csr& a,
                                                                  std::int64_t max_dim,
                                                                  const AesOptions* aes);

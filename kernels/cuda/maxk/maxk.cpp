@@ -1,4 +1,4 @@
-// MaxK on the GPU, host side (include/halo/cuda/maxk.hpp): the device CBSR, the top-k entry
+// MaxK on the GPU, host side (include/halo/kernels/cuda/maxk.hpp): the device CBSR, the top-k entry
 // point, and the SSD plan: operator and edge groups uploaded once (groups packed into 16-byte
 // records), the shared rows listed for the zeroing that atomic-aware runs need, and per run the
 // group slice of the row range, the zeroing, and the variant's launch (maxk.cu).
@@ -12,7 +12,7 @@
 // atomic-aware ones zero only the shared rows, every other row being written by a plain store of
 // its single group (empty rows included: they have one group of 0 nonzeros); their kernel is the
 // zeroing's programmatic dependent, which accumulates while the zeroing runs.
-#include "halo/cuda/maxk.hpp"
+#include "halo/kernels/cuda/maxk.hpp"
 
 #include <algorithm>
 #include <array>
@@ -25,9 +25,9 @@
 #include "cuda/maxk/maxk_kernels.hpp"
 #include "cuda/primitives/upload.hpp"
 #include "cuda/primitives/zero_rows.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/enum_names.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/enum_names.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

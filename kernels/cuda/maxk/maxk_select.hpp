@@ -1,6 +1,6 @@
 // The MaxK top-k selection logic, written once for the CUDA kernel (maxk.cu) and its CPU
 // emulation test (tests/kernels/reference/test_maxk.cpp): the order key of a float's bits (the tie rule of
-// include/halo/maxk.hpp) and the bitwise search for the k-th largest key. Internal to
+// include/halo/kernels_host/maxk.hpp) and the bitwise search for the k-th largest key. Internal to
 // halo_kernels; compiles as plain C++ and under nvcc.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The CUDA execution context: device selection, streams, library handles and the stream-ordered
 // memory pool with its usage counters.
-#include "halo/cuda/context.hpp"
+#include "halo/kernels/cuda/context.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,9 +9,9 @@
 #include <initializer_list>
 #include <limits>
 
-#include "halo/cuda_error.hpp"
-#include "halo/detail/resident_memory.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/detail/resident_memory.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

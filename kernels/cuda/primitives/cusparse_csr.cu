@@ -2,7 +2,7 @@
 // offsets, widening columns, filling values.
 #include "cuda/primitives/cusparse_csr.hpp"
 #include "cuda/primitives/grid_stride.cuh"
-#include "halo/cuda_error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

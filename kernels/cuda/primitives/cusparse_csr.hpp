@@ -32,11 +32,11 @@
 #include <utility>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/dense.hpp"
-#include "halo/memory_report.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/core/memory_report.hpp"
 
 namespace halo::cuda::detail {
 

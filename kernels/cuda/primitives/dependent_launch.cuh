@@ -29,7 +29,7 @@
 #include <tuple>
 #include <utility>
 
-#include "halo/cuda_error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 

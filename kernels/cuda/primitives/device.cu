@@ -1,6 +1,6 @@
 #include "cuda/primitives/dependent_launch.cuh"
-#include "halo/cuda/device.hpp"
-#include "halo/cuda_error.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda {
 namespace {

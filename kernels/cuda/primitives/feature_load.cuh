@@ -1,4 +1,4 @@
-// Device loads of dense features of any FeatureType (include/halo/feature_type.hpp) widened to
+// Device loads of dense features of any FeatureType (include/halo/core/feature_type.hpp) widened to
 // fp32, shared by the SpMM kernels: the accumulation stays fp32 whatever the storage type.
 // Internal to halo_kernels; kVec columns per load as chosen by feature_vec.hpp's lane_columns().
 #pragma once

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "halo/feature_type.hpp"
+#include "halo/core/feature_type.hpp"
 
 namespace halo::cuda::detail {
 

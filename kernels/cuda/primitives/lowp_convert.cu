@@ -1,4 +1,4 @@
-// Device conversion of fp32 features to fp16 / bf16 (include/halo/cuda/lowp_spmm.hpp): round to
+// Device conversion of fp32 features to fp16 / bf16 (include/halo/kernels/cuda/lowp_spmm.hpp): round to
 // nearest even with CUDA's intrinsics, which lowp_features.cpp reproduces bit for bit on the host.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -8,9 +8,9 @@
 #include <type_traits>
 
 #include "cuda/primitives/grid_stride.cuh"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

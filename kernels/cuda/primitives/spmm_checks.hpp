@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <limits>
 
-#include "halo/csr.hpp"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/dense.hpp"
-#include "halo/error.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda::detail {
 

@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "halo/cuda/context.hpp"
-#include "halo/cuda_error.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 

@@ -7,7 +7,7 @@
 #include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/zero_rows.hpp"
-#include "halo/cuda_error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

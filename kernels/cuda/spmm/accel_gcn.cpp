@@ -8,7 +8,7 @@
 // A stored partition (AccelGcnOptions::partition) replaces the one built here once it passed
 // check_stored_accel_gcn_partition(); ranges that are not unions of its segments still get their
 // own partition on first use.
-#include "halo/cuda/accel_gcn.hpp"
+#include "halo/kernels/cuda/accel_gcn.hpp"
 
 #include <algorithm>
 #include <map>
@@ -23,12 +23,12 @@
 #include "cuda/primitives/zero_rows.hpp"
 #include "cuda/spmm/accel_gcn_kernels.hpp"
 #include "cuda/spmm/stored_metadata.hpp"
-#include "halo/accel_gcn_metadata.hpp"
-#include "halo/accel_gcn_partition.hpp"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels_host/accel_gcn_metadata.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -268,7 +268,7 @@ std::shared_ptr<const AccelGcnPartition> detail::stored_accel_gcn_partition(
     return p;
 }
 
-// The registry's factories (halo/spmm_registry.hpp).
+// The registry's factories (halo/kernels_host/spmm_registry.hpp).
 
 namespace {
 

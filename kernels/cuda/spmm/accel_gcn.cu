@@ -24,8 +24,8 @@
 #include "cuda/spmm/accel_gcn_kernels.hpp"
 #include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/feature_load.cuh"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

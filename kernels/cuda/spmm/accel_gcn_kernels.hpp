@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "halo/feature_type.hpp"
+#include "halo/core/feature_type.hpp"
 
 namespace halo::cuda::detail {
 

@@ -1,4 +1,4 @@
-// The autotuned SpMM plan (include/halo/cuda/autotune.hpp): host code over the candidates' plans.
+// The autotuned SpMM plan (include/halo/kernels/cuda/autotune.hpp): host code over the candidates' plans.
 // Times are CUDA events around one run() on the compute stream, so queued work before the start
 // event does not count; the host work of a candidate's run (descriptor setup, launch) does, as it
 // does in real runs. A candidate's first run of a new range may do one-time host work (a range
@@ -14,13 +14,13 @@
 
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/spmm/stored_metadata.hpp"
-#include "halo/autotune_metadata.hpp"
-#include "halo/cuda/autotune.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/device.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels_host/autotune_metadata.hpp"
+#include "halo/kernels/cuda/autotune.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {
@@ -329,7 +329,7 @@ std::unique_ptr<AutotunedSpmmPlan> make_autotuned_spmm_plan(Context& ctx, const 
     return plan;
 }
 
-// The registry's factories (halo/spmm_registry.hpp).
+// The registry's factories (halo/kernels_host/spmm_registry.hpp).
 
 // --spmm autotune: stored choices for this operator and device are preloaded (and the kernels
 // they chose built); the stored Accel-GCN partition is loaded once for its candidate. The plan

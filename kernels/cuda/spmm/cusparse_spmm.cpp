@@ -10,10 +10,10 @@
 #include "cuda/primitives/cusparse_csr.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/primitives/upload.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {

@@ -1,8 +1,8 @@
-// MergePath-SpMM's plan (include/halo/cuda/mergepath.hpp): the argument checks, the operator's
+// MergePath-SpMM's plan (include/halo/kernels/cuda/mergepath.hpp): the argument checks, the operator's
 // upload (SpmmPlanBase), the merge-path schedules per row range and cost (made on the host,
 // uploaded once), the L2 hints' cold marks, and the registry's factories. Host code: the kernels
 // and their launchers are in mergepath.cu (mergepath.cu's header comment says how they work).
-#include "halo/cuda/mergepath.hpp"
+#include "halo/kernels/cuda/mergepath.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -20,11 +20,11 @@
 #include "cuda/primitives/zero_rows.hpp"
 #include "cuda/spmm/mergepath_kernels.hpp"
 #include "cuda/spmm/spmm_plan_base.hpp"
-#include "halo/cuda/device.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_cost_model.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_cost_model.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 #include "preprocess/hot_columns.hpp"
 #include "preprocess/mergepath_schedule.hpp"
 
@@ -244,7 +244,7 @@ MergePathOptions with_requested_hints(Context& ctx, const SpmmPlanRequest& reque
     return request.l2_hints ? with_large_x_hints(ctx, max_dim, options) : options;
 }
 
-// The registry's factories (halo/spmm_registry.hpp): the paper's per-width cost, and the larger
+// The registry's factories (halo/kernels_host/spmm_registry.hpp): the paper's per-width cost, and the larger
 // fixed costs the autotuner also tries.
 
 std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/dense.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/core/dense.hpp"
 
 namespace halo::cuda::mergepath_kernels {
 

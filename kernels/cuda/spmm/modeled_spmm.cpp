@@ -1,5 +1,5 @@
-// The cost model's SpMM plan (include/halo/cuda/backend.hpp, make_modeled_spmm_plan): the kernel
-// halo/spmm_cost_model.hpp picks for the operator's shape at each width, nothing timed. The
+// The cost model's SpMM plan (include/halo/kernels/cuda/backend.hpp, make_modeled_spmm_plan): the kernel
+// halo/kernels_host/spmm_cost_model.hpp picks for the operator's shape at each width, nothing timed. The
 // kernels that widths 1..max_dim can pick are built at once (the engine records a graph after its
 // first run, so nothing may be built later); MergePath is built once with its cost set per width.
 // A kernel that rejects the operator (halo::InputError or LogicError) is replaced by cuSPARSE for
@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "cuda/primitives/spmm_checks.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/device.hpp"
-#include "halo/cuda/mergepath.hpp"
-#include "halo/cuda/rowsplit.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_cost_model.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/kernels/cuda/mergepath.hpp"
+#include "halo/kernels/cuda/rowsplit.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_cost_model.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {
 namespace {

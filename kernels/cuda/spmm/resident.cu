@@ -1,4 +1,4 @@
-// The resident-slice SpMM's kernel (include/halo/cuda/resident.hpp) and its launcher
+// The resident-slice SpMM's kernel (include/halo/kernels/cuda/resident.hpp) and its launcher
 // (resident_kernels.hpp); the plan is host code, in resident.cpp. X's slices of 4 columns
 // held in shared memory, A read once per slice in the chunk layout of
 // kernels/preprocess/resident_layout.
@@ -41,8 +41,8 @@
 
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/spmm/resident_kernels.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 #include "preprocess/resident_layout.hpp"
 
 namespace halo::cuda {

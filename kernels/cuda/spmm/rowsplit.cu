@@ -1,4 +1,4 @@
-// Row-split SpMM's kernels (include/halo/cuda/rowsplit.hpp) and their launchers
+// Row-split SpMM's kernels (include/halo/kernels/cuda/rowsplit.hpp) and their launchers
 // (rowsplit_kernels.hpp); the plan is host code, in rowsplit.cpp. A group of lanes per row,
 // lanes across the dense columns, the row's nonzeros loaded cooperatively and broadcast with warp
 // shuffles.
@@ -50,8 +50,8 @@
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/spmm/rowsplit_kernels.hpp"
 #include "cuda/spmm/rowsplit_layout.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

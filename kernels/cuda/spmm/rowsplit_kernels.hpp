@@ -8,9 +8,9 @@
 #include <cstdint>
 
 #include "cuda/spmm/rowsplit_layout.hpp"
-#include "halo/csr.hpp"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/dense.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/core/dense.hpp"
 
 namespace halo::cuda::rowsplit_kernels {
 

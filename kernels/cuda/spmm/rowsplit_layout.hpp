@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "halo/detail/host_device.hpp"
+#include "halo/core/detail/host_device.hpp"
 
 namespace halo::cuda::rowsplit {
 

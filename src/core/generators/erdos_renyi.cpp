@@ -1,7 +1,7 @@
 // Uniform random edges G(n, m), drawn with replacement from the counter-based generator.
-#include "halo/detail/resident_memory.hpp"
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
+#include "halo/core/detail/resident_memory.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
 #include "random.hpp"
 
 namespace halo {

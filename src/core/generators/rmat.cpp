@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "halo/detail/resident_memory.hpp"
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
+#include "halo/core/detail/resident_memory.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
 #include "random.hpp"
 
 namespace halo {

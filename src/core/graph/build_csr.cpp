@@ -10,12 +10,12 @@
 
 #include <omp.h>
 
-#include "halo/detail/resident_memory.hpp"
-#include "halo/enum_names.hpp"
-#include "halo/error.hpp"
-#include "halo/graph.hpp"
-#include "halo/memory_limits.hpp"
-#include "halo/progress.hpp"
+#include "halo/core/detail/resident_memory.hpp"
+#include "halo/core/enum_names.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/memory_limits.hpp"
+#include "halo/core/progress.hpp"
 
 namespace halo {
 namespace {

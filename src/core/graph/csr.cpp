@@ -1,9 +1,9 @@
-#include "halo/csr.hpp"
+#include "halo/core/csr.hpp"
 
 #include <algorithm>
 
-#include "halo/detail/parallel_copy.hpp"
-#include "halo/error.hpp"
+#include "halo/core/detail/parallel_copy.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 

@@ -1,6 +1,6 @@
-#include "halo/kernel_metadata.hpp"
+#include "halo/core/kernel_metadata.hpp"
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 namespace halo {
 namespace {

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 #include "io_detail.hpp"
 
 namespace halo::io_detail {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <utility>
 
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 #include "io_detail.hpp"
 
 namespace halo {

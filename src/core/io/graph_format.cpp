@@ -3,8 +3,8 @@
 #include <array>
 #include <cstring>
 
-#include "halo/enum_names.hpp"
-#include "halo/io.hpp"
+#include "halo/core/enum_names.hpp"
+#include "halo/core/io.hpp"
 #include "io_detail.hpp"
 
 namespace halo {

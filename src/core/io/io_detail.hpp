@@ -14,7 +14,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 
 // The binary formats (binary CSR, .npy '<f4', raw float32) are little-endian and read by copying
 // bytes straight into arrays.

@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "halo/io.hpp"
+#include "halo/core/io.hpp"
 #include "io_detail.hpp"
 
 namespace halo {

@@ -2,8 +2,8 @@
 // 1996): banner, '%' comments, size line "rows cols entries", then 1-based "row col [value]".
 #include <algorithm>
 
-#include "halo/io.hpp"
-#include "halo/memory_limits.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/memory_limits.hpp"
 #include "io_detail.hpp"
 
 namespace halo {

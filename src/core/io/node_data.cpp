@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include "halo/io.hpp"
-#include "halo/memory_limits.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/memory_limits.hpp"
 #include "io_detail.hpp"
 
 namespace halo {

@@ -1,6 +1,6 @@
 // The layer types that attend: agnn, transformer and gat (their steps are in
 // src/engine/layers/attention_layers.cpp).
-#include "halo/layer_type.hpp"
+#include "halo/core/layer_type.hpp"
 
 namespace halo {
 namespace {

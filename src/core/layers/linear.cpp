@@ -1,5 +1,5 @@
 // linear: no aggregation (its step is in src/engine/layers/linear.cpp).
-#include "halo/layer_type.hpp"
+#include "halo/core/layer_type.hpp"
 
 namespace halo {
 namespace {

@@ -1,8 +1,8 @@
 // maxk (MaxK-GNN, paper 000): a linear map, the top-k of each row, the gcn aggregation (its step
-// is in src/engine/layers/maxk.cpp; halo/maxk.hpp has the tie rule).
+// is in src/engine/layers/maxk.cpp; halo/kernels_host/maxk.hpp has the tie rule).
 #include <algorithm>
 
-#include "halo/layer_type.hpp"
+#include "halo/core/layer_type.hpp"
 
 namespace halo {
 namespace {

@@ -1,6 +1,6 @@
 // The layer types that aggregate with an SpMM operator: gcn, sage and gin (their steps are in
 // src/engine/layers/spmm_layers.cpp).
-#include "halo/layer_type.hpp"
+#include "halo/core/layer_type.hpp"
 
 namespace halo {
 namespace {

@@ -1,8 +1,8 @@
-// Every layer type's step, from halo/layer_types.def: a type `name` defines its LayerKind
+// Every layer type's step, from halo/core/layer_types.def: a type `name` defines its LayerKind
 // `name##_kind` beside its step in src/engine/layers/.
 #include <array>
 
-#include "halo/error.hpp"
+#include "halo/core/error.hpp"
 #include "layer_step.hpp"
 
 namespace halo::detail {
@@ -11,7 +11,7 @@ namespace {
 
 const std::array kinds{
 #define HALO_LAYER_TYPE(name) &name##_kind,
-#include "halo/layer_types.def"
+#include "halo/core/layer_types.def"
 #undef HALO_LAYER_TYPE
 };
 

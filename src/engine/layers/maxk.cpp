@@ -1,9 +1,9 @@
 // maxk (MaxK-GNN, paper 000): z = x W + b, the top-k of each row into the plan's CBSR, the CBSR
 // rows exchanged as records, h = act(A_gcn * S) through the plan's SSD operator.
-#include "halo/maxk.hpp"
+#include "halo/kernels_host/maxk.hpp"
 
-#include "halo/error.hpp"
-#include "halo/kernel_metadata.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/kernel_metadata.hpp"
 #include "layer_step.hpp"
 
 namespace halo::detail {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
 #include "halo_test.hpp"
 #include "thread_count.hpp"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/io.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/io.hpp"
 #include "halo_test.hpp"
 #include "io_bytes.hpp"
 #include "io_test_util.hpp"

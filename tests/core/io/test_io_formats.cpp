@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "halo/error.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
 #include "halo_test.hpp"
 #include "io_bytes.hpp"
 #include "io_test_util.hpp"

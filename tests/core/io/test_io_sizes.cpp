@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "halo/error.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/memory_limits.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/memory_limits.hpp"
 #include "halo_test.hpp"
 #include "io_test_util.hpp"
 

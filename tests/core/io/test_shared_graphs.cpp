@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
 #include "halo_test.hpp"
 
 namespace {

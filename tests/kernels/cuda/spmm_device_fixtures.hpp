@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "backend_fixtures.hpp"
-#include "halo/backend.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
 
 namespace halo::testing {
 

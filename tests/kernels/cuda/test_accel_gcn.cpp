@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "halo/cuda/accel_gcn.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda_error.hpp"
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/spmm.hpp"
+#include "halo/kernels/cuda/accel_gcn.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"
 

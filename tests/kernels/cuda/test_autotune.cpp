@@ -1,4 +1,4 @@
-// The autotuned SpMM plan (include/halo/cuda/autotune.hpp) on the GPU: its results equal
+// The autotuned SpMM plan (include/halo/kernels/cuda/autotune.hpp) on the GPU: its results equal
 // reference::spmm within tolerance whatever kernel it picks (R-MAT, Erdos-Renyi with empty rows,
 // cora; widths 1 .. 256; full and split ranges, on a NaN-poisoned y whose rows outside the range
 // and padding must stay NaN, although every candidate ran on it while being timed); its report
@@ -15,20 +15,20 @@
 #include <string>
 #include <vector>
 
-#include "halo/accel_gcn_metadata.hpp"
-#include "halo/accel_gcn_partition.hpp"
-#include "halo/autotune.hpp"
-#include "halo/backend.hpp"
-#include "halo/cuda/autotune.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/rowsplit.hpp"
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/memory_report.hpp"
-#include "halo/spmm.hpp"
+#include "halo/kernels_host/accel_gcn_metadata.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
+#include "halo/kernels_host/autotune.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/kernels/cuda/autotune.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/rowsplit.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/memory_report.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
 

@@ -1,4 +1,4 @@
-// The resident-slice SpMM (include/halo/cuda/resident.hpp) against the CPU on fresh seeded
+// The resident-slice SpMM (include/halo/kernels/cuda/resident.hpp) against the CPU on fresh seeded
 // inputs. Two oracles: reference::spmm within tolerance (check_spmm: NaN-poisoned y, rows outside
 // the range and the padding must stay NaN), and resident::emulate, the kernel's own order of
 // operations on the CPU (fmaf per entry in layout order, the group butterfly, the scalings),
@@ -16,14 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "halo/backend.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/lowp_spmm.hpp"
-#include "halo/cuda/resident.hpp"
-#include "halo/error.hpp"
-#include "halo/feature_type.hpp"
-#include "halo/spmm.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/kernels/cuda/resident.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "preprocess/resident_layout.hpp"
 #include "scaled_operator.hpp"

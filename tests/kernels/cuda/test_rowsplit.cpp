@@ -1,4 +1,4 @@
-// The row-split SpMM kernel (include/halo/cuda/rowsplit.hpp) and its chunked variant against the
+// The row-split SpMM kernel (include/halo/kernels/cuda/rowsplit.hpp) and its chunked variant against the
 // CPU on fresh seeded inputs. Two oracles: reference::spmm within tolerance, and a host loop that
 // sums each row's nonzeros in CSR order with std::fma, which the kernel must match bit for bit (it
 // performs exactly those fused multiply-adds in that order; nvcc keeps IEEE fma, no fast math);
@@ -17,15 +17,15 @@
 #include <vector>
 
 #include "cuda/spmm/rowsplit_layout.hpp"
-#include "halo/backend.hpp"
-#include "halo/cuda/backend.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/rowsplit.hpp"
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/spmm.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/rowsplit.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
 

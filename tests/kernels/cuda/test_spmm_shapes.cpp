@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
-#include "halo/cuda/accel_gcn.hpp"
-#include "halo/cuda/backend.hpp"
+#include "halo/kernels/cuda/accel_gcn.hpp"
+#include "halo/kernels/cuda/backend.hpp"
 #include "bench_util.hpp"
-#include "halo/cuda/context.hpp"
-#include "halo/cuda/mergepath.hpp"
-#include "halo/cuda/rowsplit.hpp"
-#include "halo/cuda_error.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/mergepath.hpp"
+#include "halo/kernels/cuda/rowsplit.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo_test.hpp"
 #include "spmm_exact_check.hpp"
 #include "spmm_fixtures.hpp"

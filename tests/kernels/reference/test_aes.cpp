@@ -1,4 +1,4 @@
-// AES-SpMM's sampling rule and CPU reference (include/halo/aes.hpp), on the CPU. The rule is
+// AES-SpMM's sampling rule and CPU reference (include/halo/kernels_host/aes.hpp), on the CPU. The rule is
 // checked against Table 1 and Eq. 3 as written in the paper (boundaries of R, the constraints
 // N >= 1 and sample_cnt <= W, start indices), against properties that follow from them (positions
 // inside the row, runs of N consecutive nonzeros, count = min(row_nnz, W) for W a power of two,
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "halo/aes.hpp"
-#include "halo/csr.hpp"
-#include "halo/dense.hpp"
-#include "halo/error.hpp"
-#include "halo/quantize.hpp"
-#include "halo/spmm.hpp"
+#include "halo/kernels_host/aes.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/core/error.hpp"
+#include "halo/quantize/quantize.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"
 

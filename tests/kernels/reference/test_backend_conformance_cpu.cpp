@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "backend_conformance.hpp"
-#include "halo/backend.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::testing {
 namespace {

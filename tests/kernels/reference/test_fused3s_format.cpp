@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "cuda/attention/fused3s_layout.hpp"
-#include "halo/attention.hpp"
-#include "halo/csr.hpp"
-#include "halo/error.hpp"
-#include "halo/fused3s.hpp"
+#include "halo/kernels_host/attention.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/fused3s.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"
 

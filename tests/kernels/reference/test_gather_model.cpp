@@ -1,4 +1,4 @@
-// The gather model of SpMM (include/halo/gather_model.hpp), no GPU: a sequence worked by hand,
+// The gather model of SpMM (include/halo/kernels_host/gather_model.hpp), no GPU: a sequence worked by hand,
 // both simulations against plain quadratic ones on random matrices, the properties every cache
 // has (cold misses, MIN <= LRU, fewer misses with more capacity), thread-count independence, and
 // bad input.
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/error.hpp"
-#include "halo/gather_model.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/gather_model.hpp"
 #include "thread_count.hpp"
 
 namespace {

@@ -8,8 +8,8 @@
 #include <numeric>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/error.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
 #include "halo_test.hpp"
 #include "preprocess/hot_columns.hpp"
 #include "spmm_fixtures.hpp"

@@ -10,17 +10,17 @@
 #include <string>
 #include <vector>
 
-#include "halo/accel_gcn_metadata.hpp"
-#include "halo/accel_gcn_partition.hpp"
-#include "halo/autotune.hpp"
-#include "halo/autotune_metadata.hpp"
-#include "halo/engine.hpp"
-#include "halo/error.hpp"
-#include "halo/kernel_metadata_build.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
-#include "halo/store.hpp"
+#include "halo/kernels_host/accel_gcn_metadata.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
+#include "halo/kernels_host/autotune.hpp"
+#include "halo/kernels_host/autotune_metadata.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/core/error.hpp"
+#include "halo/partition/kernel_metadata_build.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
+#include "halo/store/store.hpp"
 #include "halo_test.hpp"
 
 namespace halo::testing {

@@ -1,4 +1,4 @@
-// fp16/bf16 features on the CPU (include/halo/feature_type.hpp, kernels/cuda/primitives/feature_vec.hpp):
+// fp16/bf16 features on the CPU (include/halo/core/feature_type.hpp, kernels/cuda/primitives/feature_vec.hpp):
 // parsing, the host rounding that GPU tests build their references with (every fp16 value round
 // trips, midpoints go to the even neighbour, overflow, subnormals, random values land on the
 // nearest neighbour), and which lanes may use 16-byte loads.
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cuda/primitives/feature_vec.hpp"
-#include "halo/error.hpp"
-#include "halo/feature_type.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo_test.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// MaxK on the CPU (include/halo/maxk.hpp): the top-k reference and its tie/NaN rule on
+// MaxK on the CPU (include/halo/kernels_host/maxk.hpp): the top-k reference and its tie/NaN rule on
 // hand-computed rows; the GPU's threshold search (kernels/cuda/maxk/maxk_select.hpp) emulated on the
 // host against the reference; CBSR checks; edge groups (hand-computed, coverage on random graphs
 // and a 10^5-nonzero row, validate() on every kind of corruption); the SSD reference on a
@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/error.hpp"
-#include "halo/maxk.hpp"
-#include "halo/spmm.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/maxk.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "cuda/maxk/maxk_select.hpp"
 #include "spmm_fixtures.hpp"

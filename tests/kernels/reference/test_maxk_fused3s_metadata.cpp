@@ -13,19 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "halo/engine.hpp"
-#include "halo/error.hpp"
-#include "halo/fused3s.hpp"
-#include "halo/fused3s_metadata.hpp"
-#include "halo/graph.hpp"
-#include "halo/io.hpp"
-#include "halo/kernel_metadata_build.hpp"
-#include "halo/maxk.hpp"
-#include "halo/maxk_metadata.hpp"
-#include "halo/partition.hpp"
-#include "halo/shard.hpp"
-#include "halo/shard_builder.hpp"
-#include "halo/store.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/fused3s.hpp"
+#include "halo/kernels_host/fused3s_metadata.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
+#include "halo/partition/kernel_metadata_build.hpp"
+#include "halo/kernels_host/maxk.hpp"
+#include "halo/kernels_host/maxk_metadata.hpp"
+#include "halo/partition/partition.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/partition/shard_builder.hpp"
+#include "halo/store/store.hpp"
 #include "halo_test.hpp"
 
 namespace halo::testing {

@@ -1,4 +1,4 @@
-// INT8 feature quantization (include/halo/quantize.hpp): the parameters of Eq. 1-2 per column,
+// INT8 feature quantization (include/halo/quantize/quantize.hpp): the parameters of Eq. 1-2 per column,
 // the error bound |dequant(quant(x)) - x| <= scale / 2, the checks that reject corrupt scales and
 // zero points with messages naming the column and value, and the CPU reference of the per-row
 // packing that the int8 halo exchange uses.
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "halo/dense.hpp"
-#include "halo/error.hpp"
-#include "halo/quantize.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/core/error.hpp"
+#include "halo/quantize/quantize.hpp"
 #include "halo_test.hpp"
 
 namespace {

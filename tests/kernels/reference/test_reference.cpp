@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/dense.hpp"
-#include "halo/dense_ops.hpp"
-#include "halo/error.hpp"
-#include "halo/sddmm.hpp"
-#include "halo/spmm.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/dense.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/sddmm.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "thread_count.hpp"
 

@@ -14,11 +14,11 @@
 #include <tuple>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/error.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/spmm.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "preprocess/resident_layout.hpp"
 

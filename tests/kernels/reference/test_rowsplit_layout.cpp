@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/generators.hpp"
-#include "halo/graph.hpp"
-#include "halo/spmm.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "cuda/spmm/rowsplit_layout.hpp"
 

@@ -1,4 +1,4 @@
-// The SpMM cost model's rules (include/halo/spmm_cost_model.hpp), no GPU: each rule on the shapes
+// The SpMM cost model's rules (include/halo/kernels_host/spmm_cost_model.hpp), no GPU: each rule on the shapes
 // of the graphs it was fitted on (docs/NOTEBOOK.md "The default without stored choices"), the
 // order of the rules, the edges of each threshold, the operator shape of a CSR, and the checks.
 #include <gtest/gtest.h>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "halo/csr.hpp"
-#include "halo/error.hpp"
-#include "halo/spmm_cost_model.hpp"
-#include "halo/spmm_registry.hpp"
+#include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels_host/spmm_cost_model.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 
 namespace {
 
