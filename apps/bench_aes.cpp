@@ -13,6 +13,8 @@
 // Y_exact|| / ||Y_exact|| against cuSPARSE's fp32 result (for int8 features it includes the
 // quantization error, which the exact int8 kernel's line isolates). Exit code: 0 all checks passed,
 // 1 an error stopped the run, 3 a check failed.
+#include "bench_aes.hpp"
+
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -28,19 +30,18 @@
 #include <vector>
 
 #include "app_common.hpp"
-#include "bench_aes.hpp"
 #include "bench_common.hpp"
-#include "halo/kernels_host/aes.hpp"
-#include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/aes.hpp"
-#include "halo/kernels/cuda/backend.hpp"
 #include "bench_util.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/io.hpp"
-#include "halo/quantize/quantize.hpp"
+#include "halo/kernels/cuda/aes.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/kernels_host/aes.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo::bench_app {
 namespace aes {

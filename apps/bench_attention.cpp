@@ -25,14 +25,14 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
-#include "halo/kernels_host/attention.hpp"
 #include "bench_util.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/io.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/fused3s.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
+#include "halo/kernels_host/attention.hpp"
 #include "halo/kernels_host/fused3s.hpp"
-#include "halo/core/io.hpp"
 
 namespace halo::bench_app {
 namespace {

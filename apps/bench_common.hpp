@@ -139,7 +139,8 @@ struct GraphOptions {
     bool no_symmetrize = false;
     std::string self_loops = "keep";
     std::string normalize = "none";
-    std::string row_order = "global";  // renumbering of the whole graph (halo/partition/row_order.hpp)
+    std::string row_order =
+        "global";  // renumbering of the whole graph (halo/partition/row_order.hpp)
     std::int64_t shuffle_ids = -1;     // >= 0: seed of a random renumbering before row_order
 };
 

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/core/model.hpp"
+#include "halo/core/shard.hpp"
 #include "halo/job/infer_options.hpp"
 #include "halo/job/inference_job.hpp"
-#include "halo/core/model.hpp"
-#include "halo/comm/mpi_world.hpp"
-#include "halo/core/shard.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo/store/store.hpp"
 

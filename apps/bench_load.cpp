@@ -37,15 +37,15 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
-#include "halo/kernels/cuda/aes.hpp"
 #include "bench_util.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/error.hpp"
-#include "halo/store/feature_reader.hpp"
 #include "halo/core/io.hpp"
+#include "halo/kernels/cuda/aes.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/quantize/quantize.hpp"
+#include "halo/store/feature_reader.hpp"
 
 namespace halo::bench_app {
 namespace {

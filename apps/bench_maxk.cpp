@@ -8,6 +8,8 @@
 // ones): the top-k bit for bit, the SSD within tolerance. Timings are medians of CUDA-event-timed
 // runs after warm-up, rotating among enough input/output sets that consecutive runs do not find
 // their data in L2. Exit code: 0 all checks passed, 1 an error stopped the run, 3 a check failed.
+#include "bench_maxk.hpp"
+
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -25,15 +27,14 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
-#include "bench_maxk.hpp"
-#include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/backend.hpp"
 #include "bench_util.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/io.hpp"
+#include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/maxk.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
-#include "halo/core/io.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/maxk.hpp"
 #include "halo/kernels_host/spmm.hpp"
 

@@ -8,6 +8,8 @@
 // checks again on the last buffer set. cuSPARSE always runs as the baseline of the same run.
 // Exit code: 0 every check passed, 1 an error stopped the run, 3 a kernel computed wrong values
 // (FAILED) or could not run (ERROR).
+#include "bench_spmm.hpp"
+
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -24,18 +26,17 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
-#include "bench_spmm.hpp"
 #include "bench_util.hpp"
-#include "halo/kernels_host/backend.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/core/io.hpp"
+#include "halo/core/model.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/device.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/kernels/cuda/rowsplit.hpp"
-#include "halo/core/feature_type.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/gather_model.hpp"
-#include "halo/core/io.hpp"
-#include "halo/core/model.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
@@ -57,9 +58,9 @@ using spmm::Record;
 using spmm::Reference;
 
 // ---------------------------------------------------------------------------------------------
-// Kernels by name: the SpMM kernel registry's halo-bench kernels (halo/kernels_host/spmm_registry.hpp), each
-// with the factory that builds its plan (preprocessing included) for widths up to max_dim, and the
-// merge-path cost sweep's.
+// Kernels by name: the SpMM kernel registry's halo-bench kernels
+// (halo/kernels_host/spmm_registry.hpp), each with the factory that builds its plan (preprocessing
+// included) for widths up to max_dim, and the merge-path cost sweep's.
 
 const std::vector<KernelEntry>& bench_kernels()
 {

@@ -14,9 +14,9 @@
 
 #include "bench_common.hpp"
 #include "bench_util.hpp"
-#include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/context.hpp"
 #include "halo/core/feature_type.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/gather_model.hpp"
 
 namespace halo::bench_app::spmm {
@@ -141,8 +141,9 @@ std::int64_t compulsory_bytes(const halo::Csr& a, std::int64_t dim,
                               halo::FeatureType x_type = halo::FeatureType::fp32);
 
 // ---------------------------------------------------------------------------------------------
-// The gather-bound limit (include/halo/kernels_host/gather_model.hpp, bench/README.md): the X-row misses of
-// A's gathers in CSR order through each modelled cache, for every X row width the run times.
+// The gather-bound limit (include/halo/kernels_host/gather_model.hpp, bench/README.md): the X-row
+// misses of A's gathers in CSR order through each modelled cache, for every X row width the run
+// times.
 
 class GatherModel {
 public:

@@ -9,8 +9,8 @@
 
 #include "app_common.hpp"
 #include "bench_spmm.hpp"
-#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
 
 namespace halo::bench_app::spmm {
 

@@ -12,10 +12,10 @@
 #include <string>
 
 #include "app_common.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/core/layer_type.hpp"
 #include "halo/job/infer_options.hpp"
 #include "halo/job/inference_job.hpp"
-#include "halo/core/layer_type.hpp"
-#include "halo/comm/mpi_world.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace {

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "app_common.hpp"
-#include "halo/kernels_host/gather_model.hpp"
 #include "halo/core/io.hpp"
 #include "halo/core/layer_type.hpp"
 #include "halo/core/result.hpp"
+#include "halo/kernels_host/gather_model.hpp"
 #include "halo/store/store.hpp"
 
 namespace {
@@ -215,10 +215,10 @@ double stored_bytes(const halo::Shard& s)
 }
 
 // --gather-model: per part and width, the X rows an SpMM over the part's adjacency reads in its
-// stored row order through a cache of --cache-mib (halo/kernels_host/gather_model.hpp): LRU's misses (the
-// estimate that matched Nsight Compute's DRAM bytes at half of an H100's or H200's L2, i.e. the
-// default 30 MiB; docs/NOTEBOOK.md "The gather-bound limit") and Belady's MIN (the fewest any
-// cache of that size has), against reading each X row once. Compares row orders on the host.
+// stored row order through a cache of --cache-mib (halo/kernels_host/gather_model.hpp): LRU's
+// misses (the estimate that matched Nsight Compute's DRAM bytes at half of an H100's or H200's L2,
+// i.e. the default 30 MiB; docs/NOTEBOOK.md "The gather-bound limit") and Belady's MIN (the fewest
+// any cache of that size has), against reading each X row once. Compares row orders on the host.
 std::int64_t gather_cache_bytes(const Options& o)
 {
     return static_cast<std::int64_t>(o.cache_mib * double(1 << 20));
@@ -410,10 +410,11 @@ int main(int argc, char** argv)
         "halo-inspect: summarize and check a HaloGNN dataset, or a halo-infer result "
         "directory"};
     auto* path = app.add_option("path", o.path, "dataset (.h5) or result directory");
-    path->excludes(app.add_flag("--layer-types", o.layer_types,
-                                "print the table of layer types (halo/core/layer_type.hpp) as JSON: "
-                                "names, scalar attributes and arrays with their shapes, as the "
-                                "model file holds them (python/halognn/layer_types.json)"));
+    path->excludes(
+        app.add_flag("--layer-types", o.layer_types,
+                     "print the table of layer types (halo/core/layer_type.hpp) as JSON: "
+                     "names, scalar attributes and arrays with their shapes, as the "
+                     "model file holds them (python/halognn/layer_types.json)"));
     app.parse_complete_callback([&] {
         if (!o.layer_types && o.path.empty()) {
             throw CLI::RequiredError("path");

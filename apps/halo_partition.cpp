@@ -15,17 +15,17 @@
 #include <vector>
 
 #include "app_common.hpp"
-#include "halo/partition_mpi/distributed_partition.hpp"
 #include "halo/core/feature_type.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
+#include "halo/core/progress.hpp"
+#include "halo/core/shard.hpp"
 #include "halo/partition/kernel_metadata_build.hpp"
 #include "halo/partition/partition.hpp"
-#include "halo/core/progress.hpp"
-#include "halo/quantize/quantize.hpp"
-#include "halo/core/shard.hpp"
 #include "halo/partition/shard_builder.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
+#include "halo/quantize/quantize.hpp"
 #include "halo/store/store.hpp"
 
 namespace {

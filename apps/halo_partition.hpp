@@ -4,7 +4,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -73,11 +72,12 @@ void write_report(const Options& o, nlohmann::json report, const halo::Partition
                   const std::string& command);
 
 /// --partitioner ptscotch | dkaminpar under mpirun: starts MPI, and every rank of MPI_COMM_WORLD
-/// reads its slice and the ranks write one dataset together (halo/partition_mpi/distributed_partition.hpp,
-/// docs/PARTITION.md). `usage_error`: what check_options found ("" none), reported once, by rank
-/// 0. Errors (docs/CLI.md "Errors and exit codes"): one the ranks agree on is printed once and
-/// every rank exits 1 (2 for usage); a later one of one rank is one line naming it, and every
-/// rank exits 1 (FailureWatch); no dataset or part file of the run is left. Returns the status.
+/// reads its slice and the ranks write one dataset together
+/// (halo/partition_mpi/distributed_partition.hpp, docs/PARTITION.md). `usage_error`: what
+/// check_options found ("" none), reported once, by rank 0. Errors (docs/CLI.md "Errors and exit
+/// codes"): one the ranks agree on is printed once and every rank exits 1 (2 for usage); a later
+/// one of one rank is one line naming it, and every rank exits 1 (FailureWatch); no dataset or part
+/// file of the run is left. Returns the status.
 int main_distributed(int* argc, char*** argv, const Options& o, const std::string& command,
                      const std::string& usage_error);
 

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "app_common.hpp"
-#include "halo/partition_mpi/distributed_partition.hpp"
+#include "halo/core/shard.hpp"
 #include "halo/mpi/failure_watch.hpp"
 #include "halo/partition/kernel_metadata_build.hpp"
-#include "halo/core/shard.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
 #include "halo/store/store.hpp"
 #include "halo_partition.hpp"
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::detail {
 namespace {

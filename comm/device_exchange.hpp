@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "halo/kernels/cuda/context.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/kernels/cuda/context.hpp"
 #include "mpi_messages.hpp"
 
 namespace halo::detail {

@@ -3,15 +3,15 @@
 #include <exception>
 #include <string>
 
-#include "halo/core/error.hpp"
 #include "halo/comm/int8_exchanger.hpp"
-#include "halo/mpi/mpi_error.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
+#include "halo/core/error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #ifdef HALO_HAVE_CUDA
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/kernels/cuda/device.hpp"
 #include "halo/comm/nccl_error.hpp"
 #include "halo/comm/nccl_exchanger.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/device.hpp"
 #endif
 
 namespace halo {

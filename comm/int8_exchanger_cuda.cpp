@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "device_exchange.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/comm/quantized_pack.hpp"
-#include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 #include "halo/comm/int8_exchanger.hpp"
+#include "halo/comm/quantized_pack.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/quantize/quantize.hpp"
 
 namespace halo::cuda {

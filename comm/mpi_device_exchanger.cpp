@@ -27,10 +27,10 @@
 #include <utility>
 
 #include "device_exchange.hpp"
-#include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
-#include "halo/mpi/mpi_error.hpp"
 #include "halo/comm/nccl_exchanger.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #include "mpi_messages.hpp"
 
 namespace halo {

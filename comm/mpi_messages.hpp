@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "halo/core/exchanger.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
+#include "halo/core/exchanger.hpp"
 #include "halo/core/shard.hpp"
 
 namespace halo::detail {

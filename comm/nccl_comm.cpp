@@ -13,11 +13,11 @@
 #include <mutex>
 #include <string>
 
-#include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
-#include "halo/mpi/mpi_error.hpp"
 #include "halo/comm/nccl_error.hpp"
 #include "halo/comm/nccl_exchanger.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/mpi/mpi_error.hpp"
 
 namespace halo {
 

@@ -40,9 +40,9 @@
 #include <vector>
 
 #include "device_exchange.hpp"
-#include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 #include "halo/comm/nccl_error.hpp"
+#include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo {
 namespace {

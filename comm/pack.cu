@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "device_exchange.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "warp_rows.cuh"
 
 namespace halo::detail {

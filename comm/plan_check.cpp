@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "halo/comm/mpi_exchanger.hpp"
 #include "halo/core/error.hpp"
 #include "halo/mpi/mpi_error.hpp"
-#include "halo/comm/mpi_exchanger.hpp"
 
 namespace halo {
 namespace {

@@ -13,8 +13,8 @@
 #include <cstdint>
 
 #include "halo/comm/quantized_pack.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/quantize/quantize.hpp"
 #include "warp_rows.cuh"
 

@@ -1,6 +1,6 @@
 // Device discovery for builds without CUDA (HALO_ENABLE_CUDA=OFF): there is never a device.
-#include "halo/kernels/cuda/device.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda/device.hpp"
 
 namespace halo::cuda {
 

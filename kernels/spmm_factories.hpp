@@ -1,7 +1,7 @@
-// The SpMM registry's factories (halo/kernels_host/spmm_registry.hpp), one line each: the registry's table
-// (spmm_registry.cpp, halo_kernels_host) takes their addresses, and the CUDA library
-// (cuda/spmm/spmm_factories.cpp, halo_kernels) makes sure that every program linking it links
-// them all. A kernel's factory is defined beside its kernel in cuda/ and named here once.
+// The SpMM registry's factories (halo/kernels_host/spmm_registry.hpp), one line each: the
+// registry's table (spmm_registry.cpp, halo_kernels_host) takes their addresses, and the CUDA
+// library (cuda/spmm/spmm_factories.cpp, halo_kernels) makes sure that every program linking it
+// links them all. A kernel's factory is defined beside its kernel in cuda/ and named here once.
 //
 // HALO_SPMM_FACTORIES(X) calls X(type, name) for each, type SpmmPlanFactory or
 // ScaledSpmmPlanFactory, name in namespace halo::cuda.

@@ -1,6 +1,6 @@
-// The SpMM kernel registry (include/halo/kernels_host/spmm_registry.hpp): one entry per kernel. A kernel joins
-// with its factory's line in spmm_factories.hpp and one entry below (docs/KERNELS.md, "Adding a
-// kernel").
+// The SpMM kernel registry (include/halo/kernels_host/spmm_registry.hpp): one entry per kernel. A
+// kernel joins with its factory's line in spmm_factories.hpp and one entry below (docs/KERNELS.md,
+// "Adding a kernel").
 #include "halo/kernels_host/spmm_registry.hpp"
 
 #include <string>

@@ -1,8 +1,9 @@
-// Distributed partitioning with PT-Scotch or dKaMinPar (include/halo/partition_mpi/distributed_partition.hpp):
-// the pipeline, its steps 1 (each rank's slice), 2 (block rows of the CSR) and 4 (owners and
-// boundary flags); step 3 is in distributed_scotch.cpp, 5 and 6 in distributed_shards.cpp.
-// A failure that one rank finds in local work is agreed on by every rank (collectively), so
-// that every rank throws and none waits in a later collective.
+// Distributed partitioning with PT-Scotch or dKaMinPar
+// (include/halo/partition_mpi/distributed_partition.hpp): the pipeline, its steps 1 (each rank's
+// slice), 2 (block rows of the CSR) and 4 (owners and boundary flags); step 3 is in
+// distributed_scotch.cpp, 5 and 6 in distributed_shards.cpp. A failure that one rank finds in local
+// work is agreed on by every rank (collectively), so that every rank throws and none waits in a
+// later collective.
 #include "halo/partition_mpi/distributed_partition.hpp"
 
 #include <algorithm>
@@ -15,8 +16,8 @@
 
 #include "distributed_steps.hpp"
 #include "halo/core/error.hpp"
-#include "halo/mpi/failure_watch.hpp"
 #include "halo/core/generators.hpp"
+#include "halo/mpi/failure_watch.hpp"
 #include "halo/mpi/mpi_error.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "kaminpar_partition.hpp"  // require_preset

@@ -1,5 +1,5 @@
-// Step 3 of the distributed path (include/halo/partition_mpi/distributed_partition.hpp): PT-Scotch on the
-// symmetric pattern of the block rows (its strategies, tuned variants and tries, then the
+// Step 3 of the distributed path (include/halo/partition_mpi/distributed_partition.hpp): PT-Scotch
+// on the symmetric pattern of the block rows (its strategies, tuned variants and tries, then the
 // distributed refinement), or dKaMinPar.
 #include <algorithm>
 #include <chrono>
@@ -14,9 +14,9 @@
 // After <cstdint>, <cstdio> and <mpi.h> (distributed_steps.hpp), which ptscotch.h expects.
 #include <ptscotch.h>
 
-#include "halo/partition_mpi/distributed_refine.hpp"
 #include "halo/core/error.hpp"
 #include "halo/mpi/mpi_error.hpp"
+#include "halo/partition_mpi/distributed_refine.hpp"
 #ifdef HALO_HAVE_KAMINPAR
 #include "dkaminpar_partition.hpp"
 #endif

@@ -1,6 +1,6 @@
-// Steps 5 and 6 of the distributed path (include/halo/partition_mpi/distributed_partition.hpp): each row to
-// the rank handling its part, the shards with their send plans, the quality; and the joined
-// dataset they are written to.
+// Steps 5 and 6 of the distributed path (include/halo/partition_mpi/distributed_partition.hpp):
+// each row to the rank handling its part, the shards with their send plans, the quality; and the
+// joined dataset they are written to.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>

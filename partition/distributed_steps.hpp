@@ -1,16 +1,16 @@
-// The steps of the distributed path (include/halo/partition_mpi/distributed_partition.hpp), one file each:
-// distributed_partition.cpp (read, block rows, the pipeline), distributed_scotch.cpp (step 3:
-// PT-Scotch or dKaMinPar), distributed_shards.cpp (steps 5 and 6: rows to their part's rank,
-// shards, send plans, quality; the joined dataset). Internal to halo_partition_mpi.
+// The steps of the distributed path (include/halo/partition_mpi/distributed_partition.hpp), one
+// file each: distributed_partition.cpp (read, block rows, the pipeline), distributed_scotch.cpp
+// (step 3: PT-Scotch or dKaMinPar), distributed_shards.cpp (steps 5 and 6: rows to their part's
+// rank, shards, send plans, quality; the joined dataset). Internal to halo_partition_mpi.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "halo/partition_mpi/distributed_partition.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
 #include "mpi_comm.hpp"
 
 namespace halo::detail {

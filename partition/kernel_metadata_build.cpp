@@ -4,11 +4,11 @@
 #include <array>
 #include <string>
 
-#include "halo/kernels_host/accel_gcn_metadata.hpp"
 #include "halo/core/error.hpp"
+#include "halo/core/operators.hpp"
+#include "halo/kernels_host/accel_gcn_metadata.hpp"
 #include "halo/kernels_host/fused3s_metadata.hpp"
 #include "halo/kernels_host/maxk_metadata.hpp"
-#include "halo/core/operators.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo {

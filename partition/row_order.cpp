@@ -1,5 +1,5 @@
-// Locality orders of a part's rows (include/halo/partition/row_order.hpp): reverse Cuthill-McKee, Rabbit
-// order, and a square matrix renumbered by keys.
+// Locality orders of a part's rows (include/halo/partition/row_order.hpp): reverse Cuthill-McKee,
+// Rabbit order, and a square matrix renumbered by keys.
 
 #include "halo/partition/row_order.hpp"
 

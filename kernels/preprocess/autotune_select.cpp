@@ -1,5 +1,6 @@
-// The autotuner's selection logic (include/halo/kernels_host/autotune.hpp): warm-up, timed trials, median,
-// fastest with ties to the lower index, cache, report. Host only, built with or without CUDA.
+// The autotuner's selection logic (include/halo/kernels_host/autotune.hpp): warm-up, timed trials,
+// median, fastest with ties to the lower index, cache, report. Host only, built with or without
+// CUDA.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/autotune.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels_host/autotune.hpp"
 
 namespace halo {
 namespace {

@@ -1,5 +1,5 @@
-// The gather model of SpMM (include/halo/kernels_host/gather_model.hpp): Belady's MIN and LRU over the X rows
-// that A's nonzeros read in CSR order. Host only, built with or without CUDA.
+// The gather model of SpMM (include/halo/kernels_host/gather_model.hpp): Belady's MIN and LRU over
+// the X rows that A's nonzeros read in CSR order. Host only, built with or without CUDA.
 #include "halo/kernels_host/gather_model.hpp"
 
 #include <algorithm>

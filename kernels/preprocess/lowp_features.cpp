@@ -1,5 +1,5 @@
-// Host half of the low-precision feature support (include/halo/core/feature_type.hpp): parsing and the
-// bit-exact fp32 -> fp16 / bf16 rounding that the device conversion (lowp_convert.cu) performs,
+// Host half of the low-precision feature support (include/halo/core/feature_type.hpp): parsing and
+// the bit-exact fp32 -> fp16 / bf16 rounding that the device conversion (lowp_convert.cu) performs,
 // so CPU references and unit tests see the same rounded features; the stored fp16 / bf16 features'
 // encoding and decoding (the dataset reader and writer). No CUDA needed.
 #include <bit>

@@ -1,5 +1,7 @@
-// The SpMM cost model's rules (include/halo/kernels_host/spmm_cost_model.hpp). Host only, built with or
-// without CUDA, so that CI checks the rules on machines without a GPU.
+// The SpMM cost model's rules (include/halo/kernels_host/spmm_cost_model.hpp). Host only, built
+// with or without CUDA, so that CI checks the rules on machines without a GPU.
+#include "halo/kernels_host/spmm_cost_model.hpp"
+
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -7,7 +9,6 @@
 
 #include "halo/core/enum_names.hpp"
 #include "halo/core/error.hpp"
-#include "halo/kernels_host/spmm_cost_model.hpp"
 
 namespace halo {
 

@@ -1,5 +1,6 @@
-// AES-SpMM on the host (include/halo/kernels_host/aes.hpp): options, the sampled positions of a row, sampling
-// statistics and the CPU reference, written as plain loops over the positions the rule gives.
+// AES-SpMM on the host (include/halo/kernels_host/aes.hpp): options, the sampled positions of a
+// row, sampling statistics and the CPU reference, written as plain loops over the positions the
+// rule gives.
 #include "halo/kernels_host/aes.hpp"
 
 #include <algorithm>

@@ -4,12 +4,12 @@
 #include <cstring>
 
 #include "cpu_plans.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/dense_ops.hpp"
-#include "halo/core/error.hpp"
-#include "halo/quantize/quantize.hpp"
 #include "halo/kernels_host/spmm.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo {
 namespace {

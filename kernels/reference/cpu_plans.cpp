@@ -1,5 +1,5 @@
-// The CPU backend's MaxK and attention plans (halo/kernels_host/backend.hpp) over the reference kernels, and
-// the Backend defaults for backends without them.
+// The CPU backend's MaxK and attention plans (halo/kernels_host/backend.hpp) over the reference
+// kernels, and the Backend defaults for backends without them.
 #include "cpu_plans.hpp"
 
 #include <cstring>
@@ -7,11 +7,11 @@
 #include <optional>
 #include <vector>
 
-#include "halo/kernels_host/aes.hpp"
-#include "halo/kernels_host/attention.hpp"
 #include "halo/core/detail/argmax.hpp"
 #include "halo/core/detail/counter_random.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels_host/aes.hpp"
+#include "halo/kernels_host/attention.hpp"
 #include "halo/kernels_host/maxk.hpp"
 
 namespace halo {

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "halo/kernels_host/dense_ops.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
 
 namespace halo {
 

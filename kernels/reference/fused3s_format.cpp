@@ -1,4 +1,5 @@
-// Host construction and checks of the BSB format (include/halo/kernels_host/fused3s.hpp, paper 002 section 3.1).
+// Host construction and checks of the BSB format (include/halo/kernels_host/fused3s.hpp, paper 002
+// section 3.1).
 //
 // Choices:
 // - Two passes over row windows, both parallel: the first sorts and dedupes each window's column

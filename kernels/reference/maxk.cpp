@@ -1,5 +1,5 @@
-// MaxK on the host (include/halo/kernels_host/maxk.hpp): CBSR checks, the edge group builder and its
-// validation, and the reference kernels (top-k by sorting, SSD by the plain loop, and the GPU
+// MaxK on the host (include/halo/kernels_host/maxk.hpp): CBSR checks, the edge group builder and
+// its validation, and the reference kernels (top-k by sorting, SSD by the plain loop, and the GPU
 // group schedule emulated).
 #include "halo/kernels_host/maxk.hpp"
 

@@ -1,5 +1,6 @@
-// INT8 feature quantization on the host (include/halo/quantize/quantize.hpp): the offline per-column
-// quantizer, the checks of stored parameters, and the CPU reference of the per-row packing.
+// INT8 feature quantization on the host (include/halo/quantize/quantize.hpp): the offline
+// per-column quantizer, the checks of stored parameters, and the CPU reference of the per-row
+// packing.
 #include "halo/quantize/quantize.hpp"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
-// What every exchanger shares, and the exchanger of a single-part run (include/halo/core/exchanger.hpp).
+// What every exchanger shares, and the exchanger of a single-part run
+// (include/halo/core/exchanger.hpp).
 #include "halo/core/exchanger.hpp"
 
 #include <memory>

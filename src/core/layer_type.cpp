@@ -1,5 +1,5 @@
-// The table of layer types (halo/core/layer_type.hpp): the registry from halo/core/layer_types.def and
-// what every type shares.
+// The table of layer types (halo/core/layer_type.hpp): the registry from halo/core/layer_types.def
+// and what every type shares.
 #include "halo/core/layer_type.hpp"
 
 #include <array>

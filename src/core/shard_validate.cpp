@@ -1,6 +1,6 @@
-// Shard and halo-plan checks (include/halo/core/shard.hpp). Readers run them on every part they load:
-// a plan whose counts disagree across ranks hangs the first NCCL exchange instead of failing, so
-// it must be caught here, with the dataset and value named.
+// Shard and halo-plan checks (include/halo/core/shard.hpp). Readers run them on every part they
+// load: a plan whose counts disagree across ranks hangs the first NCCL exchange instead of failing,
+// so it must be caught here, with the dataset and value named.
 
 #include <algorithm>
 #include <cstdint>

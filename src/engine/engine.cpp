@@ -6,11 +6,11 @@
 #include <map>
 #include <optional>
 
+#include "engine_impl.hpp"
 #include "halo/core/detail/counter_random.hpp"
 #include "halo/core/detail/parallel_copy.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/layer_type.hpp"
-#include "engine_impl.hpp"
 
 namespace halo {
 

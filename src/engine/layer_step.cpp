@@ -2,9 +2,10 @@
 // the layer type's table lists them (halo/core/layer_type.hpp), the step bases, and the row-block
 // runs' helpers.
 
+#include "layer_step.hpp"
+
 #include "halo/core/error.hpp"
 #include "halo/core/layer_type.hpp"
-#include "layer_step.hpp"
 
 namespace halo::detail {
 

@@ -19,14 +19,14 @@
 #include <string_view>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/core/exchanger.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
 #include "halo/core/operators.hpp"
-#include "halo/quantize/quantize.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo::detail {
 

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/core/exchanger.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "layer_step.hpp"
 
 namespace halo::detail {

@@ -1,8 +1,6 @@
 // RowBlockDriver's planning half (row_block_driver.hpp): each layer's costs, the row blocks that
 // fit the memory limit, the fusion of consecutive layers, and the plan's report. The execution
 // half is row_block_driver.cpp.
-#include "row_block_driver.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -10,6 +8,7 @@
 
 #include "halo/core/error.hpp"
 #include "layer_step.hpp"
+#include "row_block_driver.hpp"
 
 namespace halo::detail {
 namespace {

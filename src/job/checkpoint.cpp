@@ -8,8 +8,8 @@
 
 #include "halo/core/error.hpp"
 #include "halo/core/io.hpp"
-#include "halo/mpi/mpi_error.hpp"
 #include "halo/core/result.hpp"
+#include "halo/mpi/mpi_error.hpp"
 
 namespace halo::job {
 

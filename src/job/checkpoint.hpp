@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "halo/job/infer_options.hpp"
 #include "halo/core/model.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/job/infer_options.hpp"
 #include "halo/store/store.hpp"
 
 namespace halo::job {

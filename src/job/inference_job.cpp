@@ -1,5 +1,5 @@
-// InferenceJob's phases (include/halo/job/inference_job.hpp): start, read, check, plan, tune and run,
-// write, report.
+// InferenceJob's phases (include/halo/job/inference_job.hpp): start, read, check, plan, tune and
+// run, write, report.
 #include "halo/job/inference_job.hpp"
 
 #include <fmt/core.h>
@@ -16,15 +16,15 @@
 #include <unordered_set>
 
 #include "checkpoint.hpp"
+#include "halo/comm/mpi_exchanger.hpp"
 #include "halo/core/detail/parallel_copy.hpp"
 #include "halo/core/detail/resident_memory.hpp"
 #include "halo/core/feature_type.hpp"
-#include "halo/engine/feature_upload.hpp"
 #include "halo/core/io.hpp"
-#include "halo/mpi/mpi_error.hpp"
-#include "halo/comm/mpi_exchanger.hpp"
 #include "halo/core/progress.hpp"
 #include "halo/core/result.hpp"
+#include "halo/engine/feature_upload.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #include "job_state.hpp"
 #include "job_steps.hpp"
 

@@ -9,9 +9,9 @@
 #include "halo/core/detail/parallel_copy.hpp"
 #include "halo/core/detail/resident_memory.hpp"
 #include "halo/core/io.hpp"
-#include "halo/mpi/mpi_error.hpp"
 #include "halo/core/progress.hpp"
 #include "halo/core/result.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #include "job_steps.hpp"
 
 namespace halo::job {

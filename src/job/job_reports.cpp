@@ -7,8 +7,8 @@
 
 #include "halo/core/io.hpp"
 #include "halo/core/memory_report.hpp"
-#include "halo/mpi/mpi_error.hpp"
 #include "halo/core/result.hpp"
+#include "halo/mpi/mpi_error.hpp"
 #include "job_state.hpp"
 #ifdef HALO_HAVE_CUDA
 #include "halo/kernels/cuda/context.hpp"

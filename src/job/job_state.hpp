@@ -15,13 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "halo/comm/exchange_spec.hpp"
+#include "halo/comm/mpi_world.hpp"
+#include "halo/core/model.hpp"
 #include "halo/engine/backend_spec.hpp"
 #include "halo/engine/engine.hpp"
-#include "halo/comm/exchange_spec.hpp"
-#include "halo/mpi/failure_watch.hpp"
 #include "halo/job/inference_job.hpp"
-#include "halo/core/model.hpp"
-#include "halo/comm/mpi_world.hpp"
+#include "halo/mpi/failure_watch.hpp"
 #include "halo/store/store.hpp"
 #include "output_dir.hpp"
 #include "phase_table.hpp"

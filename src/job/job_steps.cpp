@@ -8,12 +8,12 @@
 #include <functional>
 #include <memory>
 
-#include "halo/core/feature_type.hpp"
-#include "halo/engine/feature_upload.hpp"
-#include "halo/core/io.hpp"
-#include "halo/mpi/mpi_error.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/core/io.hpp"
 #include "halo/core/progress.hpp"
+#include "halo/engine/feature_upload.hpp"
+#include "halo/mpi/mpi_error.hpp"
 
 namespace halo::job {
 

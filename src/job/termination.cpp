@@ -1,8 +1,8 @@
 // SIGTERM and SIGINT during a job (scancel, a time limit, Ctrl-C, mpirun ending the job): rank 0
 // prints one line, removes the lock and an --out still empty (output_dir.hpp), and the signal
 // then ends the process as by default. After another rank announced its failure
-// (halo/mpi/failure_watch.hpp) the signal is mpirun ending the job once that rank exited: no line, exit
-// status 1. Only write(), unlink(), rmdir() and _exit() run in the handler; the line is built
+// (halo/mpi/failure_watch.hpp) the signal is mpirun ending the job once that rank exited: no line,
+// exit status 1. Only write(), unlink(), rmdir() and _exit() run in the handler; the line is built
 // before it is installed.
 #include <unistd.h>
 

@@ -175,8 +175,8 @@ OpenDataset open_dataset(hid_t loc, const Where& loc_where, const char* name, El
 
 /// Checks an opened dataset's declared shape before anything is allocated for it: an uncompressed
 /// dataset must store every element it declares (`stored_size` bytes each), and the memory to read
-/// it (`memory_size` bytes each) must be available (halo/core/memory_limits.hpp). open_dataset calls it,
-/// so a dataset declaring 10^12 rows is a halo::InputError naming it, never an OOM kill.
+/// it (`memory_size` bytes each) must be available (halo/core/memory_limits.hpp). open_dataset
+/// calls it, so a dataset declaring 10^12 rows is a halo::InputError naming it, never an OOM kill.
 void check_dataset_size(const OpenDataset& ds, const std::string& where, std::size_t stored_size,
                         std::size_t memory_size);
 

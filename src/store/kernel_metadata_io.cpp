@@ -2,6 +2,8 @@
 // /parts/<p>/kernels/<kernel>/<operator>, written with the dataset (DatasetWriter) or added to a
 // committed dataset in place (store_kernel_metadata), and read back with every array checked for
 // its element type.
+#include "kernel_metadata_io.hpp"
+
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -15,7 +17,6 @@
 #include "halo/core/kernel_metadata.hpp"
 #include "halo/store/store.hpp"
 #include "hdf5_util.hpp"
-#include "kernel_metadata_io.hpp"
 
 namespace halo::store {
 namespace {

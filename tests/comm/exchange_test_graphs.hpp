@@ -7,8 +7,8 @@
 
 #include "halo/core/csr.hpp"
 #include "halo/core/graph.hpp"
-#include "halo/partition/partition.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo/partition/shard_builder.hpp"
 
 namespace halo::testing {

@@ -12,8 +12,8 @@
 #include "exchange_test_graphs.hpp"
 #include "halo/comm/exchange_spec.hpp"
 #include "halo/comm/mpi_world.hpp"
-#include "halo/partition/partition.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo_test.hpp"
 
 namespace {

@@ -29,17 +29,17 @@
 #include <utility>
 #include <vector>
 
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/core/error.hpp"
 #include "halo/comm/exchange_spec.hpp"
-#include "halo/core/exchanger.hpp"
-#include "halo/core/generators.hpp"
-#include "halo/core/graph.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
 #include "halo/comm/mpi_world.hpp"
 #include "halo/comm/nccl_exchanger.hpp"
-#include "halo/partition/partition.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/exchanger.hpp"
+#include "halo/core/generators.hpp"
+#include "halo/core/graph.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 

@@ -23,17 +23,17 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/core/error.hpp"
-#include "halo/core/graph.hpp"
+#include "exchange_test_graphs.hpp"
 #include "halo/comm/int8_exchanger.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
 #include "halo/comm/mpi_world.hpp"
 #include "halo/comm/nccl_exchanger.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/kernels/cuda/context.hpp"
 #include "halo/partition/partition.hpp"
 #include "halo/quantize/quantize.hpp"
-#include "halo/core/shard.hpp"
-#include "exchange_test_graphs.hpp"
 #include "halo_test.hpp"
 
 namespace {

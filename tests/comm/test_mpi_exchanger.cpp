@@ -18,13 +18,13 @@
 #include <utility>
 #include <vector>
 
-#include "halo/core/error.hpp"
-#include "halo/core/graph.hpp"
+#include "exchange_test_graphs.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
 #include "halo/comm/mpi_world.hpp"
-#include "halo/partition/partition.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
 #include "halo/core/shard.hpp"
-#include "exchange_test_graphs.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo_test.hpp"
 
 namespace {

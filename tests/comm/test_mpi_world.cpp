@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/mpi/failure_watch.hpp"
 #include "halo/comm/mpi_world.hpp"
+#include "halo/mpi/failure_watch.hpp"
 #include "halo_test.hpp"
 
 TEST(MpiWorld, RankSizeAndLocalRankAgreeWithMpi)
@@ -42,8 +42,8 @@ TEST(MpiWorld, CommunicatorReturnsErrorsInsteadOfAborting)
     EXPECT_NE(status, MPI_SUCCESS);
 }
 
-// halo::collectively (halo/mpi/failure_watch.hpp): an error of some ranks is thrown on every rank, as
-// a CollectiveError that the lowest failing rank alone reports, with that rank's type.
+// halo::collectively (halo/mpi/failure_watch.hpp): an error of some ranks is thrown on every rank,
+// as a CollectiveError that the lowest failing rank alone reports, with that rank's type.
 TEST(Collectively, OneRanksErrorIsThrownOnEveryRankAndReportedByIt)
 {
     int rank = 0;

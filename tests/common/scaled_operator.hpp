@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/csr.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::testing {
 

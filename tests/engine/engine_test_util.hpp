@@ -9,15 +9,15 @@
 #include <utility>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
 #include "halo/core/model.hpp"
-#include "halo/partition/partition.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "scaled_operator.hpp"

@@ -2,9 +2,9 @@
 // backend (and plan) a spec makes.
 #include <string>
 
-#include "halo/engine/backend_spec.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/error.hpp"
+#include "halo/engine/backend_spec.hpp"
 #include "halo_test.hpp"
 
 namespace {

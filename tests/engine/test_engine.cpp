@@ -6,10 +6,10 @@
 
 #include "engine_test_util.hpp"
 #include "halo/core/detail/argmax.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/core/error.hpp"
-#include "halo/engine/feature_upload.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/engine/feature_upload.hpp"
 #include "halo/partition/shard_builder.hpp"
 
 namespace {

@@ -10,13 +10,13 @@
 
 #include "engine_test_util.hpp"
 #include "halo/core/csr.hpp"
-#include "halo/kernels_host/dense_ops.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/core/error.hpp"
-#include "halo/kernels_host/maxk.hpp"
-#include "halo/quantize/quantize.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
+#include "halo/kernels_host/maxk.hpp"
 #include "halo/partition/shard_builder.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace {
 

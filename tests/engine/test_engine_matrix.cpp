@@ -23,8 +23,8 @@
 
 #include "distributed_run.hpp"
 #include "engine_test_util.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
+#include "halo/engine/engine.hpp"
 #include "halo/partition/shard_builder.hpp"
 
 namespace {

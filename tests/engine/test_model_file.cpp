@@ -7,8 +7,8 @@
 #include "halo/core/error.hpp"
 #include "halo/core/layer_type.hpp"
 #include "halo/core/model.hpp"
-#include "halo/store/model_file.hpp"
 #include "halo/core/result.hpp"
+#include "halo/store/model_file.hpp"
 #include "halo_test.hpp"
 
 namespace {

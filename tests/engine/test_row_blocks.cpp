@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "engine_test_util.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/operators.hpp"
-#include "halo/partition/partition.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo/partition/shard_builder.hpp"
 
 namespace {

@@ -4,8 +4,8 @@
 // A halo::Error is the expected answer to a bad input and ends the run quietly. Anything else is a
 // finding: another exception escapes (std::terminate), a sanitizer reports, or memory beyond the
 // cap below is asked for. HALO_MEMORY_LIMIT_BYTES caps the readers' size checks
-// (halo/core/memory_limits.hpp) at 1 GiB, under libFuzzer's 2 GiB -malloc_limit_mb, so that a size the
-// readers accept but cannot serve is a crash here, not a pass.
+// (halo/core/memory_limits.hpp) at 1 GiB, under libFuzzer's 2 GiB -malloc_limit_mb, so that a size
+// the readers accept but cannot serve is a crash here, not a pass.
 #pragma once
 
 #include <unistd.h>

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "halo/comm/mpi_world.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/job/infer_options.hpp"
 #include "halo/job/inference_job.hpp"
-#include "halo/comm/mpi_world.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo/store/store.hpp"
 #include "halo_test.hpp"

@@ -1,9 +1,9 @@
-// The conformance suite of halo::Backend (include/halo/kernels_host/backend.hpp): what every implementation
-// must do, written once as GoogleTest type-parameterized tests and instantiated per backend
-// (reference/test_backend_conformance_cpu.cpp, cuda/test_backend_conformance_cuda.cpp). Each
-// operation runs on fresh seeded inputs and is compared with the reference kernel or plain loop
-// on the same input (STYLE.md point 3); outputs are poisoned with NaN first, so a row, column or
-// padding element that is written when it must not be, or read when beta == 0, shows up.
+// The conformance suite of halo::Backend (include/halo/kernels_host/backend.hpp): what every
+// implementation must do, written once as GoogleTest type-parameterized tests and instantiated per
+// backend (reference/test_backend_conformance_cpu.cpp, cuda/test_backend_conformance_cuda.cpp).
+// Each operation runs on fresh seeded inputs and is compared with the reference kernel or plain
+// loop on the same input (STYLE.md point 3); outputs are poisoned with NaN first, so a row, column
+// or padding element that is written when it must not be, or read when beta == 0, shows up.
 //
 // A backend joins with a Backends type:
 //   static std::string unavailable();  // why it cannot run here ("" when it can): tests skip
@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "backend_fixtures.hpp"
+#include "halo/core/error.hpp"
+#include "halo/engine/engine.hpp"
 #include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/dense_ops.hpp"
-#include "halo/engine/engine.hpp"
-#include "halo/core/error.hpp"
 #include "halo_test.hpp"
 #include "scaled_operator.hpp"
 #include "spmm_fixtures.hpp"

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"

@@ -1,8 +1,8 @@
-// The distributed path (halo/partition_mpi/distributed_partition.hpp) with PT-Scotch and with dKaMinPar, run under
-// mpiexec -n 1, 2 and 3: every shard valid, the joined dataset passes check_dataset and
-// reassembles build_csr's CSR of the same input exactly, the partition is the same on every run
-// for a given seed and rank count (dKaMinPar: on one thread per rank), and slices that are empty or
-// cut lines in two change nothing; bad requests are InputErrors on every rank.
+// The distributed path (halo/partition_mpi/distributed_partition.hpp) with PT-Scotch and with
+// dKaMinPar, run under mpiexec -n 1, 2 and 3: every shard valid, the joined dataset passes
+// check_dataset and reassembles build_csr's CSR of the same input exactly, the partition is the
+// same on every run for a given seed and rank count (dKaMinPar: on one thread per rank), and slices
+// that are empty or cut lines in two change nothing; bad requests are InputErrors on every rank.
 #include <mpi.h>
 
 #include <algorithm>
@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "halo/partition_mpi/distributed_partition.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
 #include "halo/core/shard.hpp"
 #include "halo/partition/shard_builder.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
 #include "halo/store/store.hpp"
 #include "halo_test.hpp"
 #include "mpi_world.hpp"

@@ -1,7 +1,8 @@
-// The distributed greedy k-way refinement (halo/partition_mpi/distributed_refine.hpp), run under mpiexec -n 1, 2
-// and 3: it never increases the cut, reports the cut it leaves, keeps the balance bound, gives the
-// same labels on every run, finds the obvious partition of two cliques from a bad labelling, and
-// never makes halo-partition's PT-Scotch result worse, which stays the same for any thread count.
+// The distributed greedy k-way refinement (halo/partition_mpi/distributed_refine.hpp), run under
+// mpiexec -n 1, 2 and 3: it never increases the cut, reports the cut it leaves, keeps the balance
+// bound, gives the same labels on every run, finds the obvious partition of two cliques from a bad
+// labelling, and never makes halo-partition's PT-Scotch result worse, which stays the same for any
+// thread count.
 #include <mpi.h>
 
 #include <algorithm>
@@ -9,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "halo/partition_mpi/distributed_partition.hpp"
-#include "halo/partition_mpi/distributed_refine.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
 #include "halo/partition/partition.hpp"
+#include "halo/partition_mpi/distributed_partition.hpp"
+#include "halo/partition_mpi/distributed_refine.hpp"
 #include "halo_test.hpp"
 #include "mpi_world.hpp"
 #include "thread_count.hpp"

@@ -1,5 +1,5 @@
-// Row orders (halo/partition/row_order.hpp): Rabbit order keeps communities in one range of rows, every
-// order is a permutation of each part's rows, the shards built with it are valid, and
+// Row orders (halo/partition/row_order.hpp): Rabbit order keeps communities in one range of rows,
+// every order is a permutation of each part's rows, the shards built with it are valid, and
 // permute_by_keys renumbers a matrix exactly.
 
 #include <algorithm>
@@ -15,8 +15,8 @@
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
-#include "halo/partition/row_order.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/partition/row_order.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "thread_count.hpp"

@@ -9,8 +9,8 @@
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
-#include "halo/partition/partition.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 

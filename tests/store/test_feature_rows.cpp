@@ -13,9 +13,9 @@
 
 #include "halo/core/feature_type.hpp"
 #include "halo/core/graph.hpp"
-#include "halo/quantize/quantize.hpp"
 #include "halo/core/shard.hpp"
 #include "halo/partition/shard_builder.hpp"
+#include "halo/quantize/quantize.hpp"
 #include "halo/store/store.hpp"
 #include "store_test_util.hpp"
 

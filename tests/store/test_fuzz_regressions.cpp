@@ -19,8 +19,8 @@
 #include "halo/core/error.hpp"
 #include "halo/core/io.hpp"
 #include "halo/core/model.hpp"
-#include "halo/store/model_file.hpp"
 #include "halo/core/result.hpp"
+#include "halo/store/model_file.hpp"
 #include "halo/store/store.hpp"
 #include "halo_test.hpp"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/store/feature_reader.hpp"
 #include "halo/core/feature_type.hpp"
+#include "halo/store/feature_reader.hpp"
 #include "halo/store/store.hpp"
 #include "store_test_util.hpp"
 

@@ -12,8 +12,8 @@
 #include "halo/core/error.hpp"
 #include "halo/core/memory_limits.hpp"
 #include "halo/core/model.hpp"
-#include "halo/store/model_file.hpp"
 #include "halo/core/result.hpp"
+#include "halo/store/model_file.hpp"
 #include "halo_test.hpp"
 #include "store_test_util.hpp"
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "halo/core/exchanger.hpp"
 #include "halo/comm/mpi_world.hpp"
+#include "halo/core/exchanger.hpp"
 #include "halo/core/shard.hpp"
 
 namespace halo {

@@ -1,7 +1,7 @@
 // Int8 halo exchange (`halo-infer --exchange int8`): the rows a rank sends travel as
-// int8 records with their own scale and zero point (halo/quantize/quantize.hpp, "Rows with their own
-// parameters") instead of fp32 rows, about a quarter of the bytes. Every received value is within
-// half its sending row's scale of the fp32 exchange's (round to nearest).
+// int8 records with their own scale and zero point (halo/quantize/quantize.hpp, "Rows with their
+// own parameters") instead of fp32 rows, about a quarter of the bytes. Every received value is
+// within half its sending row's scale of the fp32 exchange's (round to nearest).
 //
 // A decorator, so that every transport (MPI on host buffers, MPI on device buffers, NCCL) gets
 // it: the int8 exchanger quantizes, an inner exchanger moves the records as rows of float-sized

@@ -23,10 +23,10 @@
 #include <mutex>
 #include <vector>
 
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/core/exchanger.hpp"
 #include "halo/comm/mpi_exchanger.hpp"
+#include "halo/core/exchanger.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/kernels/cuda/context.hpp"
 
 namespace halo {
 

@@ -3,8 +3,8 @@
 // min and max) and is stored as one record of halo::int8_record_bytes(cols) bytes (the quantized
 // values, zero padding to a multiple of 4, the float scale, the int32 zero point), so a run of
 // rows is one contiguous message of about a quarter of the fp32 bytes. The rounding is that of
-// halo/quantize/quantize.hpp: the records are byte-identical to halo::pack_rows_int8_reference's, and
-// unpacking matches halo::unpack_rows_int8_reference bit for bit. Each unpacked value is within
+// halo/quantize/quantize.hpp: the records are byte-identical to halo::pack_rows_int8_reference's,
+// and unpacking matches halo::unpack_rows_int8_reference bit for bit. Each unpacked value is within
 // half its row's scale of the packed one. Host-only code may include this header.
 #pragma once
 

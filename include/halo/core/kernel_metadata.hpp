@@ -37,9 +37,9 @@ struct KernelMetadata {
     std::int64_t cols = 0;
     std::int64_t nnz = 0;
 
-    std::map<std::string, std::int64_t> ints;       // scalar attributes
-    std::map<std::string, double> reals;            // scalar attributes
-    std::map<std::string, std::string> strings;     // scalar attributes
+    std::map<std::string, std::int64_t> ints;                       // scalar attributes
+    std::map<std::string, double> reals;                            // scalar attributes
+    std::map<std::string, std::string> strings;                     // scalar attributes
     std::map<std::string, std::vector<std::int32_t>> int32_arrays;  // 1-D datasets
     std::map<std::string, std::vector<std::int64_t>> int64_arrays;  // 1-D datasets
     std::map<std::string, std::vector<float>> float_arrays;         // 1-D datasets

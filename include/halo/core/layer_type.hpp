@@ -1,8 +1,9 @@
 // The table of layer types (halo_core): what each type of layer holds and how it is checked and
 // drawn at random, one LayerTypeInfo per type in src/core/layers/<type>.cpp, listed once in
-// halo/core/layer_types.def. The model file (src/store/model_file.cpp), validate_model, random_model,
-// the engine's weight estimate, the CLI's lists of names and `halo-inspect --layer-types` (the
-// JSON that python/halognn reads) all come from it; docs/CONTRIBUTING.md, "Adding a layer type".
+// halo/core/layer_types.def. The model file (src/store/model_file.cpp), validate_model,
+// random_model, the engine's weight estimate, the CLI's lists of names and `halo-inspect
+// --layer-types` (the JSON that python/halognn reads) all come from it; docs/CONTRIBUTING.md,
+// "Adding a layer type".
 #pragma once
 
 #include <cstdint>

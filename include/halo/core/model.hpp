@@ -1,6 +1,6 @@
 // GNN models: a stack of layers with their weights and their checks (halo_core), read from and
-// written to an HDF5 model file by the store (halo/store/model_file.hpp; docs/FORMAT.md, "Model file"),
-// or drawn at random for benchmarks.
+// written to an HDF5 model file by the store (halo/store/model_file.hpp; docs/FORMAT.md, "Model
+// file"), or drawn at random for benchmarks.
 //
 // Layer semantics (x_i: input row of node i, N(i): the columns of row i in the adjacency):
 //   gcn   h_i = act( sum_j  a_ij x_j W + b ),  a = D^-1/2 (A + I) D^-1/2 (PyG GCNConv)
@@ -10,7 +10,8 @@
 //   linear  h_i = act( x_i W + b )                               (no aggregation; torch Linear)
 //   maxk  h_i = act( sum_j  a_ij maxk_k(x_j W + b) ),  a = the gcn operator above
 //         (MaxK-GNN, paper 000: linear, the top-k nonlinearity keeping the k largest entries of
-//         each row, then the sparse-sparse-dense aggregation; halo/kernels_host/maxk.hpp has the tie rule)
+//         each row, then the sparse-sparse-dense aggregation; halo/kernels_host/maxk.hpp has the
+//         tie rule)
 //   agnn  z = x W + b (no weight: z = x), h_i = act( sum_{j in N(i) + i} p_ij z_j ),
 //         p_ij = softmax_j( beta cos(z_i, z_j) )                 (PyG AGNNConv after a Linear)
 //   transformer  per head t of `heads` (head width d = out / heads, concatenated):
@@ -36,8 +37,8 @@
 
 namespace halo {
 
-// One value per line of halo/core/layer_types.def; each type's parameters, checks and random weights
-// are its LayerTypeInfo (halo/core/layer_type.hpp).
+// One value per line of halo/core/layer_types.def; each type's parameters, checks and random
+// weights are its LayerTypeInfo (halo/core/layer_type.hpp).
 enum class LayerType {
 #define HALO_LAYER_TYPE(name) name,
 #include "halo/core/layer_types.def"

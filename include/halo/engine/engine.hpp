@@ -15,24 +15,24 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/exchanger.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
 #include "halo/core/operators.hpp"
-#include "halo/quantize/quantize.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/quantize/quantize.hpp"
 
 namespace halo {
 
 /// Per-layer timing on one rank, in seconds.
 struct LayerTiming {
-    double total = 0.0;                // wall time of the layer
-    double compute = 0.0;              // spmm + dense
-    double spmm = 0.0;                 // the aggregation (interior and boundary rows)
-    double dense = 0.0;                // GEMM and element-wise steps
-    double exchange = 0.0;             // time in start() and finish() of the exchange
-    double waiting = 0.0;              // part of `exchange` spent blocked in finish()
+    double total = 0.0;     // wall time of the layer
+    double compute = 0.0;   // spmm + dense
+    double spmm = 0.0;      // the aggregation (interior and boundary rows)
+    double dense = 0.0;     // GEMM and element-wise steps
+    double exchange = 0.0;  // time in start() and finish() of the exchange
+    double waiting = 0.0;   // part of `exchange` spent blocked in finish()
     /// --step-timing only: time in a barrier before each exchange, waiting for the slowest peer
     /// to arrive (the ranks' compute imbalance); `exchange` leaves it out.
     double skew = 0.0;

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/feature_rows.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo {
 
@@ -22,8 +22,8 @@ public:
     /// backend must outlive this object.
     FeatureUpload(Backend& backend, std::int64_t max_bytes);
 
-    /// The ShardReadOptions::features callback (halo_store). Each group is copied into its rows of one
-    /// total_rows x cols backend matrix, allocated at the first group; the groups may come in
+    /// The ShardReadOptions::features callback (halo_store). Each group is copied into its rows of
+    /// one total_rows x cols backend matrix, allocated at the first group; the groups may come in
     /// any order but must agree on total_rows, cols and int8. Binds the calling thread to the
     /// backend's device first (Backend::bind_thread).
     void operator()(const FeatureRowsRead& group);

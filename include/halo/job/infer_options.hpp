@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <string>
 
-#include "halo/engine/backend_spec.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/model.hpp"
+#include "halo/engine/backend_spec.hpp"
+#include "halo/engine/engine.hpp"
 
 namespace halo {
 

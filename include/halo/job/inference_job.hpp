@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/engine/engine.hpp"
 #include "halo/core/error.hpp"
+#include "halo/engine/engine.hpp"
 #include "halo/job/infer_options.hpp"
 
 namespace halo {

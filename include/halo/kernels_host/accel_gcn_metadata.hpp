@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "halo/kernels_host/accel_gcn_partition.hpp"
 #include "halo/core/kernel_metadata.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
 
 namespace halo {
 

@@ -1,8 +1,8 @@
 // Autotuned kernel selection (host only, no CUDA): for each (row range, dense width) the exact
 // SpMM candidates are timed a few times and the fastest is kept, so that the choice is made once
 // on the real operands and every later run of that shape takes it without measuring again. The
-// CUDA plan built on it is include/halo/kernels/cuda/autotune.hpp; the timing itself is a callback, so
-// the logic is tested on the CPU with fake timings.
+// CUDA plan built on it is include/halo/kernels/cuda/autotune.hpp; the timing itself is a callback,
+// so the logic is tested on the CPU with fake timings.
 #pragma once
 
 #include <compare>

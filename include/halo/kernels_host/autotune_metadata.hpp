@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "halo/kernels_host/autotune.hpp"
 #include "halo/core/kernel_metadata.hpp"
+#include "halo/kernels_host/autotune.hpp"
 
 namespace halo {
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/aes.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/kernel_metadata.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
+#include "halo/kernels_host/aes.hpp"
 #include "halo/quantize/quantize.hpp"
 
 namespace halo {
@@ -93,11 +93,11 @@ struct SpmmPlanHints {
     std::vector<KernelMetadata> stored;
 };
 
-/// MaxK-GNN's aggregation (paper 000; halo/kernels_host/maxk.hpp) as the engine drives it: the plan owns a CBSR
-/// of the operator's num_cols rows (owned rows, then halo rows) with k entries of `dim` per row.
-/// topk() fills owned rows from the dense embedding; across ranks the engine packs the rows it
-/// sends into exchange records, exchanges them like feature rows and unpacks the halo rows; then
-/// aggregate() computes out = A * S (the SSD operator) over a row range.
+/// MaxK-GNN's aggregation (paper 000; halo/kernels_host/maxk.hpp) as the engine drives it: the plan
+/// owns a CBSR of the operator's num_cols rows (owned rows, then halo rows) with k entries of `dim`
+/// per row. topk() fills owned rows from the dense embedding; across ranks the engine packs the
+/// rows it sends into exchange records, exchanges them like feature rows and unpacks the halo rows;
+/// then aggregate() computes out = A * S (the SSD operator) over a row range.
 ///
 /// Exchange record of one row (record_words() 4-byte words): k float values, then k int16 column
 /// indices, then zero padding to a whole word: 6k bytes instead of 4 dim.
@@ -119,8 +119,9 @@ public:
     static constexpr std::int64_t record_words(std::int64_t k) { return maxk_record_words(k); }
 };
 
-/// Sparse attention over a pattern (halo/kernels_host/attention.hpp semantics; rows without a nonzero give
-/// zeros): dot-product scores for AGNN and the graph transformer, additive ones for GAT.
+/// Sparse attention over a pattern (halo/kernels_host/attention.hpp semantics; rows without a
+/// nonzero give zeros): dot-product scores for AGNN and the graph transformer, additive ones for
+/// GAT.
 class AttentionPlan {
 public:
     virtual ~AttentionPlan() = default;
@@ -150,11 +151,11 @@ enum class AttentionKernel {
     fused,
 };
 
-/// An SpMM whose dense input is column-quantized int8 (halo/quantize/quantize.hpp), dequantized in the
-/// gather: y[rows] = A[rows] * dequantize(x), other rows untouched. The engine's first layer runs
-/// it on a dataset's int8 features (halo-infer --int8-features), so they stay int8 in memory and
-/// in the halo exchange. Exact, or AES-sampled when the backend samples (CpuBackendOptions::aes,
-/// the CUDA backend's "aes:W" SpMM kernel).
+/// An SpMM whose dense input is column-quantized int8 (halo/quantize/quantize.hpp), dequantized in
+/// the gather: y[rows] = A[rows] * dequantize(x), other rows untouched. The engine's first layer
+/// runs it on a dataset's int8 features (halo-infer --int8-features), so they stay int8 in memory
+/// and in the halo exchange. Exact, or AES-sampled when the backend samples
+/// (CpuBackendOptions::aes, the CUDA backend's "aes:W" SpMM kernel).
 class QuantizedSpmmPlan {
 public:
     virtual ~QuantizedSpmmPlan() = default;
@@ -331,8 +332,8 @@ public:
 };
 
 struct CpuBackendOptions {
-    /// Set: SpMM plans run AES-SpMM's sampling (halo/kernels_host/aes.hpp, reference::aes_spmm), approximate;
-    /// unset: the exact reference SpMM.
+    /// Set: SpMM plans run AES-SpMM's sampling (halo/kernels_host/aes.hpp, reference::aes_spmm),
+    /// approximate; unset: the exact reference SpMM.
     std::optional<AesOptions> aes;
 };
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "halo/kernels_host/fused3s.hpp"
 #include "halo/core/kernel_metadata.hpp"
+#include "halo/kernels_host/fused3s.hpp"
 
 namespace halo {
 

@@ -30,9 +30,9 @@ struct OperatorShape {
 /// The shape of `a` (one pass over its row offsets).
 OperatorShape operator_shape(const CsrView& a);
 
-/// The kernels the model picks among, each a kernel of the SpMM registry (halo/kernels_host/spmm_registry.hpp)
-/// under the name to_string gives; which operator forms each takes is the registry's entry
-/// (SpmmKernel::forms), never a rule of the model's own.
+/// The kernels the model picks among, each a kernel of the SpMM registry
+/// (halo/kernels_host/spmm_registry.hpp) under the name to_string gives; which operator forms each
+/// takes is the registry's entry (SpmmKernel::forms), never a rule of the model's own.
 enum class ModeledKernel { cusparse, accel_gcn, mergepath, rowsplit, rowchunk };
 
 std::string to_string(ModeledKernel kernel);

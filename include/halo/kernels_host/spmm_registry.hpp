@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "halo/core/csr.hpp"
 #include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/backend.hpp"
-#include "halo/core/csr.hpp"
 
 namespace halo {
 

@@ -23,9 +23,11 @@ enum class Partitioner {
     metis,
     block,
     random,
-    ptscotch,   // distributed (halo/partition_mpi/distributed_partition.hpp); partition_graph rejects it
+    ptscotch,   // distributed (halo/partition_mpi/distributed_partition.hpp); partition_graph
+                // rejects it
     kaminpar,   // shared memory, in-process
-    dkaminpar,  // distributed (halo/partition_mpi/distributed_partition.hpp); partition_graph rejects it
+    dkaminpar,  // distributed (halo/partition_mpi/distributed_partition.hpp); partition_graph
+                // rejects it
 };
 
 struct PartitionOptions {
@@ -46,7 +48,8 @@ struct PartitionOptions {
     /// kaminpar_tries(0, nonzeros)).
     int kaminpar_tries = 0;
     /// The adjacency is known to be symmetric (built with --symmetrize): KaMinPar takes its
-    /// pattern minus the diagonal as it is, without building A | A^T (which needs twice the memory).
+    /// pattern minus the diagonal as it is, without building A | A^T (which needs twice the
+    /// memory).
     bool symmetric = false;
 };
 

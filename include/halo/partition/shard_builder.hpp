@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "halo/core/csr.hpp"
-#include "halo/partition/row_order.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/partition/row_order.hpp"
 
 namespace halo {
 
@@ -59,13 +59,15 @@ private:
     std::unique_ptr<State> state_;
 };
 
-// RowOrder, parse_row_order and row_order_keys (the order_keys above): halo/partition/row_order.hpp.
+// RowOrder, parse_row_order and row_order_keys (the order_keys above):
+// halo/partition/row_order.hpp.
 
 /// Builds part `part` from `rows`, a num_nodes-square CSR indexed by global id that holds at least
 /// that part's rows (other rows may be empty), and `boundary`, num_nodes flags computed from the
 /// whole graph (1: the node's row has a column owned by another part). The result equals
 /// build_shard(global, owner, num_parts, part) except for the send plan, which is left empty: a
-/// distributed builder fills it from the peers' receive blocks (halo/partition_mpi/distributed_partition.hpp).
+/// distributed builder fills it from the peers' receive blocks
+/// (halo/partition_mpi/distributed_partition.hpp).
 Shard build_shard_rows(const Csr& rows, const std::vector<std::int32_t>& owner, int num_parts,
                        int part, const std::vector<std::uint8_t>& boundary);
 

@@ -35,8 +35,8 @@
 
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
-#include "halo/partition/partition.hpp"
 #include "halo/core/shard.hpp"
+#include "halo/partition/partition.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo/store/store.hpp"
 

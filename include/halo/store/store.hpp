@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/core/kernel_metadata.hpp"
 #include "halo/core/feature_rows.hpp"
+#include "halo/core/kernel_metadata.hpp"
 #include "halo/core/shard.hpp"
 
 namespace halo {
@@ -106,7 +106,6 @@ std::vector<std::int32_t> read_owner(const std::filesystem::path& path);
 /// sizes against the root attributes. Opens the file read-only, so all ranks may read one file at
 /// once.
 Shard read_shard(const std::filesystem::path& path, int part);
-
 
 struct ShardReadOptions {
     /// If set, the features are read first, in groups of about 64 MiB, and each group is handed

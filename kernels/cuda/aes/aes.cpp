@@ -1,5 +1,5 @@
-// AES-SpMM plans (include/halo/kernels/cuda/aes.hpp): the device copy of the operator, the operand checks
-// and the launches of aes.cu on the compute stream; plus the int8 feature upload and the
+// AES-SpMM plans (include/halo/kernels/cuda/aes.hpp): the device copy of the operator, the operand
+// checks and the launches of aes.cu on the compute stream; plus the int8 feature upload and the
 // Frobenius sums that measure an approximation.
 #include "halo/kernels/cuda/aes.hpp"
 
@@ -18,8 +18,8 @@
 #include "cuda/aes/aes_kernels.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/primitives/upload.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {

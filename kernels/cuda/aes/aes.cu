@@ -1,4 +1,5 @@
-// AES-SpMM kernels (paper 004, Algorithm 1; include/halo/kernels/cuda/aes.hpp) with fp32 or int8 features.
+// AES-SpMM kernels (paper 004, Algorithm 1; include/halo/kernels/cuda/aes.hpp) with fp32 or int8
+// features.
 //
 // Choices:
 // - A group of G lanes (8, 16 or a warp of 32: the smallest that spans the width's lanes) owns a
@@ -35,9 +36,9 @@
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/warp_reduce.cuh"
-#include "halo/kernels_host/aes.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/kernels_host/aes.hpp"
 
 namespace halo::cuda::detail {
 namespace {

@@ -1,5 +1,6 @@
-// Host side of the unfused attention baseline (include/halo/kernels/cuda/fused3s.hpp): the pattern on the
-// device, a score per nonzero, and cuSPARSE SpMM with the normalized scores as the CSR values.
+// Host side of the unfused attention baseline (include/halo/kernels/cuda/fused3s.hpp): the pattern
+// on the device, a score per nonzero, and cuSPARSE SpMM with the normalized scores as the CSR
+// values.
 //
 // Choices:
 // - The score and softmax kernels read int64 offsets and int32 columns (the host types); cuSPARSE
@@ -10,9 +11,9 @@
 
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/primitives/cusparse_csr.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/fused3s.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/primitives/warp_reduce.cuh"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

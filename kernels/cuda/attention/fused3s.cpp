@@ -1,5 +1,6 @@
-// Host side of the Fused3S plan (include/halo/kernels/cuda/fused3s.hpp): uploads the BSB once, owns the
-// fp16 workspaces of the fp32 entry point, checks operands and launches the kernel (fused3s.cu).
+// Host side of the Fused3S plan (include/halo/kernels/cuda/fused3s.hpp): uploads the BSB once, owns
+// the fp16 workspaces of the fp32 entry point, checks operands and launches the kernel
+// (fused3s.cu).
 //
 // Choices:
 // - The BSB is validated before upload: a stored format is trusted by the kernel only after the
@@ -24,8 +25,8 @@
 
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/primitives/upload.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda {
 namespace {

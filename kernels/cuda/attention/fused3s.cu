@@ -1,5 +1,6 @@
-// The Fused3S kernel (include/halo/kernels/cuda/fused3s.hpp; paper 002, Algorithm 1): sparse attention
-// O = softmax_row(mask(Q K^T * scale)) V in one kernel on tensor cores, over the BSB format.
+// The Fused3S kernel (include/halo/kernels/cuda/fused3s.hpp; paper 002, Algorithm 1): sparse
+// attention O = softmax_row(mask(Q K^T * scale)) V in one kernel on tensor cores, over the BSB
+// format.
 //
 // Choices (paper sections in brackets):
 // - Node-parallel fusion [3.2]: one thread block of kWarps warps per row window of 16 rows, so
@@ -32,8 +33,8 @@
 #include "cuda/attention/fused3s_kernels.hpp"
 #include "cuda/attention/fused3s_layout.hpp"
 #include "cuda/primitives/grid_stride.cuh"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

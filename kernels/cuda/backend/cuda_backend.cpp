@@ -12,10 +12,10 @@
 #include "cuda/backend/cuda_kernels.hpp"
 #include "cuda/backend/engine_plans.hpp"
 #include "cuda/primitives/cusparse_csr.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/aes.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {

@@ -5,8 +5,8 @@
 
 #include "cuda/backend/cuda_kernels.hpp"
 #include "cuda/primitives/grid_stride.cuh"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/detail/counter_random.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

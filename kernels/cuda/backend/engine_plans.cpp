@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/aes.hpp"
 #include "halo/kernels/cuda/fused3s.hpp"
 #include "halo/kernels/cuda/maxk.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 #include "halo/kernels_host/fused3s_metadata.hpp"
 #include "halo/kernels_host/maxk_metadata.hpp"
 

@@ -1,5 +1,6 @@
 // Device side of the CUDA backend's engine plans (engine_plans.hpp): row normalization, and the
-// MaxK exchange records (halo/kernels_host/backend.hpp, MaxkPlan) packed from and unpacked into a device CBSR.
+// MaxK exchange records (halo/kernels_host/backend.hpp, MaxkPlan) packed from and unpacked into a
+// device CBSR.
 //
 // Choices:
 // - normalize_rows: a warp per row, the squares summed in double like the CPU backend, so the
@@ -18,8 +19,8 @@
 #include "cuda/backend/engine_plans.hpp"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/primitives/warp_reduce.cuh"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/kernels_host/maxk.hpp"
 #include "halo/quantize/quantize.hpp"
 

@@ -1,6 +1,7 @@
-// The CUDA backend's MaxK and attention plans (halo/kernels_host/backend.hpp's MaxkPlan and AttentionPlan) and
-// its row normalization, over the kernels of include/halo/kernels/cuda/{maxk,fused3s}.hpp. Internal to
-// halo_kernels: the backend (cuda_backend.cpp) calls these.
+// The CUDA backend's MaxK and attention plans (halo/kernels_host/backend.hpp's MaxkPlan and
+// AttentionPlan) and its row normalization, over the kernels of
+// include/halo/kernels/cuda/{maxk,fused3s}.hpp. Internal to halo_kernels: the backend
+// (cuda_backend.cpp) calls these.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,10 +9,10 @@
 #include <cstdint>
 #include <memory>
 
+#include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/backend.hpp"
 #include "halo/quantize/quantize.hpp"
-#include "halo/kernels/cuda/context.hpp"
 
 namespace halo::cuda {
 

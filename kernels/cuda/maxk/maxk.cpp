@@ -25,9 +25,9 @@
 #include "cuda/maxk/maxk_kernels.hpp"
 #include "cuda/primitives/upload.hpp"
 #include "cuda/primitives/zero_rows.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/enum_names.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda {
 namespace {

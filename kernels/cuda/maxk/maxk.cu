@@ -1,5 +1,5 @@
-// MaxK-GNN kernels (paper 000; include/halo/kernels/cuda/maxk.hpp): the top-k activation into CBSR and
-// the SSD operator's MaxK baseline (section III) and decoupled variants (section IV). The plan
+// MaxK-GNN kernels (paper 000; include/halo/kernels/cuda/maxk.hpp): the top-k activation into CBSR
+// and the SSD operator's MaxK baseline (section III) and decoupled variants (section IV). The plan
 // that launches them is maxk.cpp.
 //
 // Top-k, one warp per row: lane l holds the order keys of columns l, l + 32, ... in registers
@@ -27,8 +27,8 @@
 #include "cuda/maxk/maxk_select.hpp"
 #include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/warp_reduce.cuh"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

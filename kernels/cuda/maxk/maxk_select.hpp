@@ -1,7 +1,7 @@
 // The MaxK top-k selection logic, written once for the CUDA kernel (maxk.cu) and its CPU
-// emulation test (tests/kernels/reference/test_maxk.cpp): the order key of a float's bits (the tie rule of
-// include/halo/kernels_host/maxk.hpp) and the bitwise search for the k-th largest key. Internal to
-// halo_kernels; compiles as plain C++ and under nvcc.
+// emulation test (tests/kernels/reference/test_maxk.cpp): the order key of a float's bits (the tie
+// rule of include/halo/kernels_host/maxk.hpp) and the bitwise search for the k-th largest key.
+// Internal to halo_kernels; compiles as plain C++ and under nvcc.
 #pragma once
 
 #include <cstdint>

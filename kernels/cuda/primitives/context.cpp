@@ -9,9 +9,9 @@
 #include <initializer_list>
 #include <limits>
 
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/detail/resident_memory.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda {
 namespace {

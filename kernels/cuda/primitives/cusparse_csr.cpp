@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "cuda/primitives/upload.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 

@@ -33,10 +33,10 @@
 #include <vector>
 
 #include "halo/core/csr.hpp"
-#include "halo/kernels/cuda/backend.hpp"
-#include "halo/kernels/cuda/context.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/memory_report.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
 
 namespace halo::cuda::detail {
 

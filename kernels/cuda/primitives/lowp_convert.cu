@@ -1,5 +1,6 @@
-// Device conversion of fp32 features to fp16 / bf16 (include/halo/kernels/cuda/lowp_spmm.hpp): round to
-// nearest even with CUDA's intrinsics, which lowp_features.cpp reproduces bit for bit on the host.
+// Device conversion of fp32 features to fp16 / bf16 (include/halo/kernels/cuda/lowp_spmm.hpp):
+// round to nearest even with CUDA's intrinsics, which lowp_features.cpp reproduces bit for bit on
+// the host.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -8,9 +9,9 @@
 #include <type_traits>
 
 #include "cuda/primitives/grid_stride.cuh"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 
 namespace halo::cuda {
 namespace {

@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "halo/core/csr.hpp"
-#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
 
 namespace halo::cuda::detail {
 

@@ -28,8 +28,8 @@
 
 #include "cuda/primitives/cusparse_csr.hpp"
 #include "cuda/primitives/upload.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

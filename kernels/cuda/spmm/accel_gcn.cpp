@@ -23,11 +23,11 @@
 #include "cuda/primitives/zero_rows.hpp"
 #include "cuda/spmm/accel_gcn_kernels.hpp"
 #include "cuda/spmm/stored_metadata.hpp"
-#include "halo/kernels_host/accel_gcn_metadata.hpp"
-#include "halo/kernels_host/accel_gcn_partition.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
+#include "halo/kernels_host/accel_gcn_metadata.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {

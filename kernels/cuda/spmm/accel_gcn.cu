@@ -21,11 +21,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/spmm/accel_gcn_kernels.hpp"
 #include "cuda/primitives/dependent_launch.cuh"
 #include "cuda/primitives/feature_load.cuh"
-#include "halo/kernels/cuda_error.hpp"
+#include "cuda/spmm/accel_gcn_kernels.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda::detail {
 namespace {

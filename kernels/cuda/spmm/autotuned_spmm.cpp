@@ -1,8 +1,8 @@
-// The autotuned SpMM plan (include/halo/kernels/cuda/autotune.hpp): host code over the candidates' plans.
-// Times are CUDA events around one run() on the compute stream, so queued work before the start
-// event does not count; the host work of a candidate's run (descriptor setup, launch) does, as it
-// does in real runs. A candidate's first run of a new range may do one-time host work (a range
-// partition, a workspace): the warm-up run absorbs it.
+// The autotuned SpMM plan (include/halo/kernels/cuda/autotune.hpp): host code over the candidates'
+// plans. Times are CUDA events around one run() on the compute stream, so queued work before the
+// start event does not count; the host work of a candidate's run (descriptor setup, launch) does,
+// as it does in real runs. A candidate's first run of a new range may do one-time host work (a
+// range partition, a workspace): the warm-up run absorbs it.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,12 +14,12 @@
 
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/spmm/stored_metadata.hpp"
-#include "halo/kernels_host/autotune_metadata.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/autotune.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/device.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
+#include "halo/kernels_host/autotune_metadata.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {

@@ -2,10 +2,10 @@
 // per slice. Y = A X splits by columns exactly (each slice of Y reads only that slice of X), and
 // each slice's gathers read `tile` features of an X row instead of d, so d / tile times as many X
 // rows fit in L2 while the slice runs. Where X outgrows L2 and the gathers are the traffic (the
-// gather model, halo/kernels_host/gather_model.hpp; docs/NOTEBOOK.md "The gather-bound limit"), the X rows
-// fetched again fall by more than the extra reads of A cost; where X fits in L2 it is a loss,
-// so it is an autotune candidate, never a default. Results are bit-identical to the inner plan's
-// on the same slice (the sums of one element do not depend on the other columns).
+// gather model, halo/kernels_host/gather_model.hpp; docs/NOTEBOOK.md "The gather-bound limit"), the
+// X rows fetched again fall by more than the extra reads of A cost; where X fits in L2 it is a
+// loss, so it is an autotune candidate, never a default. Results are bit-identical to the inner
+// plan's on the same slice (the sums of one element do not depend on the other columns).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -13,10 +13,10 @@
 #include <utility>
 
 #include "cuda/primitives/spmm_checks.hpp"
-#include "halo/kernels/cuda/lowp_spmm.hpp"
-#include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/feature_type.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {
@@ -74,10 +74,10 @@ private:
 
 }  // namespace
 
-// The registry's factory (halo/kernels_host/spmm_registry.hpp): MergePath at cost 400 (the autotuner's pick
-// for large power-law operators) over slices of 128 columns, with L2 hints where a slice's X is
-// past 32x the L2 when the request asks (SpmmPlanRequest::l2_hints); its schedule is made for
-// widths up to 128 only.
+// The registry's factory (halo/kernels_host/spmm_registry.hpp): MergePath at cost 400 (the
+// autotuner's pick for large power-law operators) over slices of 128 columns, with L2 hints where a
+// slice's X is past 32x the L2 when the request asks (SpmmPlanRequest::l2_hints); its schedule is
+// made for widths up to 128 only.
 std::unique_ptr<SpmmPlan> mergepath_c400_t128_spmm_factory(Context& ctx, const Csr& a,
                                                            const SpmmPlanRequest& request)
 {

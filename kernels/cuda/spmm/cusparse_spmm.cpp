@@ -10,9 +10,9 @@
 #include "cuda/primitives/cusparse_csr.hpp"
 #include "cuda/primitives/spmm_checks.hpp"
 #include "cuda/primitives/upload.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {

@@ -1,7 +1,8 @@
-// MergePath-SpMM's plan (include/halo/kernels/cuda/mergepath.hpp): the argument checks, the operator's
-// upload (SpmmPlanBase), the merge-path schedules per row range and cost (made on the host,
-// uploaded once), the L2 hints' cold marks, and the registry's factories. Host code: the kernels
-// and their launchers are in mergepath.cu (mergepath.cu's header comment says how they work).
+// MergePath-SpMM's plan (include/halo/kernels/cuda/mergepath.hpp): the argument checks, the
+// operator's upload (SpmmPlanBase), the merge-path schedules per row range and cost (made on the
+// host, uploaded once), the L2 hints' cold marks, and the registry's factories. Host code: the
+// kernels and their launchers are in mergepath.cu (mergepath.cu's header comment says how they
+// work).
 #include "halo/kernels/cuda/mergepath.hpp"
 
 #include <algorithm>
@@ -20,9 +21,9 @@
 #include "cuda/primitives/zero_rows.hpp"
 #include "cuda/spmm/mergepath_kernels.hpp"
 #include "cuda/spmm/spmm_plan_base.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/device.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 #include "halo/kernels_host/spmm_cost_model.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 #include "preprocess/hot_columns.hpp"
@@ -244,8 +245,8 @@ MergePathOptions with_requested_hints(Context& ctx, const SpmmPlanRequest& reque
     return request.l2_hints ? with_large_x_hints(ctx, max_dim, options) : options;
 }
 
-// The registry's factories (halo/kernels_host/spmm_registry.hpp): the paper's per-width cost, and the larger
-// fixed costs the autotuner also tries.
+// The registry's factories (halo/kernels_host/spmm_registry.hpp): the paper's per-width cost, and
+// the larger fixed costs the autotuner also tries.
 
 std::unique_ptr<SpmmPlan> mergepath_spmm_factory(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request)

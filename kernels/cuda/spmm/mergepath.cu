@@ -32,8 +32,8 @@
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/primitives/grid_stride.cuh"
 #include "cuda/spmm/mergepath_kernels.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "preprocess/hot_columns.hpp"  // kColdMark
 
 namespace halo::cuda {

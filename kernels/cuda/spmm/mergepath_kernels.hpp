@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
 
 namespace halo::cuda::mergepath_kernels {
 

@@ -1,9 +1,9 @@
-// The cost model's SpMM plan (include/halo/kernels/cuda/backend.hpp, make_modeled_spmm_plan): the kernel
-// halo/kernels_host/spmm_cost_model.hpp picks for the operator's shape at each width, nothing timed. The
-// kernels that widths 1..max_dim can pick are built at once (the engine records a graph after its
-// first run, so nothing may be built later); MergePath is built once with its cost set per width.
-// A kernel that rejects the operator (halo::InputError or LogicError) is replaced by cuSPARSE for
-// the widths that picked it, and the report says so.
+// The cost model's SpMM plan (include/halo/kernels/cuda/backend.hpp, make_modeled_spmm_plan): the
+// kernel halo/kernels_host/spmm_cost_model.hpp picks for the operator's shape at each width,
+// nothing timed. The kernels that widths 1..max_dim can pick are built at once (the engine records
+// a graph after its first run, so nothing may be built later); MergePath is built once with its
+// cost set per width. A kernel that rejects the operator (halo::InputError or LogicError) is
+// replaced by cuSPARSE for the widths that picked it, and the report says so.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "cuda/primitives/spmm_checks.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/device.hpp"
 #include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/kernels/cuda/rowsplit.hpp"
-#include "halo/core/error.hpp"
 #include "halo/kernels_host/spmm_cost_model.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 

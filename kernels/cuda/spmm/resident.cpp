@@ -1,6 +1,6 @@
-// The resident-slice SpMM plan (include/halo/kernels/cuda/resident.hpp): the argument checks and the
-// column limit, the scalings' upload (SpmmPlanBase), the chunk layout of each row range (built on
-// the host, uploaded once), and the registry's factories. Host code: the kernel and its launcher
+// The resident-slice SpMM plan (include/halo/kernels/cuda/resident.hpp): the argument checks and
+// the column limit, the scalings' upload (SpmmPlanBase), the chunk layout of each row range (built
+// on the host, uploaded once), and the registry's factories. Host code: the kernel and its launcher
 // are in resident.cu, whose header comment says why and how it works.
 #include "halo/kernels/cuda/resident.hpp"
 
@@ -16,8 +16,8 @@
 #include "cuda/primitives/upload.hpp"
 #include "cuda/spmm/resident_kernels.hpp"
 #include "cuda/spmm/spmm_plan_base.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 #include "preprocess/resident_layout.hpp"
 

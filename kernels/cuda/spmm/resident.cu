@@ -41,8 +41,8 @@
 
 #include "cuda/primitives/feature_load.cuh"
 #include "cuda/spmm/resident_kernels.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "preprocess/resident_layout.hpp"
 
 namespace halo::cuda {

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <map>
 
-#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "preprocess/resident_layout.hpp"
 
 namespace halo::cuda::resident_kernels {

@@ -1,7 +1,7 @@
-// The row-split SpMM plans (include/halo/kernels/cuda/rowsplit.hpp): the argument checks, the operator's
-// upload (SpmmPlanBase), the chunked variant's long rows, units and workspace, and the registry's
-// factories. Host code: the kernels and their launchers are in rowsplit.cu, whose header comment
-// says how they work and how the unit length is chosen.
+// The row-split SpMM plans (include/halo/kernels/cuda/rowsplit.hpp): the argument checks, the
+// operator's upload (SpmmPlanBase), the chunked variant's long rows, units and workspace, and the
+// registry's factories. Host code: the kernels and their launchers are in rowsplit.cu, whose header
+// comment says how they work and how the unit length is chosen.
 #include "halo/kernels/cuda/rowsplit.hpp"
 
 #include <algorithm>
@@ -16,8 +16,8 @@
 #include "cuda/spmm/rowsplit_kernels.hpp"
 #include "cuda/spmm/rowsplit_layout.hpp"
 #include "cuda/spmm/spmm_plan_base.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {

@@ -50,8 +50,8 @@
 #include "cuda/primitives/feature_vec.hpp"
 #include "cuda/spmm/rowsplit_kernels.hpp"
 #include "cuda/spmm/rowsplit_layout.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda_error.hpp"
 
 namespace halo::cuda {
 namespace {

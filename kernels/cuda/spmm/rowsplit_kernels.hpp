@@ -9,8 +9,8 @@
 
 #include "cuda/spmm/rowsplit_layout.hpp"
 #include "halo/core/csr.hpp"
-#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
 
 namespace halo::cuda::rowsplit_kernels {
 

@@ -11,12 +11,12 @@
 #include <string>
 
 #include "cuda/primitives/cusparse_csr.hpp"  // DeviceScaling
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/csr.hpp"
+#include "halo/core/dense.hpp"
 #include "halo/kernels/cuda/backend.hpp"  // IndexWidth, ScaledForm
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
-#include "halo/core/dense.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda::detail {
 

@@ -1,6 +1,6 @@
 // The dataset's kernel metadata as the SpMM factories take it from an operator's hints
-// (halo/kernels_host/backend.hpp, SpmmPlanHints::stored): found by kernel, checked against the operator it
-// must describe. Internal to halo_kernels (accel_gcn.cpp, autotuned_spmm.cpp).
+// (halo/kernels_host/backend.hpp, SpmmPlanHints::stored): found by kernel, checked against the
+// operator it must describe. Internal to halo_kernels (accel_gcn.cpp, autotuned_spmm.cpp).
 #pragma once
 
 #include <memory>
@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "halo/kernels_host/accel_gcn_partition.hpp"
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/kernel_metadata.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda::detail {
 

@@ -1,3 +1,5 @@
+#include <omp.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -7,8 +9,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <omp.h>
 
 #include "halo/core/detail/resident_memory.hpp"
 #include "halo/core/enum_names.hpp"

@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "backend_fixtures.hpp"
-#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::testing {
 

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels/cuda/accel_gcn.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
+#include "halo/kernels/cuda/accel_gcn.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda_error.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"

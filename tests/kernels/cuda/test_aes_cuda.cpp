@@ -1,8 +1,8 @@
-// AES-SpMM on the GPU (include/halo/kernels/cuda/aes.hpp) against its CPU reference, and the int8 row
-// packing (include/halo/comm/quantized_pack.hpp) against its. The kernels sum each row's sampled
-// products in slot order with one fused multiply-add each and dequantize with the same function
-// as the reference, so every comparison is bit for bit (nvcc keeps IEEE fma and division, no
-// fast math). Outputs start as NaN: rows outside the requested range and the padding between
+// AES-SpMM on the GPU (include/halo/kernels/cuda/aes.hpp) against its CPU reference, and the int8
+// row packing (include/halo/comm/quantized_pack.hpp) against its. The kernels sum each row's
+// sampled products in slot order with one fused multiply-add each and dequantize with the same
+// function as the reference, so every comparison is bit for bit (nvcc keeps IEEE fma and division,
+// no fast math). Outputs start as NaN: rows outside the requested range and the padding between
 // cols and ld must stay NaN. A failure names the kernel, W, scaling, width, strides, the row with
 // its strategy, the column, and the expected and computed values.
 #include <gtest/gtest.h>
@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/aes.hpp"
-#include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/aes.hpp"
-#include "halo/kernels/cuda/context.hpp"
 #include "halo/comm/quantized_pack.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/graph.hpp"
-#include "halo/quantize/quantize.hpp"
+#include "halo/kernels/cuda/aes.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/kernels_host/aes.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
+#include "halo/quantize/quantize.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
 

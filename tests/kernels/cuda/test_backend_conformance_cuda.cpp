@@ -1,15 +1,15 @@
 // The Backend conformance suite (backend_conformance.hpp) on the CUDA backend, once per exact SpMM
-// kernel of the registry (halo/kernels_host/spmm_registry.hpp): every kernel a backend can be built with,
-// including halo-bench's ablations and the autotuner's cost variants. Skips with a message where
-// there is no CUDA device.
+// kernel of the registry (halo/kernels_host/spmm_registry.hpp): every kernel a backend can be built
+// with, including halo-bench's ablations and the autotuner's cost variants. Skips with a message
+// where there is no CUDA device.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend_conformance.hpp"
-#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::testing {

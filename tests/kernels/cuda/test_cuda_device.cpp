@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "halo/kernels/cuda/device.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels/cuda/device.hpp"
 #include "halo_test.hpp"
 
 TEST(CudaDevice, ReportsPropertiesOfEveryDevice)

@@ -8,15 +8,15 @@
 #include <utility>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/backend.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/engine/engine.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/model.hpp"
 #include "halo/core/shard.hpp"
-#include "halo/partition/shard_builder.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
+#include "halo/partition/shard_builder.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
 

@@ -27,12 +27,12 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/fused3s.hpp"
-#include "halo/core/error.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/fused3s.hpp"
 #include "halo/kernels_host/fused3s_metadata.hpp"
 #include "halo/kernels_host/maxk.hpp"

@@ -1,5 +1,5 @@
-// The attention kernels on the GPU (include/halo/kernels/cuda/fused3s.hpp) against the fp64 CPU reference
-// (halo/kernels_host/attention.hpp) on fresh seeded inputs:
+// The attention kernels on the GPU (include/halo/kernels/cuda/fused3s.hpp) against the fp64 CPU
+// reference (halo/kernels_host/attention.hpp) on fresh seeded inputs:
 // - Fused3S (fp16 inputs and weights, fp32 softmax and accumulation): relative error at most
 //   1e-2 in the Frobenius norm and in every row (||O_i - R_i|| / ||R_i||), for d = 32, 64, 128,
 //   256, every ablation switch, random graphs and Cora; rows without neighbours exactly zero;
@@ -19,14 +19,14 @@
 #include <tuple>
 #include <vector>
 
-#include "halo/kernels_host/attention.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/graph.hpp"
+#include "halo/core/io.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/fused3s.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
+#include "halo/kernels_host/attention.hpp"
 #include "halo/kernels_host/fused3s.hpp"
-#include "halo/core/graph.hpp"
-#include "halo/core/io.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
 

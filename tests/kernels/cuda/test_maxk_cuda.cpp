@@ -1,4 +1,5 @@
-// MaxK on the GPU (include/halo/kernels/cuda/maxk.hpp) against the CPU references on fresh seeded inputs.
+// MaxK on the GPU (include/halo/kernels/cuda/maxk.hpp) against the CPU references on fresh seeded
+// inputs.
 //
 // Top-k: bit-for-bit equal to reference::maxk_topk (columns and value bits) on adversarial rows
 // (ties, signed zeros, infinities, NaNs) at widths 1 .. 1024 and k from 1 to the width.
@@ -21,10 +22,10 @@
 #include <vector>
 
 #include "halo/core/csr.hpp"
+#include "halo/core/error.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/maxk.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
 #include "halo/kernels_host/maxk.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"

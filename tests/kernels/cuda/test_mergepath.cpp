@@ -14,15 +14,15 @@
 #include <utility>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/csr.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/kernels/cuda/mergepath.hpp"
-#include "halo/kernels/cuda_error.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/mergepath.hpp"
+#include "halo/kernels/cuda_error.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "preprocess/hot_columns.hpp"

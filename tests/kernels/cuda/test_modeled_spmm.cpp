@@ -1,20 +1,21 @@
 // The cost model's SpMM plan (make_modeled_spmm_plan, halo-infer's default `auto` without stored
-// autotune choices) on the GPU: on an operator for each rule of halo/kernels_host/spmm_cost_model.hpp it runs
-// the kernel the model names at each width (algorithm(), report()), equals reference::spmm within
-// tolerance on a NaN-poisoned y over full and split ranges, builds MergePath once for both of
-// its costs, and with an OperatorScaling makes the values r_i c_j on the device (MergePath,
-// row-split, cuSPARSE; refused where Accel-GCN may be picked). The registry's `auto` builds it.
+// autotune choices) on the GPU: on an operator for each rule of
+// halo/kernels_host/spmm_cost_model.hpp it runs the kernel the model names at each width
+// (algorithm(), report()), equals reference::spmm within tolerance on a NaN-poisoned y over full
+// and split ranges, builds MergePath once for both of its costs, and with an OperatorScaling makes
+// the values r_i c_j on the device (MergePath, row-split, cuSPARSE; refused where Accel-GCN may be
+// picked). The registry's `auto` builds it.
 #include <cmath>
 #include <cstdint>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/backend.hpp"
-#include "halo/kernels/cuda/device.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/graph.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/device.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm_cost_model.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 #include "halo_test.hpp"

@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/kernels/cuda/resident.hpp"
-#include "halo/core/error.hpp"
-#include "halo/core/feature_type.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "preprocess/resident_layout.hpp"

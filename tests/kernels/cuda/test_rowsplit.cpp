@@ -1,11 +1,11 @@
-// The row-split SpMM kernel (include/halo/kernels/cuda/rowsplit.hpp) and its chunked variant against the
-// CPU on fresh seeded inputs. Two oracles: reference::spmm within tolerance, and a host loop that
-// sums each row's nonzeros in CSR order with std::fma, which the kernel must match bit for bit (it
-// performs exactly those fused multiply-adds in that order; nvcc keeps IEEE fma, no fast math);
-// for the chunked variant the loop sums each unit so and adds the units' sums in order. Outputs are
-// poisoned with NaN, so rows outside the requested range and the padding between cols and ld must
-// stay NaN. Both access paths run: float4 (widths and leading dimensions multiples of 4) and
-// scalar.
+// The row-split SpMM kernel (include/halo/kernels/cuda/rowsplit.hpp) and its chunked variant
+// against the CPU on fresh seeded inputs. Two oracles: reference::spmm within tolerance, and a host
+// loop that sums each row's nonzeros in CSR order with std::fma, which the kernel must match bit
+// for bit (it performs exactly those fused multiply-adds in that order; nvcc keeps IEEE fma, no
+// fast math); for the chunked variant the loop sums each unit so and adds the units' sums in order.
+// Outputs are poisoned with NaN, so rows outside the requested range and the padding between cols
+// and ld must stay NaN. Both access paths run: float4 (widths and leading dimensions multiples of
+// 4) and scalar.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "cuda/spmm/rowsplit_layout.hpp"
-#include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/backend.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#include "halo/kernels/cuda/rowsplit.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
+#include "halo/kernels/cuda/backend.hpp"
+#include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/rowsplit.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"

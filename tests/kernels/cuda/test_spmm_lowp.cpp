@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo/kernels/cuda/accel_gcn.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
@@ -22,8 +24,6 @@
 #include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/kernels/cuda/rowsplit.hpp"
 #include "halo/kernels/cuda_error.hpp"
-#include "halo/core/error.hpp"
-#include "halo/core/feature_type.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 #include "halo_test.hpp"
 #include "spmm_exact_check.hpp"

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "halo/kernels/cuda/accel_gcn.hpp"
 #include "halo/kernels/cuda/backend.hpp"
-#include "bench_util.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/kernels/cuda/rowsplit.hpp"

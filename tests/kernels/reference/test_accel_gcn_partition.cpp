@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/accel_gcn_partition.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"

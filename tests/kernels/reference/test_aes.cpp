@@ -1,8 +1,8 @@
-// AES-SpMM's sampling rule and CPU reference (include/halo/kernels_host/aes.hpp), on the CPU. The rule is
-// checked against Table 1 and Eq. 3 as written in the paper (boundaries of R, the constraints
-// N >= 1 and sample_cnt <= W, start indices), against properties that follow from them (positions
-// inside the row, runs of N consecutive nonzeros, count = min(row_nnz, W) for W a power of two,
-// repeats where runs overlap), and the reference SpMM against independent loops.
+// AES-SpMM's sampling rule and CPU reference (include/halo/kernels_host/aes.hpp), on the CPU. The
+// rule is checked against Table 1 and Eq. 3 as written in the paper (boundaries of R, the
+// constraints N >= 1 and sample_cnt <= W, start indices), against properties that follow from them
+// (positions inside the row, runs of N consecutive nonzeros, count = min(row_nnz, W) for W a power
+// of two, repeats where runs overlap), and the reference SpMM against independent loops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/aes.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/error.hpp"
-#include "halo/quantize/quantize.hpp"
+#include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/spmm.hpp"
+#include "halo/quantize/quantize.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"
 

@@ -1,6 +1,6 @@
-// The autotuner's selection logic (include/halo/kernels_host/autotune.hpp) with fake timings, no GPU: the
-// fastest median wins, a choice is cached (measure is not called again), ties go to the lower
-// index, the warm-up call is not counted, a candidate that rejects the shape is skipped and
+// The autotuner's selection logic (include/halo/kernels_host/autotune.hpp) with fake timings, no
+// GPU: the fastest median wins, a choice is cached (measure is not called again), ties go to the
+// lower index, the warm-up call is not counted, a candidate that rejects the shape is skipped and
 // reported, and all failing is an error naming the key.
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/autotune.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels_host/autotune.hpp"
 
 namespace {
 

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "cuda/attention/fused3s_layout.hpp"
-#include "halo/kernels_host/attention.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels_host/attention.hpp"
 #include "halo/kernels_host/fused3s.hpp"
 #include "halo_test.hpp"
 #include "spmm_fixtures.hpp"

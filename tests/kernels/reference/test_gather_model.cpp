@@ -1,7 +1,7 @@
-// The gather model of SpMM (include/halo/kernels_host/gather_model.hpp), no GPU: a sequence worked by hand,
-// both simulations against plain quadratic ones on random matrices, the properties every cache
-// has (cold misses, MIN <= LRU, fewer misses with more capacity), thread-count independence, and
-// bad input.
+// The gather model of SpMM (include/halo/kernels_host/gather_model.hpp), no GPU: a sequence worked
+// by hand, both simulations against plain quadratic ones on random matrices, the properties every
+// cache has (cold misses, MIN <= LRU, fewer misses with more capacity), thread-count independence,
+// and bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>

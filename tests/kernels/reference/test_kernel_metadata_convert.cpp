@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "halo/core/error.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/engine/engine.hpp"
 #include "halo/kernels_host/accel_gcn_metadata.hpp"
 #include "halo/kernels_host/accel_gcn_partition.hpp"
 #include "halo/kernels_host/autotune.hpp"
 #include "halo/kernels_host/autotune_metadata.hpp"
-#include "halo/engine/engine.hpp"
-#include "halo/core/error.hpp"
 #include "halo/partition/kernel_metadata_build.hpp"
 #include "halo/partition/partition.hpp"
-#include "halo/core/shard.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo/store/store.hpp"
 #include "halo_test.hpp"

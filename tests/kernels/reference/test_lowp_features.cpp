@@ -1,7 +1,7 @@
-// fp16/bf16 features on the CPU (include/halo/core/feature_type.hpp, kernels/cuda/primitives/feature_vec.hpp):
-// parsing, the host rounding that GPU tests build their references with (every fp16 value round
-// trips, midpoints go to the even neighbour, overflow, subnormals, random values land on the
-// nearest neighbour), and which lanes may use 16-byte loads.
+// fp16/bf16 features on the CPU (include/halo/core/feature_type.hpp,
+// kernels/cuda/primitives/feature_vec.hpp): parsing, the host rounding that GPU tests build their
+// references with (every fp16 value round trips, midpoints go to the even neighbour, overflow,
+// subnormals, random values land on the nearest neighbour), and which lanes may use 16-byte loads.
 #include <bit>
 #include <cmath>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // MaxK on the CPU (include/halo/kernels_host/maxk.hpp): the top-k reference and its tie/NaN rule on
-// hand-computed rows; the GPU's threshold search (kernels/cuda/maxk/maxk_select.hpp) emulated on the
-// host against the reference; CBSR checks; edge groups (hand-computed, coverage on random graphs
-// and a 10^5-nonzero row, validate() on every kind of corruption); the SSD reference on a
+// hand-computed rows; the GPU's threshold search (kernels/cuda/maxk/maxk_select.hpp) emulated on
+// the host against the reference; CBSR checks; edge groups (hand-computed, coverage on random
+// graphs and a 10^5-nonzero row, validate() on every kind of corruption); the SSD reference on a
 // hand-computed product and against reference::spmm on the densified CBSR; and the GPU group
 // schedule emulated (reference::ssd_edge_groups) against the reference, with row ranges and NaN
 // poisoning.
@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "cuda/maxk/maxk_select.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/error.hpp"
 #include "halo/kernels_host/maxk.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
-#include "cuda/maxk/maxk_select.hpp"
 #include "spmm_fixtures.hpp"
 
 namespace {

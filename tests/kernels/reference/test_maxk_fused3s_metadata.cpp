@@ -13,17 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "halo/engine/engine.hpp"
 #include "halo/core/error.hpp"
-#include "halo/kernels_host/fused3s.hpp"
-#include "halo/kernels_host/fused3s_metadata.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/core/io.hpp"
-#include "halo/partition/kernel_metadata_build.hpp"
+#include "halo/core/shard.hpp"
+#include "halo/engine/engine.hpp"
+#include "halo/kernels_host/fused3s.hpp"
+#include "halo/kernels_host/fused3s_metadata.hpp"
 #include "halo/kernels_host/maxk.hpp"
 #include "halo/kernels_host/maxk_metadata.hpp"
+#include "halo/partition/kernel_metadata_build.hpp"
 #include "halo/partition/partition.hpp"
-#include "halo/core/shard.hpp"
 #include "halo/partition/shard_builder.hpp"
 #include "halo/store/store.hpp"
 #include "halo_test.hpp"

@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "preprocess/mergepath_schedule.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
+#include "preprocess/mergepath_schedule.hpp"
 #include "spmm_fixtures.hpp"
 
 namespace {

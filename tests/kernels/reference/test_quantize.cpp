@@ -1,7 +1,7 @@
-// INT8 feature quantization (include/halo/quantize/quantize.hpp): the parameters of Eq. 1-2 per column,
-// the error bound |dequant(quant(x)) - x| <= scale / 2, the checks that reject corrupt scales and
-// zero points with messages naming the column and value, and the CPU reference of the per-row
-// packing that the int8 halo exchange uses.
+// INT8 feature quantization (include/halo/quantize/quantize.hpp): the parameters of Eq. 1-2 per
+// column, the error bound |dequant(quant(x)) - x| <= scale / 2, the checks that reject corrupt
+// scales and zero points with messages naming the column and value, and the CPU reference of the
+// per-row packing that the int8 halo exchange uses.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -13,8 +13,8 @@
 
 #include "halo/core/csr.hpp"
 #include "halo/core/dense.hpp"
-#include "halo/kernels_host/dense_ops.hpp"
 #include "halo/core/error.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
 #include "halo/kernels_host/sddmm.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "cuda/spmm/rowsplit_layout.hpp"
 #include "halo/core/csr.hpp"
 #include "halo/core/generators.hpp"
 #include "halo/core/graph.hpp"
 #include "halo/kernels_host/spmm.hpp"
 #include "halo_test.hpp"
-#include "cuda/spmm/rowsplit_layout.hpp"
 
 namespace {
 

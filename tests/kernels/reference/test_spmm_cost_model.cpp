@@ -1,6 +1,7 @@
-// The SpMM cost model's rules (include/halo/kernels_host/spmm_cost_model.hpp), no GPU: each rule on the shapes
-// of the graphs it was fitted on (docs/NOTEBOOK.md "The default without stored choices"), the
-// order of the rules, the edges of each threshold, the operator shape of a CSR, and the checks.
+// The SpMM cost model's rules (include/halo/kernels_host/spmm_cost_model.hpp), no GPU: each rule on
+// the shapes of the graphs it was fitted on (docs/NOTEBOOK.md "The default without stored
+// choices"), the order of the rules, the edges of each threshold, the operator shape of a CSR, and
+// the checks.
 #include <gtest/gtest.h>
 
 #include <cstdint>

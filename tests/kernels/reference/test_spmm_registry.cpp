@@ -1,7 +1,7 @@
-// The SpMM kernel registry (include/halo/kernels_host/spmm_registry.hpp) on the CPU: names and their uses,
-// the autotuner's candidate order that stored choices depend on, the help text halo-infer
-// prints, the parsing of what users write (aes:W[:scaling] included), and the offline metadata
-// that halo-partition builds for the kernels that read it.
+// The SpMM kernel registry (include/halo/kernels_host/spmm_registry.hpp) on the CPU: names and
+// their uses, the autotuner's candidate order that stored choices depend on, the help text
+// halo-infer prints, the parsing of what users write (aes:W[:scaling] included), and the offline
+// metadata that halo-partition builds for the kernels that read it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "halo/kernels_host/aes.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/kernel_metadata.hpp"
-#include "halo/partition/kernel_metadata_build.hpp"
+#include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
+#include "halo/partition/kernel_metadata_build.hpp"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include <memory>
 #include <vector>
 
-#include "halo/kernels_host/accel_gcn_partition.hpp"
-#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
+#include "halo/kernels_host/accel_gcn_partition.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda {
 

@@ -1,20 +1,21 @@
 // AES-SpMM on the GPU (paper 004, Algorithm 1): per row, the nonzeros chosen by the sampling rule
-// of halo/kernels_host/aes.hpp (Table 1 + Eq. 3; rows with row_nnz <= W whole) are staged in shared memory,
-// then multiplied with the gathered feature rows. Features are fp32, or int8 with a scale and zero
-// point per column (halo/quantize/quantize.hpp) dequantized in the gather, so only a quarter of the feature
-// bytes move. The exact int8 SpMM (no sampling, W = infinity) is the same kernel staging whole
-// rows. A row's products are summed in staging-slot order with one fused multiply-add each, the
-// order of halo::reference::aes_spmm, so the two agree bit for bit; rows too long for one staging
-// piece are summed piece by piece (rounding differs). No atomics: the same bits every run.
+// of halo/kernels_host/aes.hpp (Table 1 + Eq. 3; rows with row_nnz <= W whole) are staged in shared
+// memory, then multiplied with the gathered feature rows. Features are fp32, or int8 with a scale
+// and zero point per column (halo/quantize/quantize.hpp) dequantized in the gather, so only a
+// quarter of the feature bytes move. The exact int8 SpMM (no sampling, W = infinity) is the same
+// kernel staging whole rows. A row's products are summed in staging-slot order with one fused
+// multiply-add each, the order of halo::reference::aes_spmm, so the two agree bit for bit; rows too
+// long for one staging piece are summed piece by piece (rounding differs). No atomics: the same
+// bits every run.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/backend.hpp"
-#include "halo/kernels/cuda/context.hpp"
 #include "halo/quantize/quantize.hpp"
 
 namespace halo::cuda {
@@ -69,7 +70,8 @@ struct DeviceQuantizedMatrix {
 /// the copy is complete.
 DeviceQuantizedMatrix upload_quantized(Context& ctx, const QuantizedMatrix& q, const char* what);
 
-/// out = dequantize(q) element by element (kernels/cuda/backend/engine_plans.cu): device views, out.rows
+/// out = dequantize(q) element by element (kernels/cuda/backend/engine_plans.cu): device views,
+/// out.rows
 /// == q.rows, out.cols == q.cols, any ld; asynchronous on `stream`; bit-identical to
 /// halo::dequantize on the host.
 void dequantize(cudaStream_t stream, const QuantizedView& q, DenseView<float> out);

@@ -1,9 +1,10 @@
 // The autotuned SpMM plan of the CUDA backend: it holds a plan of every exact kernel (cuSPARSE,
 // Accel-GCN, MergePath-SpMM, row-split, chunked row-split) and, on the first run of each (row
 // range, width), times each of them on the real operands with CUDA events and keeps the fastest
-// (include/halo/kernels_host/autotune.hpp); later runs of that shape run the chosen kernel only. Approximate
-// kernels never take part. Costs: every candidate keeps its own device copy of the operator, and
-// the first run of a shape synchronizes the compute stream (a few runs of every candidate).
+// (include/halo/kernels_host/autotune.hpp); later runs of that shape run the chosen kernel only.
+// Approximate kernels never take part. Costs: every candidate keeps its own device copy of the
+// operator, and the first run of a shape synchronizes the compute stream (a few runs of every
+// candidate).
 #pragma once
 
 #include <cstdint>
@@ -13,11 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "halo/core/csr.hpp"
+#include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels_host/accel_gcn_partition.hpp"
 #include "halo/kernels_host/autotune.hpp"
 #include "halo/kernels_host/backend.hpp"
-#include "halo/core/csr.hpp"
-#include "halo/kernels/cuda/context.hpp"
 
 namespace halo::cuda {
 

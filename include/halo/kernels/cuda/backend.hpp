@@ -7,16 +7,16 @@
 #include <memory>
 #include <string_view>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm_cost_model.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
 
 namespace halo::cuda {
 
 /// A Backend whose matrices live on ctx's device; its SpMM plans run the registry's kernel
-/// `spmm` (halo/kernels_host/spmm_registry.hpp), AES-SpMM with the choice's sampling. The Context must outlive
-/// it. Throws halo::LogicError for a kernel without a factory.
+/// `spmm` (halo/kernels_host/spmm_registry.hpp), AES-SpMM with the choice's sampling. The Context
+/// must outlive it. Throws halo::LogicError for a kernel without a factory.
 std::unique_ptr<Backend> make_cuda_backend(Context& ctx, const SpmmChoice& spmm);
 
 /// The same for a kernel as halo-infer --spmm writes it ("cusparse", "auto", "aes:64", ...;
@@ -71,15 +71,15 @@ std::unique_ptr<SpmmPlan> make_scaled_cusparse_spmm_plan(
     Context& ctx, const Csr& pattern, std::int64_t max_dim, const OperatorScaling& scaling,
     IndexWidth indices = IndexWidth::automatic);
 
-/// The cost model's plan (halo/kernels_host/spmm_cost_model.hpp; the default `auto` where no autotuner choices
-/// are stored): each run() takes the kernel the model picks for the operator's shape and the
-/// run's width, nothing timed; report() gives each width's decision and rule. The kernels that
-/// widths 1..request.max_dim can pick are built here, one operator copy each (MergePath once,
-/// with the larger cost from the width the model names); a kernel that rejects `a` is replaced
-/// by cuSPARSE. With `scaling`, `a` is a pattern and the values scaling.row[i] * scaling.col[j]
-/// are made on the device by each kernel: the model then picks only kernels whose registry entry
-/// takes that form (spmm_form(scaling, request.pattern_operators)), so a scaled plan exists for
-/// every operator shape. request.hints go to Accel-GCN (its stored partition).
+/// The cost model's plan (halo/kernels_host/spmm_cost_model.hpp; the default `auto` where no
+/// autotuner choices are stored): each run() takes the kernel the model picks for the operator's
+/// shape and the run's width, nothing timed; report() gives each width's decision and rule. The
+/// kernels that widths 1..request.max_dim can pick are built here, one operator copy each
+/// (MergePath once, with the larger cost from the width the model names); a kernel that rejects `a`
+/// is replaced by cuSPARSE. With `scaling`, `a` is a pattern and the values scaling.row[i] *
+/// scaling.col[j] are made on the device by each kernel: the model then picks only kernels whose
+/// registry entry takes that form (spmm_form(scaling, request.pattern_operators)), so a scaled plan
+/// exists for every operator shape. request.hints go to Accel-GCN (its stored partition).
 std::unique_ptr<SpmmPlan> make_modeled_spmm_plan(Context& ctx, const Csr& a,
                                                  const SpmmPlanRequest& request,
                                                  const OperatorScaling* scaling = nullptr);

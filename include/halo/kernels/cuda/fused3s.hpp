@@ -25,8 +25,8 @@
 #include <memory>
 
 #include "halo/core/csr.hpp"
-#include "halo/kernels/cuda/context.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels_host/fused3s.hpp"
 
 namespace halo::cuda {

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/feature_type.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda {
 

@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "halo/kernels/cuda/context.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels_host/maxk.hpp"
 
 namespace halo::cuda {
@@ -52,11 +52,11 @@ struct DeviceCbsr {
 DeviceCbsr make_device_cbsr(Context& ctx, std::int64_t rows, std::int64_t dim, std::int64_t k);
 
 /// The MaxK nonlinearity: top-k of every row of the device matrix x (x.cols <= kMaxkMaxDim) into
-/// `out` (out.rows == x.rows, out.dim == x.cols), with the tie and NaN rule of halo/kernels_host/maxk.hpp,
-/// bit-identical to reference::maxk_topk. One warp per row keeps the row's order keys in
-/// registers and finds the k-th largest by a bitwise radix search (warp-wide counts, stopping once
-/// the count is exactly k), then writes the winners compacted in column order. Asynchronous on
-/// ctx.compute_stream(); allocates nothing.
+/// `out` (out.rows == x.rows, out.dim == x.cols), with the tie and NaN rule of
+/// halo/kernels_host/maxk.hpp, bit-identical to reference::maxk_topk. One warp per row keeps the
+/// row's order keys in registers and finds the k-th largest by a bitwise radix search (warp-wide
+/// counts, stopping once the count is exactly k), then writes the winners compacted in column
+/// order. Asynchronous on ctx.compute_stream(); allocates nothing.
 void maxk_topk(Context& ctx, DenseView<const float> x, CbsrView<float> out);
 
 /// As above into a new DeviceCbsr.

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda {
 
@@ -46,9 +46,9 @@ struct MergePathOptions {
     std::int64_t hint_min_x_bytes = 0;
 };
 
-/// `options` with the cost model's L2 hints (halo/kernels_host/spmm_cost_model.hpp): the hot set kHintHotShare
-/// of the device's L2 at min(max_dim, kSliceWidth) features, hinted where X is at least
-/// kHintCacheFactor times the L2. A plan whose X never gets there is the plain one.
+/// `options` with the cost model's L2 hints (halo/kernels_host/spmm_cost_model.hpp): the hot set
+/// kHintHotShare of the device's L2 at min(max_dim, kSliceWidth) features, hinted where X is at
+/// least kHintCacheFactor times the L2. A plan whose X never gets there is the plain one.
 MergePathOptions with_large_x_hints(Context& ctx, std::int64_t max_dim, MergePathOptions options);
 
 /// with_large_x_hints where the request asks for them (SpmmPlanRequest::l2_hints), else `options`:

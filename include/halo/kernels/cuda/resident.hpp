@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda {
 

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "halo/kernels_host/backend.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda {
 
