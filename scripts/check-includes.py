@@ -15,10 +15,15 @@ A target's links are the transitive closure of the codemodel's target dependenci
 target_link_libraries edge, public or private).
 
 Files checked: every source of every target in the codemodel that lies under --root (the
-source directory CMake reports, by default), plus the headers beside them (a header in a
-directory holding sources of one target only belongs to that target), plus every header under
-include/halo/<dir>/ (it belongs to halo_<dir>). For each `#include <halo/...>` or
-`#include "halo/..."` line in such a file owned by target T:
+source directory CMake reports, by default), and every header those sources reach through the
+include lines this configuration compiles (below): under include/halo/<dir>/ a header belongs to
+halo_<dir>; a header in a directory holding sources of one target only belongs to that target. A
+header no compiled source reaches (include/halo/comm/nccl_exchanger.hpp in a CPU build) is not
+checked, so run it on a build configured with every option on (CI's CUDA build) to check all.
+An include line under `#ifdef HALO_HAVE_X`, `#ifndef HALO_HAVE_X` or `#if [!]defined(HALO_HAVE_X)`
+(with its #else) counts only where the owning target's compile definitions make it live; other
+conditions count as live. For each `#include <halo/...>` or `#include "halo/..."` line in such a
+file owned by target T:
   - the header must be under halo/<dir>/ with a target halo_<dir> in the codemodel;
   - halo_<dir> must be T itself or a target T links, directly or transitively;
   - when the file lies under --apps-dir (apps by default), no component of the included path may
@@ -37,7 +42,9 @@ import subprocess
 import sys
 
 CLIENT = "client-halo-check-includes"
-INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](halo/[^>"]+)[>"]', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+DIRECTIVE = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)$")
+FEATURE = re.compile(r"^\s*(!?)\s*(?:defined\s*\(\s*(HALO_HAVE_\w+)\s*\)|defined\s+(HALO_HAVE_\w+))\s*$")
 HEADER_EXTENSIONS = (".h", ".hh", ".hpp", ".cuh", ".inl", ".def")
 SOURCE_EXTENSIONS = HEADER_EXTENSIONS + (".c", ".cc", ".cpp", ".cxx", ".cu")
 
@@ -80,7 +87,8 @@ def query_codemodel(build, configure):
 
 
 def load_model(build, configure):
-    """(source root, {target name: set of linked target names, closure}, {abs source: target})"""
+    """(source root, {target: set of linked targets, closure}, {abs source: set of targets},
+    {target: set of macro names it compiles with, or None where it compiles nothing})"""
     codemodel, targets = query_codemodel(build, configure)
     root = codemodel["paths"]["source"]
     names = {tid: t["name"] for tid, t in targets.items()}
@@ -95,48 +103,93 @@ def load_model(build, configure):
                 seen.add(n)
                 todo.extend(direct.get(n, ()))
         closure[name] = seen
-    owners = {}
+    owners, defines = {}, {}
     for t in targets.values():
+        groups = t.get("compileGroups", [])
+        defines[t["name"]] = {d["define"].split("=")[0] for g in groups
+                              for d in g.get("defines", [])} if groups else None
         for s in t.get("sources", []):
             path = s["path"]
             path = os.path.normpath(path if os.path.isabs(path) else os.path.join(root, path))
             if not s.get("isGenerated") and path.endswith(SOURCE_EXTENSIONS):
                 owners.setdefault(path, set()).add(t["name"])
-    return root, closure, owners
+    return root, closure, owners, defines
 
 
-def files_to_check(root, closure, owners):
-    """{absolute path: set of owning targets}: the targets' sources under ROOT, headers beside
-    the sources of one target, and the headers under include/halo/<dir>/ (owned by halo_<dir>)."""
+def live_includes(text, defines):
+    """(line number, '<' or '"', included path) of the include lines TEXT compiles with the
+    macros DEFINES (None: every line). Only HALO_HAVE_* tests are evaluated; others are live."""
+    stack = []  # per open #if: True, False or None (not evaluated)
+    for number, line in enumerate(text.splitlines(), 1):
+        d = DIRECTIVE.match(line)
+        if d:
+            kind, rest = d.group(1), d.group(2).split("//")[0].strip()
+            if kind in ("ifdef", "ifndef", "if"):
+                value = None
+                if kind == "if":
+                    m = FEATURE.match(rest)
+                    if m and defines is not None:
+                        value = ((m.group(2) or m.group(3)) in defines) != (m.group(1) == "!")
+                elif rest.startswith("HALO_HAVE_") and defines is not None:
+                    value = (rest.split()[0] in defines) == (kind == "ifdef")
+                stack.append(value)
+            elif kind == "else" and stack:
+                stack[-1] = None if stack[-1] is None else not stack[-1]
+            elif kind == "elif" and stack:
+                stack[-1] = None
+            elif kind == "endif" and stack:
+                stack.pop()
+            continue
+        m = INCLUDE.match(line)
+        if m and False not in stack:
+            yield number, m.group(1), m.group(2)
+
+
+def header_owner(root, path, dir_owner):
+    """The targets a header belongs to: halo_<dir> under include/halo/<dir>/, else the one
+    target whose sources share its directory, else none."""
+    public = os.path.join(root, "include", "halo")
+    if os.path.commonpath([public, path]) == public:
+        rel = os.path.relpath(path, public).split(os.sep)
+        return {"halo_" + rel[0]} if len(rel) > 1 else set()
+    return set(dir_owner.get(os.path.dirname(path), set()))
+
+
+def files_to_check(root, closure, owners, defines):
+    """{absolute path: set of owning targets}: the targets' sources under ROOT and the headers
+    they reach through live include lines."""
     checked = {p: set(o) for p, o in owners.items()
                if os.path.commonpath([root, p]) == root}
-    dir_owners = {}
+    dir_owner = {}
     for p, o in checked.items():
-        dir_owners.setdefault(os.path.dirname(p), set()).update(o)
-    for d, o in dir_owners.items():
-        if len(o) != 1 or not os.path.isdir(d):
+        dir_owner.setdefault(os.path.dirname(p), set()).update(o)
+    dir_owner = {d: o for d, o in dir_owner.items() if len(o) == 1}
+    todo = list(checked)
+    while todo:
+        path = todo.pop()
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
             continue
-        for n in os.listdir(d):
-            p = os.path.join(d, n)
-            if n.endswith(HEADER_EXTENSIONS) and os.path.isfile(p):
-                checked.setdefault(p, set(o))
-    public = os.path.join(root, "include", "halo")
-    for dirpath, _, files in os.walk(public):
-        rel = os.path.relpath(dirpath, public)
-        if rel == ".":
-            continue
-        owner = "halo_" + rel.split(os.sep)[0]
-        for n in files:
-            if n.endswith(HEADER_EXTENSIONS):
-                checked.setdefault(os.path.join(dirpath, n), set()).add(owner)
-    for n in sorted(os.listdir(public)) if os.path.isdir(public) else []:
-        p = os.path.join(public, n)
-        if os.path.isfile(p) and n.endswith(HEADER_EXTENSIONS):
-            checked.setdefault(p, set())
+        for _, _, header in live_includes(text, file_defines(checked[path], defines)):
+            for cand in (os.path.join(root, "include", header),
+                         os.path.join(os.path.dirname(path), header)):
+                cand = os.path.normpath(cand)
+                if cand not in checked and os.path.isfile(cand) and \
+                        os.path.commonpath([root, cand]) == root:
+                    checked[cand] = header_owner(root, cand, dir_owner)
+                    todo.append(cand)
     return checked
 
 
-def check(root, closure, checked, apps_dir):
+def file_defines(targets, defines):
+    """The macros a file owned by TARGETS compiles with (None where unknown)."""
+    known = [defines.get(t) for t in targets if defines.get(t) is not None]
+    return set().union(*known) if known else None
+
+
+def check(root, closure, defines, checked, apps_dir):
     problems = []
     apps = os.path.join(root, apps_dir)
     for path in sorted(checked):
@@ -146,10 +199,10 @@ def check(root, closure, checked, apps_dir):
         in_apps = os.path.commonpath([apps, path]) == apps
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
-        for m in INCLUDE.finditer(text):
-            line = text.count("\n", 0, m.start()) + 1
-            header = m.group(1)
+        for line, _, header in live_includes(text, file_defines(checked[path], defines)):
             parts = header.split("/")
+            if parts[0] != "halo":
+                continue
             where = "%s:%d: includes %s" % (rel, line, header)
             if in_apps and "detail" in parts[1:-1]:
                 problems.append("%s, a detail/ header, from an app" % where)
@@ -177,12 +230,14 @@ def main():
                     help="files under ROOT/APPS_DIR may not include detail/ headers")
     args = ap.parse_args()
     try:
-        root, closure, owners = load_model(os.path.abspath(args.build), not args.no_configure)
+        root, closure, owners, defines = load_model(os.path.abspath(args.build),
+                                                    not args.no_configure)
     except (UsageError, OSError, KeyError, ValueError) as e:
         print("check-includes: %s" % e, file=sys.stderr)
         return 2
     root = os.path.normpath(os.path.abspath(args.root or root))
-    problems = check(root, closure, files_to_check(root, closure, owners), args.apps_dir)
+    problems = check(root, closure, defines, files_to_check(root, closure, owners, defines),
+                     args.apps_dir)
     for p in problems:
         print("check-includes: %s" % p, file=sys.stderr)
     if problems:

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """scripts/check-includes.py on a small CMake project (tests/scripts/check_includes_fixtures:
 halo_c links halo_b PUBLIC, halo_b links halo_a PRIVATE, halo_d links nothing, the app links
-halo_c), configured here into a temporary build directory: the link graph and the sources come
-from CMake. Transitive and private links pass, a library's own detail/ headers pass; an include
-of an unlinked library (from a source, a public header under include/halo/<dir>/ and a private
-header beside a library's sources), a detail/ header from an app, a header outside
-halo/<library>/, a halo/<dir>/ no target owns and a header directly in include/halo/ fail. A copy
-with those lines removed passes; --no-configure reads the reply already written; a directory that
-is not a build directory is exit code 2."""
+halo_c, halo_a compiles with HALO_HAVE_A), configured here into a temporary build directory: the
+link graph and the sources come from CMake. Transitive and private links pass, a library's own
+detail/ headers pass. These fail: an include of an unlinked library from a source, from a public
+header under include/halo/<dir>/, from a private header beside a library's sources and under
+#ifdef HALO_HAVE_A in a target compiled with it; a detail/ header from an app; a header outside
+halo/<library>/; a halo/<dir>/ no target owns; a header directly in include/halo/. Lines in the
+dead branch of a HALO_HAVE_ test, and a header only they reach, are not checked. A copy with the
+failing lines removed passes; --no-configure reads the reply already written; a directory that is
+not a build directory is exit code 2."""
 import os
 import shutil
 import subprocess
@@ -48,13 +50,15 @@ with tempfile.TemporaryDirectory() as tmp:
         "check-includes: include/halo/flat.hpp: not under include/halo/<library>/",
         "check-includes: src/a/private.hpp:3: includes halo/b/b.hpp (halo_b), which halo_a does "
         "not link",
+        "check-includes: src/a/a.cpp:6: includes halo/c/c.hpp (halo_c), which halo_a does not "
+        "link",
         "check-includes: src/c/c.cpp:5: includes halo/x/x.hpp: no CMake target halo_x owns "
         "halo/x/",
         "check-includes: src/c/c.cpp:7: includes halo/flat.hpp, which is not under "
         "halo/<library>/",
         "check-includes: src/d/d.cpp:2: includes halo/b/b.hpp (halo_b), which halo_d does not "
         "link",
-        "check-includes: 7 problem(s)",
+        "check-includes: 8 problem(s)",
     }
     for args in [("--build", build), ("--build", build, "--no-configure")]:
         rc, out, err = run(*args)
@@ -69,7 +73,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.remove(os.path.join(clean, "include", "halo", "flat.hpp"))
     for rel, bad in [("include/halo/d/d.hpp", "halo/c/"), ("src/a/private.hpp", "halo/b/"),
                      ("src/c/c.cpp", "halo/x/"), ("src/c/c.cpp", "halo/flat"),
-                     ("src/d/d.cpp", "halo/b/"), ("apps/app.cpp", "detail/")]:
+                     ("src/d/d.cpp", "halo/b/"), ("src/a/a.cpp", "halo/c/"), ("apps/app.cpp", "detail/")]:
         path = os.path.join(clean, rel)
         with open(path) as f:
             lines = [l for l in f if bad not in l]
