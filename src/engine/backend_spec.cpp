@@ -1,11 +1,10 @@
 #include "halo/engine/backend_spec.hpp"
 
+#include <utility>
+
 #include "halo/core/error.hpp"
+#include "halo/kernels/device_backend.hpp"
 #include "halo/kernels_host/spmm_registry.hpp"
-#ifdef HALO_HAVE_CUDA
-#include "halo/kernels/cuda/backend.hpp"
-#include "halo/kernels/cuda/context.hpp"
-#endif
 
 namespace halo {
 
@@ -61,17 +60,16 @@ BackendInstance make_backend(const BackendSpec& spec)
         out.backend = make_cpu_backend(options);
         return out;
     }
-#ifdef HALO_HAVE_CUDA
-    cuda::ContextOptions options;
-    options.device = spec.device;
-    options.local_rank = spec.local_rank;
-    options.local_size = spec.local_size;
-    out.context = std::make_shared<cuda::Context>(options);
-    auto choice = parse_spmm_choice(spec.spmm.empty() ? "auto" : spec.spmm);
-    choice.pattern_operators = spec.pattern_operators;
-    choice.l2_hints = spec.l2_hints;
-    out.backend = cuda::make_cuda_backend(*out.context, choice);
-#endif
+    cuda::DeviceBackendRequest request;
+    request.device = spec.device;
+    request.local_rank = spec.local_rank;
+    request.local_size = spec.local_size;
+    request.spmm = parse_spmm_choice(spec.spmm.empty() ? "auto" : spec.spmm);
+    request.spmm.pattern_operators = spec.pattern_operators;
+    request.spmm.l2_hints = spec.l2_hints;
+    auto made = cuda::make_device_backend(request);
+    out.context = std::move(made.context);
+    out.backend = std::move(made.backend);
     return out;
 }
 
