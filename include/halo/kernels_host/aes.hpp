@@ -2,8 +2,9 @@
 // its nonzeros, chosen by the row's strategy from Table 1 (runs of N consecutive nonzeros,
 // sample_cnt runs, by R = row_nnz / W) at start indices from Eq. 3; rows with row_nnz <= W are
 // exact. This header holds the rule (shared with the CUDA kernel, so both sample the same
-// nonzeros), the options and the CPU reference; the kernel is include/halo/kernels/cuda/aes.hpp and
-// docs/AES.md describes the rule, its corner cases and the scaling modes.
+// nonzeros) and the CPU reference, the options are in aes_options.hpp; the kernel is
+// include/halo/kernels/cuda/aes.hpp and docs/AES.md describes the rule, its corner cases and the
+// scaling modes.
 #pragma once
 
 #include <cstdint>
@@ -13,38 +14,10 @@
 
 #include "halo/core/csr.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/kernels_host/aes_options.hpp"
 #include "halo/quantize/quantize.hpp"
 
 namespace halo {
-
-/// W's range in the paper's evaluation (section 4: W from 16 to 1024).
-inline constexpr std::int64_t kAesMinWidth = 16;
-inline constexpr std::int64_t kAesMaxWidth = 1024;
-/// prime_num of Eq. 3.
-inline constexpr std::int64_t kAesPrime = 1429;
-
-/// How a sampled row's sum becomes its output.
-enum class AesScaling {
-    /// The plain sum of the sampled products: Algorithm 1, line 17, the paper's choice. A row that
-    /// lost nonzeros sums fewer terms (biased towards zero for non-negative operators).
-    sample_sum,
-    /// The sampled sum times row_nnz / sampled (sampled counts repeated nonzeros): an estimate of
-    /// the full row sum. Not in the paper; exact rows are unaffected (the factor is 1).
-    rescaled,
-};
-
-/// "sample_sum" | "rescaled"; anything else throws halo::InputError naming the value.
-AesScaling parse_aes_scaling(std::string_view text);
-std::string to_string(AesScaling scaling);
-
-struct AesOptions {
-    /// W, the shared-memory width of the paper: at most W sampled nonzeros per row. [16, 1024].
-    std::int64_t sample_width = 128;
-    AesScaling scaling = AesScaling::sample_sum;
-};
-
-/// Throws halo::InputError naming the value when sample_width lies outside [16, 1024].
-void validate(const AesOptions& options);
 
 /// A row's strategy (Table 1): `samples` runs (sample_cnt) of `run` consecutive nonzeros (N).
 struct AesRowStrategy {

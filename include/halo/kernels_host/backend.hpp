@@ -14,7 +14,7 @@
 #include "halo/core/kernel_metadata.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
-#include "halo/kernels_host/aes.hpp"
+#include "halo/kernels_host/aes_options.hpp"
 #include "halo/quantize/quantize.hpp"
 
 namespace halo {
