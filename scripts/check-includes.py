@@ -44,7 +44,8 @@ import sys
 CLIENT = "client-halo-check-includes"
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 DIRECTIVE = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)$")
-FEATURE = re.compile(r"^\s*(!?)\s*(?:defined\s*\(\s*(HALO_HAVE_\w+)\s*\)|defined\s+(HALO_HAVE_\w+))\s*$")
+FEATURE = re.compile(r"^\s*(!?)\s*(?:defined\s*\(\s*(HALO_HAVE_\w+)\s*\)"
+                     r"|defined\s+(HALO_HAVE_\w+))\s*$")
 HEADER_EXTENSIONS = (".h", ".hh", ".hpp", ".cuh", ".inl", ".def")
 SOURCE_EXTENSIONS = HEADER_EXTENSIONS + (".c", ".cc", ".cpp", ".cxx", ".cu")
 

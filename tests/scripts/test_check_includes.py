@@ -73,7 +73,8 @@ with tempfile.TemporaryDirectory() as tmp:
     os.remove(os.path.join(clean, "include", "halo", "flat.hpp"))
     for rel, bad in [("include/halo/d/d.hpp", "halo/c/"), ("src/a/private.hpp", "halo/b/"),
                      ("src/c/c.cpp", "halo/x/"), ("src/c/c.cpp", "halo/flat"),
-                     ("src/d/d.cpp", "halo/b/"), ("src/a/a.cpp", "halo/c/"), ("apps/app.cpp", "detail/")]:
+                     ("src/d/d.cpp", "halo/b/"), ("src/a/a.cpp", "halo/c/"),
+                     ("apps/app.cpp", "detail/")]:
         path = os.path.join(clean, rel)
         with open(path) as f:
             lines = [l for l in f if bad not in l]
