@@ -53,19 +53,6 @@ __global__ void fill_value_kernel(float* data, std::size_t count, float value)
     }
 }
 
-__global__ void gather_rows_kernel(const float* src, std::int64_t ld, std::int64_t cols,
-                                   const std::int64_t* rows, std::size_t count, float* dst)
-{
-    const std::size_t total = count * static_cast<std::size_t>(cols);
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t e = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
-         e += stride) {
-        const auto r = e / static_cast<std::size_t>(cols);
-        const auto j = e % static_cast<std::size_t>(cols);
-        dst[e] = src[rows[r] * ld + static_cast<std::int64_t>(j)];
-    }
-}
-
 // cudaMalloc'd scratch memory. release() frees with a checked call on the normal path; the
 // destructor only frees what an exception left behind (and cannot report a failure).
 class DeviceMemory {
@@ -297,39 +284,6 @@ void fill_value(float* data, std::size_t count, float value, cudaStream_t stream
     }
     fill_value_kernel<<<grid_for(count), kBlock, 0, stream>>>(data, count, value);
     HALO_CUDA_CHECK_LAUNCH();
-}
-
-void gather_rows_to_host(DenseView<const float> src, const std::int64_t* rows, std::int64_t count,
-                         float* dst, cudaStream_t stream)
-{
-    HALO_EXPECTS(count >= 0 && src.cols >= 0 && src.ld >= src.cols, "count ", count, " cols ",
-                 src.cols, " ld ", src.ld);
-    for (std::int64_t r = 0; r < count; ++r) {
-        HALO_EXPECTS(rows[r] >= 0 && rows[r] < src.rows, "row ", rows[r], " outside [0, ", src.rows,
-                     ")");
-    }
-    if (count == 0 || src.cols == 0) {
-        return;
-    }
-    const auto cols = static_cast<std::size_t>(src.cols);
-    const std::size_t chunk =
-        std::max<std::size_t>(1, std::min<std::size_t>(count, 64 * kMiB / (cols * sizeof(float))));
-    DeviceMemory index(chunk * sizeof(std::int64_t));
-    DeviceMemory packed(chunk * cols * sizeof(float));
-    for (std::size_t done = 0; done < static_cast<std::size_t>(count); done += chunk) {
-        const std::size_t n = std::min(chunk, static_cast<std::size_t>(count) - done);
-        // Stream order keeps the next chunk's upload behind this chunk's gather.
-        HALO_CUDA_TRY(cudaMemcpyAsync(index.as<void>(), rows + done, n * sizeof(std::int64_t),
-                                      cudaMemcpyHostToDevice, stream));
-        gather_rows_kernel<<<grid_for(n * cols), kBlock, 0, stream>>>(
-            src.data, src.ld, src.cols, index.as<std::int64_t>(), n, packed.as<float>());
-        HALO_CUDA_CHECK_LAUNCH();
-        HALO_CUDA_TRY(cudaMemcpyAsync(dst + done * cols, packed.as<void>(),
-                                      n * cols * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    }
-    synchronize(stream);
-    packed.release();
-    index.release();
 }
 
 void set_device(int device)

@@ -1,6 +1,7 @@
 // Device-side helpers of halo-bench (apps/halo_bench.cpp, bench/README.md): CUDA-event timing,
 // the measured device-to-device copy bandwidth that roofline figures divide by, seeded fill and
-// NaN-poison kernels, and a row gather that brings back only the rows a correctness check reads.
+// NaN-poison kernels; the row gather that brings back only the rows a correctness check reads
+// is halo_kernels' (halo/kernels/cuda/gather_rows.hpp), shared with the GPU tests.
 // They are measurement tools, not library kernels: they allocate with cudaMalloc (outside any
 // Context pool, so nothing stays reserved after a measurement) and synchronize where they say.
 // Host-only code may include this header (it needs the CUDA runtime's headers, not nvcc).
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "halo/core/dense.hpp"
+#include "halo/kernels/cuda/gather_rows.hpp"
 
 namespace halo::cuda::bench {
 
@@ -105,11 +107,8 @@ void fill_uniform(float* data, std::size_t count, std::uint64_t seed, float lo, 
 /// data[i] = value for every i (NaN poisons an output before a checked run). Asynchronous.
 void fill_value(float* data, std::size_t count, float value, cudaStream_t stream);
 
-/// Copies rows rows[0..count) of the device matrix `src` to host memory, packed:
-/// dst[r * src.cols + j] = src(rows[r], j). Works in chunks of bounded device memory and returns
-/// when dst is complete (synchronizes `stream`). Every row id must lie in [0, src.rows).
-void gather_rows_to_host(DenseView<const float> src, const std::int64_t* rows, std::int64_t count,
-                         float* dst, cudaStream_t stream);
+/// The checks' row gather (halo_kernels, include/halo/kernels/cuda/gather_rows.hpp).
+using halo::cuda::gather_rows_to_host;
 
 /// Makes `device` current for this thread (the helpers above allocate on the current device).
 void set_device(int device);

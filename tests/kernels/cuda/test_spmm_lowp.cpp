@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "bench_util.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/feature_type.hpp"
 #include "halo/kernels/cuda/accel_gcn.hpp"

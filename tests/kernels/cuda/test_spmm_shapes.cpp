@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "bench_util.hpp"
 #include "halo/kernels/cuda/accel_gcn.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/gather_rows.hpp"
 #include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/kernels/cuda/rowsplit.hpp"
 #include "halo/kernels/cuda_error.hpp"
@@ -178,9 +178,9 @@ void check_all_kernels(Context& ctx, const std::string& label, const Csr& a, std
                 for (const RowRange& r : ranges) {
                     plans[k]->run(xv, yv, r);
                 }
-                halo::cuda::bench::gather_rows_to_host({yd.data(), n, ldy, ldy}, exact.rows.data(),
-                                                       static_cast<std::int64_t>(exact.rows.size()),
-                                                       got.data(), stream);
+                halo::cuda::gather_rows_to_host({yd.data(), n, ldy, ldy}, exact.rows.data(),
+                                                static_cast<std::int64_t>(exact.rows.size()),
+                                                got.data(), stream);
                 EXPECT_TRUE(halo::testing::rows_match(exact, got, ldy, inside)) << what.str();
             }
         }
