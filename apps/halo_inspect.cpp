@@ -18,6 +18,7 @@
 #include "halo/core/layer_type.hpp"
 #include "halo/core/result.hpp"
 #include "halo/kernels_host/gather_model.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 #include "halo/store/store.hpp"
 
 namespace {
@@ -25,6 +26,7 @@ namespace {
 struct Options {
     std::string path;
     bool layer_types = false;
+    bool kernels = false;
     int part = -1;
     bool check = false;
     std::string compare;
@@ -415,8 +417,14 @@ int main(int argc, char** argv)
                      "print the table of layer types (halo/core/layer_type.hpp) as JSON: "
                      "names, scalar attributes and arrays with their shapes, as the "
                      "model file holds them (python/halognn/layer_types.json)"));
+    path->excludes(
+        app.add_flag("--kernels", o.kernels,
+                     "print the SpMM kernel registry (halo/kernels_host/spmm_registry.hpp) "
+                     "as Markdown: every kernel, its uses and properties, and each "
+                     "tool's list (docs/KERNELS.md holds a copy)")
+            ->excludes("--layer-types"));
     app.parse_complete_callback([&] {
-        if (!o.layer_types && o.path.empty()) {
+        if (!o.layer_types && !o.kernels && o.path.empty()) {
             throw CLI::RequiredError("path");
         }
     });
@@ -474,6 +482,10 @@ int main(int argc, char** argv)
     }
     if (o.layer_types) {
         fmt::print("{}", halo::layer_types_json());
+        return 0;
+    }
+    if (o.kernels) {
+        fmt::print("{}", halo::spmm_kernels_markdown());
         return 0;
     }
     return halo::app::run_guarded("halo-inspect", [&] {

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "halo/core/error.hpp"
 #include "spmm_factories.hpp"
@@ -234,6 +235,84 @@ std::string spmm_kernel_names(SpmmKernelUse use)
     for (const auto* k : spmm_kernels(use)) {
         out += (out.empty() ? "" : ", ") + k->name;
     }
+    return out;
+}
+
+namespace {
+
+// `text` in a Markdown table cell: its '|' escaped.
+std::string cell(std::string_view text)
+{
+    std::string out;
+    for (const char c : text) {
+        out += c == '|' ? "\\|" : std::string(1, c);
+    }
+    return out;
+}
+
+std::string yes_no(bool yes)
+{
+    return yes ? "yes" : "-";
+}
+
+std::string forms_text(unsigned forms)
+{
+    if (forms == spmm_forms_all) {
+        return "all four";
+    }
+    std::string out;
+    for (const auto& [bit, name] :
+         {std::pair{spmm_form_values, "values"}, std::pair{spmm_form_row_scaled, "row_scaled"},
+          std::pair{spmm_form_scaled, "scaled"},
+          std::pair{spmm_form_scaled_pattern, "scaled_pattern"}}) {
+        if ((forms & bit) != 0) {
+            out += (out.empty() ? "" : ", ") + std::string(name);
+        }
+    }
+    return out;
+}
+
+std::string metadata_text(const SpmmKernel& k)
+{
+    switch (k.metadata) {
+        case SpmmMetadataKind::none:
+            return "-";
+        case SpmmMetadataKind::offline:
+            return "`" + k.metadata_group + "` (offline)";
+        case SpmmMetadataKind::tuning:
+            return "`" + k.metadata_group + "` (tuning)";
+    }
+    return "-";
+}
+
+// "`a`, `b`, `c`": the kernels with `use` as they are written.
+std::string written_list(SpmmKernelUse use)
+{
+    std::string out;
+    for (const auto* k : spmm_kernels(use)) {
+        out += (out.empty() ? "`" : ", `") + k->written() + "`";
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string spmm_kernels_markdown()
+{
+    std::string out =
+        "| kernel | halo-infer | halo-bench | autotune | exact | forms | metadata | what it is |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    for (const auto& k : spmm_kernels()) {
+        out += "| `" + cell(k.written()) + "` | " + yes_no((k.uses & spmm_use_infer) != 0) + " | " +
+               yes_no((k.uses & spmm_use_bench) != 0) + " | " +
+               yes_no((k.uses & spmm_use_autotune) != 0) + " | " + (k.exact ? "yes" : "no") +
+               " | " + forms_text(k.forms) + " | " + metadata_text(k) + " | " +
+               cell(k.description) + " |\n";
+    }
+    out += "\n- halo-infer `--spmm`: " + written_list(spmm_use_infer) + "\n";
+    out += "- halo-bench `--kernels`: " + written_list(spmm_use_bench) + "\n";
+    out += "- the autotuner's candidates, in their tie order: " + written_list(spmm_use_autotune) +
+           "\n";
     return out;
 }
 

@@ -5,6 +5,7 @@
 #include "halo/core/csr.hpp"
 #include "halo/core/error.hpp"
 #include "halo/engine/backend_spec.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 #include "halo_test.hpp"
 
 namespace {
@@ -47,13 +48,21 @@ TEST(BackendSpec, CpuTakesTheReferenceOrAes)
     for (const char* ok : {"", "auto", "aes:16", "aes:64:rescaled"}) {
         EXPECT_EQ(input_error([&] { halo::check_backend_spec(spec("cpu", ok)); }), "") << ok;
     }
-    for (const char* cuda_only : {"cusparse", "rowsplit", "autotune"}) {
+    // Every kernel halo-infer offers but auto (the reference there) and those written with
+    // arguments (aes) is a CUDA kernel.
+    int cuda_only = 0;
+    for (const auto* kernel : halo::spmm_kernels(halo::spmm_use_infer)) {
+        if (kernel->name == "auto" || kernel->parse_arguments != nullptr) {
+            continue;
+        }
+        ++cuda_only;
         EXPECT_NE(input_error([&] {
-                      halo::check_backend_spec(spec("cpu", cuda_only));
+                      halo::check_backend_spec(spec("cpu", kernel->name));
                   }).find("needs --backend cuda"),
                   std::string::npos)
-            << cuda_only;
+            << kernel->name;
     }
+    EXPECT_GE(cuda_only, 3);
     EXPECT_NE(input_error([] { halo::check_backend_spec(spec("tpu", "")); }).find("unknown"),
               std::string::npos);
     // The GPU-only switches.

@@ -21,8 +21,8 @@ struct BackendSpec {
     std::string kind = "cpu";
     /// The SpMM kernel: empty or "auto" (cuda: the autotuner's choices stored in the dataset for
     /// this device, the cost model's kernel per width where there are none; cpu: the reference),
-    /// an exact CUDA kernel
-    /// ("cusparse", "rowsplit", "mergepath", "accel_gcn"), "autotune" (cuda), or
+    /// or any other kernel of the registry that halo-infer offers (spmm_use_infer in
+    /// halo/kernels_host/spmm_registry.hpp; docs/KERNELS.md's table): CUDA kernels, or
     /// "aes:W[:sample_sum|rescaled]" (AES-SpMM, approximate, both backends).
     std::string spmm;
     /// cuda: the device of this rank; -1 picks local_rank modulo the visible devices.
