@@ -29,6 +29,7 @@
 #include "halo/kernels_host/autotune.hpp"
 #include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/spmm.hpp"
+#include "halo/kernels_host/spmm_registry.hpp"
 #include "halo_test.hpp"
 #include "spmm_device_fixtures.hpp"
 
@@ -45,9 +46,14 @@ using halo::testing::row_max_abs;
 using halo::testing::tolerance;
 using halo::testing::upload;
 
-const std::set<std::string> kKernels = {"cusparse",       "accel_gcn",      "mergepath",
-                                        "mergepath_c200", "mergepath_c400", "mergepath_c400_t128",
-                                        "rowsplit",       "rowchunk",       "resident"};
+// The autotuner's candidates: the registry's kernels with the autotune use.
+const std::set<std::string> kKernels = [] {
+    std::set<std::string> out;
+    for (const auto* k : halo::spmm_kernels(halo::spmm_use_autotune)) {
+        out.insert(k->name);
+    }
+    return out;
+}();
 
 // Runs the plan over `ranges` in order on a NaN-poisoned y (ld = width + 1, so the padding is
 // checked too); after each run, covered rows must equal the reference within tolerance and all
