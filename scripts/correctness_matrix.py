@@ -3,8 +3,9 @@
 correctness matrix").
 
 Every combination of: graph (shared graphs of different shapes, and one partition whose last part
-is all interior), layer type, model width {1, 8, 32, 100, 128, 256}, --spmm choice (auto,
-autotune, cusparse and every registered exact kernel, forced), overlap (split, interior, none),
+is all interior), layer type, model width {1, 8, 32, 100, 128, 256}, --spmm choice (every exact
+kernel halo-infer offers, auto and autotune included, as `halo-inspect --kernels` lists them),
+overlap (split, interior, none),
 exchange (mpi, mpi-int8; with several GPUs also nccl and nccl-int8 for ranks up to the GPUs),
 stored features (fp32, fp16, int8) and rank count (1, 2, 3) is too many
 to run; this script runs a pairwise cover of them: a seeded greedy choice of configurations in
@@ -52,8 +53,6 @@ FEATURE_WIDTH = 256
 CLASSES = 8
 WIDTHS = [1, 8, 32, 100, 128, 256]
 LAYERS = ["gcn", "sage", "gin", "linear", "maxk", "agnn", "transformer", "gat"]
-SPMM = ["auto", "autotune", "cusparse", "accel_gcn", "mergepath", "rowsplit", "rowchunk",
-        "resident"]
 OVERLAP = ["split", "interior", "none"]
 EXCHANGE = ["mpi", "mpi-int8"]
 FEATURES = ["fp32", "fp16", "int8"]
@@ -307,6 +306,29 @@ class Matrix:
         return ("ok" if ok else "FAIL"), detail
 
 
+def registry_spmm(build):
+    """halo-infer's exact SpMM kernels (--spmm), in registry order: the rows of `halo-inspect
+    --kernels` (the registry's table, docs/KERNELS.md) whose halo-infer and exact columns say yes;
+    auto and autotune among them. No list by hand: a new kernel joins the matrix."""
+    inspect = os.path.join(build, "apps", "halo-inspect")
+    try:
+        run = subprocess.run([inspect, "--kernels"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        sys.exit("correctness_matrix: cannot run %s --kernels: %s" % (inspect, e))
+    names = []
+    for line in run.stdout.splitlines():
+        # | `name` | halo-infer | halo-bench | autotune | exact | forms | metadata | what it is |
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(cells) >= 5 and cells[0].startswith("`") and cells[1] == "yes" \
+                and cells[4] == "yes":
+            names.append(cells[0].strip("`"))
+    if run.returncode != 0 or not names:
+        sys.exit("correctness_matrix: %s --kernels gave no exact halo-infer kernel (exit %d): %s"
+                 % (inspect, run.returncode, run.stderr.strip()))
+    return names
+
+
 def gpu_count():
     try:
         p = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -341,7 +363,8 @@ def main():
         print("correctness_matrix: skipped: %s not under %s" % (", ".join(missing), args.data))
         return 77
     factors = {"graph": [g for g, _ in GRAPHS], "layer": LAYERS, "width": WIDTHS,
-               "spmm": SPMM if args.backend == "cuda" else ["cpu"], "overlap": OVERLAP,
+               "spmm": registry_spmm(args.build) if args.backend == "cuda" else ["cpu"],
+               "overlap": OVERLAP,
                "exchange": EXCHANGE, "features": FEATURES, "ranks": RANKS}
     if args.quick:
         factors.update(graph=["cora.el.gz", "PROTEINS.el.gz"], width=[8, 100],
