@@ -263,8 +263,7 @@ std::int64_t compulsory_bytes(const Csr& a, std::int64_t staged, std::int64_t di
 }
 
 // One dense width d of the run: its inputs (make_inputs), the checked rows' features and
-// references, and the kernels measured on them, each record printed and appended to `records`
-// (failed checks and errors counted in `failures`).
+// references, and the kernels measured on them, each row printed and appended to `records`.
 struct WidthRun {
     WidthRun(const AesBenchOptions& o_, cuda::Context& ctx_, const Csr& a_, const CheckSet& cs_,
              const Csr& sub_abs_, std::int64_t dim_, bool want_int8_, std::int64_t l2_bytes,
@@ -343,11 +342,11 @@ struct WidthRun {
         cusparse.run({in.x_set(0), a.num_cols, dim, dim},
                       {in.y_exact.data(), a.num_rows, dim, dim}, {0, a.num_rows});
         bench::check_last_error();
-        base.check = row_check(
-            compare_tolerance(
-                gather_rows({in.y_exact.data(), a.num_rows, dim, dim}, cs.rows, stream), cs.sub,
-                xs, dim),
-            true);
+        base.check =
+            row_check(compare_tolerance(
+                          gather_rows({in.y_exact.data(), a.num_rows, dim, dim}, cs.rows, stream),
+                          cs.sub, xs, dim),
+                      true);
         base.measured["rel_frobenius_error_vs_exact_fp32"] = 0.0;  // it is the exact result
         base.time = time_launch_sets(o.run, stream, in.sets, [&](std::int64_t s) {
             cusparse.run({in.x_set(s), a.num_cols, dim, dim}, {in.y_set(s), a.num_rows, dim, dim},
@@ -371,8 +370,8 @@ struct WidthRun {
         reference::spmm(sub_abs.view(), dense_view<const float>(xq_abs.data(), qs.rows, dim),
                         mag_view());
         rec.check = row_check(
-            compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream),
-                            want, mag, slots_per_row(0), dim),
+            compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream), want,
+                            mag, slots_per_row(0), dim),
             false);
         rec.measured["rel_frobenius_error_vs_exact_fp32"] = frobenius(in.y_set(0));
         rec.time = time_launch_sets(o.run, stream, in.sets, [&](std::int64_t s) {
@@ -522,9 +521,10 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
         }
     }
 
-    print_table(records, "check: cusparse against the CPU reference within the tolerance; the "
-                         "others bit-exact up to 128 slots per row, else within the tolerance "
-                         "(docs/AES.md)");
+    print_table(records,
+                "check: cusparse against the CPU reference within the tolerance; the "
+                "others bit-exact up to 128 slots per row, else within the tolerance "
+                "(docs/AES.md)");
     print_summary(o, records);
     const auto failures = count_failures(records);
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);

@@ -20,8 +20,8 @@ void print_summary(const AesBenchOptions& o, const std::vector<MeasuredRow>& rec
                 std::string line;
                 for (const auto& r : records) {
                     const auto& p = r.params;
-                    if (r.name == "aes" && p["w"] == w && p["scaling"] == s &&
-                        p["features"] == f && r.timed()) {
+                    if (r.name == "aes" && p["w"] == w && p["scaling"] == s && p["features"] == f &&
+                        r.timed()) {
                         line += fmt::format(
                             " d{}: {:.2f}x {:.2e}", p["dim"].get<std::int64_t>(),
                             r.ratios.front().value.value_or(0.0),
@@ -37,8 +37,7 @@ void print_summary(const AesBenchOptions& o, const std::vector<MeasuredRow>& rec
 }
 
 void write_report(const AesBenchOptions& o, const ReportHeader& header, const CheckSet& cs,
-                  const std::vector<AesSampleStats>& stats,
-                  const std::vector<MeasuredRow>& records)
+                  const std::vector<AesSampleStats>& stats, const std::vector<MeasuredRow>& records)
 {
     auto settings = run_settings(o.run, &cs);
     settings["dims"] = o.dims;

@@ -207,9 +207,9 @@ struct Setting {
 // and the fused kernel in every setting, each checked and timed; appends to `records`, prints
 // each as it comes.
 void measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, const CheckSet& cs,
-                  std::int64_t d, cuda::Fused3sPlan& plan, cuda::UnfusedAttentionPlan& baseline,
-                  const std::vector<Setting>& settings, std::int64_t bsb_bytes,
-                  std::int64_t l2_bytes, double copy_gb_per_s, std::vector<MeasuredRow>& records)
+                   std::int64_t d, cuda::Fused3sPlan& plan, cuda::UnfusedAttentionPlan& baseline,
+                   const std::vector<Setting>& settings, std::int64_t bsb_bytes,
+                   std::int64_t l2_bytes, double copy_gb_per_s, std::vector<MeasuredRow>& records)
 {
     const auto stream = ctx.compute_stream();
     constexpr float nan = std::numeric_limits<float>::quiet_NaN();
@@ -258,9 +258,9 @@ void measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, 
     try {
         poison();
         unfused->run(sets.cq(0), sets.ck(0), sets.cv(0), scale, sets.out(0), {0, n});
-        base.check = row_check(
-            compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
-                    std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v));
+        base.check =
+            row_check(compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
+                              std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v));
         base.time = time_launch_sets(o.run, stream, sets.count, [&](std::int64_t s) {
             unfused->run(sets.cq(s), sets.ck(s), sets.cv(s), scale, sets.out(s), {0, n});
         });
@@ -423,7 +423,7 @@ int run_attention(const AttentionOptions& o, const std::string& command)
     std::vector<MeasuredRow> records;
     for (const auto d : o.dims) {
         measure_width(o, ctx, a, cs, d, *fused, *unfused, settings, bsb_bytes,
-                                  device.info.l2_cache_bytes, copy_gb_per_s, records);
+                      device.info.l2_cache_bytes, copy_gb_per_s, records);
     }
 
     print_table(records, "check: a fused row is bad when its relative error exceeds " +

@@ -376,13 +376,13 @@ int run_load(const LoadBenchOptions& o, const std::string& command)
 
     if (!o.json.empty()) {
         const Json settings = {{"part", o.part},
-                           {"warmup", o.warmup},
-                           {"runs", o.runs},
-                           {"cold", o.cold},
-                           {"page_cache", o.cold ? "posix_fadvise(DONTNEED) before every read"
-                                                 : "warm: read from the page cache after the "
-                                                   "first run"},
-                           {"host_memory", "pageable (std::vector)"}};
+                               {"warmup", o.warmup},
+                               {"runs", o.runs},
+                               {"cold", o.cold},
+                               {"page_cache", o.cold ? "posix_fadvise(DONTNEED) before every read"
+                                                     : "warm: read from the page cache after the "
+                                                       "first run"},
+                               {"host_memory", "pageable (std::vector)"}};
         const auto entry = [&](const Measured& m) {
             Json j{{"dataset", m.dataset},
                    {"feature_type", m.type},
@@ -407,19 +407,18 @@ int run_load(const LoadBenchOptions& o, const std::string& command)
             }
             return j;
         };
-        write_report(
-            o.json, {"halo-bench load", date, command, &device}, settings,
-            {{"fp32", entry(fp)},
-             {"int8", entry(q8)},
-             {"totals_ms",
-              {{"fp32", samples_json(fp.total_device_ms)},
-               {"int8_on_device", samples_json(q8.total_device_ms)},
-               {"int8_dequantized_on_device", samples_json(q8.total_dequant_ms)}}},
-             {"ratio_vs_fp32",
-              {{"int8_on_device", dev_total / fp_total},
-               {"int8_dequantized_on_device", deq_total / fp_total},
-               {"target", 0.4}}},
-             {"checks_failed", failures}});
+        write_report(o.json, {"halo-bench load", date, command, &device}, settings,
+                     {{"fp32", entry(fp)},
+                      {"int8", entry(q8)},
+                      {"totals_ms",
+                       {{"fp32", samples_json(fp.total_device_ms)},
+                        {"int8_on_device", samples_json(q8.total_device_ms)},
+                        {"int8_dequantized_on_device", samples_json(q8.total_dequant_ms)}}},
+                      {"ratio_vs_fp32",
+                       {{"int8_on_device", dev_total / fp_total},
+                        {"int8_dequantized_on_device", deq_total / fp_total},
+                        {"target", 0.4}}},
+                      {"checks_failed", failures}});
     }
     return failures ? 3 : 0;
 }

@@ -336,9 +336,9 @@ CbsrSets make_cbsr_sets(cuda::Context& ctx, const XySets& xy, const Csr& a, std:
 // The top-k of one k: its CBSR rows of the checked columns (copied into `checked`) compared bit
 // for bit against the reference, then timed.
 MeasuredRow measure_topk(const MaxkOptions& o, cuda::Context& ctx, const XySets& xy,
-                        const CbsrSets& cb, const Csr& a, const CheckSet& cs,
-                        const std::vector<float>& xs, std::int64_t k, double copy_gb_per_s,
-                        Cbsr& checked)
+                         const CbsrSets& cb, const Csr& a, const CheckSet& cs,
+                         const std::vector<float>& xs, std::int64_t k, double copy_gb_per_s,
+                         Cbsr& checked)
 {
     const auto dim = o.dim;
     const auto stream = ctx.compute_stream();
@@ -379,13 +379,13 @@ MeasuredRow measure_topk(const MaxkOptions& o, cuda::Context& ctx, const XySets&
 }
 
 // The SSD of one k in every group size, order, variant and buffer count, each checked against
-// the reference of the (verified) CBSR rows `checked` and timed; appends to `records` and returns
-// the number of failed checks and errors.
+// the reference of the (verified) CBSR rows `checked` and timed; prints each row as it comes and
+// appends it to `records`.
 void measure_ssd(const MaxkOptions& o, SsdPlans& plans, const std::vector<SsdOrder>& orders,
-                const std::vector<SsdVariant>& variants, const XySets& xy, const CbsrSets& cb,
-                const Csr& a, const CheckSet& cs, const Cbsr& checked, std::int64_t k,
-                const MeasuredRow& cusparse, double copy_gb_per_s, cudaStream_t stream,
-                std::vector<MeasuredRow>& records)
+                 const std::vector<SsdVariant>& variants, const XySets& xy, const CbsrSets& cb,
+                 const Csr& a, const CheckSet& cs, const Cbsr& checked, std::int64_t k,
+                 const MeasuredRow& cusparse, double copy_gb_per_s, cudaStream_t stream,
+                 std::vector<MeasuredRow>& records)
 {
     const auto dim = o.dim;
     auto cbsr = [&](std::int64_t s) { return cb.view(s, a.num_cols, dim, k); };
@@ -495,25 +495,27 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
     for (const auto k : o.ks) {
         const auto cb = make_cbsr_sets(ctx, xy, a, k, device.info.l2_cache_bytes, stream);
         Cbsr checked(static_cast<std::int64_t>(cs.columns.size()), dim, k);
-        topk_records.push_back(
-            measure_topk(o, ctx, xy, cb, a, cs, xs, k, copy_gb_per_s, checked));
-        measure_ssd(o, plans, orders, variants, xy, cb, a, cs, checked, k, cusparse,
-                                copy_gb_per_s, stream, records);
+        topk_records.push_back(measure_topk(o, ctx, xy, cb, a, cs, xs, k, copy_gb_per_s, checked));
+        measure_ssd(o, plans, orders, variants, xy, cb, a, cs, checked, k, cusparse, copy_gb_per_s,
+                    stream, records);
     }
 
-    // Summary: geomean over k of each variant's speed-up against the MaxK baseline and cuSPARSE.
+    // The tables, then the summary: geomean over k of each variant's speed-up against the MaxK
+    // baseline and cuSPARSE.
     print_table({cusparse});
-    print_table(topk_records, "topk: a row is wrong when its k values or indices differ bit for "
-                              "bit from the reference's");
-    print_table(records, "check: |y - ref| <= terms * eps * sum |products| per element "
-                         "(docs/MAXK.md)");
+    print_table(topk_records,
+                "topk: a row is wrong when its k values or indices differ bit for "
+                "bit from the reference's");
+    print_table(records,
+                "check: |y - ref| <= terms * eps * sum |products| per element "
+                "(docs/MAXK.md)");
     auto summary = print_summary(o, records);
-    const auto failures = count_failures(records) + count_failures(topk_records) +
-                          count_failures({cusparse});
+    const auto failures =
+        count_failures(records) + count_failures(topk_records) + count_failures({cusparse});
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
     if (!o.run.json.empty()) {
-        write_report(o, {"halo-bench maxk", date, command, &device, &graph, &o.graph}, cs,
-                     cusparse, topk_records, records, std::move(summary));
+        write_report(o, {"halo-bench maxk", date, command, &device, &graph, &o.graph}, cs, cusparse,
+                     topk_records, records, std::move(summary));
     }
     return failures ? 3 : 0;
 }

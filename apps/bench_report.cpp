@@ -144,7 +144,12 @@ void print_row(const MeasuredRow& row)
         line += fmt::format(", {:.1f}% copy", 100.0 * *row.roofline_fraction);
     }
     for (const auto& r : row.ratios) {
-        line += fmt::format(", {} {}", r.label, ratio_text(r));
+        if (r.value) {  // a baseline measured later in the run is in the table only
+            line += fmt::format(", {} {}", r.label, ratio_text(r));
+        }
+    }
+    for (const auto& [header, text] : row.cells) {
+        line += fmt::format(", {} {}", header, text);
     }
     fmt::print("{}, bad {} of {} {}: {}\n", line, row.check.bad, row.check.checked, row.check.unit,
                row.status);

@@ -70,7 +70,8 @@ int count_failures(const std::vector<MeasuredRow>& rows);
 Json row_json(const MeasuredRow& row);
 Json rows_json(const std::vector<MeasuredRow>& rows);
 
-/// One line of a row as it is measured: name, params, median, %copy, ratios, bad, status.
+/// One line of a row as it is measured: name, params, median, %copy, the ratios known by then,
+/// the further cells, bad of checked, status.
 void print_row(const MeasuredRow& row);
 
 /// The table of `rows` (columns: the name, every param, sets, median/min/max ms, %copy, the

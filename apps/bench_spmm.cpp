@@ -400,7 +400,8 @@ void write_report(const Options& o, const ReportHeader& header, const CheckSet& 
     for (const auto& r : records) {
         rows.push_back(row_json(measured_row(r)));
     }
-    bench_app::write_report(o.run.json, header, std::move(settings), {{"records", std::move(rows)}});
+    bench_app::write_report(o.run.json, header, std::move(settings),
+                            {{"records", std::move(rows)}});
 }
 
 int run_spmm(const Options& o, const std::string& command)
@@ -486,8 +487,8 @@ int run_spmm(const Options& o, const std::string& command)
                records.size());
 
     if (!o.run.json.empty()) {
-        write_report(o, {"halo-bench", date, command, &device, &graph, &o.graph}, cs,
-                     feature_type, records);
+        write_report(o, {"halo-bench", date, command, &device, &graph, &o.graph}, cs, feature_type,
+                     records);
     }
     return failures ? 3 : 0;
 }

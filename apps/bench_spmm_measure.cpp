@@ -237,8 +237,7 @@ void print_table(const std::vector<Record>& records)
             "median;\nmax rel: max |y - ref| / sum_k |a_ik x_kj| (ref on X rounded to the "
             "kernel's type); bad: elements outside the tolerance or not finite "
             "(bench/README.md)",
-            lowp ? fmt::format(" (the {} baseline reads fp32 always)", kBaseline)
-                 : std::string()));
+            lowp ? fmt::format(" (the {} baseline reads fp32 always)", kBaseline) : std::string()));
 }
 
 }  // namespace halo::bench_app::spmm

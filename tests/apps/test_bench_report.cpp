@@ -158,5 +158,17 @@ TEST(BenchReport, TableHasOneLinePerRowAndEveryColumn)
     }
 }
 
+TEST(BenchReport, ProgressLineShowsWhatIsKnown)
+{
+    testing::internal::CaptureStdout();
+    print_row(timed_row());
+    const auto out = testing::internal::GetCapturedStdout();
+    for (const auto* text : {"mergepath feature_type fp32 dim 64: median 2.0000 ms", "50.0% copy",
+                             "vs cusparse 1.500x", "GFLOP/s 12.5", "bad 0 of 1000 elements: ok"}) {
+        EXPECT_NE(out.find(text), std::string::npos) << text << " missing from\n" << out;
+    }
+    EXPECT_EQ(out.find("vs other"), std::string::npos) << out;  // not measured: left out
+}
+
 }  // namespace
 }  // namespace halo::bench_app
