@@ -232,16 +232,24 @@ Inputs make_inputs(cuda::Context& ctx, const Csr& a, std::int64_t dim, bool int8
 // ---------------------------------------------------------------------------------------------
 // Records.
 
-Record make_record(std::string kernel, std::string features, std::int64_t w, std::string scaling,
-                   std::int64_t dim)
+MeasuredRow make_record(std::string kernel, std::string features, std::int64_t w,
+                        std::string scaling, std::int64_t dim)
 {
-    Record r;
-    r.kernel = std::move(kernel);
-    r.features = std::move(features);
-    r.w = w;
-    r.scaling = std::move(scaling);
-    r.dim = dim;
+    MeasuredRow r;
+    r.name = std::move(kernel);
+    r.params = {{"features", std::move(features)},
+                {"w", w > 0 ? Json(w) : Json(nullptr)},
+                {"scaling", std::move(scaling)},
+                {"dim", dim}};
     return r;
+}
+
+// The report's check: elements and bad_elements, max_abs_diff and the rule that judged them.
+RowCheck row_check(const Check& c, bool tolerance)
+{
+    return {"elements", c.elements, c.bad,
+            Json{{"max_abs_diff", c.max_abs_diff},
+                 {"rule", tolerance ? "tolerance" : "bit-exact up to 128 slots, else tolerance"}}};
 }
 
 // The compulsory bytes of one SpMM: the row offsets, the staged nonzeros (column, and value
@@ -255,14 +263,13 @@ std::int64_t compulsory_bytes(const Csr& a, std::int64_t staged, std::int64_t di
 }
 
 // One dense width d of the run: its inputs (make_inputs), the checked rows' features and
-// references, and the kernels measured on them, each record printed and appended to `records`
-// (failed checks and errors counted in `failures`).
+// references, and the kernels measured on them, each row printed and appended to `records`.
 struct WidthRun {
     WidthRun(const AesBenchOptions& o_, cuda::Context& ctx_, const Csr& a_, const CheckSet& cs_,
              const Csr& sub_abs_, std::int64_t dim_, bool want_int8_, std::int64_t l2_bytes,
-             double copy_, std::vector<Record>& records_, int& failures_)
+             double copy_, std::vector<MeasuredRow>& records_)
         : o(o_), ctx(ctx_), a(a_), cs(cs_), sub_abs(sub_abs_), dim(dim_), want_int8(want_int8_),
-          copy(copy_), records(records_), failures(failures_), stream(ctx_.compute_stream()),
+          copy(copy_), records(records_), stream(ctx_.compute_stream()),
           in(make_inputs(ctx_, a_, dim_, want_int8_, l2_bytes, o_.run.seed + dim_))
     {
         fmt::print("\nd = {}: {} buffer set(s)\n", dim, in.sets);
@@ -310,20 +317,12 @@ struct WidthRun {
         return slots;
     }
 
-    void finish(Record& rec, std::int64_t staged, bool int8, double baseline_ms)
+    void finish(MeasuredRow& rec, std::int64_t staged, bool int8, double baseline_ms)
     {
-        rec.compulsory_bytes = compulsory_bytes(a, staged, dim, int8);
-        rec.roofline_fraction = double(rec.compulsory_bytes) / (rec.ms.median * 1e6) / copy;
-        rec.speedup = baseline_ms / rec.ms.median;
-        rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
-        failures += rec.check.bad > 0 ? 1 : 0;
-        fmt::print(
-            "  {:<10} {:<5} {:>5} {:<10} median {:>9.4f} ms {:>6.1f}% copy "
-            "{:>7.2f}x vs cusparse  rel.err {:.3e}  bad {} of {}: {}\n",
-            rec.kernel, rec.features, rec.w > 0 ? std::to_string(rec.w) : "-", rec.scaling,
-            rec.ms.median, 100.0 * rec.roofline_fraction, rec.speedup, rec.rel_frobenius,
-            rec.check.bad, rec.check.elements, rec.status);
-        std::fflush(stdout);
+        rec.set_compulsory_bytes(compulsory_bytes(a, staged, dim, int8), copy);
+        rec.add_ratio("speedup_vs_cusparse", "vs cusparse", baseline_ms);
+        rec.set_checked_status();
+        print_row(rec);
         records.push_back(rec);
     }
 
@@ -343,15 +342,17 @@ struct WidthRun {
         cusparse.run({in.x_set(0), a.num_cols, dim, dim},
                       {in.y_exact.data(), a.num_rows, dim, dim}, {0, a.num_rows});
         bench::check_last_error();
-        base.check = compare_tolerance(
-            gather_rows({in.y_exact.data(), a.num_rows, dim, dim}, cs.rows, stream), cs.sub, xs,
-            dim);
-        base.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
+        base.check =
+            row_check(compare_tolerance(
+                          gather_rows({in.y_exact.data(), a.num_rows, dim, dim}, cs.rows, stream),
+                          cs.sub, xs, dim),
+                      true);
+        base.measured["rel_frobenius_error_vs_exact_fp32"] = 0.0;  // it is the exact result
+        base.time = time_launch_sets(o.run, stream, in.sets, [&](std::int64_t s) {
             cusparse.run({in.x_set(s), a.num_cols, dim, dim}, {in.y_set(s), a.num_rows, dim, dim},
                           {0, a.num_rows});
         });
-        base.sets = in.sets;
-        const double baseline_ms = base.ms.median;
+        const double baseline_ms = base.time.ms.median;
         finish(base, a.nnz(), false, baseline_ms);
         return baseline_ms;
     }
@@ -368,15 +369,15 @@ struct WidthRun {
         reference::spmm_int8(cs.sub.view(), qs.view(), want_view(), cs.sub.view().all_rows());
         reference::spmm(sub_abs.view(), dense_view<const float>(xq_abs.data(), qs.rows, dim),
                         mag_view());
-        rec.check =
-            compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream),
-                            want, mag, slots_per_row(0), dim);
-        rec.rel_frobenius = frobenius(in.y_set(0));
-        rec.ms = time_launches(o.run, stream, in.sets, [&](std::int64_t s) {
+        rec.check = row_check(
+            compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream), want,
+                            mag, slots_per_row(0), dim),
+            false);
+        rec.measured["rel_frobenius_error_vs_exact_fp32"] = frobenius(in.y_set(0));
+        rec.time = time_launch_sets(o.run, stream, in.sets, [&](std::int64_t s) {
             plan->run(in.q_set(s, a.num_cols), {in.y_set(s), a.num_rows, dim, dim},
                       {0, a.num_rows});
         });
-        rec.sets = in.sets;
         finish(rec, a.nnz(), true, baseline_ms);
     }
 
@@ -417,19 +418,17 @@ struct WidthRun {
                 dense_view<const float>(int8 ? xq_abs.data() : xs_abs.data(),
                                         cs.sub.num_cols, dim),
                 mag_view(), all, options);
-            rec.check = compare_sampled(
-                gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream), want,
-                mag, slots_per_row(w), dim);
-            rec.rel_frobenius = frobenius(in.y_set(0));
-            rec.ms = time_launches(o.run, stream, in.sets, launch);
-            rec.sets = in.sets;
+            rec.check = row_check(
+                compare_sampled(gather_rows({in.y_set(0), a.num_rows, dim, dim}, cs.rows, stream),
+                                want, mag, slots_per_row(w), dim),
+                false);
+            rec.measured["rel_frobenius_error_vs_exact_fp32"] = frobenius(in.y_set(0));
+            rec.time = time_launch_sets(o.run, stream, in.sets, launch);
             finish(rec, staged, int8, baseline_ms);
         } catch (const Error& e) {
             rec.status = "ERROR";
             rec.message = e.message();
-            ++failures;
-            fmt::print("  aes {} W {} {}: ERROR {}\n", rec.features, w, rec.scaling,
-                       e.message());
+            print_row(rec);
             records.push_back(rec);
         }
     }
@@ -442,8 +441,7 @@ struct WidthRun {
     const std::int64_t dim;
     const bool want_int8;
     const double copy;
-    std::vector<Record>& records;
-    int& failures;
+    std::vector<MeasuredRow>& records;
     const cudaStream_t stream;
     const Inputs in;
     std::vector<float> xs;  // the checked rows' features, packed in cs.columns order
@@ -501,13 +499,12 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
 
     const auto max_dim = *std::max_element(o.dims.begin(), o.dims.end());
     const auto cusparse = cuda::make_cusparse_spmm_plan(ctx, a, max_dim);
-    std::vector<Record> records;
-    int failures = 0;
+    std::vector<MeasuredRow> records;
     const double copy = device.copy_gb_per_s();
 
     for (const auto dim : o.dims) {
         WidthRun width(o, ctx, a, cs, sub_abs, dim, want_int8, device.info.l2_cache_bytes, copy,
-                       records, failures);
+                       records);
         const double baseline_ms = width.run_cusparse(*cusparse);
         if (want_int8) {
             width.run_int8_exact(baseline_ms);
@@ -524,11 +521,16 @@ int run_aes(const AesBenchOptions& o, const std::string& command)
         }
     }
 
+    print_table(records,
+                "check: cusparse against the CPU reference within the tolerance; the "
+                "others bit-exact up to 128 slots per row, else within the tolerance "
+                "(docs/AES.md)");
     print_summary(o, records);
+    const auto failures = count_failures(records);
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
     if (!o.run.json.empty()) {
-        write_report(o, report_json("halo-bench aes", date, command, device, &graph, &o.graph), cs,
-                     stats, records);
+        write_report(o, {"halo-bench aes", date, command, &device, &graph, &o.graph}, cs, stats,
+                     records);
     }
     return failures ? 3 : 0;
 }

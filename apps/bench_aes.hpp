@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "bench_report.hpp"
 #include "halo/kernels_host/aes.hpp"
 
 namespace halo::bench_app::aes {
@@ -27,29 +28,17 @@ struct Check {
     double max_abs_diff = 0;
 };
 
-// One kernel at one W and d.
-struct Record {
-    std::string kernel;    // cusparse | int8-exact | aes
-    std::string features;  // fp32 | int8
-    std::int64_t w = 0;    // 0: exact
-    std::string scaling;
-    std::int64_t dim = 0;
-    std::string status;  // ok | FAILED | ERROR
-    std::string message;
-    Stats ms;
-    std::int64_t sets = 0;
-    Check check;
-    double rel_frobenius = 0;
-    std::int64_t compulsory_bytes = 0;
-    double roofline_fraction = 0;
-    double speedup = 0;
-};
+// Rows (bench_report.hpp): kernel cusparse | int8-exact | aes; params features (fp32 | int8),
+// w (null: exact), scaling, dim; measured rel_frobenius_error_vs_exact_fp32; ratio
+// speedup_vs_cusparse.
 
 /// Prints the summary table (speed-up and error per W, for every d).
-void print_summary(const AesBenchOptions& o, const std::vector<Record>& records);
+void print_summary(const AesBenchOptions& o, const std::vector<MeasuredRow>& records);
 
-/// Writes the JSON record (report_json, then settings, sampling, results) to o.run.json.
-void write_report(const AesBenchOptions& o, const Json& start, const CheckSet& cs,
-                  const std::vector<AesSampleStats>& stats, const std::vector<Record>& records);
+/// Writes the JSON record (the report's header, then settings, sampling, results) to
+/// o.run.json.
+void write_report(const AesBenchOptions& o, const ReportHeader& header, const CheckSet& cs,
+                  const std::vector<AesSampleStats>& stats,
+                  const std::vector<MeasuredRow>& records);
 
 }  // namespace halo::bench_app::aes

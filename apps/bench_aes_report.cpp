@@ -10,7 +10,7 @@
 namespace halo::bench_app::aes {
 
 // Speed-up and error per W (the median over widths of each).
-void print_summary(const AesBenchOptions& o, const std::vector<Record>& records)
+void print_summary(const AesBenchOptions& o, const std::vector<MeasuredRow>& records)
 {
     fmt::print("\n{:<6} {:<10} {:<5} {:>22} {:>24}\n", "W", "scaling", "feat",
                "speed-up vs cusparse", "rel. Frobenius error");
@@ -19,10 +19,13 @@ void print_summary(const AesBenchOptions& o, const std::vector<Record>& records)
             for (const std::string f : {"fp32", "int8"}) {
                 std::string line;
                 for (const auto& r : records) {
-                    if (r.kernel == "aes" && r.w == w && r.scaling == s && r.features == f &&
-                        r.status != "ERROR") {
-                        line +=
-                            fmt::format(" d{}: {:.2f}x {:.2e}", r.dim, r.speedup, r.rel_frobenius);
+                    const auto& p = r.params;
+                    if (r.name == "aes" && p["w"] == w && p["scaling"] == s && p["features"] == f &&
+                        r.timed()) {
+                        line += fmt::format(
+                            " d{}: {:.2f}x {:.2e}", p["dim"].get<std::int64_t>(),
+                            r.ratios.front().value.value_or(0.0),
+                            r.measured["rel_frobenius_error_vs_exact_fp32"].get<double>());
                     }
                 }
                 if (!line.empty()) {
@@ -33,19 +36,14 @@ void print_summary(const AesBenchOptions& o, const std::vector<Record>& records)
     }
 }
 
-void write_report(const AesBenchOptions& o, const Json& start, const CheckSet& cs,
-                  const std::vector<AesSampleStats>& stats, const std::vector<Record>& records)
+void write_report(const AesBenchOptions& o, const ReportHeader& header, const CheckSet& cs,
+                  const std::vector<AesSampleStats>& stats, const std::vector<MeasuredRow>& records)
 {
-    Json doc = start;
-    doc["settings"] = {{"dims", o.dims},
-                       {"ws", o.ws},
-                       {"features", o.features},
-                       {"scalings", o.scalings},
-                       {"warmup", o.run.warmup},
-                       {"runs", o.run.runs},
-                       {"seed", o.run.seed},
-                       {"check_rows", cs.rows.size()},
-                       {"check_sampled", cs.sampled}};
+    auto settings = run_settings(o.run, &cs);
+    settings["dims"] = o.dims;
+    settings["ws"] = o.ws;
+    settings["features"] = o.features;
+    settings["scalings"] = o.scalings;
     Json sampling = Json::array();
     for (std::size_t i = 0; i < o.ws.size(); ++i) {
         const auto& s = stats[i];
@@ -56,35 +54,8 @@ void write_report(const AesBenchOptions& o, const Json& start, const CheckSet& c
                             {"staged_fraction", s.slot_fraction()},
                             {"distinct_fraction", s.distinct_fraction()}});
     }
-    doc["sampling"] = std::move(sampling);
-    Json list = Json::array();
-    for (const auto& r : records) {
-        Json j{{"kernel", r.kernel},
-               {"features", r.features},
-               {"w", r.w > 0 ? Json(r.w) : Json(nullptr)},
-               {"scaling", r.scaling},
-               {"dim", r.dim},
-               {"status", r.status}};
-        if (r.status == "ERROR") {
-            j["message"] = r.message;
-        } else {
-            j["time_ms"] = stats_json(r.ms);
-            j["buffer_sets"] = r.sets;
-            j["speedup_vs_cusparse"] = r.speedup;
-            j["rel_frobenius_error_vs_exact_fp32"] = r.rel_frobenius;
-            j["compulsory_bytes"] = r.compulsory_bytes;
-            j["roofline_fraction"] = r.roofline_fraction;
-            j["check"] = {
-                {"elements", r.check.elements},
-                {"bad_elements", r.check.bad},
-                {"max_abs_diff", r.check.max_abs_diff},
-                {"rule", r.kernel == "cusparse" ? "tolerance"
-                                                : "bit-exact up to 128 slots, else tolerance"}};
-        }
-        list.push_back(std::move(j));
-    }
-    doc["results"] = std::move(list);
-    write_json(o.run.json, doc);
+    bench_app::write_report(o.run.json, header, std::move(settings),
+                            {{"sampling", std::move(sampling)}, {"results", rows_json(records)}});
 }
 
 }  // namespace halo::bench_app::aes

@@ -25,6 +25,7 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
+#include "bench_report.hpp"
 #include "bench_util.hpp"
 #include "halo/core/error.hpp"
 #include "halo/core/io.hpp"
@@ -108,15 +109,14 @@ Check compare(const CheckSet& cs, const std::vector<float>& got, const std::vect
     return c;
 }
 
-Json check_json(const Check& c)
+RowCheck row_check(const Check& c)
 {
-    return {{"rows", c.rows},
-            {"bad_rows", c.bad_rows},
-            {"nonfinite_elements", c.nonfinite},
-            {"max_row_rel_error", c.max_row_rel_error},
-            {"frobenius_rel_error", c.frobenius_rel_error},
-            {"max_abs_error", c.max_abs_error},
-            {"worst_row", c.worst_row}};
+    return {"rows", c.rows, c.bad_rows,
+            Json{{"nonfinite_elements", c.nonfinite},
+                 {"max_row_rel_error", c.max_row_rel_error},
+                 {"frobenius_rel_error", c.frobenius_rel_error},
+                 {"max_abs_error", c.max_abs_error},
+                 {"worst_row", c.worst_row}}};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -177,27 +177,24 @@ struct Sets {
     }
 };
 
-struct Record {
-    std::string kernel;  // fused3s | fused3s+convert | unfused
-    std::int64_t d = 0;
-    bool reorder = true;
-    bool remap = true;
-    std::string status;  // ok | FAILED | ERROR
-    std::string message;
-    Timing time;
-    Check check;
-    std::int64_t compulsory_bytes = 0;
-    double roofline_fraction = 0;
-    double speedup_vs_unfused = 0;
-};
-
-std::string variant_name(const Record& r)
+// A row of kernel (fused3s | fused3s+convert | unfused) and d, with the fused kernel's
+// settings: {"d", "reorder_windows", "remap_registers"}.
+MeasuredRow make_row(const std::string& kernel, std::int64_t d)
 {
-    if (r.kernel == "unfused") {
-        return r.kernel;
+    MeasuredRow row;
+    row.name = kernel;
+    row.params["d"] = d;
+    return row;
+}
+
+std::string variant_name(const MeasuredRow& r)
+{
+    if (r.name == "unfused") {
+        return r.name;
     }
-    return fmt::format("{} (reorder {}, remap {})", r.kernel, r.reorder ? "on" : "off",
-                       r.remap ? "on" : "off");
+    return fmt::format("{} (reorder {}, remap {})", r.name,
+                       r.params["reorder_windows"].get<bool>() ? "on" : "off",
+                       r.params["remap_registers"].get<bool>() ? "on" : "off");
 }
 
 // One setting of the fused kernel's row-window reordering and register remapping.
@@ -208,17 +205,16 @@ struct Setting {
 
 // One width d: seeded Q, K, V sets, the reference of the checked rows, then the unfused baseline
 // and the fused kernel in every setting, each checked and timed; appends to `records`, prints
-// them and returns the number of failed checks and errors.
-int measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, const CheckSet& cs,
-                  std::int64_t d, cuda::Fused3sPlan& plan, cuda::UnfusedAttentionPlan& baseline,
-                  const std::vector<Setting>& settings, std::int64_t bsb_bytes,
-                  std::int64_t l2_bytes, double copy_gb_per_s, std::vector<Record>& records)
+// each as it comes.
+void measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, const CheckSet& cs,
+                   std::int64_t d, cuda::Fused3sPlan& plan, cuda::UnfusedAttentionPlan& baseline,
+                   const std::vector<Setting>& settings, std::int64_t bsb_bytes,
+                   std::int64_t l2_bytes, double copy_gb_per_s, std::vector<MeasuredRow>& records)
 {
     const auto stream = ctx.compute_stream();
     constexpr float nan = std::numeric_limits<float>::quiet_NaN();
     auto* fused = &plan;
     auto* unfused = &baseline;
-    int failures = 0;
     const float scale =
         o.scale > 0 ? static_cast<float>(o.scale) : 1.0f / std::sqrt(static_cast<float>(d));
     Sets sets(a.num_rows, a.num_cols, d, l2_bytes);
@@ -258,25 +254,26 @@ int measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, c
     const std::int64_t n = a.num_rows;
 
     // The baseline first, so every fused record has its speed-up when printed.
-    Record base;
-    base.kernel = "unfused";
-    base.d = d;
-    base.compulsory_bytes = (n + 1) * 8 + a.nnz() * 4 + (2 * a.num_cols + 2 * n) * d * 4;
+    auto base = make_row("unfused", d);
     try {
         poison();
         unfused->run(sets.cq(0), sets.ck(0), sets.cv(0), scale, sets.out(0), {0, n});
         base.check =
-            compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
-                    std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v);
+            row_check(compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
+                              std::numeric_limits<double>::infinity(), kUnfusedTolerance * max_v));
         base.time = time_launch_sets(o.run, stream, sets.count, [&](std::int64_t s) {
             unfused->run(sets.cq(s), sets.ck(s), sets.cv(s), scale, sets.out(s), {0, n});
         });
-        base.status = base.check.bad_rows > 0 ? "FAILED" : "ok";
+        base.set_checked_status();
+        base.set_compulsory_bytes((n + 1) * 8 + a.nnz() * 4 + (2 * a.num_cols + 2 * n) * d * 4,
+                                  copy_gb_per_s);
     } catch (const Error& e) {
         base.status = "ERROR";
         base.message = e.message();
     }
     const double base_ms = base.status == "ERROR" ? 0 : base.time.ms.median;
+    base.add_ratio("speedup_vs_unfused", "vs unfused", base_ms);
+    print_row(base);
     records.push_back(base);
 
     for (const auto& setting : settings) {
@@ -284,13 +281,9 @@ int measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, c
             if (convert && !(setting.reorder && setting.remap)) {
                 continue;  // the conversion is timed once, with the default kernel
             }
-            Record rec;
-            rec.kernel = convert ? "fused3s+convert" : "fused3s";
-            rec.d = d;
-            rec.reorder = setting.reorder;
-            rec.remap = setting.remap;
-            rec.compulsory_bytes =
-                (n + 2 * a.num_cols) * d * (convert ? 4 : 2) + n * d * 4 + bsb_bytes;
+            auto rec = make_row(convert ? "fused3s+convert" : "fused3s", d);
+            rec.params["reorder_windows"] = setting.reorder;
+            rec.params["remap_registers"] = setting.remap;
             fused->set_options({setting.reorder, setting.remap});
             auto launch = [&](std::int64_t s) {
                 if (convert) {
@@ -303,61 +296,43 @@ int measure_width(const AttentionOptions& o, cuda::Context& ctx, const Csr& a, c
             try {
                 poison();
                 launch(0);
-                rec.check = compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
-                                    kFusedTolerance, std::numeric_limits<double>::infinity());
+                rec.check =
+                    row_check(compare(cs, gather_rows(sets.out(0), cs.rows, stream), ref, d,
+                                      kFusedTolerance, std::numeric_limits<double>::infinity()));
                 rec.time = time_launch_sets(o.run, stream, sets.count, launch);
-                rec.status = rec.check.bad_rows > 0 ? "FAILED" : "ok";
+                rec.set_checked_status();
+                rec.set_compulsory_bytes(
+                    (n + 2 * a.num_cols) * d * (convert ? 4 : 2) + n * d * 4 + bsb_bytes,
+                    copy_gb_per_s);
+                rec.add_ratio("speedup_vs_unfused", "vs unfused", base_ms);
             } catch (const Error& e) {
                 rec.status = "ERROR";
                 rec.message = e.message();
             }
+            print_row(rec);
             records.push_back(rec);
         }
     }
     fused->set_options({});
-
-    for (auto& r : records) {
-        if (r.d != d) {
-            continue;
-        }
-        if (r.status == "ERROR") {
-            fmt::print("  {:<40} ERROR: {}\n", variant_name(r), r.message);
-            ++failures;
-            continue;
-        }
-        failures += r.status == "ok" ? 0 : 1;
-        r.roofline_fraction =
-            double(r.compulsory_bytes) / (r.time.ms.median * 1e6) / copy_gb_per_s;
-        r.speedup_vs_unfused = base_ms > 0 ? base_ms / r.time.ms.median : 0;
-        fmt::print(
-            "  {:<40} median {:>9.4f} ms  {:>5.1f}% copy  vs unfused {:>6.2f}x  "
-            "row rel err max {:.2e} (row {}), Frobenius {:.2e}, bad rows {} of {}: "
-            "{}\n",
-            variant_name(r), r.time.ms.median, 100.0 * r.roofline_fraction,
-            r.speedup_vs_unfused, r.check.max_row_rel_error, r.check.worst_row,
-            r.check.frobenius_rel_error, r.check.bad_rows, r.check.rows, r.status);
-    }
-    std::fflush(stdout);
-    return failures;
 }
 
 // Geomean over the widths of each variant's speed-up against the baseline; returns its JSON.
-Json print_summary(const AttentionOptions& o, const std::vector<Record>& records)
+Json print_summary(const AttentionOptions& o, const std::vector<MeasuredRow>& records)
 {
     fmt::print("\n{:<40} {:>20}\n", "variant", "geomean vs unfused");
     Json summary = Json::array();
     std::vector<std::string> order;
     for (const auto& r : records) {
         const auto name = variant_name(r);
-        if (r.kernel != "unfused" && std::find(order.begin(), order.end(), name) == order.end()) {
+        if (r.name != "unfused" && std::find(order.begin(), order.end(), name) == order.end()) {
             order.push_back(name);
         }
     }
     for (const auto& name : order) {
         std::vector<double> speedups;
         for (const auto& r : records) {
-            if (variant_name(r) == name && r.status != "ERROR" && r.speedup_vs_unfused > 0) {
-                speedups.push_back(r.speedup_vs_unfused);
+            if (variant_name(r) == name && r.timed() && r.ratios.front().value) {
+                speedups.push_back(*r.ratios.front().value);
             }
         }
         const auto gm = geomean(speedups);
@@ -367,54 +342,31 @@ Json print_summary(const AttentionOptions& o, const std::vector<Record>& records
     return summary;
 }
 
-// The JSON record: report_json, then settings, bsb, results and summary.
-void write_report(const AttentionOptions& o, const Json& start, const CheckSet& cs,
+// The JSON record: the report's header, then settings, bsb, results and summary.
+void write_report(const AttentionOptions& o, const ReportHeader& header, const CheckSet& cs,
                   const BsbStats& stats, double bsb_seconds, std::int64_t bsb_bytes,
-                  const std::vector<Record>& records, Json summary)
+                  const std::vector<MeasuredRow>& records, Json summary)
 {
-    Json doc = start;
-    doc["settings"] = {{"dims", o.dims},
-                       {"scale", o.scale > 0 ? Json(o.scale) : Json("1/sqrt(d)")},
-                       {"ablation", o.ablation},
-                       {"warmup", o.run.warmup},
-                       {"runs", o.run.runs},
-                       {"seed", o.run.seed},
-                       {"check_rows", cs.rows.size()},
-                       {"check_sampled", cs.sampled},
-                       {"fused_row_tolerance", kFusedTolerance},
-                       {"unfused_tolerance", kUnfusedTolerance}};
-    doc["bsb"] = {{"build_ms", bsb_seconds * 1e3},
-                  {"windows", stats.windows},
-                  {"blocks", stats.blocks},
-                  {"blocks_per_window", stats.blocks_per_window},
-                  {"blocks_per_window_cv", stats.blocks_per_window_cv},
-                  {"max_blocks_per_window", stats.max_blocks_per_window},
-                  {"nnz_per_block", stats.nnz_per_block},
-                  {"nnz_per_block_cv", stats.nnz_per_block_cv},
-                  {"fill", stats.fill},
-                  {"bytes", bsb_bytes}};
-    Json list = Json::array();
-    for (const auto& r : records) {
-        Json j{{"kernel", r.kernel}, {"d", r.d}, {"status", r.status}};
-        if (r.kernel != "unfused") {
-            j["reorder_windows"] = r.reorder;
-            j["remap_registers"] = r.remap;
-        }
-        if (r.status == "ERROR") {
-            j["message"] = r.message;
-        } else {
-            j["time_ms"] = stats_json(r.time.ms);
-            j["buffer_sets"] = r.time.sets;
-            j["compulsory_bytes"] = r.compulsory_bytes;
-            j["roofline_fraction"] = r.roofline_fraction;
-            j["speedup_vs_unfused"] = r.speedup_vs_unfused;
-            j["check"] = check_json(r.check);
-        }
-        list.push_back(std::move(j));
-    }
-    doc["results"] = std::move(list);
-    doc["summary"] = std::move(summary);
-    write_json(o.run.json, doc);
+    auto settings = run_settings(o.run, &cs);
+    settings["dims"] = o.dims;
+    settings["scale"] = o.scale > 0 ? Json(o.scale) : Json("1/sqrt(d)");
+    settings["ablation"] = o.ablation;
+    settings["fused_row_tolerance"] = kFusedTolerance;
+    settings["unfused_tolerance"] = kUnfusedTolerance;
+    Json bsb = {{"build_ms", bsb_seconds * 1e3},
+                {"windows", stats.windows},
+                {"blocks", stats.blocks},
+                {"blocks_per_window", stats.blocks_per_window},
+                {"blocks_per_window_cv", stats.blocks_per_window_cv},
+                {"max_blocks_per_window", stats.max_blocks_per_window},
+                {"nnz_per_block", stats.nnz_per_block},
+                {"nnz_per_block_cv", stats.nnz_per_block_cv},
+                {"fill", stats.fill},
+                {"bytes", bsb_bytes}};
+    bench_app::write_report(o.run.json, header, std::move(settings),
+                            {{"bsb", std::move(bsb)},
+                             {"results", rows_json(records)},
+                             {"summary", std::move(summary)}});
 }
 
 int run_attention(const AttentionOptions& o, const std::string& command)
@@ -468,20 +420,23 @@ int run_attention(const AttentionOptions& o, const std::string& command)
         settings = {{true, true}, {false, true}, {true, false}, {false, false}};
     }
 
-    std::vector<Record> records;
-    int failures = 0;
+    std::vector<MeasuredRow> records;
     for (const auto d : o.dims) {
-        failures += measure_width(o, ctx, a, cs, d, *fused, *unfused, settings, bsb_bytes,
-                                  device.info.l2_cache_bytes, copy_gb_per_s, records);
+        measure_width(o, ctx, a, cs, d, *fused, *unfused, settings, bsb_bytes,
+                      device.info.l2_cache_bytes, copy_gb_per_s, records);
     }
 
+    print_table(records, "check: a fused row is bad when its relative error exceeds " +
+                             fmt::format("{}", kFusedTolerance) +
+                             ", an unfused one when an element differs by more than " +
+                             fmt::format("{} max|V|", kUnfusedTolerance));
     auto summary = print_summary(o, records);
+    const auto failures = count_failures(records);
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
 
     if (!o.run.json.empty()) {
-        write_report(o,
-                     report_json("halo-bench attention", date, command, device, &graph, &o.graph),
-                     cs, stats, bsb_seconds, bsb_bytes, records, std::move(summary));
+        write_report(o, {"halo-bench attention", date, command, &device, &graph, &o.graph}, cs,
+                     stats, bsb_seconds, bsb_bytes, records, std::move(summary));
     }
     return failures ? 3 : 0;
 }

@@ -383,24 +383,4 @@ Json BenchDevice::copy_json() const
               {"pageable_d2h_gb_per_s", host_copy.pageable_d2h_gb_per_s}}}};
 }
 
-Json provenance_json(const std::string& tool, const std::string& date, const std::string& command)
-{
-    return {{"tool", tool}, {"date", date}, {"git_commit", git_commit()}, {"command", command}};
-}
-
-Json report_json(const std::string& tool, const std::string& date, const std::string& command,
-                 const BenchDevice& device, const BenchGraph* graph,
-                 const GraphOptions* graph_options)
-{
-    HALO_EXPECTS((graph == nullptr) == (graph_options == nullptr),
-                 "report_json: a graph goes with its options");
-    Json doc = provenance_json(tool, date, command);
-    doc["device"] = device.device_json();
-    if (graph != nullptr) {
-        doc["graph"] = graph_json(*graph, *graph_options);
-    }
-    doc["copy_bandwidth"] = device.copy_json();
-    return doc;
-}
-
 }  // namespace halo::bench_app

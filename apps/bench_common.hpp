@@ -2,8 +2,8 @@
 // apps/bench_spmm.cpp; other kernel families add a subcommand in a file of their own,
 // apps/bench_<mode>.cpp): the graph options and
 // loader, median/min/max statistics, the device banner and the measured copy bandwidth that every
-// roofline figure divides by, and the provenance (date, commit, device) that every JSON result
-// records (bench/README.md).
+// roofline figure divides by, and the provenance (date, commit) that every JSON result records
+// (the report itself: bench_report.hpp; bench/README.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -207,17 +207,6 @@ struct BenchDevice {
     Json copy_json() const;
 };
 
-/// The provenance every JSON result starts with: tool, date, git_commit, command.
-Json provenance_json(const std::string& tool, const std::string& date, const std::string& command);
-
-/// The start of every kernel mode's JSON record, the one report layout the modes share:
-/// provenance_json, then "device", "graph" (graph_json; left out without a graph) and
-/// "copy_bandwidth", in that order. The mode appends its own sections ("settings" first) and
-/// writes the record with write_json.
-Json report_json(const std::string& tool, const std::string& date, const std::string& command,
-                 const BenchDevice& device, const BenchGraph* graph = nullptr,
-                 const GraphOptions* graph_options = nullptr);
-
 /// The SpMM mode (apps/bench_spmm.cpp): its options at halo-bench's top level, and in `run` what
 /// runs it when no subcommand is named (returning the exit code: 2 without --graph).
 void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int()>& run);
@@ -227,7 +216,7 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
 struct E2eOptions {
     std::string backend = "cuda";  // halo-infer --backend: cuda | cpu
     std::string model_dims = "128,128,64";
-    std::string layer = "gcn";  // gcn | sage | gin
+    std::string layer = "gcn";  // a name of the layer table (halo/core/layer_types.def)
     bool step_timing = false;   // halo-infer --step-timing: SpMM and dense per layer
     bool no_cuda_graph = false; // halo-infer --no-cuda-graph: per-layer times without it
 };

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "bench_report.hpp"
 #include "halo/comm/mpi_world.hpp"
 #include "halo/core/model.hpp"
 #include "halo/core/shard.hpp"
@@ -227,21 +228,17 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& e2e, const GraphOptions
                m.forward.min, m.forward.max, summary.memory_line.empty() ? "" : "; ",
                summary.memory_line);
     if (!o.json.empty()) {
-        Json doc;
-        doc["tool"] = "halo-bench --e2e";
-        doc["date"] = date;
-        doc["git_commit"] = git_commit();
-        doc["command"] = command;
-        doc["backend"] = options.backend;
-        doc["device"] = device ? Json(device->info.name) : Json("cpu");
-        doc["graph"] = {{"source", graph.source}, {"rows", a.num_rows}, {"nnz", a.nnz()}};
-        doc["copy_gb_per_s"] = device ? Json(device->copy_gb_per_s()) : Json(nullptr);
-        doc["model"] = {{"layer", e2e.layer}, {"dims", e2e.model_dims}, {"seed", o.seed}};
-        doc["replayed"] = replayed;
-        doc["step_timing"] = options.step_timing;
-        doc["forward_ms"] = stats_json(m.forward);
-        doc["layers"] = records;
-        write_json(o.json, doc);
+        auto settings = run_settings(o);
+        settings["no_cuda_graph"] = options.no_cuda_graph;
+        write_report(o.json,
+                     {"halo-bench --e2e", date, command, device ? &*device : nullptr, &graph, &g},
+                     std::move(settings),
+                     {{"backend", options.backend},
+                      {"model", {{"layer", e2e.layer}, {"dims", e2e.model_dims}, {"seed", o.seed}}},
+                      {"replayed", replayed},
+                      {"step_timing", options.step_timing},
+                      {"forward_ms", stats_json(m.forward)},
+                      {"layers", std::move(records)}});
     }
     return 0;
 }

@@ -37,6 +37,7 @@
 
 #include "app_common.hpp"
 #include "bench_common.hpp"
+#include "bench_report.hpp"
 #include "bench_util.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/error.hpp"
@@ -374,15 +375,14 @@ int run_load(const LoadBenchOptions& o, const std::string& command)
     fmt::print("\n{}: {} failed check(s)\n", failures ? "FAILED" : "ok", failures);
 
     if (!o.json.empty()) {
-        Json doc = report_json("halo-bench load", date, command, device);
-        doc["settings"] = {{"part", o.part},
-                           {"warmup", o.warmup},
-                           {"runs", o.runs},
-                           {"cold", o.cold},
-                           {"page_cache", o.cold ? "posix_fadvise(DONTNEED) before every read"
-                                                 : "warm: read from the page cache after the "
-                                                   "first run"},
-                           {"host_memory", "pageable (std::vector)"}};
+        const Json settings = {{"part", o.part},
+                               {"warmup", o.warmup},
+                               {"runs", o.runs},
+                               {"cold", o.cold},
+                               {"page_cache", o.cold ? "posix_fadvise(DONTNEED) before every read"
+                                                     : "warm: read from the page cache after the "
+                                                       "first run"},
+                               {"host_memory", "pageable (std::vector)"}};
         const auto entry = [&](const Measured& m) {
             Json j{{"dataset", m.dataset},
                    {"feature_type", m.type},
@@ -407,16 +407,18 @@ int run_load(const LoadBenchOptions& o, const std::string& command)
             }
             return j;
         };
-        doc["fp32"] = entry(fp);
-        doc["int8"] = entry(q8);
-        doc["totals_ms"] = {{"fp32", samples_json(fp.total_device_ms)},
-                            {"int8_on_device", samples_json(q8.total_device_ms)},
-                            {"int8_dequantized_on_device", samples_json(q8.total_dequant_ms)}};
-        doc["ratio_vs_fp32"] = {{"int8_on_device", dev_total / fp_total},
-                                {"int8_dequantized_on_device", deq_total / fp_total},
-                                {"target", 0.4}};
-        doc["checks_failed"] = failures;
-        write_json(o.json, doc);
+        write_report(o.json, {"halo-bench load", date, command, &device}, settings,
+                     {{"fp32", entry(fp)},
+                      {"int8", entry(q8)},
+                      {"totals_ms",
+                       {{"fp32", samples_json(fp.total_device_ms)},
+                        {"int8_on_device", samples_json(q8.total_device_ms)},
+                        {"int8_dequantized_on_device", samples_json(q8.total_dequant_ms)}}},
+                      {"ratio_vs_fp32",
+                       {{"int8_on_device", dev_total / fp_total},
+                        {"int8_dequantized_on_device", deq_total / fp_total},
+                        {"target", 0.4}}},
+                      {"checks_failed", failures}});
     }
     return failures ? 3 : 0;
 }

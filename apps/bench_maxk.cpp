@@ -78,6 +78,13 @@ Check compare(const std::vector<float>& y, const std::vector<double>& ref,
     return c;
 }
 
+// The report's check: elements and bad_elements, nonfinite_elements, max_rel_error.
+RowCheck row_check(const Check& c)
+{
+    return {"elements", c.elements, c.bad,
+            Json{{"nonfinite_elements", c.nonfinite}, {"max_rel_error", c.max_rel_error}}};
+}
+
 // Double-precision product of the checked rows and the per-element sum of |products|, for a
 // dense right-hand side (X rows of cs.columns, packed) or a CBSR one (its rows of cs.columns).
 struct Reference {
@@ -273,12 +280,14 @@ XySets make_xy_sets(const BenchDevice& device, const Csr& a, const MaxkOptions& 
 }
 
 // cuSPARSE at d = D on the dense X: checked, then timed. `xs`: the X rows the checked rows read.
-CusparseRecord measure_cusparse(const MaxkOptions& o, SpmmPlan& cusparse,
-                                const XySets& xy, const Csr& a, const CheckSet& cs,
-                                const std::vector<float>& xs, cudaStream_t stream)
+MeasuredRow measure_cusparse(const MaxkOptions& o, SpmmPlan& cusparse, const XySets& xy,
+                             const Csr& a, const CheckSet& cs, const std::vector<float>& xs,
+                             double copy_gb_per_s, cudaStream_t stream)
 {
     const auto dim = o.dim;
-    CusparseRecord out;
+    MeasuredRow out;
+    out.name = "cusparse";
+    out.params["dim"] = dim;
     {
         xy.poison(0, stream);
         cusparse.run(xy.x_view(0), xy.y_view(0), {0, a.num_rows});
@@ -288,15 +297,16 @@ CusparseRecord measure_cusparse(const MaxkOptions& o, SpmmPlan& cusparse,
         for (std::size_t r = 0; r < cs.rows.size(); ++r) {
             terms[r] = 2.0 * static_cast<double>(cs.sub.row_nnz(static_cast<std::int64_t>(r))) + 2;
         }
-        out.check = compare(got, ref.values, ref.scale, terms, dim);
+        out.check = row_check(compare(got, ref.values, ref.scale, terms, dim));
     }
     out.time = time_launch_sets(o.run, stream, std::min(xy.x.count, xy.y.count), [&](auto s) {
         cusparse.run(xy.x_view(s), xy.y_view(s), {0, a.num_rows});
     });
-    out.compulsory_bytes = (a.num_rows + 1) * 8 + a.nnz() * (a.has_values() ? 8 : 4) +
-                           (a.num_cols + a.num_rows) * dim * 4;
-    fmt::print("cusparse d = {}: median {:.4f} ms, {} bad of {} checked elements\n", dim,
-               out.time.ms.median, out.check.bad, out.check.elements);
+    out.set_compulsory_bytes((a.num_rows + 1) * 8 + a.nnz() * (a.has_values() ? 8 : 4) +
+                                 (a.num_cols + a.num_rows) * dim * 4,
+                             copy_gb_per_s);
+    out.set_checked_status();
+    print_row(out);
     return out;
 }
 
@@ -325,10 +335,10 @@ CbsrSets make_cbsr_sets(cuda::Context& ctx, const XySets& xy, const Csr& a, std:
 
 // The top-k of one k: its CBSR rows of the checked columns (copied into `checked`) compared bit
 // for bit against the reference, then timed.
-TopkRecord measure_topk(const MaxkOptions& o, cuda::Context& ctx, const XySets& xy,
-                        const CbsrSets& cb, const Csr& a, const CheckSet& cs,
-                        const std::vector<float>& xs, std::int64_t k, double copy_gb_per_s,
-                        Cbsr& checked)
+MeasuredRow measure_topk(const MaxkOptions& o, cuda::Context& ctx, const XySets& xy,
+                         const CbsrSets& cb, const Csr& a, const CheckSet& cs,
+                         const std::vector<float>& xs, std::int64_t k, double copy_gb_per_s,
+                         Cbsr& checked)
 {
     const auto dim = o.dim;
     const auto stream = ctx.compute_stream();
@@ -342,9 +352,11 @@ TopkRecord measure_topk(const MaxkOptions& o, cuda::Context& ctx, const XySets& 
     const auto want = reference::maxk_topk(
         dense_view<const float>(xs.data(), static_cast<std::int64_t>(cs.columns.size()), dim),
         k);
-    TopkRecord tr;
-    tr.k = k;
-    tr.checked_rows = static_cast<std::int64_t>(cs.columns.size());
+    MeasuredRow tr;
+    tr.name = "topk";
+    tr.params["k"] = k;
+    tr.check.unit = "rows";
+    tr.check.checked = static_cast<std::int64_t>(cs.columns.size());
     for (std::size_t r = 0; r < cs.columns.size(); ++r) {
         bool same = true;
         for (std::int64_t t = 0; t < k; ++t) {
@@ -356,32 +368,27 @@ TopkRecord measure_topk(const MaxkOptions& o, cuda::Context& ctx, const XySets& 
                    std::bit_cast<std::uint32_t>(host.values[src]) ==
                        std::bit_cast<std::uint32_t>(want.values[dst]);
         }
-        tr.mismatched_rows += same ? 0 : 1;
+        tr.check.bad += same ? 0 : 1;
     }
     tr.time = time_launch_sets(o.run, stream, cb.count,
                                [&](auto s) { cuda::maxk_topk(ctx, xy.x_view(s), cbsr(s)); });
-    tr.roofline_fraction = double(a.num_cols) * double(dim * 4 + k * 6) /
-                           (tr.time.ms.median * 1e6) / copy_gb_per_s;
-    fmt::print(
-        "k = {}: top-k median {:.4f} ms ({:.1f}% of copy), {} of {} checked rows "
-        "differ\n",
-        k, tr.time.ms.median, 100.0 * tr.roofline_fraction, tr.mismatched_rows,
-        tr.checked_rows);
+    tr.set_compulsory_bytes(a.num_cols * (dim * 4 + k * 6), copy_gb_per_s);
+    tr.set_checked_status();
+    print_row(tr);
     return tr;
 }
 
 // The SSD of one k in every group size, order, variant and buffer count, each checked against
-// the reference of the (verified) CBSR rows `checked` and timed; appends to `records` and returns
-// the number of failed checks and errors.
-int measure_ssd(const MaxkOptions& o, SsdPlans& plans, const std::vector<SsdOrder>& orders,
-                const std::vector<SsdVariant>& variants, const XySets& xy, const CbsrSets& cb,
-                const Csr& a, const CheckSet& cs, const Cbsr& checked, std::int64_t k,
-                const CusparseRecord& cusparse, double copy_gb_per_s, cudaStream_t stream,
-                std::vector<SsdRecord>& records)
+// the reference of the (verified) CBSR rows `checked` and timed; prints each row as it comes and
+// appends it to `records`.
+void measure_ssd(const MaxkOptions& o, SsdPlans& plans, const std::vector<SsdOrder>& orders,
+                 const std::vector<SsdVariant>& variants, const XySets& xy, const CbsrSets& cb,
+                 const Csr& a, const CheckSet& cs, const Cbsr& checked, std::int64_t k,
+                 const MeasuredRow& cusparse, double copy_gb_per_s, cudaStream_t stream,
+                 std::vector<MeasuredRow>& records)
 {
     const auto dim = o.dim;
     auto cbsr = [&](std::int64_t s) { return cb.view(s, a.num_cols, dim, k); };
-    int failures = 0;
     // The SSD reference of the checked rows from the (verified) CBSR of their columns.
     const auto ref = cbsr_reference(cs, checked);
     for (const auto g : o.group_sizes) {
@@ -403,63 +410,45 @@ int measure_ssd(const MaxkOptions& o, SsdPlans& plans, const std::vector<SsdOrde
                 const auto buffer_list =
                     has_slots(v) ? o.buffers : std::vector<std::int32_t>{0};
                 for (const auto b : buffer_list) {
-                    SsdRecord rec;
-                    rec.k = k;
-                    rec.group_size = g;
-                    rec.order = order_name;
-                    rec.variant = cuda::to_string(v);
-                    rec.buffers = b;
+                    MeasuredRow rec;
+                    rec.name_key = "variant";
+                    rec.name = cuda::to_string(v);
+                    rec.params = {{"k", k},
+                                  {"group_size", g},
+                                  {"order", order_name},
+                                  {"buffers_per_warp", b > 0 ? Json(b) : Json(nullptr)},
+                                  {"config", ""}};
                     const SsdLaunch launch{v, o.warps_per_block, std::max(b, 1), order};
                     try {
-                        rec.config = plan.describe(launch, dim, k);
+                        rec.params["config"] = plan.describe(launch, dim, k);
                         xy.poison(0, stream);
                         plan.run(cbsr(0), xy.y_view(0), {0, a.num_rows}, launch);
-                        rec.check = compare(gather_rows(xy.y_view(0), cs.rows, stream), ref.values,
-                                            ref.scale, terms, dim);
+                        rec.check = row_check(compare(gather_rows(xy.y_view(0), cs.rows, stream),
+                                                      ref.values, ref.scale, terms, dim));
                         rec.time = time_launch_sets(o.run, stream, cb.count, [&](auto s) {
                             plan.run(cbsr(s), xy.y_view(s), {0, a.num_rows}, launch);
                         });
-                        rec.status = rec.check.bad > 0 ? "FAILED" : "ok";
+                        rec.set_checked_status();
+                        rec.set_compulsory_bytes(bytes, copy_gb_per_s);
                     } catch (const Error& e) {
                         rec.status = "ERROR";
                         rec.message = e.message();
                     }
-                    if (rec.status == "ERROR") {
-                        fmt::print("  {} g {} b {} {}: ERROR: {}\n", rec.variant, g, b,
-                                   order_name, rec.message);
-                        ++failures;
-                        records.push_back(rec);
-                        continue;
-                    }
-                    failures += rec.status == "ok" ? 0 : 1;
-                    rec.compulsory_bytes = bytes;
-                    rec.roofline_fraction =
-                        double(bytes) / (rec.time.ms.median * 1e6) / copy_gb_per_s;
-                    if (v == SsdVariant::maxk) {
+                    if (rec.timed() && v == SsdVariant::maxk) {
                         maxk_ms = rec.time.ms.median;
                         if (order == SsdOrder::rows) {
                             maxk_rows_ms = maxk_ms;
                         }
                     }
-                    rec.vs_maxk = maxk_ms > 0 ? maxk_ms / rec.time.ms.median : 0;
-                    rec.vs_maxk_rows = maxk_rows_ms > 0 ? maxk_rows_ms / rec.time.ms.median : 0;
-                    rec.vs_cusparse = cusparse.time.ms.median / rec.time.ms.median;
-                    fmt::print(
-                        "  k {:>3} g {:>4} {:<26} {:<29} median {:>9.4f} ms  {:>5.1f}% copy  "
-                        "vs maxk {:>5.2f}x  vs maxk (rows) {:>5.2f}x  vs cusparse {:>6.2f}x  "
-                        "bad "
-                        "{} of {}: {}\n",
-                        k, g, rec.variant + (b > 0 ? fmt::format(" b{}", b) : ""), rec.config,
-                        rec.time.ms.median, 100.0 * rec.roofline_fraction, rec.vs_maxk,
-                        rec.vs_maxk_rows, rec.vs_cusparse, rec.check.bad, rec.check.elements,
-                        rec.status);
-                    std::fflush(stdout);
+                    rec.add_ratio("speedup_vs_maxk", "vs maxk", maxk_ms);
+                    rec.add_ratio("speedup_vs_maxk_rows", "vs maxk (rows)", maxk_rows_ms);
+                    rec.add_ratio("speedup_vs_cusparse", "vs cusparse", cusparse.time.ms.median);
+                    print_row(rec);
                     records.push_back(rec);
                 }
             }
         }
     }
-    return failures;
 }
 
 int run_maxk(const MaxkOptions& o, const std::string& command)
@@ -496,31 +485,37 @@ int run_maxk(const MaxkOptions& o, const std::string& command)
                cs.sampled ? " (a seeded sample plus the first, last and longest)" : " (all)");
 
     const auto xy = make_xy_sets(device, a, o, stream);
-    int failures = 0;
 
     // The inputs of the checks: X rows the checked rows read (set 0).
     const auto xs = gather_rows(xy.x_view(0), cs.columns, stream);
-    const auto cusparse = measure_cusparse(o, *cusparse_plan, xy, a, cs, xs, stream);
-    failures += cusparse.check.bad > 0 ? 1 : 0;
+    const auto cusparse = measure_cusparse(o, *cusparse_plan, xy, a, cs, xs, copy_gb_per_s, stream);
 
-    std::vector<TopkRecord> topk_records;
-    std::vector<SsdRecord> records;
+    std::vector<MeasuredRow> topk_records;
+    std::vector<MeasuredRow> records;
     for (const auto k : o.ks) {
         const auto cb = make_cbsr_sets(ctx, xy, a, k, device.info.l2_cache_bytes, stream);
         Cbsr checked(static_cast<std::int64_t>(cs.columns.size()), dim, k);
-        const auto tr = measure_topk(o, ctx, xy, cb, a, cs, xs, k, copy_gb_per_s, checked);
-        failures += tr.mismatched_rows > 0 ? 1 : 0;
-        topk_records.push_back(tr);
-        failures += measure_ssd(o, plans, orders, variants, xy, cb, a, cs, checked, k, cusparse,
-                                copy_gb_per_s, stream, records);
+        topk_records.push_back(measure_topk(o, ctx, xy, cb, a, cs, xs, k, copy_gb_per_s, checked));
+        measure_ssd(o, plans, orders, variants, xy, cb, a, cs, checked, k, cusparse, copy_gb_per_s,
+                    stream, records);
     }
 
-    // Summary: geomean over k of each variant's speed-up against the MaxK baseline and cuSPARSE.
-    auto summary = print_summary(o, records, cusparse, copy_gb_per_s);
+    // The tables, then the summary: geomean over k of each variant's speed-up against the MaxK
+    // baseline and cuSPARSE.
+    print_table({cusparse});
+    print_table(topk_records,
+                "topk: a row is wrong when its k values or indices differ bit for "
+                "bit from the reference's");
+    print_table(records,
+                "check: |y - ref| <= terms * eps * sum |products| per element "
+                "(docs/MAXK.md)");
+    auto summary = print_summary(o, records);
+    const auto failures =
+        count_failures(records) + count_failures(topk_records) + count_failures({cusparse});
     fmt::print("\n{}: {} failed check(s) or error(s)\n", failures ? "FAILED" : "ok", failures);
     if (!o.run.json.empty()) {
-        write_report(o, report_json("halo-bench maxk", date, command, device, &graph, &o.graph), cs,
-                     cusparse, topk_records, records, std::move(summary));
+        write_report(o, {"halo-bench maxk", date, command, &device, &graph, &o.graph}, cs, cusparse,
+                     topk_records, records, std::move(summary));
     }
     return failures ? 3 : 0;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "bench_report.hpp"
 
 namespace halo::bench_app::maxk {
 
@@ -31,51 +32,18 @@ struct Check {
     double max_rel_error = 0;  // max |y - ref| / sum |terms|
 };
 
-// ---------------------------------------------------------------------------------------------
-// Records.
+// Rows (bench_report.hpp): "cusparse" (params dim), "topk" (k; rows checked bit for bit) and the
+// SSD variants (name_key "variant"; params k, group_size, order, buffers_per_warp, config; ratios
+// speedup_vs_maxk, speedup_vs_maxk_rows, speedup_vs_cusparse, in that order).
 
-struct SsdRecord {
-    std::int64_t k = 0;
-    std::int32_t group_size = 0;
-    std::string order;
-    std::string variant;
-    std::int32_t buffers = 0;  // 0: the variant has no slots
-    std::string config;
-    std::string status;  // ok | FAILED | ERROR
-    std::string message;
-    Timing time;
-    Check check;
-    std::int64_t compulsory_bytes = 0;
-    double roofline_fraction = 0;
-    double vs_maxk = 0;       // the MaxK baseline in the same order
-    double vs_maxk_rows = 0;  // the MaxK baseline in row order (the paper's), when measured
-    double vs_cusparse = 0;
-};
+/// Prints the summary table (geomean over k of each variant's speed-ups, per group size);
+/// returns its JSON ("summary").
+Json print_summary(const MaxkOptions& o, const std::vector<MeasuredRow>& records);
 
-struct TopkRecord {
-    std::int64_t k = 0;
-    Timing time;
-    std::int64_t checked_rows = 0;
-    std::int64_t mismatched_rows = 0;
-    double roofline_fraction = 0;
-};
-
-/// The cuSPARSE baseline at d = D: its timing, check and compulsory bytes.
-struct CusparseRecord {
-    Timing time;
-    Check check;
-    std::int64_t compulsory_bytes = 0;
-};
-
-/// Prints the summary table (geomean over k of each variant's speed-ups, per group size) after
-/// the cuSPARSE line; returns its JSON ("summary").
-Json print_summary(const MaxkOptions& o, const std::vector<SsdRecord>& records,
-                   const CusparseRecord& cusparse, double copy_gb_per_s);
-
-/// Writes the JSON record (report_json, then settings, cusparse, topk, ssd, summary) to
+/// Writes the JSON record (the report's header, then settings, cusparse, topk, ssd, summary) to
 /// o.run.json.
-void write_report(const MaxkOptions& o, const Json& start, const CheckSet& cs,
-                  const CusparseRecord& cusparse, const std::vector<TopkRecord>& topk_records,
-                  const std::vector<SsdRecord>& records, Json summary);
+void write_report(const MaxkOptions& o, const ReportHeader& header, const CheckSet& cs,
+                  const MeasuredRow& cusparse, const std::vector<MeasuredRow>& topk_records,
+                  const std::vector<MeasuredRow>& records, Json summary);
 
 }  // namespace halo::bench_app::maxk

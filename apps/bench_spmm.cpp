@@ -29,6 +29,7 @@
 #include "bench_util.hpp"
 #include "halo/core/feature_type.hpp"
 #include "halo/core/io.hpp"
+#include "halo/core/layer_type.hpp"
 #include "halo/core/model.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/device.hpp"
@@ -373,17 +374,7 @@ void measure_kernels(const Options& o, const halo::Csr& a, const CheckSet& cs, s
                 rec.message = e.message();
             }
         }
-        if (rec.status == "ERROR" || rec.status == "SKIPPED") {
-            fmt::print("  {:<20} {}: {}\n", rec.kernel, rec.status, rec.message);
-        } else {
-            fmt::print(
-                "  {:<20} {} median {:.4f} ms, {:.1f} GFLOP/s, {:.1f} GB/s ({:.1f}% of "
-                "copy, {} of the gather-bound limit), {} bad of {} checked elements: {}\n",
-                rec.kernel, rec.feature_type, rec.ms.median, rec.gflops, rec.gb_per_s,
-                100.0 * rec.roofline_fraction, format_gather(rec), rec.check.bad,
-                rec.check.elements, rec.status);
-        }
-        std::fflush(stdout);
+        print_row(measured_row(rec));
         records.push_back(std::move(rec));
     }
     const auto& base = records[first];  // the baseline runs first
@@ -395,27 +386,22 @@ void measure_kernels(const Options& o, const halo::Csr& a, const CheckSet& cs, s
     }
 }
 
-// The JSON record: report_json, then settings and records.
-void write_report(const Options& o, const Json& start, const CheckSet& cs,
+// The JSON record: the report's header, then settings and records.
+void write_report(const Options& o, const ReportHeader& header, const CheckSet& cs,
                   halo::FeatureType feature_type, const std::vector<Record>& records)
 {
-    Json doc = start;
-    doc["settings"] = {{"warmup", o.run.warmup},
-                       {"runs", o.run.runs},
-                       {"seed", o.run.seed},
-                       {"baseline", kBaseline},
-                       {"feature_type", halo::to_string(feature_type)},
-                       {"baseline_feature_type", "fp32"},
-                       {"mergepath_costs", o.mergepath_costs},
-                       {"rowchunk_lengths", o.rowchunk_lengths},
-                       {"check_rows", cs.rows.size()},
-                       {"check_sampled", cs.sampled}};
-    Json list = Json::array();
+    auto settings = run_settings(o.run, &cs);
+    settings["baseline"] = kBaseline;
+    settings["feature_type"] = halo::to_string(feature_type);
+    settings["baseline_feature_type"] = "fp32";
+    settings["mergepath_costs"] = o.mergepath_costs;
+    settings["rowchunk_lengths"] = o.rowchunk_lengths;
+    Json rows = Json::array();
     for (const auto& r : records) {
-        list.push_back(record_json(r));
+        rows.push_back(row_json(measured_row(r)));
     }
-    doc["records"] = std::move(list);
-    write_json(o.run.json, doc);
+    bench_app::write_report(o.run.json, header, std::move(settings),
+                            {{"records", std::move(rows)}});
 }
 
 int run_spmm(const Options& o, const std::string& command)
@@ -501,8 +487,8 @@ int run_spmm(const Options& o, const std::string& command)
                records.size());
 
     if (!o.run.json.empty()) {
-        write_report(o, report_json("halo-bench", date, command, device, &graph, &o.graph), cs,
-                     feature_type, records);
+        write_report(o, {"halo-bench", date, command, &device, &graph, &o.graph}, cs, feature_type,
+                     records);
     }
     return failures ? 3 : 0;
 }
@@ -568,8 +554,8 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
     app.add_option("--model-dims", o->e2e_model.model_dims,
                    "with --e2e: widths of the random model")
         ->capture_default_str();
-    app.add_option("--layer", o->e2e_model.layer, "with --e2e: gcn | sage | gin")
-        ->check(CLI::IsMember({"gcn", "sage", "gin"}))
+    app.add_option("--layer", o->e2e_model.layer, "with --e2e: " + halo::layer_type_list())
+        ->check(CLI::IsMember(halo::layer_type_names()))
         ->capture_default_str();
     app.add_flag("--step-timing", o->e2e_model.step_timing,
                  "with --e2e: synchronize after every step, so that each layer's SpMM and dense "

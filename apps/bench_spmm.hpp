@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "bench_report.hpp"
 #include "bench_util.hpp"
 #include "halo/core/feature_type.hpp"
 #include "halo/kernels/cuda/context.hpp"
@@ -205,10 +206,10 @@ void measure(Kernel& kernel, Record& rec, const KernelRunOptions& run, const hal
 /// "12.3%" of the gather-bound limit, or "-" without a gather model.
 std::string format_gather(const Record& r);
 
-/// The table of every record, with the legend of its columns.
-void print_table(const std::vector<Record>& records);
+/// A record as the report's row (only name, params, status and message for ERROR and SKIPPED).
+MeasuredRow measured_row(const Record& r);
 
-/// One record's JSON (only kernel, feature_type, dim, status and message for ERROR and SKIPPED).
-Json record_json(const Record& r);
+/// The table of every record (bench_report.hpp's print_table), with the legend of its columns.
+void print_table(const std::vector<Record>& records);
 
 }  // namespace halo::bench_app::spmm

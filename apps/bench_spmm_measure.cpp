@@ -30,11 +30,6 @@ std::int64_t x_row_bytes(std::int64_t dim, halo::FeatureType x_type)
     return dim * static_cast<std::int64_t>(halo::feature_bytes(x_type));
 }
 
-std::string format_speedup(const Record& r)
-{
-    return r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "-";
-}
-
 }  // namespace
 
 std::int64_t compulsory_bytes(const halo::Csr& a, std::int64_t dim, halo::FeatureType x_type)
@@ -161,7 +156,7 @@ void measure(Kernel& kernel, Record& rec, const KernelRunOptions& run, const hal
     rec.gflops = 2.0 * static_cast<double>(a.nnz()) * dim / (rec.ms.median * 1e6);
     rec.gb_per_s = bytes / (rec.ms.median * 1e6);
     rec.floor_ms = bytes / (copy_gb_per_s * 1e6);
-    rec.roofline_fraction = rec.gb_per_s / copy_gb_per_s;
+    rec.roofline_fraction = roofline_fraction(bytes, rec.ms.median, copy_gb_per_s);
     rec.gather = gather.bytes(a, dim, kernel.x_type);
     if (!rec.gather.empty()) {
         rec.gather_floor_ms =
@@ -176,69 +171,28 @@ std::string format_gather(const Record& r)
     return r.gather.empty() ? "-" : fmt::format("{:.1f}%", 100.0 * r.gather_fraction);
 }
 
-void print_table(const std::vector<Record>& records)
+MeasuredRow measured_row(const Record& r)
 {
-    fmt::print(
-        "\n{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>7} {:>8} "
-        "{:>9} {:>8} {}\n",
-        "kernel", "x", "d", "sets", "median ms", "min ms", "max ms", "floor ms", "GFLOP/s", "GB/s",
-        "%copy", "%gather", "speedup", "max rel", "bad", "status");
-    bool lowp = false;
-    for (const auto& r : records) {
-        lowp = lowp || r.feature_type != "fp32";
-        if (r.status == "ERROR" || r.status == "SKIPPED") {
-            fmt::print(
-                "{:<20} {:>4} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10} {:>9} {:>8} {:>6} {:>7} "
-                "{:>8} "
-                "{:>9} {:>8} {}: {}\n",
-                r.kernel, r.feature_type, r.dim, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                "-", "-", r.status, r.message);
-            continue;
-        }
-        fmt::print(
-            "{:<20} {:>4} {:>5} {:>5} {:>10.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>9.1f} {:>8.1f} "
-            "{:>5.1f}% {:>7} {:>8} {:>9.2e} {:>8} {}\n",
-            r.kernel, r.feature_type, r.dim, r.sets, r.ms.median, r.ms.min, r.ms.max, r.floor_ms,
-            r.gflops, r.gb_per_s, 100.0 * r.roofline_fraction, format_gather(r), format_speedup(r),
-            r.check.max_rel_error, r.check.bad, r.status);
-    }
-    fmt::print(
-        "x: the element type each kernel reads X as{}; floor: compulsory bytes (X in that type) "
-        "/ copy bandwidth;\n%copy: achieved GB/s over the copy's; %gather: the gather-bound "
-        "limit (A, Y and the X rows Belady's MIN misses in the first modelled cache, over the "
-        "copy bandwidth) / median;\n"
-        "speedup: {} median / this median (same run);\nmax rel: max |y - ref| / "
-        "sum_k |a_ik x_kj| (ref on X rounded to the kernel's type); bad: elements outside the "
-        "tolerance or not finite (bench/README.md)\n",
-        lowp ? fmt::format(" (the {} baseline reads fp32 always)", kBaseline) : std::string(),
-        kBaseline);
-}
-
-Json record_json(const Record& r)
-{
-    Json j;
-    j["kernel"] = r.kernel;
+    MeasuredRow row;
+    row.name = r.kernel;
     if (!r.algorithm.empty()) {
-        j["algorithm"] = r.algorithm;
+        row.params["algorithm"] = r.algorithm;
     }
-    j["feature_type"] = r.feature_type;
-    j["dim"] = r.dim;
-    j["status"] = r.status;
-    if (!r.message.empty()) {
-        j["message"] = r.message;
+    row.params["feature_type"] = r.feature_type;
+    row.params["dim"] = r.dim;
+    row.status = r.status;
+    row.message = r.message;
+    if (!row.timed()) {
+        return row;
     }
-    if (r.status == "ERROR" || r.status == "SKIPPED") {
-        return j;
-    }
-    j["buffer_sets"] = r.sets;
-    j["set_bytes"] = r.set_bytes;
-    j["setup_ms"] = r.setup_ms;
-    j["time_ms"] = stats_json(r.ms);
-    j["gflop_per_s"] = r.gflops;
-    j["compulsory_bytes"] = r.compulsory_bytes;
-    j["gb_per_s"] = r.gb_per_s;
-    j["floor_ms"] = r.floor_ms;
-    j["roofline_fraction"] = r.roofline_fraction;
+    row.time = {r.ms, r.sets};
+    row.compulsory_bytes = r.compulsory_bytes;
+    row.roofline_fraction = r.roofline_fraction;
+    row.measured = {{"set_bytes", r.set_bytes},
+                    {"setup_ms", r.setup_ms},
+                    {"gflop_per_s", r.gflops},
+                    {"gb_per_s", r.gb_per_s},
+                    {"floor_ms", r.floor_ms}};
     if (!r.gather.empty()) {
         Json caches = Json::array();
         for (const auto& g : r.gather) {
@@ -246,20 +200,44 @@ Json record_json(const Record& r)
                               {"min_bytes", g.min_bytes},
                               {"lru_bytes", g.lru_bytes}});
         }
-        j["gather_model"] = std::move(caches);
-        j["gather_floor_ms"] = r.gather_floor_ms;
-        j["gather_fraction"] = r.gather_fraction;
+        row.measured["gather_model"] = std::move(caches);
+        row.measured["gather_floor_ms"] = r.gather_floor_ms;
+        row.measured["gather_fraction"] = r.gather_fraction;
     }
-    j["speedup_vs_baseline"] = r.speedup ? Json(*r.speedup) : Json(nullptr);
-    j["check"] = {{"runs", r.check.runs},
-                  {"rows", r.check.rows},
-                  {"elements", r.check.elements},
-                  {"bad_elements", r.check.bad},
-                  {"nonfinite_elements", r.check.nonfinite},
-                  {"max_rel_error", r.check.max_rel_error},
-                  {"max_tolerance_used", r.check.max_tolerance_used},
-                  {"rel_l2_error", r.check.rel_l2_error()}};
-    return j;
+    row.ratios.push_back({"speedup_vs_baseline", fmt::format("vs {}", kBaseline), r.speedup});
+    row.check = {"elements", r.check.elements, r.check.bad,
+                 Json{{"runs", r.check.runs},
+                      {"rows", r.check.rows},
+                      {"nonfinite_elements", r.check.nonfinite},
+                      {"max_rel_error", r.check.max_rel_error},
+                      {"max_tolerance_used", r.check.max_tolerance_used},
+                      {"rel_l2_error", r.check.rel_l2_error()}}};
+    row.cells = {{"floor ms", fmt::format("{:.4f}", r.floor_ms)},
+                 {"GFLOP/s", fmt::format("{:.1f}", r.gflops)},
+                 {"GB/s", fmt::format("{:.1f}", r.gb_per_s)},
+                 {"%gather", format_gather(r)},
+                 {"max rel", fmt::format("{:.2e}", r.check.max_rel_error)}};
+    return row;
+}
+
+void print_table(const std::vector<Record>& records)
+{
+    std::vector<MeasuredRow> rows;
+    bool lowp = false;
+    for (const auto& r : records) {
+        lowp = lowp || r.feature_type != "fp32";
+        rows.push_back(measured_row(r));
+    }
+    print_table(
+        rows,
+        fmt::format(
+            "feature_type: the element type each kernel reads X as{}; floor: compulsory bytes "
+            "(X in that type) / copy bandwidth; %gather: the gather-bound limit (A, Y and the X "
+            "rows Belady's MIN misses in the first modelled cache, over the copy bandwidth) / "
+            "median;\nmax rel: max |y - ref| / sum_k |a_ik x_kj| (ref on X rounded to the "
+            "kernel's type); bad: elements outside the tolerance or not finite "
+            "(bench/README.md)",
+            lowp ? fmt::format(" (the {} baseline reads fp32 always)", kBaseline) : std::string()));
 }
 
 }  // namespace halo::bench_app::spmm

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "halo/core/error.hpp"
 #include "metadata_checks.hpp"
@@ -16,6 +17,34 @@ std::string join(const std::vector<std::string>& names)
         out += (out.empty() ? "" : ",") + n;
     }
     return out;
+}
+
+// The codes of the optional x_type array (docs/FORMAT.md): fixed, whatever FeatureType's order.
+std::int32_t x_type_code(FeatureType type)
+{
+    switch (type) {
+        case FeatureType::fp32:
+            return 0;
+        case FeatureType::fp16:
+            return 1;
+        case FeatureType::bf16:
+            return 2;
+    }
+    return -1;
+}
+
+std::optional<FeatureType> x_type_from_code(std::int32_t code)
+{
+    switch (code) {
+        case 0:
+            return FeatureType::fp32;
+        case 1:
+            return FeatureType::fp16;
+        case 2:
+            return FeatureType::bf16;
+        default:
+            return std::nullopt;
+    }
 }
 
 }  // namespace
@@ -33,6 +62,8 @@ KernelMetadata autotune_to_metadata(const AutotuneTable& table, KernelMetadata i
     auto& width = md.int64_arrays["width"];
     auto& choice = md.int32_arrays["choice"];
     auto& median = md.float_arrays["median_ms"];
+    std::vector<std::int32_t> x_types;
+    bool lowp = false;
     for (const auto& [key, c] : table.entries()) {
         if (names.empty()) {
             names = c.names;
@@ -44,12 +75,17 @@ KernelMetadata autotune_to_metadata(const AutotuneTable& table, KernelMetadata i
         end.push_back(key.end);
         width.push_back(key.width);
         choice.push_back(static_cast<std::int32_t>(c.index));
+        x_types.push_back(x_type_code(key.x_type));
+        lowp = lowp || key.x_type != FeatureType::fp32;
         for (std::size_t i = 0; i < names.size(); ++i) {
             median.push_back(c.failures[i].empty() ? static_cast<float>(c.median_ms[i])
                                                    : std::numeric_limits<float>::quiet_NaN());
         }
     }
     md.strings["candidates"] = join(names);
+    if (lowp) {  // absent where every entry is fp32, as in datasets written before 16-bit X
+        md.int32_arrays["x_type"] = std::move(x_types);
+    }
     return md;
 }
 
@@ -67,6 +103,22 @@ StoredAutotune autotune_from_metadata(const KernelMetadata& md, const CsrView& a
     const auto& choice = md.int32_array("choice");
     const auto& median = md.float_array("median_ms");
     const auto n = begin.size();
+    const auto stored_types = md.int32_arrays.find("x_type");
+    std::vector<FeatureType> x_types(n, FeatureType::fp32);
+    if (stored_types != md.int32_arrays.end()) {
+        if (stored_types->second.size() != n) {
+            HALO_THROW(InputError, md.origin, ": x_type has ", stored_types->second.size(),
+                       " values for ", n, " entries");
+        }
+        for (std::size_t e = 0; e < n; ++e) {
+            const auto type = x_type_from_code(stored_types->second[e]);
+            if (!type) {
+                HALO_THROW(InputError, md.origin, ": entry ", e, ": x_type ",
+                           stored_types->second[e], " is not 0 (fp32), 1 (fp16) or 2 (bf16)");
+            }
+            x_types[e] = *type;
+        }
+    }
     std::vector<std::string> names;
     for (std::size_t pos = 0; pos <= stored_names.size();) {
         const auto comma = std::min(stored_names.find(',', pos), stored_names.size());
@@ -112,7 +164,7 @@ StoredAutotune autotune_from_metadata(const KernelMetadata& md, const CsrView& a
             c.median_ms.push_back(ms);
             c.failures.push_back(std::isfinite(ms) ? "" : "failed when tuned");
         }
-        out.entries.push_back({{begin[e], end[e], width[e]}, std::move(c)});
+        out.entries.push_back({{begin[e], end[e], width[e], x_types[e]}, std::move(c)});
     }
     return out;
 }

@@ -56,6 +56,7 @@ constexpr unsigned all = spmm_forms_all;
 constexpr unsigned values = spmm_form_values;
 constexpr unsigned row_scaled = spmm_form_row_scaled;
 constexpr unsigned scaled_pattern = spmm_form_scaled_pattern;
+constexpr unsigned lowp = spmm_x_all;  // fp32, fp16 and bf16 X (the plan is a FeatureSpmmPlan)
 
 }  // namespace
 
@@ -73,6 +74,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .metadata_group = "autotune",
          .uses = infer | bench,
          .forms = all,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(stored_or_modeled_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(stored_or_modeled_scaled_factory)},
         {.name = "cusparse",
@@ -87,21 +89,25 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .metadata_group = "accel_gcn",
          .uses = infer | bench | autotune,
          .forms = values | row_scaled | scaled_pattern,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(accel_gcn_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(accel_gcn_scaled_factory)},
         {.name = "accel_gcn_nosort",
          .description = "Accel-GCN ablation: no degree sort (blocks take runs of equal degree)",
          .uses = bench,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(accel_gcn_nosort_spmm_factory)},
         {.name = "accel_gcn_nocombine",
          .description =
              "Accel-GCN ablation: no combined warps (each warp loops over its column slices)",
          .uses = bench,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(accel_gcn_nocombine_spmm_factory)},
         {.name = "mergepath",
          .description = "MergePath-SpMM: merge-path segments, plain stores, atomics for split rows",
          .uses = infer | bench | autotune,
          .forms = all,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(mergepath_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(mergepath_scaled_factory)},
         // Larger costs (fewer, longer segments) win on large power-law graphs and lose on small
@@ -109,11 +115,13 @@ const std::vector<SpmmKernel>& spmm_kernels()
         {.name = "mergepath_c200",
          .description = "MergePath-SpMM, 200 merge items per segment at every width",
          .uses = autotune,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(mergepath_c200_spmm_factory)},
         {.name = "mergepath_c400",
          .description = "MergePath-SpMM, 400 merge items per segment at every width, L2 hints "
                         "where X is past 32x the L2",
          .uses = autotune,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(mergepath_c400_spmm_factory)},
         // Column slices: where X outgrows L2, slices of 128 features let twice (at d = 256) as
         // many X rows stay in L2 between their reads (docs/NOTEBOOK.md "The gather-bound
@@ -121,18 +129,21 @@ const std::vector<SpmmKernel>& spmm_kernels()
         {.name = "mergepath_c400_t128",
          .description = "MergePath-SpMM, cost 400, run over slices of 128 feature columns",
          .uses = bench | autotune,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(mergepath_c400_t128_spmm_factory)},
         // L2 hints (the cold X rows evict-first, the hot evict-last): the cost model's choice
         // where X is past 32x the L2; here at every width, to measure them anywhere.
         {.name = "mergepath_c400_l2hints",
          .description = "MergePath-SpMM, cost 400, X rows loaded with L2 hints at every width",
          .uses = bench,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(mergepath_c400_l2hints_spmm_factory)},
         {.name = "rowsplit",
          .description = "row-split SpMM: a warp (or part of one) per row, lanes across columns",
          .help = "a warp per row",
          .uses = infer | bench | autotune,
          .forms = all,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(rowsplit_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(rowsplit_scaled_factory)},
         // Row-split with long rows cut into units (no hub row holds a warp for its whole length)
@@ -142,6 +153,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .help = "row-split with long rows cut into units summed by the last to finish",
          .uses = infer | bench | autotune,
          .forms = all,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(rowchunk_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(rowchunk_scaled_factory)},
         // X's slices of 4 columns held in shared memory, A read once per slice: where X fits in
@@ -153,12 +165,14 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .help = "X slices in shared memory, operators of at most ~14.5K columns",
          .uses = infer | bench | autotune,
          .forms = all,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(resident_spmm_factory),
          .make_scaled = HALO_SPMM_FACTORY(resident_scaled_factory)},
         {.name = "resident_csr_order",
          .description = "resident-slice ablation: each lane's nonzeros in CSR order (no "
                         "bank-conflict schedule)",
          .uses = bench,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(resident_csr_order_spmm_factory)},
         {.name = "autotune",
          .description = "the fastest exact kernel per (range, width), timed on its first run",
@@ -167,6 +181,7 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .metadata = SpmmMetadataKind::tuning,
          .metadata_group = "autotune",
          .uses = infer | bench,
+         .x_types = lowp,
          .make = HALO_SPMM_FACTORY(autotune_spmm_factory)},
         {.name = "aes",
          .description = "AES-SpMM: adaptive edge sampling, at most W sampled nonzeros per row",
@@ -180,6 +195,19 @@ const std::vector<SpmmKernel>& spmm_kernels()
          .make = HALO_SPMM_FACTORY(aes_spmm_factory)},
     };
     return kernels;
+}
+
+unsigned spmm_x_bit(FeatureType type)
+{
+    switch (type) {
+        case FeatureType::fp32:
+            return spmm_x_fp32;
+        case FeatureType::fp16:
+            return spmm_x_fp16;
+        case FeatureType::bf16:
+            return spmm_x_bf16;
+    }
+    return 0;
 }
 
 SpmmForm spmm_form(const OperatorScaling* scaling, bool pattern_operators)

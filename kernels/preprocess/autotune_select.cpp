@@ -43,8 +43,7 @@ const AutotuneChoice& AutotuneTable::choose(const AutotuneKey& key,
     if (const auto it = table_.find(key); it != table_.end()) {
         return it->second;
     }
-    HALO_EXPECTS(!candidates.empty(), "autotune: no candidates for rows [", key.begin, ", ",
-                 key.end, ") d=", key.width);
+    HALO_EXPECTS(!candidates.empty(), "autotune: no candidates for ", to_string(key));
     AutotuneChoice choice;
     choice.names = candidates;
     choice.median_ms.assign(candidates.size(), std::numeric_limits<double>::quiet_NaN());
@@ -82,8 +81,7 @@ const AutotuneChoice& AutotuneTable::choose(const AutotuneKey& key,
         for (std::size_t i = 0; i < candidates.size(); ++i) {
             why += "; " + candidates[i] + ": " + choice.failures[i];
         }
-        HALO_THROW(InputError, "autotune: every candidate failed for rows [", key.begin, ", ",
-                   key.end, ") d=", key.width, why);
+        HALO_THROW(InputError, "autotune: every candidate failed for ", to_string(key), why);
     }
     return table_.emplace(key, std::move(choice)).first->second;
 }
@@ -96,27 +94,32 @@ const AutotuneChoice* AutotuneTable::find(const AutotuneKey& key) const
 
 void AutotuneTable::preload(const AutotuneKey& key, AutotuneChoice choice)
 {
-    HALO_EXPECTS(table_.count(key) == 0, "autotune: rows [", key.begin, ", ", key.end,
-                 ") d=", key.width, " preloaded twice");
+    HALO_EXPECTS(table_.count(key) == 0, "autotune: ", to_string(key), " preloaded twice");
     const auto n = choice.names.size();
     if (n == 0 || choice.index >= n || choice.median_ms.size() != n ||
         choice.failures.size() != n || !choice.failures[choice.index].empty() ||
         !std::isfinite(choice.median_ms[choice.index]) || choice.median_ms[choice.index] < 0.0) {
-        HALO_THROW(InputError, "autotune: stored choice for rows [", key.begin, ", ", key.end,
-                   ") d=", key.width, " is inconsistent (", n, " candidates, choice ",
-                   choice.index, ", ", choice.median_ms.size(), " times)");
+        HALO_THROW(InputError, "autotune: stored choice for ", to_string(key), " is inconsistent (",
+                   n, " candidates, choice ", choice.index, ", ", choice.median_ms.size(),
+                   " times)");
     }
     choice.stored = true;
     table_.emplace(key, std::move(choice));
+}
+
+std::string to_string(const AutotuneKey& key)
+{
+    return "rows [" + std::to_string(key.begin) + ", " + std::to_string(key.end) +
+           ") d=" + std::to_string(key.width) +
+           (key.x_type == FeatureType::fp32 ? "" : " " + to_string(key.x_type));
 }
 
 std::string AutotuneTable::report() const
 {
     std::string out;
     for (const auto& [key, c] : table_) {
-        out += "rows [" + std::to_string(key.begin) + ", " + std::to_string(key.end) +
-               ") d=" + std::to_string(key.width) + ": " + c.names[c.index] + " " +
-               format_ms(c.median_ms[c.index]) + " ms";
+        out += to_string(key) + ": " + c.names[c.index] + " " + format_ms(c.median_ms[c.index]) +
+               " ms";
         bool first = true;
         for (std::size_t i = 0; i < c.names.size(); ++i) {
             if (i == c.index) {

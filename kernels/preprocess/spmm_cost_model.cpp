@@ -54,20 +54,23 @@ namespace {
 
 // X's bytes at a width against a multiple of the cache, in double: cols x width overflows nothing.
 bool x_past(const OperatorShape& s, std::int64_t width, std::int64_t factor,
-            std::int64_t cache_bytes)
+            std::int64_t cache_bytes, FeatureType x_type)
 {
-    return cache_bytes > 0 &&
-           static_cast<double>(s.cols) * static_cast<double>(width) * sizeof(float) >=
-               static_cast<double>(factor) * static_cast<double>(cache_bytes);
+    return cache_bytes > 0 && static_cast<double>(s.cols) * static_cast<double>(width) *
+                                      static_cast<double>(feature_bytes(x_type)) >=
+                                  static_cast<double>(factor) * static_cast<double>(cache_bytes);
 }
 
-ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
-                          bool zeroing_overlapped, SpmmForm form)
+// The fp32 rules (cuSPARSE where they say so), for X of any type: pick_kernel() puts MergePath
+// where cuSPARSE does not read X's type.
+ModeledChoice pick_rule(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
+                        bool zeroing_overlapped, SpmmForm form, FeatureType x_type)
 {
-    // A rule applies only where its kernel takes the operator's form (the registry says which).
-    const auto takes = [form](ModeledKernel k) { return registry_entry(k).takes(form); };
-    HALO_EXPECTS(takes(ModeledKernel::cusparse), "cuSPARSE, the cost model's fallback, does not "
-                 "take operators as ", to_string(form));
+    // A rule applies only where its kernel takes the operator's form and reads X's type (the
+    // registry says which).
+    const auto takes = [form, x_type](ModeledKernel k) {
+        return registry_entry(k).takes(form) && registry_entry(k).reads(x_type);
+    };
     if (s.rows == 0 || s.nnz == 0) {
         return {ModeledKernel::cusparse, 0, 0, "an empty operator"};
     }
@@ -94,7 +97,7 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
     }
     const bool mergepath = takes(ModeledKernel::mergepath);
     if (mergepath && items >= kLargeItems && width >= kLargeMinWidth) {
-        if (width > kSliceWidth && x_past(s, width, kSliceCacheFactor, cache_bytes)) {
+        if (width > kSliceWidth && x_past(s, width, kSliceCacheFactor, cache_bytes, x_type)) {
             return {ModeledKernel::mergepath, kLargeCost, kSliceWidth,
                     "a large operator whose X is past 8x the L2, at a width above 128"};
         }
@@ -109,10 +112,39 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
     return {ModeledKernel::mergepath, 0, 0, "the default"};
 }
 
+ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
+                          bool zeroing_overlapped, SpmmForm form, FeatureType x_type)
+{
+    const auto& cusparse = registry_entry(ModeledKernel::cusparse);
+    HALO_EXPECTS(cusparse.takes(form),
+                 "cuSPARSE, the cost model's fallback, does not take "
+                 "operators as ",
+                 to_string(form));
+    auto choice = pick_rule(s, width, cache_bytes, zeroing_overlapped, form, x_type);
+    if (choice.kernel != ModeledKernel::cusparse || cusparse.reads(x_type)) {
+        return choice;
+    }
+    // cuSPARSE does not read 16-bit X with fp32 products: MergePath, which reads every type and
+    // takes every form, in its place (an empty operator runs nothing either way).
+    const auto& mergepath = registry_entry(ModeledKernel::mergepath);
+    HALO_EXPECTS(mergepath.takes(form) && mergepath.reads(x_type),
+                 "no kernel of the cost model "
+                 "reads ",
+                 to_string(x_type), " X as ", to_string(form));
+    if (s.nnz > std::numeric_limits<std::int32_t>::max()) {
+        HALO_THROW(InputError, "an operator of ", s.nnz, " nonzeros with ", to_string(x_type),
+                   " X: past 2^31 - 1 nonzeros only cuSPARSE runs (in 32-bit pieces), and it "
+                   "reads fp32 X only; use fp32 activations, or row blocks below 2^31 nonzeros");
+    }
+    const bool empty = s.rows == 0 || s.nnz == 0;
+    return {ModeledKernel::mergepath, 0, 0,
+            empty ? "an empty operator" : "MergePath in cuSPARSE's place, which reads fp32 X only"};
+}
+
 }  // namespace
 
 ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
-                              bool zeroing_overlapped, SpmmForm form)
+                              bool zeroing_overlapped, SpmmForm form, FeatureType x_type)
 {
     HALO_EXPECTS(
         s.rows >= 0 && s.nnz >= 0 && s.max_row_nnz >= 0 && s.max_row_nnz <= s.nnz && s.cols >= 0,
@@ -120,11 +152,11 @@ ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::i
         " nonzeros, longest row ", s.max_row_nnz);
     HALO_EXPECTS(width >= 1, "cost model at width ", width);
     HALO_EXPECTS(cache_bytes >= 0, "cost model with a cache of ", cache_bytes, " bytes");
-    auto choice = pick_kernel(s, width, cache_bytes, zeroing_overlapped, form);
+    auto choice = pick_kernel(s, width, cache_bytes, zeroing_overlapped, form, x_type);
     // L2 hints wherever MergePath runs over an X (a slice of it) past kHintCacheFactor x the L2.
     choice.l2_hints = choice.kernel == ModeledKernel::mergepath &&
                       x_past(s, choice.column_slice > 0 ? choice.column_slice : width,
-                             kHintCacheFactor, cache_bytes);
+                             kHintCacheFactor, cache_bytes, x_type);
     return choice;
 }
 

@@ -32,10 +32,11 @@ export OMP_NUM_THREADS=1
   "$bin/halo-partition" rmat:11:8:6 --parts 2 -q -o "$work/other2.h5" >/dev/null ||
   { echo "FAIL - cannot partition the test graphs"; exit 1; }
 
-# Waits (up to 30 s) until file $1 contains text $2.
+# Waits (up to 120 s: a 2-rank job's start is slow on a loaded 2-core machine) until file $1
+# contains text $2.
 wait_for() {
   local i
-  for i in $(seq 1 300); do
+  for i in $(seq 1 1200); do
     grep -q "$2" "$1" 2>/dev/null && return 0
     sleep 0.1
   done

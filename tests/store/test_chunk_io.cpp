@@ -371,7 +371,7 @@ TEST(ChunkIo, DamagedChunkIsNamed)
     const std::int64_t rows = 8000;
     const std::int64_t cols = 200;
     const auto values = random_values(rows * cols, 3);
-    for (const auto [chunk_rows, damaged, byte] :
+    for (const auto& [chunk_rows, damaged, byte] :
          {std::tuple<hsize_t, hsize_t, std::uint64_t>{1000, 5, 4321},
           std::tuple<hsize_t, hsize_t, std::uint64_t>{2500, 2, 1500000}}) {
         SCOPED_TRACE("chunks of " + std::to_string(chunk_rows) + " rows");

@@ -13,15 +13,22 @@
 #include <string>
 #include <vector>
 
+#include "halo/core/feature_type.hpp"
+
 namespace halo {
 
-/// What a choice is made for: rows [begin, end) at dense width `width`.
+/// What a choice is made for: rows [begin, end) at dense width `width`, X stored as `x_type`
+/// (16-bit rows halve the bytes gathered, so the fastest kernel may differ: a choice per type).
 struct AutotuneKey {
     std::int64_t begin = 0;
     std::int64_t end = 0;
     std::int64_t width = 0;
+    FeatureType x_type = FeatureType::fp32;
     auto operator<=>(const AutotuneKey&) const = default;
 };
+
+/// "rows [0, 812) d=64", with " bf16" / " fp16" after the width for 16-bit X.
+std::string to_string(const AutotuneKey& key);
 
 /// The outcome for one key: the winner and every candidate's median (or why it failed).
 struct AutotuneChoice {
@@ -62,6 +69,7 @@ public:
 
     /// One line per key, in key order:
     /// "rows [0, 812) d=64: mergepath 0.021 ms (cusparse 0.034, accel_gcn 0.025, rowsplit 0.090)"
+    /// (the key as to_string(AutotuneKey) writes it)
     /// with "name failed: message" in the parentheses for a skipped candidate, and " [stored]"
     /// at the end of a preloaded choice.
     std::string report() const;

@@ -81,9 +81,16 @@ struct ModeledChoice {
 /// floats) is at least kHintCacheFactor times `cache_bytes`, it loads X with L2 hints: the rows of
 /// the most-read columns that fit in kHintHotShare of the L2 evict_last, the others evict_first
 /// (MergePathOptions::hint_hot_bytes; docs/NOTEBOOK.md "L2 hints for X past the L2").
+///
+/// With X of `x_type` fp16 or bf16 (16-bit activations), the rules choose among the kernels that
+/// read it (SpmmKernel::reads); X's bytes in rule 5 and the hints count 2 bytes an element; where
+/// a rule's kernel (cuSPARSE: rules 1, 6 and the fallbacks) does not read the type, MergePath
+/// takes its place, and past 2^31 - 1 nonzeros no kernel does: halo::InputError, naming the
+/// nonzeros and the type.
 ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width,
                               std::int64_t cache_bytes = 0, bool zeroing_overlapped = false,
-                              SpmmForm form = spmm_form_values);
+                              SpmmForm form = spmm_form_values,
+                              FeatureType x_type = FeatureType::fp32);
 
 inline constexpr double kRegularRowFactor = 8.0;
 inline constexpr std::int64_t kTinyItems = 200000;

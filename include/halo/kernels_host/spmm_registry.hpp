@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "halo/core/csr.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/backend.hpp"
 
@@ -62,6 +63,19 @@ enum SpmmForm : unsigned {
 inline constexpr unsigned spmm_forms_all =
     spmm_form_values | spmm_form_row_scaled | spmm_form_scaled | spmm_form_scaled_pattern;
 
+/// The element types of X a kernel's plans read (bits of SpmmKernel::x_types): fp32, and fp16 /
+/// bf16 rows gathered with fp32 products and sums into an fp32 y (cuda::FeatureSpmmPlan's
+/// run_features; include/halo/kernels/cuda/lowp_spmm.hpp).
+enum SpmmXType : unsigned {
+    spmm_x_fp32 = 1u,
+    spmm_x_fp16 = 2u,
+    spmm_x_bf16 = 4u,
+};
+inline constexpr unsigned spmm_x_all = spmm_x_fp32 | spmm_x_fp16 | spmm_x_bf16;
+
+/// The SpmmXType bit of `type`.
+unsigned spmm_x_bit(FeatureType type);
+
 /// The form of an operator given with `scaling` (null: with its values) under
 /// SpmmPlanRequest::pattern_operators.
 SpmmForm spmm_form(const OperatorScaling* scaling, bool pattern_operators);
@@ -91,6 +105,11 @@ struct SpmmPlanRequest {
     /// default: the plan's hot-column pass costs more setup than a short job saves
     /// (docs/NOTEBOOK.md "L2 hints for X past the L2").
     bool l2_hints = false;
+    /// The element types of X the plan will be run with (SpmmXType bits, at least fp32): plans
+    /// that pick kernels per width (`auto`'s cost model) build, at setup, the kernels each of
+    /// these types needs. Other plans read what their registry entry's x_types says, whatever
+    /// this asks.
+    unsigned x_types = spmm_x_fp32;
 };
 
 /// A kernel's factory: its plan over `a` for widths up to request.max_dim, preprocessing
@@ -130,6 +149,10 @@ struct SpmmKernel {
     /// choose only among kernels that take the operator's form. A kernel taking a scaled form
     /// has make_scaled; its factory then never declines that form for an operator's shape.
     unsigned forms = spmm_form_values;
+    /// SpmmXType bits: the element types of X its plans read. A kernel reading fp16 or bf16 has
+    /// plans that are cuda::FeatureSpmmPlan (test_spmm_registry's GPU half checks it); the cost
+    /// model and the autotuner choose only among the kernels that read X's type.
+    unsigned x_types = spmm_x_fp32;
     /// Null where it takes no arguments; else parses what follows "name:" into `choice`
     /// (throwing halo::InputError naming `text`, the whole choice, on a bad argument), and
     /// `syntax` says how it is written.
@@ -145,6 +168,8 @@ struct SpmmKernel {
     const std::string& written() const noexcept { return syntax.empty() ? name : syntax; }
     /// Whether its plans take operators in `form`.
     bool takes(SpmmForm form) const noexcept { return (forms & form) != 0; }
+    /// Whether its plans read X stored as `type`.
+    bool reads(FeatureType type) const noexcept { return (x_types & spmm_x_bit(type)) != 0; }
 };
 
 /// Every registered kernel, in one fixed order: the autotuner's candidates in their tie order

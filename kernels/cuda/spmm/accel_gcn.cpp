@@ -208,16 +208,18 @@ AccelGcnOptions ablation(bool degree_sort, bool combined_warps)
     return options;
 }
 
-// A plan with lines for report() about the stored metadata it was given.
-class NotedPlan final : public SpmmPlan {
+// A plan with lines for report() about the stored metadata it was given; it reads what the
+// Accel-GCN plan it wraps reads (fp32, fp16, bf16 X).
+class NotedPlan final : public FeatureSpmmPlan {
 public:
     NotedPlan(std::unique_ptr<SpmmPlan> plan, std::vector<std::string> notes)
-        : plan_(std::move(plan)), notes_(std::move(notes))
+        : plan_(std::move(plan)), features_(as_feature_plan(*plan_)), notes_(std::move(notes))
     {
+        HALO_EXPECTS(features_ != nullptr, "the noted Accel-GCN plan reads fp32 X only");
     }
-    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
     {
-        plan_->run(x, y, rows);
+        features_->run_features(x, y, rows);
     }
     std::string algorithm() const override { return plan_->algorithm(); }
     bool exact() const override { return plan_->exact(); }
@@ -233,6 +235,7 @@ public:
 
 private:
     std::unique_ptr<SpmmPlan> plan_;
+    FeatureSpmmPlan* features_;
     std::vector<std::string> notes_;
 };
 

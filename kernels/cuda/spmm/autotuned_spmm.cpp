@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,6 +30,20 @@ namespace {
 // kMaxBatch runs).
 constexpr double kBatchMs = 0.25;
 constexpr int kMaxBatch = 64;
+
+// plan.run over x of any type: run_features where the plan reads fp16 / bf16, run for fp32;
+// halo::InputError (a rejection: the autotuner skips the candidate) where it reads fp32 only.
+void run_on(SpmmPlan& plan, const std::string& name, FeatureView x, DenseView<float> y,
+            RowRange rows)
+{
+    if (FeatureSpmmPlan* features = as_feature_plan(plan)) {
+        features->run_features(x, y, rows);
+    } else if (x.type == FeatureType::fp32) {
+        plan.run({static_cast<const float*>(x.data), x.rows, x.cols, x.ld}, y, rows);
+    } else {
+        HALO_THROW(InputError, name, " reads fp32 X only, not ", to_string(x.type));
+    }
+}
 
 }  // namespace
 
@@ -122,8 +137,8 @@ std::size_t AutotunedSpmmPlan::release_unkept()
     return freed;
 }
 
-double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x,
-                                         DenseView<float> y, RowRange rows)
+double AutotunedSpmmPlan::time_candidate(std::size_t i, FeatureView x, DenseView<float> y,
+                                         RowRange rows)
 {
     SpmmPlan* plan = built(i);
     if (plan == nullptr) {
@@ -148,7 +163,7 @@ double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x
     auto timed = [&](int runs) {
         HALO_CUDA_TRY(cudaEventRecord(start_, stream));
         for (int r = 0; r < runs; ++r) {
-            plan->run(x, y, rows);
+            run_on(*plan, candidates_[i].name, x, y, rows);
         }
         HALO_CUDA_TRY(cudaEventRecord(stop_, stream));
         HALO_CUDA_TRY(cudaEventSynchronize(stop_));
@@ -165,21 +180,25 @@ double AutotunedSpmmPlan::time_candidate(std::size_t i, DenseView<const float> x
     return timed(std::max(runs, 2));
 }
 
-void AutotunedSpmmPlan::run(DenseView<const float> x, DenseView<float> y, RowRange rows)
+void AutotunedSpmmPlan::run_features(FeatureView x, DenseView<float> y, RowRange rows)
 {
     // The shared preconditions (but the width bound, each candidate's own), so that misuse is a
     // LogicError here rather than every candidate "failing" alike.
-    detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_);
-    if (rows.empty() || x.cols == 0) {
+    if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_,
+                                        std::numeric_limits<std::int64_t>::max())) {
+        // Nothing to compute: the first candidate that reads X's type runs it untimed.
         for (std::size_t i = 0; i < candidates_.size(); ++i) {
-            if (SpmmPlan* plan = built(i)) {
-                plan->run(x, y, rows);
+            SpmmPlan* plan = built(i);
+            if (plan != nullptr &&
+                (x.type == FeatureType::fp32 || as_feature_plan(*plan) != nullptr)) {
+                run_on(*plan, candidates_[i].name, x, y, rows);
                 return;
             }
         }
-        HALO_THROW(InputError, "autotuned SpMM plan: no candidate could be built");
+        HALO_THROW(InputError, "autotuned SpMM plan: no candidate that reads ", to_string(x.type),
+                   " X could be built");
     }
-    const AutotuneKey key{rows.begin, rows.end, x.cols};
+    const AutotuneKey key{rows.begin, rows.end, x.cols, x.type};
     const auto& choice =
         table_.choose(key, names_, [&](std::size_t i) { return time_candidate(i, x, y, rows); });
     SpmmPlan* plan = built(choice.index);
@@ -187,7 +206,7 @@ void AutotunedSpmmPlan::run(DenseView<const float> x, DenseView<float> y, RowRan
         HALO_THROW(InputError, "autotune: the chosen kernel ", names_[choice.index],
                    " cannot be built for this operator (", unavailable_.back(), ")");
     }
-    plan->run(x, y, rows);
+    run_on(*plan, names_[choice.index], x, y, rows);
     last_ = names_[choice.index];
 }
 

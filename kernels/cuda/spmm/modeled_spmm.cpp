@@ -3,7 +3,9 @@
 // nothing timed. The kernels that widths 1..max_dim can pick are built at once (the engine records
 // a graph after its first run, so nothing may be built later); MergePath is built once with its
 // cost set per width. A kernel that rejects the operator (halo::InputError or LogicError) is
-// replaced by cuSPARSE for the widths that picked it, and the report says so.
+// replaced by cuSPARSE for the widths that picked it (by MergePath for fp16 / bf16 X, which
+// cuSPARSE does not read), and the report says so. The plan is a FeatureSpmmPlan: X of each type
+// in SpmmPlanRequest::x_types gets the model's choice for that type (spmm_cost_model's x_type).
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -17,6 +19,7 @@
 #include "halo/core/error.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/device.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/kernels/cuda/mergepath.hpp"
 #include "halo/kernels/cuda/rowsplit.hpp"
 #include "halo/kernels_host/spmm_cost_model.hpp"
@@ -26,13 +29,23 @@ namespace halo::cuda {
 namespace {
 
 constexpr std::size_t kKernels = 5;  // the ModeledKernel values
+constexpr std::array<FeatureType, 3> kTypes{FeatureType::fp32, FeatureType::fp16,
+                                            FeatureType::bf16};
 
 std::size_t slot(ModeledKernel k)
 {
     return static_cast<std::size_t>(k);
 }
 
-class ModeledSpmmPlan final : public SpmmPlan {
+// The kernel that runs where the model's kernel rejected the operator: cuSPARSE, or MergePath
+// for X that cuSPARSE does not read.
+ModeledKernel fallback(FeatureType type)
+{
+    return registry_entry(ModeledKernel::cusparse).reads(type) ? ModeledKernel::cusparse
+                                                               : ModeledKernel::mergepath;
+}
+
+class ModeledSpmmPlan final : public FeatureSpmmPlan {
 public:
     ModeledSpmmPlan(Context& ctx, const Csr& a, const SpmmPlanRequest& request,
                     const OperatorScaling* scaling)
@@ -43,52 +56,47 @@ public:
           cache_bytes_(device_info(ctx.device()).l2_cache_bytes),
           zeroing_overlapped_(zeroing_overlapped(ctx.device())),
           l2_hints_(request.l2_hints),
-          form_(spmm_form(scaling, request.pattern_operators))
+          form_(spmm_form(scaling, request.pattern_operators)),
+          x_types_(request.x_types | spmm_x_fp32)
     {
         HALO_EXPECTS(max_dim_ >= 1, "max_dim ", max_dim_, " must be at least 1");
-        std::array<bool, kKernels> needed{};
+        // needed[k]: the X types kernel k runs for (SpmmXType bits).
+        std::array<unsigned, kKernels> needed{};
         MergePathOptions mergepath;
         mergepath.prepare_at_setup = false;  // the schedules of the widths that run, on first use
-        for (std::int64_t w = 1; w <= max_dim_; ++w) {
-            const auto c = choose(w);
-            needed[slot(c.kernel)] = true;
-            if (c.kernel == ModeledKernel::mergepath && c.mergepath_cost > 0 &&
-                mergepath.wide_from == 0) {
-                mergepath.wide_from = w;
-                mergepath.wide_cost = c.mergepath_cost;
+        for (const auto type : kTypes) {
+            if ((x_types_ & spmm_x_bit(type)) == 0) {
+                continue;
             }
-            if (c.l2_hints && mergepath.hint_hot_bytes == 0) {
-                // The plan hints where X (one slice of it) is past the model's factor: the
-                // widths the model hints at, and no others.
-                mergepath = with_large_x_hints(ctx, max_dim_, mergepath);
+            for (std::int64_t w = 1; w <= max_dim_; ++w) {
+                const auto c = choose(w, type);
+                needed[slot(c.kernel)] |= spmm_x_bit(type);
+                if (c.kernel == ModeledKernel::mergepath && c.mergepath_cost > 0 &&
+                    (mergepath.wide_from == 0 || w < mergepath.wide_from)) {
+                    mergepath.wide_from = w;
+                    mergepath.wide_cost = c.mergepath_cost;
+                }
+                if (c.l2_hints && mergepath.hint_hot_bytes == 0) {
+                    // The plan hints where X (one slice of it) is past the model's factor: the
+                    // widths the model hints at, and no others.
+                    mergepath = with_large_x_hints(ctx, max_dim_, mergepath);
+                }
             }
         }
-        for (std::size_t k = 0; k < kKernels; ++k) {
-            if (!needed[k] || k == slot(ModeledKernel::cusparse)) {
+        for (const auto k :
+             {ModeledKernel::accel_gcn, ModeledKernel::rowsplit, ModeledKernel::rowchunk,
+              ModeledKernel::mergepath, ModeledKernel::cusparse}) {
+            if (needed[slot(k)] == 0) {
                 continue;
             }
             try {
-                plans_[k] = build(ctx, a, request, scaling, static_cast<ModeledKernel>(k),
-                                  mergepath);
+                plans_[slot(k)] = build(ctx, a, request, scaling, k, mergepath);
             } catch (const InputError& e) {
-                notes_.push_back(to_string(static_cast<ModeledKernel>(k)) +
-                                 " rejected the operator, cuSPARSE instead: " + e.what());
+                reject(k, needed, e.what());
             } catch (const LogicError& e) {
-                notes_.push_back(to_string(static_cast<ModeledKernel>(k)) +
-                                 " rejected the operator, cuSPARSE instead: " + e.what());
+                reject(k, needed, e.what());
             }
-            needed[slot(ModeledKernel::cusparse)] =
-                needed[slot(ModeledKernel::cusparse)] || plans_[k] == nullptr;
         }
-        if (needed[slot(ModeledKernel::cusparse)]) {
-            plans_[slot(ModeledKernel::cusparse)] =
-                build(ctx, a, request, scaling, ModeledKernel::cusparse, mergepath);
-        }
-    }
-
-    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
-    {
-        run_rows(x, y, rows, false);
     }
 
     // Where every kernel built adds in place (all but Accel-GCN).
@@ -98,11 +106,16 @@ public:
                            [](const auto& p) { return p == nullptr || p->adds_in_place(); });
     }
 
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        run_rows(x, y, rows, false);
+    }
+
     void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
         HALO_EXPECTS(adds_in_place(),
                      "run_add on a cost-model plan with Accel-GCN among its kernels");
-        run_rows(x, y, rows, true);
+        run_rows({x.data, FeatureType::fp32, x.rows, x.cols, x.ld}, y, rows, true);
     }
 
     std::string algorithm() const override
@@ -117,7 +130,7 @@ public:
     std::string report() const override
     {
         std::string out;
-        for (const auto& [width, text] : decisions_) {
+        for (const auto& [key, text] : decisions_) {
             out += "cost model: " + text + "\n";
         }
         for (const auto& n : notes_) {
@@ -141,43 +154,79 @@ public:
     }
 
 private:
-    void run_rows(DenseView<const float> x, DenseView<float> y, RowRange rows, bool add)
+    // Kernel k rejected the operator: the X types it was needed for run the fallback instead,
+    // built here unless it is built already or rejected too (then nothing runs those types).
+    void reject(ModeledKernel k, std::array<unsigned, kKernels>& needed, const std::string& why)
     {
-        detail::check_spmm_operands(x, y, rows, num_rows_, num_cols_, max_dim_);
-        if (rows.empty() || x.cols == 0) {
+        const unsigned types = needed[slot(k)];
+        needed[slot(k)] = 0;
+        for (const auto type : kTypes) {
+            if ((types & spmm_x_bit(type)) == 0) {
+                continue;
+            }
+            const auto f = fallback(type);
+            notes_.push_back(to_string(k) + " rejected the operator, " + to_string(f) +
+                             " instead for " + to_string(type) + " X: " + why);
+            HALO_EXPECTS(f != k, "the cost model's fallback ", to_string(f),
+                         " rejected the operator: ", why);
+            needed[slot(f)] |= spmm_x_bit(type);
+        }
+    }
+
+    void run_rows(FeatureView x, DenseView<float> y, RowRange rows, bool add)
+    {
+        if (!detail::check_feature_operands(x, y, rows, num_rows_, num_cols_, max_dim_)) {
             return;  // nothing to compute, and the model wants a width of at least 1
         }
-        const auto choice = choose(x.cols);
+        HALO_EXPECTS((x_types_ & spmm_x_bit(x.type)) != 0, "cost-model SpMM plan run with ",
+                     to_string(x.type), " X, which its request (x_types) did not ask for");
+        const auto choice = choose(x.cols, x.type);
         std::size_t k = slot(choice.kernel);
         if (plans_[k] == nullptr) {
-            k = slot(ModeledKernel::cusparse);  // the kernel rejected the operator (notes_)
+            k = slot(fallback(x.type));  // the kernel rejected the operator (notes_)
         }
+        SpmmPlan& plan = *plans_[k];
+        FeatureSpmmPlan* features = as_feature_plan(plan);
+        HALO_EXPECTS(x.type == FeatureType::fp32 || features != nullptr, "the cost model ran ",
+                     plan.algorithm(), " on ", to_string(x.type), " X, which it does not read");
         // Column slices: the kernel once per slice of X's and y's columns (the sums of one
         // element do not depend on the other columns).
         const auto slice =
             k == slot(choice.kernel) && choice.column_slice > 0 ? choice.column_slice : x.cols;
+        const auto bytes = static_cast<std::int64_t>(feature_bytes(x.type));
         for (std::int64_t c0 = 0; c0 < x.cols; c0 += slice) {
             const auto w = std::min(slice, x.cols - c0);
-            const DenseView<const float> xs{x.data + c0, x.rows, w, x.ld};
+            const FeatureView xs{static_cast<const char*>(x.data) + c0 * bytes, x.type, x.rows, w,
+                                 x.ld};
             const DenseView<float> ys{y.data + c0, y.rows, w, y.ld};
+            const DenseView<const float> xf{static_cast<const float*>(xs.data), x.rows, w, x.ld};
             if (add) {
-                plans_[k]->run_add(xs, ys, rows);
+                plan.run_add(xf, ys, rows);  // fp32 only (run_add above)
+            } else if (features != nullptr) {
+                features->run_features(xs, ys, rows);
             } else {
-                plans_[k]->run(xs, ys, rows);
+                plan.run(xf, ys, rows);
             }
         }
         last_ = k;
         last_slice_ = slice < x.cols ? slice : 0;
-        if (decisions_.find(x.cols) == decisions_.end()) {
-            decisions_.emplace(x.cols, describe(shape_, x.cols, choice) +
-                                           (k != slot(choice.kernel) ? ", ran cuSPARSE" : ""));
+        const auto key = std::make_pair(x.cols, x.type);
+        if (decisions_.find(key) == decisions_.end()) {
+            auto text = describe(shape_, x.cols, choice);
+            if (x.type != FeatureType::fp32) {
+                text += ", " + to_string(x.type) + " X";
+            }
+            if (k != slot(choice.kernel)) {
+                text += ", ran " + to_string(static_cast<ModeledKernel>(k));
+            }
+            decisions_.emplace(key, std::move(text));
         }
     }
 
     // The model's choice, without L2 hints unless the request asked for them.
-    ModeledChoice choose(std::int64_t width) const
+    ModeledChoice choose(std::int64_t width, FeatureType type) const
     {
-        auto c = spmm_cost_model(shape_, width, cache_bytes_, zeroing_overlapped_, form_);
+        auto c = spmm_cost_model(shape_, width, cache_bytes_, zeroing_overlapped_, form_, type);
         c.l2_hints = c.l2_hints && l2_hints_;
         return c;
     }
@@ -215,10 +264,12 @@ private:
     bool zeroing_overlapped_ = false;  // the device's, for the chunked row-split's rule
     bool l2_hints_ = false;         // SpmmPlanRequest::l2_hints
     SpmmForm form_;                 // the operator's form: the model picks kernels that take it
+    unsigned x_types_;              // SpmmXType bits: the X types run() may be given
     std::array<std::unique_ptr<SpmmPlan>, kKernels> plans_;
     std::size_t last_ = kKernels;  // the kernel of the last run; kKernels before any
     std::int64_t last_slice_ = 0;  // its column slice (0: whole rows)
-    std::map<std::int64_t, std::string> decisions_;  // per width, the model's decision in words
+    // Per width and X type, the model's decision in words.
+    std::map<std::pair<std::int64_t, FeatureType>, std::string> decisions_;
     std::vector<std::string> notes_;
 };
 

@@ -1,11 +1,11 @@
 // fp16/bf16 features with fp32 accumulation for Accel-GCN (combined warps and
-// not), MergePath and row-split on the GPU: the features are rounded on the device
-// (halo::cuda::convert_features, checked bit for bit against the host rounding), the kernels read
-// them through FeatureSpmmPlan::run_features, and the result is compared with a double reference
-// computed on the rounded features (spmm_exact_check.hpp), so only the fp32 summation order
-// differs. Widths 1 .. 1000, 16-byte-aligned rows (8-half vector loads) and misaligned ones, the
-// full range, the interior/boundary split and a middle range, empty rows, a row of 10^6 nonzeros,
-// y poisoned with NaN before each run.
+// not), MergePath, row-split, the cost model's plan (`auto`) and the autotuner on the GPU: the
+// features are rounded on the device (halo::cuda::convert_features, checked bit for bit against the
+// host rounding), the kernels read them through FeatureSpmmPlan::run_features, and the result is
+// compared with a double reference computed on the rounded features (spmm_exact_check.hpp), so only
+// the fp32 summation order differs. Widths 1 .. 1000, 16-byte-aligned rows (8-half vector loads)
+// and misaligned ones, the full range, the interior/boundary split and a middle range, empty rows,
+// a row of 10^6 nonzeros, y poisoned with NaN before each run.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -68,6 +68,16 @@ Plans make_plans(Context& ctx, const Csr& a)
     halo::cuda::MergePathOptions hints;
     hints.hint_hot_bytes = 4 * 128 * (a.num_cols / 2);
     p.plans.push_back(halo::cuda::make_mergepath_spmm_plan(ctx, a, kMaxDim, hints));
+    // halo-infer's default (the cost model's plan: the kernel it picks for each width and X
+    // type) and the autotuner (a choice per range, width and X type, cuSPARSE a failed
+    // candidate for 16-bit X), asked for every X type.
+    for (const char* name : {"auto", "autotune"}) {
+        const auto* k = halo::find_spmm_kernel(name, halo::spmm_use_infer);
+        halo::SpmmPlanRequest request{kMaxDim, none};
+        request.x_types = halo::spmm_x_all;
+        p.names.push_back(name);
+        p.plans.push_back(k->make(ctx, a, request));
+    }
     return p;
 }
 
@@ -199,6 +209,33 @@ TEST(SpmmLowp, RowOfAMillionNonzeros)
     std::iota(a.indices.begin() + 2, a.indices.begin() + 2 + kLong, 0);
     check_lowp(ctx, "row of " + std::to_string(kLong) + " nonzeros", a,
                halo::testing::sweep<std::vector<std::int64_t>>({1, 8, 33, 256}, {8, 33}), 300);
+}
+
+// The registry's x_types: every kernel that says it reads fp16 / bf16 X builds FeatureSpmmPlans
+// (the cost model and the autotuner rely on it), and cuSPARSE, which does not, builds none.
+TEST(SpmmLowp, RegistryElementTypesMatchThePlans)
+{
+    HALO_REQUIRE_GPUS(1);
+    Context ctx;
+    const Csr a = halo::testing::rmat_graph(10, 8, 9, halo::Normalization::gcn);
+    const halo::SpmmPlanHints none;
+    int lowp = 0;
+    for (const auto& k : halo::spmm_kernels()) {
+        if (k.make == nullptr || !k.exact) {
+            continue;
+        }
+        halo::SpmmPlanRequest request{64, none};
+        request.x_types = k.x_types;
+        const auto plan = k.make(ctx, a, request);
+        ASSERT_NE(plan, nullptr) << k.name;
+        const bool features = halo::cuda::as_feature_plan(*plan) != nullptr;
+        EXPECT_EQ(features, k.reads(FeatureType::bf16)) << k.name;
+        EXPECT_EQ(k.reads(FeatureType::fp16), k.reads(FeatureType::bf16)) << k.name;
+        lowp += k.reads(FeatureType::bf16) ? 1 : 0;
+    }
+    EXPECT_GE(lowp, 4);
+    EXPECT_FALSE(
+        halo::find_spmm_kernel("cusparse", halo::spmm_use_bench)->reads(FeatureType::fp16));
 }
 
 TEST(SpmmLowp, ConversionRoundsEdgeValuesLikeTheHost)

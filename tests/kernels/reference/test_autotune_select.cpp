@@ -168,4 +168,37 @@ TEST(AutotuneSelect, OtherErrorsPropagateAndBadInputsAreRejected)
     EXPECT_EQ(table.size(), 0u);
 }
 
+// 16-bit X gets choices of its own: the same range and width in bf16 is a new key, timed again,
+// and named with its type in the report and errors.
+TEST(AutotuneSelect, ElementTypeIsPartOfTheKey)
+{
+    halo::AutotuneTable table(1, 0);
+    const std::vector<std::string> names{"cusparse", "mergepath"};
+    int calls = 0;
+    const auto& fp32 = table.choose({0, 10, 64}, names, [&](std::size_t i) {
+        ++calls;
+        return i == 0 ? 1.0 : 2.0;
+    });
+    EXPECT_EQ(fp32.index, 0u);
+    const auto& bf16 =
+        table.choose({0, 10, 64, halo::FeatureType::bf16}, names, [&](std::size_t i) {
+            ++calls;
+            if (i == 0) {
+                HALO_THROW(halo::InputError, "cusparse reads fp32 X only, not bf16");
+            }
+            return 2.0;
+        });
+    EXPECT_EQ(bf16.index, 1u);
+    EXPECT_EQ(calls, 4);  // fp32: both candidates; bf16: cuSPARSE's refusal and MergePath
+    EXPECT_EQ(table.size(), 2u);
+    const auto report = table.report();
+    EXPECT_NE(report.find("rows [0, 10) d=64: cusparse"), std::string::npos) << report;
+    EXPECT_NE(report.find("rows [0, 10) d=64 bf16: mergepath 2.000 ms (cusparse failed: "
+                          "cusparse reads fp32 X only, not bf16"),
+              std::string::npos)
+        << report;
+    EXPECT_EQ(halo::to_string(halo::AutotuneKey{5, 9, 32, halo::FeatureType::fp16}),
+              "rows [5, 9) d=32 fp16");
+}
+
 }  // namespace

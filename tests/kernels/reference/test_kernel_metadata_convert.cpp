@@ -247,5 +247,56 @@ TEST(OfflineKernelMetadata, MatchesTheEngineOperatorsAndSurvivesTheFile)
                        {"maxk_typo", "unknown", "accel_gcn"});
 }
 
+// Choices for fp32 and bf16 X over the same range and width (16-bit activations).
+AutotuneTable typed_table()
+{
+    AutotuneTable table(1, 0);
+    const std::vector<std::string> names{"cusparse", "accel_gcn", "mergepath", "rowsplit"};
+    table.choose({0, 150, 64}, names,
+                 [](std::size_t i) { return 0.1 * static_cast<double>(i + 1); });
+    table.choose({0, 150, 64, halo::FeatureType::bf16}, names, [](std::size_t i) {
+        if (i == 0) {
+            HALO_THROW(halo::InputError, "cusparse reads fp32 X only, not bf16");
+        }
+        return 0.1 * static_cast<double>(5 - i);
+    });
+    return table;
+}
+
+TEST(AutotuneMetadata, ElementTypesRoundTripAndOldTablesAreFp32)
+{
+    const auto a = hub_graph();
+    const std::vector<std::string> names{"cusparse", "accel_gcn", "mergepath", "rowsplit"};
+    const auto md = autotune_to_metadata(
+        typed_table(), metadata_for_operator(autotune_metadata_kernel, "gcn", a.view()), "dev");
+    ASSERT_EQ(md.int32_arrays.count("x_type"), 1u);
+    EXPECT_EQ(md.int32_arrays.at("x_type"), (std::vector<std::int32_t>{0, 2}));
+    const auto stored = autotune_from_metadata(md, a.view(), "dev", names);
+    ASSERT_TRUE(stored.note.empty()) << stored.note;
+    ASSERT_EQ(stored.entries.size(), 2u);
+    EXPECT_EQ(stored.entries[0].first.x_type, halo::FeatureType::fp32);
+    EXPECT_EQ(stored.entries[0].second.index, 0u);
+    EXPECT_EQ(stored.entries[1].first.x_type, halo::FeatureType::bf16);
+    EXPECT_EQ(stored.entries[1].second.index, 3u);
+    // A table of fp32 entries only is written without x_type, as before 16-bit X, and a table
+    // without it reads as fp32.
+    const auto plain = autotune_to_metadata(
+        tuned_table(), metadata_for_operator(autotune_metadata_kernel, "gcn", a.view()), "dev");
+    EXPECT_EQ(plain.int32_arrays.count("x_type"), 0u);
+    for (const auto& [key, choice] :
+         autotune_from_metadata(plain, a.view(), "dev", names).entries) {
+        EXPECT_EQ(key.x_type, halo::FeatureType::fp32);
+    }
+    // Damaged: a code that is no type, or another length.
+    auto bad = md;
+    bad.origin = "d.h5: /parts/0/kernels/autotune/gcn";
+    bad.int32_arrays["x_type"][1] = 7;
+    expect_input_error([&] { autotune_from_metadata(bad, a.view(), "dev", names); },
+                       {bad.origin, "entry 1", "x_type 7"});
+    bad.int32_arrays["x_type"].pop_back();
+    expect_input_error([&] { autotune_from_metadata(bad, a.view(), "dev", names); },
+                       {bad.origin, "x_type has 1 values for 2 entries"});
+}
+
 }  // namespace
 }  // namespace halo::testing

@@ -277,4 +277,85 @@ TEST(SpmmCostModel, ItsKernelsAreRegistryKernels)
     EXPECT_EQ(halo::spmm_form(&gcn, true), halo::spmm_form_scaled_pattern);
 }
 
+// 16-bit X (issue 53's activations): the rules choose among the kernels that read the type; X's
+// bytes count 2 an element; cuSPARSE's rules (6, the form fallback) give MergePath, and past 2^31
+// nonzeros nothing reads 16-bit X: an error naming the nonzeros and the type.
+TEST(SpmmCostModel, SixteenBitXTakesKernelsThatReadIt)
+{
+    using halo::FeatureType;
+    const std::int64_t l2 = 60 << 20;
+    for (const auto type : {FeatureType::fp16, FeatureType::bf16}) {
+        SCOPED_TRACE(halo::to_string(type));
+        // Rules whose kernels read 16-bit X decide as for fp32.
+        for (const std::int64_t d : {7, 32, 33, 64, 128, 256}) {
+            for (const auto& shape : {kCora, k4elt, kBlogCatalog, kRmat22, kEgoTwitter, kErdosRenyi,
+                                      kEmailEnron, kAs22July06, kAstroPh}) {
+                const auto fp32 = spmm_cost_model(shape, d);
+                const auto lowp = spmm_cost_model(shape, d, 0, false, halo::spmm_form_values, type);
+                EXPECT_TRUE(halo::registry_entry(lowp.kernel).reads(type))
+                    << halo::describe(shape, d, lowp);
+                if (fp32.kernel != ModeledKernel::cusparse) {
+                    EXPECT_EQ(lowp.kernel, fp32.kernel) << halo::describe(shape, d, lowp);
+                } else {
+                    EXPECT_EQ(lowp.kernel, ModeledKernel::mergepath)
+                        << halo::describe(shape, d, lowp);
+                    EXPECT_NE(std::string(lowp.rule).find("cuSPARSE's place"), std::string::npos)
+                        << lowp.rule;
+                }
+            }
+        }
+        // Rule 6 (BlogCatalog at d = 256: cuSPARSE for fp32) is MergePath for 16-bit X.
+        EXPECT_EQ(spmm_cost_model(kBlogCatalog, 256).kernel, ModeledKernel::cusparse);
+        EXPECT_EQ(spmm_cost_model(kBlogCatalog, 256, 0, false, halo::spmm_form_values, type).kernel,
+                  ModeledKernel::mergepath);
+        // Column slices and hints count 2 bytes an element: X of cols x 256 at exactly 8x the
+        // cache in fp32 is 4x in 16 bits, no slices; twice the columns slice.
+        const std::int64_t cols = 8 * l2 / (256 * 4);
+        const OperatorShape edge{cols, 4000000, 100000, cols};
+        EXPECT_EQ(spmm_cost_model(edge, 256, l2).column_slice, 128);
+        EXPECT_EQ(spmm_cost_model(edge, 256, l2, false, halo::spmm_form_values, type).column_slice,
+                  0);
+        const OperatorShape twice{2 * cols, 4000000, 100000, 2 * cols};
+        EXPECT_EQ(spmm_cost_model(twice, 256, l2, false, halo::spmm_form_values, type).column_slice,
+                  128);
+        const std::int64_t hint_cols = 32 * l2 / (128 * 4);
+        const OperatorShape hint_edge{hint_cols, 4000000, 100000, hint_cols};
+        EXPECT_TRUE(spmm_cost_model(hint_edge, 128, l2).l2_hints);
+        EXPECT_FALSE(
+            spmm_cost_model(hint_edge, 128, l2, false, halo::spmm_form_values, type).l2_hints);
+        // An empty operator runs nothing; MergePath stands in for cuSPARSE.
+        EXPECT_EQ(spmm_cost_model({100, 0, 0}, 64, 0, false, halo::spmm_form_values, type).kernel,
+                  ModeledKernel::mergepath);
+        // Past 2^31 - 1 nonzeros only cuSPARSE runs, and it reads fp32 only.
+        const std::int64_t past = std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1;
+        try {
+            spmm_cost_model({67108864, past, 100000}, 64, 0, false, halo::spmm_form_values, type);
+            ADD_FAILURE() << "no error past 2^31 nonzeros";
+        } catch (const halo::InputError& e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find(std::to_string(past)), std::string::npos) << what;
+            EXPECT_NE(what.find(halo::to_string(type)), std::string::npos) << what;
+        }
+    }
+}
+
+// The registry says which kernels read 16-bit X: cuSPARSE and the approximate AES read fp32 only;
+// MergePath (the cost model's stand-in for cuSPARSE) reads every type and takes every form.
+TEST(SpmmCostModel, RegistryElementTypes)
+{
+    using halo::FeatureType;
+    EXPECT_FALSE(halo::registry_entry(ModeledKernel::cusparse).reads(FeatureType::bf16));
+    EXPECT_TRUE(halo::registry_entry(ModeledKernel::cusparse).reads(FeatureType::fp32));
+    for (const auto type : {FeatureType::fp32, FeatureType::fp16, FeatureType::bf16}) {
+        EXPECT_TRUE(halo::registry_entry(ModeledKernel::mergepath).reads(type));
+        EXPECT_EQ(halo::registry_entry(ModeledKernel::mergepath).forms, halo::spmm_forms_all);
+    }
+    for (const auto* k : halo::spmm_kernels(halo::spmm_use_infer)) {
+        EXPECT_TRUE(k->reads(FeatureType::fp32)) << k->name;
+        if (!k->exact) {
+            EXPECT_FALSE(k->reads(FeatureType::bf16)) << k->name;
+        }
+    }
+}
+
 }  // namespace

@@ -16,13 +16,16 @@
 
 #include "halo/core/csr.hpp"
 #include "halo/kernels/cuda/context.hpp"
+#include "halo/kernels/cuda/lowp_spmm.hpp"
 #include "halo/kernels_host/accel_gcn_partition.hpp"
 #include "halo/kernels_host/autotune.hpp"
 #include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda {
 
-class AutotunedSpmmPlan final : public SpmmPlan {
+/// A FeatureSpmmPlan: X of fp16 / bf16 gets choices of its own (AutotuneKey::x_type) among the
+/// candidates that read it; one that does not (cuSPARSE) is a failed candidate for that key.
+class AutotunedSpmmPlan final : public FeatureSpmmPlan {
 public:
     struct Candidate {
         std::string name;
@@ -52,7 +55,7 @@ public:
     /// x and y; the chosen candidate runs last and leaves its result. Empty ranges and width 0
     /// are passed to the first candidate untimed. Throws halo::InputError when every candidate
     /// rejects the shape.
-    void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override;
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override;
     /// "autotune(<kernel of the last run>)", "autotune" before the first run.
     std::string algorithm() const override;
     /// AutotuneTable::report() plus one "unavailable: name: why" line per kernel not built.
@@ -84,8 +87,7 @@ private:
     /// The candidate's plan, built now if deferred; null when it cannot be built.
     SpmmPlan* built(std::size_t i);
     double tuning_seconds_ = 0.0;
-    double time_candidate(std::size_t i, DenseView<const float> x, DenseView<float> y,
-                          RowRange rows);
+    double time_candidate(std::size_t i, FeatureView x, DenseView<float> y, RowRange rows);
 
     Context& ctx_;
     std::int64_t num_rows_;
