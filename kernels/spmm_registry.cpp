@@ -300,6 +300,18 @@ std::string forms_text(unsigned forms)
     return out;
 }
 
+std::string x_types_text(unsigned x_types)
+{
+    std::string out;
+    for (const auto& [bit, name] : {std::pair{spmm_x_fp32, "fp32"}, std::pair{spmm_x_fp16, "fp16"},
+                                    std::pair{spmm_x_bf16, "bf16"}}) {
+        if ((x_types & bit) != 0) {
+            out += (out.empty() ? "" : ", ") + std::string(name);
+        }
+    }
+    return out;
+}
+
 std::string metadata_text(const SpmmKernel& k)
 {
     switch (k.metadata) {
@@ -328,14 +340,15 @@ std::string written_list(SpmmKernelUse use)
 std::string spmm_kernels_markdown()
 {
     std::string out =
-        "| kernel | halo-infer | halo-bench | autotune | exact | forms | metadata | what it is |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+        "| kernel | halo-infer | halo-bench | autotune | exact | forms | X types | metadata | what "
+        "it is |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (const auto& k : spmm_kernels()) {
         out += "| `" + cell(k.written()) + "` | " + yes_no((k.uses & spmm_use_infer) != 0) + " | " +
                yes_no((k.uses & spmm_use_bench) != 0) + " | " +
                yes_no((k.uses & spmm_use_autotune) != 0) + " | " + (k.exact ? "yes" : "no") +
-               " | " + forms_text(k.forms) + " | " + metadata_text(k) + " | " +
-               cell(k.description) + " |\n";
+               " | " + forms_text(k.forms) + " | " + x_types_text(k.x_types) + " | " +
+               metadata_text(k) + " | " + cell(k.description) + " |\n";
     }
     out += "\n- halo-infer `--spmm`: " + written_list(spmm_use_infer) + "\n";
     out += "- halo-bench `--kernels`: " + written_list(spmm_use_bench) + "\n";

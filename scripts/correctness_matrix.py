@@ -318,7 +318,7 @@ def registry_spmm(build):
         sys.exit("correctness_matrix: cannot run %s --kernels: %s" % (inspect, e))
     names = []
     for line in run.stdout.splitlines():
-        # | `name` | halo-infer | halo-bench | autotune | exact | forms | metadata | what it is |
+        # | `name` | halo-infer | halo-bench | autotune | exact | forms | X types | ...
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
         if len(cells) >= 5 and cells[0].startswith("`") and cells[1] == "yes" \
                 and cells[4] == "yes":

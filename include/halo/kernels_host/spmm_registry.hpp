@@ -190,7 +190,8 @@ std::string spmm_kernel_names(SpmmKernelUse use);
 std::string spmm_kernel_help(SpmmKernelUse use);
 
 /// The registry as Markdown: a table of every kernel (its name as written, its uses, exact or
-/// not, the operator forms it takes, the dataset metadata it reads, its description) and the
+/// not, the operator forms and X types it takes, the dataset metadata it reads, its description)
+/// and the
 /// list of each use in registry order. `halo-inspect --kernels` prints it; docs/KERNELS.md holds
 /// a copy between marker comments that scripts/kernel-docs.py writes and test_kernel_docs
 /// checks. Identical in builds with and without CUDA (it shows no factory).

@@ -124,11 +124,13 @@ TEST(SpmmRegistry, MarkdownHasARowPerKernelAndEachList)
         EXPECT_NE(markdown.find(k.description, row), std::string::npos) << k.name;
         from = row + 1;
     }
-    EXPECT_NE(markdown.find("| `aes:W[:sample_sum\\|rescaled]` | yes | - | - | no | values | - |"),
-              std::string::npos)
+    EXPECT_NE(
+        markdown.find("| `aes:W[:sample_sum\\|rescaled]` | yes | - | - | no | values | fp32 | - |"),
+        std::string::npos)
         << markdown;
-    EXPECT_NE(markdown.find("| `mergepath` | yes | yes | yes | yes | all four | - |"),
-              std::string::npos)
+    EXPECT_NE(
+        markdown.find("| `mergepath` | yes | yes | yes | yes | all four | fp32, fp16, bf16 | - |"),
+        std::string::npos)
         << markdown;
     for (const auto& [use, label] :
          {std::pair{halo::spmm_use_infer, "- halo-infer `--spmm`: "},
