@@ -45,6 +45,12 @@ void add_input_options(CLI::App& app, halo::InferOptions& o)
                     "the backend: the first layer exchanges and aggregates them as int8, "
                     "dequantized in the SpMM's gather (exact, or AES with --spmm aes:W)"),
        "input");
+    in(app.add_option("--activations", o.activations,
+                      "the type the matrices between and inside layers are stored in: fp32, or "
+                      "bf16 / fp16 with fp32 sums and the last layer's output fp32 "
+                      "(docs/KERNELS.md, \"16-bit activations\")")
+           ->capture_default_str(),
+       "execution");
     in(app.add_option("--input-transform", o.input_transform,
                       "the first layer's transforms of the dataset's features (x W): auto (as an "
                       "SpMM of the nonzeros where at most 10% of the features are nonzero, e.g. "
@@ -391,10 +397,11 @@ int main(int argc, char** argv)
                 fmt::print("{}\n", summary.report);
             }
             fmt::print(
-                "{} nodes, {} rank{}, {} backend, model {} ({} layers): forward {:.3f} ms "
-                "(median of {}), total {:.2f} s; results in {}/\n",
+                "{} nodes, {} rank{}, {} backend, model {} ({} layers), {} activations: "
+                "forward {:.3f} ms (median of {}), total {:.2f} s; results in {}/\n",
                 summary.nodes, summary.ranks, summary.ranks == 1 ? "" : "s", summary.backend,
-                summary.model, summary.layers, summary.forward_seconds * 1e3, summary.repeat,
+                summary.model, summary.layers, summary.activations,
+                summary.forward_seconds * 1e3, summary.repeat,
                 summary.total_seconds, summary.out);
         }
         return 0;

@@ -2,9 +2,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <span>
 
 #include "cpu_plans.hpp"
 #include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo/kernels_host/aes.hpp"
 #include "halo/kernels_host/backend.hpp"
 #include "halo/kernels_host/dense_ops.hpp"
@@ -81,6 +84,35 @@ public:
 
     std::string name() const override { return "cpu"; }
     bool uses_host_memory() const override { return true; }
+    bool stores_activations(FeatureType) const override { return true; }
+
+    // The 16-bit stores of a device, in fp32 memory: each element as round_feature makes it.
+    std::optional<ActivationOverflow> round_activations(DenseView<float> y,
+                                                        FeatureType type) override
+    {
+        if (type == FeatureType::fp32 || y.rows == 0 || y.cols == 0) {
+            return std::nullopt;
+        }
+        std::int64_t first = y.rows;  // the first row holding an overflow
+#pragma omp parallel for schedule(static) reduction(min : first) if (y.rows > (1 << 10))
+        for (std::int64_t i = 0; i < y.rows; ++i) {
+            const std::span<float> row{y.row(i), static_cast<std::size_t>(y.cols)};
+            if (first_out_of_range(row, type) >= 0) {
+                first = std::min(first, i);
+            }
+        }
+        std::optional<ActivationOverflow> out;
+        if (first < y.rows) {
+            const std::span<const float> row{y.row(first), static_cast<std::size_t>(y.cols)};
+            const auto col = first_out_of_range(row, type);
+            out = ActivationOverflow{first, col, row[col]};
+        }
+#pragma omp parallel for schedule(static) if (y.rows > (1 << 10))
+        for (std::int64_t i = 0; i < y.rows; ++i) {
+            round_features({y.row(i), static_cast<std::size_t>(y.cols)}, type);
+        }
+        return out;
+    }
 
     Matrix allocate(std::int64_t rows, std::int64_t cols) override
     {

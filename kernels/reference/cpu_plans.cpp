@@ -168,6 +168,15 @@ void Backend::upload_async(const float* host, DenseView<float> dst)
     copy_from_host(host, dst);
 }
 
+std::optional<ActivationOverflow> Backend::round_activations(DenseView<float> y,
+                                                             FeatureType type)
+{
+    static_cast<void>(y);
+    HALO_EXPECTS(type == FeatureType::fp32, "the ", name(), " backend does not store ",
+                 to_string(type), " activations");
+    return std::nullopt;
+}
+
 void Backend::argmax_rows(DenseView<const float> src, std::int32_t* best)
 {
     HALO_EXPECTS(src.cols > 0 || src.rows == 0, "argmax of rows of width 0");

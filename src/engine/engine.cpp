@@ -46,7 +46,19 @@ Engine::Impl::Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m,
     validate_model(model, "model");
     memory_limit = options.device_memory_limit > 0 ? options.device_memory_limit
                                                    : ctx.backend.default_memory_limit();
+    const auto act = options.activations;
+    if (act != FeatureType::fp32 && !ctx.backend.stores_activations(act)) {
+        HALO_THROW(InputError, "--activations ", to_string(act), ": the ", ctx.backend.name(),
+                   " backend does not store 16-bit activations yet (docs/KERNELS.md, \"16-bit "
+                   "activations\"); run with --activations fp32, or on --backend cpu");
+    }
     if (use_row_blocks()) {
+        if (act != FeatureType::fp32) {
+            HALO_THROW(InputError, "--activations ", to_string(act),
+                       " does not run out of core (row blocks) yet: raise "
+                       "--device-memory-limit, drop --out-of-core, or run with --activations "
+                       "fp32");
+        }
         if (options.after_layer) {
             HALO_THROW(InputError,
                        "each layer's rows (halo-infer --checkpoint) are not kept out of core; "
@@ -92,8 +104,27 @@ std::span<const float> Engine::Impl::download(int buffer)
     return {host_output.get(), count};
 }
 
+void Engine::Impl::store_input(std::size_t first)
+{
+    if (options.activations == FeatureType::fp32 || first >= model.layers.size()) {
+        return;  // fp32, or a run from past the last layer: its input is the fp32 output
+    }
+    ctx.begin_input(first);
+    ctx.store(ctx.view(0, ctx.n_owned, model.layers[first].in_dim));
+}
+
+void Engine::Impl::store_output(std::size_t l, int buffer)
+{
+    // The layer types that widen 16-bit activations (attention, maxk) store their output here;
+    // the others stored every matrix they wrote already, and rounding again changes nothing.
+    if (l + 1 < model.layers.size()) {
+        ctx.store(ctx.view(buffer, ctx.n_owned, model.layers[l].out_dim));
+    }
+}
+
 int Engine::Impl::forward(std::size_t l, int in, LayerTiming& t)
 {
+    ctx.begin_layer(l, l + 1 == model.layers.size());
     int free_buffer[3];
     for (int k = 0, f = 0; k < 4; ++k) {
         if (k != in) {
@@ -150,6 +181,7 @@ std::span<const float> Engine::forward(const std::vector<float>& features)
     }
     const auto t0 = std::chrono::steady_clock::now();
     im.ctx.backend.copy_from_host(features.data(), im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.store_input(0);
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
     im.sparse_run = im.ctx.sparse_input() != nullptr;
@@ -170,6 +202,7 @@ std::span<const float> Engine::forward(const Matrix& features)
     }
     // alpha = 1, beta = 0: a copy, bit for bit.
     im.ctx.backend.axpby(1.0f, features.view(), 0.0f, im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.store_input(0);
     im.ctx.backend.synchronize();
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
@@ -207,6 +240,7 @@ std::span<const float> Engine::forward_random(std::uint64_t seed)
     const auto t0 = std::chrono::steady_clock::now();
     im.ctx.backend.fill_random_features(im.ctx.shard.global_ids.data(), seed,
                                         im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.store_input(0);
     im.ctx.backend.synchronize();
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
@@ -225,6 +259,11 @@ std::span<const float> Engine::forward(const QuantizedView& features)
         HALO_THROW(InputError,
                    "int8 features do not run out of core; dequantize them (halo-infer "
                    "without --int8-features) or raise --device-memory-limit");
+    }
+    if (im.options.activations != FeatureType::fp32) {
+        HALO_THROW(InputError, "--activations ", to_string(im.options.activations),
+                   " with int8 features (--int8-features): the first layer would gather the "
+                   "int8 rows, not 16-bit ones; drop one of the two");
     }
     const auto t0 = std::chrono::steady_clock::now();
     im.ctx.load_quantized(features);
@@ -263,6 +302,12 @@ bool Engine::set_sparse_input(const Csr& features)
                       percent + ")";
     if (im.row_blocks) {
         im.sparse_note = what + ", first-layer transforms dense (out of core)";
+        return false;
+    }
+    if (im.options.activations != FeatureType::fp32) {
+        // The sparse product would read the fp32 values, not the stored 16-bit ones.
+        im.sparse_note = what + ", first-layer transforms dense (--activations " +
+                         to_string(im.options.activations) + ")";
         return false;
     }
     auto plan = im.ctx.backend.make_spmm_plan(features, SpmmPlanHints{"input features", {}, {}});
@@ -337,6 +382,7 @@ std::span<const float> Engine::forward_from(std::size_t first_layer,
                  input.size(), " values, expected ", im.ctx.n_owned, " x ", in_w);
     const auto t0 = std::chrono::steady_clock::now();
     im.ctx.backend.copy_from_host(input.data(), im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.store_input(first_layer);
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
     im.sparse_run = first_layer == 0 && im.ctx.sparse_input() != nullptr;
@@ -377,6 +423,7 @@ std::span<const float> Engine::run_layers(std::size_t first)
                 for (std::size_t l = 0; l < im.model.layers.size(); ++l) {
                     first_layer_input(l);
                     cur = im.forward(l, cur, timings_[l]);
+                    im.store_output(l, cur);
                     im.ctx.clear_int8_input();
                 }
                 im.ctx.use_sparse_input(false);
@@ -418,6 +465,7 @@ std::span<const float> Engine::run_layers(std::size_t first)
             ~Off() { ctx.use_sparse_input(false); }
         } off{im.ctx};
         cur = im.forward(l, cur, t);
+        im.store_output(l, cur);
         im.ctx.clear_int8_input();  // only the first layer reads the int8 rows
         im.ctx.backend.synchronize();
         t.total = seconds_since(t0);

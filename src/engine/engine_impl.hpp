@@ -62,6 +62,11 @@ struct Engine::Impl {
 
     // Row blocks when asked for, or when the in-memory working set exceeds the limit.
     bool use_row_blocks() const;
+    /// 16-bit activations: the input of layer `first` in buffer 0 (owned rows) rounded as the
+    /// layers store their matrices; the output of layer l in `buffer` the same unless l is the
+    /// last (StepContext::store).
+    void store_input(std::size_t first);
+    void store_output(std::size_t l, int buffer);
     // The driver takes each layer's host operator (the one it aggregates with, or attends over
     // with self-loops); no plans are made here.
     void start_row_blocks();

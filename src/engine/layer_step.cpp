@@ -54,14 +54,25 @@ MemoryReport csr_memory(const Csr& a)
     return c;
 }
 
-LayerWeights::LayerWeights(const Layer& layer, Backend& backend)
+LayerWeights::LayerWeights(const Layer& layer, Backend& backend, FeatureType gemm_type)
 {
     for (const auto& a : layer_type_info(layer.type).arrays) {
         const auto& host = a.of(layer);
         if (!a.upload || host.empty()) {
             continue;
         }
-        auto m = upload(backend, host, layer_dim(layer, a.rows), layer_dim(layer, a.cols));
+        const auto rows = layer_dim(layer, a.rows);
+        const auto cols = layer_dim(layer, a.cols);
+        const bool gemm_operand =
+            a.name == "weight" || a.name == "root_weight" || a.name == "weight2";
+        Matrix m;
+        if (gemm_operand && gemm_type != FeatureType::fp32) {
+            auto rounded = host;  // the 16-bit GEMMs' B: rounded once, as the device stores it
+            round_features(rounded, gemm_type);
+            m = upload(backend, rounded, rows, cols);
+        } else {
+            m = upload(backend, host, rows, cols);
+        }
         if (a.name == "weight") {
             weight = std::move(m);
         } else if (a.name == "bias") {
@@ -93,13 +104,13 @@ const Matrix& LayerWeights::get(std::string_view name) const
     return it == other.end() ? none : it->second;
 }
 
-WeightedStep::WeightedStep(const Layer& layer, StepContext& ctx)
-    : layer_(layer), w_(layer, ctx.backend)
+WeightedStep::WeightedStep(const Layer& layer, StepContext& ctx, FeatureType gemm_type)
+    : layer_(layer), w_(layer, ctx.backend, gemm_type)
 {
 }
 
 SpmmStep::SpmmStep(const Layer& layer, StepContext& ctx)
-    : WeightedStep(layer, ctx), kind_(*layer_kind(layer.type).aggregation), op_(ctx.spmm(kind_))
+    : WeightedStep(layer, ctx, ctx.options.activations), kind_(*layer_kind(layer.type).aggregation), op_(ctx.spmm(kind_))
 {
 }
 

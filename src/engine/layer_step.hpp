@@ -138,6 +138,26 @@ public:
     }
     /// The shared wide buffer (reserve_wide).
     const Matrix& wide() const { return wide_; }
+
+    // --- 16-bit activations (EngineOptions::activations; docs/KERNELS.md) ---
+
+    /// What the following stores belong to, for their errors: layer `index` (`last`: its
+    /// output stays fp32), or the input of layer `index` (input(): the features, a
+    /// checkpoint's rows).
+    void begin_layer(std::size_t index, bool last);
+    void begin_input(std::size_t index);
+    /// y (a step's matrix, from owned row 0) as a 16-bit buffer holds it: every element rounded
+    /// to the activation type; fp32: nothing. An element that fp16 cannot hold is an
+    /// InputError naming the layer, the row's global id, the column and the value.
+    void store(DenseView<float> y);
+    /// store() of what a step writes into the buffer it returns: left fp32 in the last layer.
+    void store_output(DenseView<float> y)
+    {
+        if (!last_layer_) {
+            store(y);
+        }
+    }
+    FeatureType activations() const { return options.activations; }
     /// Runs fn; with step timing, synchronizes and adds its time to t.dense.
     template <typename Fn>
     void timed(LayerTiming& t, Fn&& fn)
@@ -230,6 +250,9 @@ private:
     /// The pattern of operator `kind` (gcn: with the self-loops added; else the stored one).
     const Csr& operator_pattern(Aggregation kind);
 
+    std::size_t store_layer_ = 0;  // begin_layer / begin_input
+    bool store_input_ = false;
+    bool last_layer_ = false;
     std::int64_t rows_moved_ = 0;  // sent + received rows of one exchange
     std::vector<float> degree_;    // gcn degrees of every local column, once exchanged
     std::map<Aggregation, Csr> matrices_;
@@ -291,7 +314,9 @@ inline void add_weights(MemoryReport& r, std::initializer_list<const Matrix*> ma
 /// the steps' own): weight, bias, root_weight, weight2 and bias2 by name, any other in `other`;
 /// a matrix the layer lacks stays empty (agnn without a weight).
 struct LayerWeights {
-    LayerWeights(const Layer& layer, Backend& backend);
+    /// `gemm_type`: the type the layer's GEMMs read their input in (16-bit activations): weight,
+    /// root_weight and weight2 are rounded to it once, before the upload (biases stay fp32).
+    LayerWeights(const Layer& layer, Backend& backend, FeatureType gemm_type = FeatureType::fp32);
     Matrix weight, bias, root_weight, weight2, bias2;
     std::map<std::string, Matrix, std::less<>> other;
     /// The array `name` (empty where the layer has none).
@@ -308,7 +333,9 @@ struct LayerWeights {
 /// A step with its layer's dense weights.
 class WeightedStep : public LayerStep {
 public:
-    WeightedStep(const Layer& layer, StepContext& ctx);
+    /// `gemm_type`: LayerWeights'; the steps whose GEMMs read 16-bit activations pass
+    /// ctx.options.activations, the ones that widen them fp32.
+    WeightedStep(const Layer& layer, StepContext& ctx, FeatureType gemm_type = FeatureType::fp32);
     void add_memory(MemoryReport& r, bool&) const override { w_.add_to(r); }
 
 protected:

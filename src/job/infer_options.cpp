@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "halo/comm/exchange_spec.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo/core/io.hpp"
 #include "halo/core/layer_type.hpp"
 #include "halo/core/memory_report.hpp"
@@ -152,6 +153,26 @@ void validate(const InferOptions& o)
                    ": the first layer already exchanges int8 rows, and re-quantizing them would "
                    "corrupt them; drop one of the two");
     }
+    FeatureType activations = FeatureType::fp32;
+    try {
+        activations = parse_feature_type(o.activations);
+    } catch (const InputError&) {
+        HALO_THROW(UsageError, "--activations ", o.activations,
+                   ": not a type activations are stored in (fp32, bf16 or fp16)");
+    }
+    if (activations != FeatureType::fp32) {
+        // 16-bit activations go where 16-bit rows are defined (docs/KERNELS.md, "16-bit
+        // activations"); these paths move other rows.
+        const char* other = o.int8_features ? "--int8-features"
+                            : exchange.int8_rows ? "an int8 exchange (--exchange *-int8)"
+                            : o.out_of_core ? "--out-of-core"
+                                            : nullptr;
+        if (other != nullptr) {
+            HALO_THROW(UsageError, "--activations ", o.activations, " with ", other,
+                       ": not supported yet (16-bit rows run in memory, from fp32, fp16 or "
+                       "bf16 features, over fp32-row exchanges); drop one of the two");
+        }
+    }
     if (o.cuda_graph && (!o.cuda() || o.save_layers || o.step_timing || o.no_cuda_graph)) {
         HALO_THROW(UsageError,
                    "--cuda-graph needs --backend cuda, one rank (a dataset of one part), no "
@@ -256,6 +277,7 @@ EngineOptions engine_options(const InferOptions& o, int ranks, const std::string
                         : o.stream_values ? OperatorStream::values
                                           : OperatorStream::automatic;
     e.device_operator_values = !o.host_values;
+    e.activations = parse_feature_type(o.activations);
     return e;
 }
 

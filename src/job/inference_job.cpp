@@ -199,6 +199,7 @@ JobSummary InferenceJob::run()
     summary.nodes = s.info.num_nodes;
     summary.ranks = s.size;
     summary.backend = s.o.backend;
+    summary.activations = s.o.activations;
     summary.model = s.model.name.empty() ? s.o.model_name() : s.model.name;
     summary.layers = s.model.layers.size();
     summary.repeat = s.o.repeat;

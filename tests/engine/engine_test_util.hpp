@@ -194,6 +194,16 @@ public:
     }
     bool uses_host_memory() const override { return true; }
     bool streams_scaled_operators() const override { return true; }
+    // 16-bit activations as the CPU backend stores them, unless fp32_only (a backend without).
+    bool stores_activations(halo::FeatureType type) const override
+    {
+        return type == halo::FeatureType::fp32 || !fp32_only;
+    }
+    std::optional<halo::ActivationOverflow> round_activations(halo::DenseView<float> y,
+                                                              halo::FeatureType type) override
+    {
+        return cpu_->round_activations(y, type);
+    }
     std::unique_ptr<halo::SpmmPlan> make_spmm_plan(const halo::Csr& a) override
     {
         return wrapped(cpu_->make_spmm_plan(a));
@@ -268,6 +278,7 @@ public:
     int scaled_limit = -1;
     bool add_in_place = true;
     bool fail_allocations = false;
+    bool fp32_only = false;  // stores_activations: fp32 only
     int uploads = 0;         // upload_async calls
     int waits = 0;           // wait_upload calls
     int fail_upload_at = 0;  // 0: none fails

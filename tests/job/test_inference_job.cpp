@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,53 @@ TEST(InferenceJob, RunsHoldEachRunsPerLayerTimes)
             EXPECT_LE(layer.spmm + layer.dense, layer.total * (1.0 + 1e-9));
         }
     }
+}
+
+// --activations: validated (a type activations are not stored in, paths without 16-bit rows are
+// usage errors naming both options), and a bf16 job says so in its summary and manifest.
+TEST(InferenceJob, ActivationsAreValidatedAndRecorded)
+{
+    halo::InferOptions bad;
+    bad.dataset = "g.h5";
+    bad.out = "out";
+    bad.random_model = "16,8";
+    auto expect_usage = [](const halo::InferOptions& o, const std::string& part) {
+        try {
+            halo::validate(o);
+            ADD_FAILURE() << "no error for " << part;
+        } catch (const halo::UsageError& e) {
+            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+        }
+    };
+    for (const char* type : {"int8", "fp64", "BF16", ""}) {
+        bad.activations = type;
+        expect_usage(bad, std::string("--activations ") + type + ": not a type");
+    }
+    bad.activations = "fp16";
+    bad.int8_features = true;
+    expect_usage(bad, "--activations fp16 with --int8-features");
+    bad.int8_features = false;
+    bad.exchange = "mpi-int8";
+    expect_usage(bad, "--activations fp16 with an int8 exchange");
+    bad.exchange.clear();
+    bad.out_of_core = true;
+    expect_usage(bad, "--activations fp16 with --out-of-core");
+
+    halo::MpiWorld world(nullptr, nullptr, MPI_THREAD_MULTIPLE);
+    const auto dir = halo::testing::scratch_dir("inference-job-activations");
+    halo::InferOptions o;
+    o.dataset = write_dataset(dir).string();
+    o.random_model = "16,32,8";
+    o.random_features = true;
+    o.quiet = true;
+    o.activations = "bf16";
+    o.out = (dir / "out").string();
+    const auto summary = run_job(world, o);
+    EXPECT_EQ(summary.activations, "bf16");
+    std::ifstream manifest(std::filesystem::path(o.out) / "manifest.json");
+    std::stringstream text;
+    text << manifest.rdbuf();
+    EXPECT_NE(text.str().find("\"activations\": \"bf16\""), std::string::npos) << text.str();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "halo/core/exchanger.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
 #include "halo/core/operators.hpp"
@@ -147,6 +148,11 @@ struct EngineOptions {
     /// not a copy. The values are r_i c_j rounded in float instead of 1 / sqrt(d_i d_j) rounded
     /// once, a difference in the last bit. false: the host builds every operator's values.
     bool device_operator_values = true;
+    /// The type the matrices between and inside layers are stored in (halo-infer
+    /// --activations; docs/KERNELS.md "16-bit activations"): fp32, or fp16 / bf16 with fp32
+    /// sums, the GEMMs' weights rounded to the same type once, the last layer's output fp32.
+    /// Needs a backend that stores_activations(); refused out of core and with int8 input.
+    FeatureType activations = FeatureType::fp32;
 };
 
 class Engine {

@@ -49,6 +49,8 @@ struct InferOptions {
     bool l2_hints = false;
     bool host_values = false;
     std::string input_transform = "auto";  // auto | dense | sparse
+    /// fp32 | bf16 | fp16: the type activations are stored in (EngineOptions::activations).
+    std::string activations = "fp32";
     bool cuda_graph = false;
     bool no_cuda_graph = false;
     int repeat = 1;

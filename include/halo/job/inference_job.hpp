@@ -59,6 +59,7 @@ struct JobSummary {
     int ranks = 0;
     std::string backend;
     std::string model;
+    std::string activations;  // fp32 | bf16 | fp16 (--activations)
     std::size_t layers = 0;
     int repeat = 1;
     double forward_seconds = 0.0;  // median of the runs, the layers only, the slowest rank's

@@ -11,6 +11,7 @@
 
 #include "halo/core/csr.hpp"
 #include "halo/core/dense.hpp"
+#include "halo/core/feature_type.hpp"
 #include "halo/core/kernel_metadata.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
@@ -200,6 +201,13 @@ public:
     virtual void scale_input(DenseView<float> x, RowRange rows);
 };
 
+/// An element that a 16-bit store of activations turned to infinity: where, and its value.
+struct ActivationOverflow {
+    std::int64_t row = 0;
+    std::int64_t col = 0;
+    float value = 0.0f;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -251,6 +259,17 @@ public:
     /// its context's device); a thread of one's own that calls the backend calls it first. The
     /// default does nothing.
     virtual void bind_thread() {}
+    /// Whether the engine may run this backend with activations stored as `type`
+    /// (EngineOptions::activations; docs/KERNELS.md "16-bit activations"): fp32 everywhere; fp16
+    /// and bf16 on the CPU backend, which computes the device's roundings in fp32 memory.
+    virtual bool stores_activations(FeatureType type) const { return type == FeatureType::fp32; }
+    /// Every element of y rounded to `type` in place as a 16-bit store rounds it
+    /// (halo::round_feature; fp32: nothing). Returns the first finite element (row-major
+    /// order) that `type` stores as infinity (fp16: |v| >= 65520), nullopt where none; every
+    /// element is rounded either way. The default throws LogicError for fp16 and bf16 (a
+    /// backend whose stores_activations() says no).
+    virtual std::optional<ActivationOverflow> round_activations(DenseView<float> y,
+                                                                FeatureType type);
     /// True where backend memory is host memory (the CPU backend): an exchanger for this backend
     /// then works on host matrices too.
     virtual bool uses_host_memory() const { return false; }

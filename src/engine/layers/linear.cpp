@@ -6,13 +6,18 @@ namespace {
 
 class LinearStep final : public WeightedStep {
 public:
-    using WeightedStep::WeightedStep;
+    LinearStep(const Layer& layer, StepContext& ctx)
+        : WeightedStep(layer, ctx, ctx.options.activations)
+    {
+    }
 
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {
         const auto out = ctx.owned(buf.a, layer_.out_dim);
         ctx.timed(t, [&] { ctx.gemm(ctx.owned(buf.in, layer_.in_dim), w_.weight.view(), out); });
+        ctx.store_output(out);
         ctx.activate(t, out, w_.bias, layer_.activation);
+        ctx.store_output(out);
         return buf.a;
     }
 };

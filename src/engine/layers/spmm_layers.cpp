@@ -16,18 +16,26 @@ public:
     {
         const auto in_w = layer_.in_dim;
         const auto out_w = layer_.out_dim;
+        // Every matrix written is stored as the activations are (ctx.store: rounded where they
+        // are 16-bit), the output fp32 in the last layer.
+        const auto out = ctx.owned(buf.in, out_w);
         if (layer_.aggregate_first()) {
             ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.a, in_w), t);
             ctx.timed(t, [&] {
-                ctx.gemm(ctx.owned(buf.a, in_w), w_.weight.view(), ctx.owned(buf.in, out_w));
+                ctx.store(ctx.owned(buf.a, in_w));
+                ctx.gemm(ctx.owned(buf.a, in_w), w_.weight.view(), out);
+                ctx.store_output(out);
             });
         } else {
             ctx.timed(t, [&] {
                 ctx.gemm(ctx.owned(buf.in, in_w), w_.weight.view(), ctx.owned(buf.a, out_w));
+                ctx.store(ctx.owned(buf.a, out_w));
             });
             ctx.aggregate(op_, ctx.all(buf.a, out_w), ctx.all(buf.in, out_w), t);
+            ctx.store_output(out);
         }
-        ctx.activate(t, ctx.owned(buf.in, out_w), w_.bias, layer_.activation);
+        ctx.activate(t, out, w_.bias, layer_.activation);
+        ctx.store_output(out);
         return buf.in;
     }
 };
@@ -80,18 +88,28 @@ public:
         if (layer_.aggregate_first()) {
             ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w), t);
             ctx.timed(t, [&] {
+                ctx.store(ctx.owned(buf.b, in_w));
                 ctx.gemm(x, w_.root_weight.view(), out);
+                ctx.store_output(out);
                 ctx.gemm(ctx.owned(buf.b, in_w), w_.weight.view(), out, 1.0f);
+                ctx.store_output(out);
             });
         } else {
             ctx.timed(t, [&] {
                 ctx.gemm(x, w_.weight.view(), ctx.owned(buf.b, out_w));
+                ctx.store(ctx.owned(buf.b, out_w));
                 ctx.gemm(x, w_.root_weight.view(), out);
+                ctx.store_output(out);
             });
             ctx.aggregate(op_, ctx.all(buf.b, out_w), ctx.all(buf.c, out_w), t);
-            ctx.timed(t, [&] { ctx.backend.axpby(1.0f, ctx.owned(buf.c, out_w), 1.0f, out); });
+            ctx.timed(t, [&] {
+                ctx.store(ctx.owned(buf.c, out_w));
+                ctx.backend.axpby(1.0f, ctx.owned(buf.c, out_w), 1.0f, out);
+                ctx.store_output(out);
+            });
         }
         ctx.activate(t, out, w_.bias, layer_.activation);
+        ctx.store_output(out);
         return buf.a;
     }
 };
@@ -144,19 +162,33 @@ public:
         if (layer_.aggregate_first()) {
             ctx.aggregate_input(kind_, op_, ctx.all(buf.in, in_w), ctx.all(buf.b, in_w), t);
             ctx.timed(t, [&] {
-                ctx.backend.axpby(self, x, 1.0f, ctx.owned(buf.b, in_w));
-                ctx.gemm(ctx.owned(buf.b, in_w), w_.weight.view(), hidden);
+                const auto sum = ctx.owned(buf.b, in_w);
+                ctx.store(sum);
+                ctx.backend.axpby(self, x, 1.0f, sum);
+                ctx.store(sum);
+                ctx.gemm(sum, w_.weight.view(), hidden);
+                ctx.store(hidden);
             });
         } else {
-            ctx.timed(t, [&] { ctx.gemm(x, w_.weight.view(), ctx.owned(buf.b, hid)); });
+            ctx.timed(t, [&] {
+                ctx.gemm(x, w_.weight.view(), ctx.owned(buf.b, hid));
+                ctx.store(ctx.owned(buf.b, hid));
+            });
             ctx.aggregate(op_, ctx.all(buf.b, hid), ctx.all(buf.c, hid), t);
-            ctx.timed(t, [&] { ctx.backend.axpby(self, ctx.owned(buf.b, hid), 1.0f, hidden); });
+            ctx.timed(t, [&] {
+                ctx.store(hidden);
+                ctx.backend.axpby(self, ctx.owned(buf.b, hid), 1.0f, hidden);
+                ctx.store(hidden);
+            });
         }
         ctx.timed(t, [&] {
             const auto out = ctx.owned(buf.a, layer_.out_dim);
             ctx.backend.bias_activation(hidden, w_.bias.data(), Activation::relu, {0, ctx.n_owned});
+            ctx.store(hidden);
             ctx.gemm(hidden, w_.weight2.view(), out);
+            ctx.store_output(out);
             ctx.backend.bias_activation(out, w_.bias2.data(), layer_.activation, {0, ctx.n_owned});
+            ctx.store_output(out);
         });
         return buf.a;
     }
