@@ -89,6 +89,11 @@ public:
             if (needed[slot(k)] == 0) {
                 continue;
             }
+            if (k == ModeledKernel::cusparse) {
+                // The last resort: its rejection propagates, as before 16-bit X.
+                plans_[slot(k)] = build(ctx, a, request, scaling, k, mergepath);
+                continue;
+            }
             try {
                 plans_[slot(k)] = build(ctx, a, request, scaling, k, mergepath);
             } catch (const InputError& e) {
@@ -155,7 +160,8 @@ public:
 
 private:
     // Kernel k rejected the operator: the X types it was needed for run the fallback instead,
-    // built here unless it is built already or rejected too (then nothing runs those types).
+    // built after it (MergePath and cuSPARSE come last); where k is the fallback itself (MergePath
+    // for 16-bit X), nothing runs that type: halo::InputError.
     void reject(ModeledKernel k, std::array<unsigned, kKernels>& needed, const std::string& why)
     {
         const unsigned types = needed[slot(k)];
@@ -165,10 +171,12 @@ private:
                 continue;
             }
             const auto f = fallback(type);
+            if (f == k) {
+                HALO_THROW(InputError, to_string(k), " rejected the operator, and no other ",
+                           "kernel of the cost model reads ", to_string(type), " X: ", why);
+            }
             notes_.push_back(to_string(k) + " rejected the operator, " + to_string(f) +
                              " instead for " + to_string(type) + " X: " + why);
-            HALO_EXPECTS(f != k, "the cost model's fallback ", to_string(f),
-                         " rejected the operator: ", why);
             needed[slot(f)] |= spmm_x_bit(type);
         }
     }
