@@ -14,7 +14,8 @@ Usage:
   scripts/activations_accuracy.py BUILD_DIR DATA_DIR OUT [options]
     --pyg-python PY     Python with torch and torch_geometric for tools/export_pyg.py
                         (default: $PYG_PYTHON, else python3; scripts/pyg-venv.sh makes one)
-    --export DIR        use this export_pyg.py output instead of training into OUT/export
+    --export DIR,...    use these export_pyg.py outputs (their summary.json runs, merged) instead
+                        of training into OUT/export
     --datasets LIST     default cora,citeseer,pubmed (one without features is skipped, reported)
     --models LIST       default gcn,sage,gin,agnn,transformer,gat,maxk
     --rmat SPEC         random-model graph, halo-partition's generator spec (default rmat:20:16;
@@ -134,7 +135,6 @@ class Runner:
 
 
 def trained(args, runner, notes):
-    export = Path(args.export) if args.export else args.out / "export"
     wanted = []
     for ds in args.datasets:
         if (args.data / f"{ds}.feat.coo.txt.gz").exists():
@@ -144,20 +144,25 @@ def trained(args, runner, notes):
                          "features), so no model could be trained on it")
     if not wanted:
         return
+    exports = [Path(e) for e in args.export.split(",")] if args.export else [args.out / "export"]
     if not args.export:
-        cmd = [args.pyg_python, REPO / "tools/export_pyg.py", args.data, "--out", export,
+        cmd = [args.pyg_python, REPO / "tools/export_pyg.py", args.data, "--out", exports[0],
                "--models", ",".join(args.models), "--datasets", ",".join(wanted),
                "--device", "cpu"]
         print("$ " + shlex.join(map(str, cmd)), flush=True)
         if subprocess.run([str(c) for c in cmd]).returncode != 0:
             die("tools/export_pyg.py failed (see above)", 1)
-    summary = json.loads((export / "summary.json").read_text())["runs"]
+    summary = {}  # run key -> (export directory, run)
+    for export in exports:
+        for key, r in json.loads((export / "summary.json").read_text())["runs"].items():
+            summary.setdefault(key, (export, r))
     for ds in wanted:
         keys = [f"{ds}-{m}" for m in args.models if f"{ds}-{m}" in summary]
         missing = [f"{ds}-{m}" for m in args.models if f"{ds}-{m}" not in summary]
         if missing:
-            die(f"{export}/summary.json has no run {', '.join(missing)}")
-        h = summary[keys[0]]["halo_inputs"]
+            die(f"{args.export or exports[0]}: no run {', '.join(missing)} (--datasets and --models "
+                "choose the runs)")
+        h = summary[keys[0]][1]["halo_inputs"]
         h5 = args.out / f"{ds}.h5"
         # docs/PYG.md step 2: the flags the export recorded, the shared files themselves.
         status, _ = run([runner.tool("halo-partition"), args.data / h["graph"], "--parts", "1",
@@ -168,7 +173,7 @@ def trained(args, runner, notes):
         if status != 0:
             die(f"halo-partition {ds}: {first_error(args.out / 'partition.log')}", 1)
         for key in keys:
-            r = summary[key]
+            export, r = summary[key]
             case = dict(kind="trained", dataset=ds, model=r["model"],
                         acc_pyg=r["accuracy"]["test"]["accuracy"]
                         if "accuracy" in r["accuracy"]["test"] else None)
@@ -223,7 +228,7 @@ def pct(x):
 
 def write_tables(args, rows, notes, argv):
     tsv_keys = ["kind", "dataset", "model", "activations", "status", "nodes", "identical",
-                "max_abs_diff", "max_abs_logit", "acc_fp32", "acc", "evaluated", "seconds_fp32",
+                "max_abs_diff", "max_abs_logit", "acc_pyg", "acc_fp32", "acc", "evaluated", "seconds_fp32",
                 "seconds"]
     with open(args.out / "activations.tsv", "w") as f:
         f.write("\t".join(tsv_keys) + "\n")
@@ -298,8 +303,9 @@ def main():
             die(f"{args.build}: no {t} (build it first)")
     if not args.data.is_dir():
         die(f"{args.data}: not a directory")
-    if args.export and not (Path(args.export) / "summary.json").exists():
-        die(f"{args.export}/summary.json missing (tools/export_pyg.py --out {args.export})")
+    for e in args.export.split(",") if args.export else []:
+        if not (Path(e) / "summary.json").exists():
+            die(f"{e}/summary.json missing (tools/export_pyg.py DATA_DIR --out {e})")
     table = json.loads(subprocess.run([str(bin_dir / "halo-inspect"), "--layer-types"],
                                       capture_output=True, text=True, check=True).stdout)
     known = [t["name"] for t in table["layer_types"]]
