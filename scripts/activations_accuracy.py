@@ -23,6 +23,8 @@ Usage:
     --dims W0,W1,...    random model widths (default 64,64,64,16: 3 layers)
     --layers LIST       random model layer types (default: all of halo-inspect --layer-types)
     --heads H, --k K    random transformer/gat heads (default 1), maxk k (default 16)
+    --from-tsv A,B,...  run nothing: write the tables (and verdicts) of earlier runs'
+                        activations.tsv files together (e.g. the trained and random halves)
 Writes OUT/activations.tsv, OUT/activations.md (both tables, the verdicts, device, date, commit,
 command) and prints the latter. Exit status: 0 when every run finished (an fp16 range refusal is
 a result), 1 when a run failed otherwise, 2 on bad usage. Standard library only (the export step
@@ -208,6 +210,24 @@ def random_models(args, runner):
     h5.unlink()
 
 
+def read_tsv(path):
+    """The rows of an earlier run's activations.tsv, numbers as numbers."""
+    lines = path.read_text().splitlines()
+    keys = lines[0].split("\t")
+    rows = []
+    for line in lines[1:]:
+        row = {}
+        for k, v in zip(keys, line.split("\t")):
+            if v == "-":
+                continue
+            try:
+                row[k] = float(v) if k not in ("dataset", "model", "kind", "status") else v
+            except ValueError:
+                row[k] = v
+        rows.append(row)
+    return rows
+
+
 def meets(row):
     if row.get("status") != "ok" or row["identical"] < IDENTICAL_BAR:
         return False
@@ -251,6 +271,9 @@ def write_tables(args, rows, notes, argv):
     lines = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit "
              f"{commit}, CPU backend, 1 rank, on {os.cpu_count()} cores of {cpu}:",
              "", "    " + shlex.join(["scripts/activations_accuracy.py", *argv]), ""]
+    if args.from_tsv:  # each file's own .md names when, where and how it was measured
+        lines = [f"The rows of {args.from_tsv.replace(',', ', ')}, put together by:", "",
+                 "    " + shlex.join(["scripts/activations_accuracy.py", *argv]), ""]
     for kind, title in (("trained", "Trained models (test accuracy: the dataset's test split)"),
                         ("random", f"Random models on {args.rmat}, widths {args.dims}")):
         sel = [r for r in rows if r["kind"] == kind]
@@ -303,7 +326,20 @@ def main():
     ap.add_argument("--layers")
     ap.add_argument("--heads", type=int, default=1)
     ap.add_argument("--k", type=int, default=16)
+    ap.add_argument("--from-tsv")
     args = ap.parse_args()
+    if args.from_tsv:
+        args.out.mkdir(parents=True, exist_ok=True)
+        rows, notes = [], []
+        for path in args.from_tsv.split(","):
+            rows += read_tsv(Path(path))
+            md = Path(path).with_suffix(".md")
+            if md.exists():
+                notes += [l[2:] for l in md.read_text().splitlines() if l.startswith("- ")]
+        random_graphs = {r["dataset"] for r in rows if r["kind"] == "random"}
+        args.rmat = ",".join(sorted(random_graphs)) or args.rmat
+        write_tables(args, rows, notes, argv)
+        return 0
     args.datasets = [d for d in args.datasets.split(",") if d and d != "none"]
     args.models = [m for m in args.models.split(",") if m]
     bin_dir = args.build / "apps" if (args.build / "apps").is_dir() else args.build
