@@ -386,8 +386,11 @@ TEST(Activations, DeferredRangeChecksRaiseTheSameError)
         return std::string("no error");
     };
     const auto x = halo::random_node_features(shard.global_ids, 16, 9);
-    auto big = x;
-    big[5] = 1e6f;
+    const auto big = [&] {
+        auto b = x;
+        b[5] = 1e6f;
+        return b;
+    }();
     // 32 -> 24 transforms first: the root term is a stored matrix of layer 1.
     auto model = halo::random_model(LayerType::sage, {16, 32, 24, 8}, 3);
     auto loud = model;
