@@ -50,8 +50,8 @@ std::vector<float> edge_values()
                          0x1p-14f, 1e-8f, -1e-8f, 0x1p-26f,
                          // fp32 subnormals and the top of bf16's range
                          std::numeric_limits<float>::denorm_min(), 1e-40f, 3.3895e38f, 3.3961e38f,
-                         std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
-                         inf, -inf, std::nanf(""), -std::nanf("")};
+                         std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), inf,
+                         -inf, std::nanf(""), -std::nanf("")};
     std::mt19937 gen(7);
     std::uniform_int_distribution<std::uint32_t> bits;
     for (int k = 0; k < 20000; ++k) {
@@ -67,8 +67,8 @@ std::vector<float> edge_values()
 bool same(float a, float b)
 {
     // NaN stays NaN; its payload may differ from the host's (feature_type.hpp).
-    return std::isnan(a) ? std::isnan(b) : std::bit_cast<std::uint32_t>(a) ==
-                                               std::bit_cast<std::uint32_t>(b);
+    return std::isnan(a) ? std::isnan(b)
+                         : std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
 
 TEST(CudaActivations, DeviceRoundingIsRoundFeatureBitForBit)

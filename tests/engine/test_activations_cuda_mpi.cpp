@@ -97,12 +97,11 @@ TEST_P(CudaActivationsAcrossRanks, MatchTheCpuBackendOnOneRank)
                 o.activations = act;
                 o.overlap = overlap;
                 halo::Engine engine(*backend, *exchanger, shard, model, o);
-                const auto x =
-                    halo::random_node_features(shard.global_ids, model.input_dim(), 23);
+                const auto x = halo::random_node_features(shard.global_ids, model.input_dim(), 23);
                 const auto out = engine.run(x);
                 const auto got = halo::testing::gather_by_global_id(
-                    group, shard, std::vector<float>(out.begin(), out.end()),
-                    model.output_dim(), graph().num_rows);
+                    group, shard, std::vector<float>(out.begin(), out.end()), model.output_dim(),
+                    graph().num_rows);
                 if (!lead) {
                     return;
                 }
@@ -121,10 +120,11 @@ TEST_P(CudaActivationsAcrossRanks, MatchTheCpuBackendOnOneRank)
                     worst = std::max(worst, d);
                     within += d <= bound ? 1 : 0;
                 }
-                std::printf("%s %s, %d ranks, overlap %d: %zu of %zu within %.3g of one CPU "
-                            "rank, largest difference %.3g\n",
-                            halo::to_string(type).c_str(), halo::to_string(act).c_str(), parts,
-                            overlap ? 1 : 0, within, got.size(), bound, worst);
+                std::printf(
+                    "%s %s, %d ranks, overlap %d: %zu of %zu within %.3g of one CPU "
+                    "rank, largest difference %.3g\n",
+                    halo::to_string(type).c_str(), halo::to_string(act).c_str(), parts,
+                    overlap ? 1 : 0, within, got.size(), bound, worst);
                 EXPECT_GE(double(within), 0.99 * double(got.size())) << parts << " ranks";
                 EXPECT_LE(worst, 64.0 * bound) << parts << " ranks";
             });

@@ -129,11 +129,11 @@ void ActivationStores::round(DenseView<float> y, FeatureType type, std::int32_t 
     const auto blocks = grid_blocks(y.rows, kBlock / tpr, kMaxBlocks);
     auto* rec = reinterpret_cast<OverflowRecord*>(record_.data());
     if (type == FeatureType::fp16) {
-        round_kernel<true><<<blocks, kBlock, 0, stream>>>(y.data, y.rows, y.cols, y.ld, tpr, rec,
-                                                          store);
+        round_kernel<true>
+            <<<blocks, kBlock, 0, stream>>>(y.data, y.rows, y.cols, y.ld, tpr, rec, store);
     } else {
-        round_kernel<false><<<blocks, kBlock, 0, stream>>>(y.data, y.rows, y.cols, y.ld, tpr,
-                                                           rec, store);
+        round_kernel<false>
+            <<<blocks, kBlock, 0, stream>>>(y.data, y.rows, y.cols, y.ld, tpr, rec, store);
     }
     HALO_CUDA_CHECK_LAUNCH();
 }

@@ -50,10 +50,7 @@ public:
         stores_.round(y, type, store);
         return std::nullopt;  // recorded on the device
     }
-    std::optional<ActivationOverflow> take_activation_overflow() override
-    {
-        return stores_.take();
-    }
+    std::optional<ActivationOverflow> take_activation_overflow() override { return stores_.take(); }
 
 private:
     ActivationStores stores_;
