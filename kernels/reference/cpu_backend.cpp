@@ -87,8 +87,8 @@ public:
     bool stores_activations(FeatureType) const override { return true; }
 
     // The 16-bit stores of a device, in fp32 memory: each element as round_feature makes it.
-    std::optional<ActivationOverflow> round_activations(DenseView<float> y,
-                                                        FeatureType type) override
+    std::optional<ActivationOverflow> round_activations(DenseView<float> y, FeatureType type,
+                                                        std::int32_t store) override
     {
         if (type == FeatureType::fp32 || y.rows == 0 || y.cols == 0) {
             return std::nullopt;
@@ -105,7 +105,7 @@ public:
         if (first < y.rows) {
             const std::span<const float> row{y.row(first), static_cast<std::size_t>(y.cols)};
             const auto col = first_out_of_range(row, type);
-            out = ActivationOverflow{first, col, row[col]};
+            out = ActivationOverflow{first, col, row[col], store};
         }
 #pragma omp parallel for schedule(static) if (y.rows > (1 << 10))
         for (std::int64_t i = 0; i < y.rows; ++i) {

@@ -169,9 +169,10 @@ void Backend::upload_async(const float* host, DenseView<float> dst)
 }
 
 std::optional<ActivationOverflow> Backend::round_activations(DenseView<float> y,
-                                                             FeatureType type)
+                                                             FeatureType type, std::int32_t store)
 {
     static_cast<void>(y);
+    static_cast<void>(store);
     HALO_EXPECTS(type == FeatureType::fp32, "the ", name(), " backend does not store ",
                  to_string(type), " activations");
     return std::nullopt;

@@ -409,6 +409,7 @@ std::span<const float> Engine::run_layers(std::size_t first)
         im.ctx.backend.replay();
         im.ctx.backend.synchronize();
         forward_seconds_ = seconds_since(t0);
+        im.ctx.check_stores();  // a range check on the device: its first overflow raised here
         replayed_ = true;
         return timed_download(im.recorded_out);
     };
@@ -468,6 +469,7 @@ std::span<const float> Engine::run_layers(std::size_t first)
         im.store_output(l, cur);
         im.ctx.clear_int8_input();  // only the first layer reads the int8 rows
         im.ctx.backend.synchronize();
+        im.ctx.check_stores();  // before a checkpoint takes the layer's rows
         t.total = seconds_since(t0);
         t.compute = t.spmm + t.dense;
         const auto& stats = im.ctx.exchanger.stats();

@@ -150,6 +150,10 @@ public:
     /// to the activation type; fp32: nothing. An element that fp16 cannot hold is an
     /// InputError naming the layer, the row's global id, the column and the value.
     void store(DenseView<float> y);
+    /// Where the backend checks the stores' range later (the CUDA backend, on the device): the
+    /// first overflow of the stores issued so far, raised as store() raises it. Waits for the
+    /// work issued so far; nothing for fp32 or a backend that raised at each store.
+    void check_stores();
     /// store() of what a step writes into the buffer it returns: left fp32 in the last layer.
     void store_output(DenseView<float> y)
     {
@@ -249,6 +253,10 @@ private:
     void ensure_degrees();
     /// The pattern of operator `kind` (gcn: with the self-loops added; else the stored one).
     const Csr& operator_pattern(Aggregation kind);
+
+    /// The InputError of an overflow that store `overflow.store` met (its tag: layer * 2, + 1
+    /// for a layer's input).
+    [[noreturn]] void raise_overflow(const ActivationOverflow& overflow) const;
 
     std::size_t store_layer_ = 0;  // begin_layer / begin_input
     bool store_input_ = false;

@@ -199,10 +199,26 @@ public:
     {
         return type == halo::FeatureType::fp32 || !fp32_only;
     }
+    // With deferred_checks, as the CUDA backend reports them: the first overflow kept and
+    // returned by take_activation_overflow(), not by the call.
     std::optional<halo::ActivationOverflow> round_activations(halo::DenseView<float> y,
-                                                              halo::FeatureType type) override
+                                                              halo::FeatureType type,
+                                                              std::int32_t store) override
     {
-        return cpu_->round_activations(y, type);
+        auto overflow = cpu_->round_activations(y, type, store);
+        if (!deferred_checks) {
+            return overflow;
+        }
+        if (overflow && !deferred_overflow) {
+            deferred_overflow = overflow;
+        }
+        ++deferred_stores;
+        return std::nullopt;
+    }
+    std::optional<halo::ActivationOverflow> take_activation_overflow() override
+    {
+        ++overflow_checks;
+        return std::exchange(deferred_overflow, std::nullopt);
     }
     std::unique_ptr<halo::SpmmPlan> make_spmm_plan(const halo::Csr& a) override
     {
@@ -279,6 +295,10 @@ public:
     bool add_in_place = true;
     bool fail_allocations = false;
     bool fp32_only = false;  // stores_activations: fp32 only
+    bool deferred_checks = false;  // round_activations: overflows kept for the next take
+    std::optional<halo::ActivationOverflow> deferred_overflow;
+    int deferred_stores = 0;  // round_activations calls with deferred_checks
+    int overflow_checks = 0;  // take_activation_overflow calls
     int uploads = 0;         // upload_async calls
     int waits = 0;           // wait_upload calls
     int fail_upload_at = 0;  // 0: none fails

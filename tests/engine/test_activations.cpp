@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine_test_util.hpp"
@@ -358,6 +359,64 @@ TEST(Activations, Fp16OverflowNamesTheLayerNodeColumnAndValue)
         EXPECT_NE(std::string(e.what()).find("the input of layer 0"), std::string::npos)
             << e.what();
     }
+}
+
+// A backend that checks the range later (the CUDA backend's device record; here the CPU
+// backend's result kept by ScalingRecorder until the engine takes it): the engine takes it after
+// each layer, and the error names what the immediate check names; the output is the same.
+TEST(Activations, DeferredRangeChecksRaiseTheSameError)
+{
+    const auto& shard = test_part();
+    const auto run_on = [&](halo::Backend& backend, const halo::Model& model,
+                            const std::vector<float>& x) {
+        auto exchanger = halo::make_local_exchanger(shard);
+        halo::EngineOptions o;
+        o.activations = FeatureType::fp16;
+        halo::Engine engine(backend, *exchanger, shard, model, o);
+        const auto out = engine.run(x);
+        return std::vector<float>(out.begin(), out.end());
+    };
+    const auto message = [&](halo::Backend& backend, const halo::Model& model,
+                             const std::vector<float>& x) {
+        try {
+            run_on(backend, model, x);
+        } catch (const halo::InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    const auto x = halo::random_node_features(shard.global_ids, 16, 9);
+    const auto big = [&] {
+        auto b = x;
+        b[5] = 1e6f;
+        return b;
+    }();
+    // 32 -> 24 transforms first: the root term is a stored matrix of layer 1.
+    auto model = halo::random_model(LayerType::sage, {16, 32, 24, 8}, 3);
+    auto loud = model;
+    for (auto& w : loud.layers[1].root_weight) {
+        w *= 1e5f;
+    }
+    auto cpu = halo::make_cpu_backend();
+    for (const auto& [m, in] : {std::pair{&loud, &x}, std::pair{&model, &big}}) {
+        halo::testing::ScalingRecorder deferred;
+        deferred.deferred_checks = true;
+        const auto want = message(*cpu, *m, *in);
+        EXPECT_NE(want, "no error");
+        EXPECT_EQ(message(deferred, *m, *in), want);
+        EXPECT_GT(deferred.deferred_stores, 0);
+        EXPECT_FALSE(deferred.deferred_overflow.has_value()) << "taken by the engine";
+    }
+    EXPECT_NE(message(*cpu, loud, x).find("layer 1 (sage, 32 -> 24)"), std::string::npos);
+    EXPECT_NE(message(*cpu, model, big).find("the input of layer 0"), std::string::npos);
+    // Without an overflow: the same output, one take per layer.
+    halo::testing::ScalingRecorder deferred;
+    deferred.deferred_checks = true;
+    const auto want = run_on(*cpu, model, x);
+    const auto got = run_on(deferred, model, x);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+    EXPECT_EQ(deferred.overflow_checks, 3);
 }
 
 TEST(Activations, PathsWithoutSixteenBitRowsRefuse)

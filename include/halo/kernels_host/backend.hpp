@@ -206,6 +206,8 @@ struct ActivationOverflow {
     std::int64_t row = 0;
     std::int64_t col = 0;
     float value = 0.0f;
+    /// The `store` argument of the round_activations call that met it (the caller's tag).
+    std::int32_t store = 0;
 };
 
 class Backend {
@@ -261,15 +263,24 @@ public:
     virtual void bind_thread() {}
     /// Whether the engine may run this backend with activations stored as `type`
     /// (EngineOptions::activations; docs/KERNELS.md "16-bit activations"): fp32 everywhere; fp16
-    /// and bf16 on the CPU backend, which computes the device's roundings in fp32 memory.
+    /// and bf16 on the CPU and CUDA backends, which compute the 16-bit roundings in fp32 memory.
     virtual bool stores_activations(FeatureType type) const { return type == FeatureType::fp32; }
     /// Every element of y rounded to `type` in place as a 16-bit store rounds it
     /// (halo::round_feature; fp32: nothing). Returns the first finite element (row-major
-    /// order) that `type` stores as infinity (fp16: |v| >= 65520), nullopt where none; every
-    /// element is rounded either way. The default throws LogicError for fp16 and bf16 (a
-    /// backend whose stores_activations() says no).
+    /// order) that `type` stores as infinity (fp16: |v| >= 65520), tagged with `store`, nullopt
+    /// where none; every element is rounded either way. A backend whose range check runs on the
+    /// device (CUDA) returns nullopt at once, records the first such element of the calls in
+    /// issue order and reports it from take_activation_overflow(): no synchronization per call,
+    /// and a call may be recorded in a CUDA graph. The default throws LogicError for fp16 and
+    /// bf16 (a backend whose stores_activations() says no).
     virtual std::optional<ActivationOverflow> round_activations(DenseView<float> y,
-                                                                FeatureType type);
+                                                                FeatureType type,
+                                                                std::int32_t store);
+    /// The first overflow that round_activations calls recorded instead of returning it, in the
+    /// order they were issued, since the last take; forgets it. Waits for the work issued so far
+    /// where there is one to read (never while recording). The default: nullopt (a backend that
+    /// returns each overflow from its call).
+    virtual std::optional<ActivationOverflow> take_activation_overflow() { return std::nullopt; }
     /// True where backend memory is host memory (the CPU backend): an exchanger for this backend
     /// then works on host matrices too.
     virtual bool uses_host_memory() const { return false; }

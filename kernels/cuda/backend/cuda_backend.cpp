@@ -1,6 +1,7 @@
 // The CUDA execution backend: matrices in the Context's memory pool, cuBLAS GEMM in fp32, the
-// element-wise kernels of cuda_backend.cu and the SpMM plans of the registry's kernel chosen at
-// construction (halo/kernels_host/spmm_registry.hpp), all on the compute stream.
+// element-wise kernels of cuda_backend.cu, the SpMM plans of the registry's kernel chosen at
+// construction (halo/kernels_host/spmm_registry.hpp), 16-bit stores (cuda_activations.hpp),
+// all on the compute stream.
 #include <algorithm>
 #include <climits>
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "cuda/backend/cuda_activations.hpp"
 #include "cuda/backend/cuda_kernels.hpp"
 #include "cuda/backend/engine_plans.hpp"
 #include "cuda/primitives/cusparse_csr.hpp"
@@ -49,9 +51,10 @@ int checked_int(std::int64_t value, const char* what)
     return static_cast<int>(value);
 }
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public detail::ActivationStoringBackend {
 public:
-    CudaBackend(Context& ctx, SpmmChoice spmm) : ctx_(ctx), spmm_(std::move(spmm))
+    CudaBackend(Context& ctx, SpmmChoice spmm)
+        : ActivationStoringBackend(ctx), ctx_(ctx), spmm_(std::move(spmm))
     {
         HALO_EXPECTS(spmm_.kernel != nullptr && spmm_.kernel->make != nullptr,
                      "the CUDA backend needs a registered SpMM kernel");
