@@ -1,11 +1,11 @@
 // fp16/bf16 features with fp32 accumulation for Accel-GCN (combined warps and
-// not), MergePath, row-split, the cost model's plan (`auto`) and the autotuner on the GPU: the
-// features are rounded on the device (halo::cuda::convert_features, checked bit for bit against the
-// host rounding), the kernels read them through FeatureSpmmPlan::run_features, and the result is
-// compared with a double reference computed on the rounded features (spmm_exact_check.hpp), so only
-// the fp32 summation order differs. Widths 1 .. 1000, 16-byte-aligned rows (8-half vector loads)
-// and misaligned ones, the full range, the interior/boundary split and a middle range, empty rows,
-// a row of 10^6 nonzeros, y poisoned with NaN before each run.
+// not), MergePath, row-split, the cost model's plan (`auto`) and (apart) the autotuner on the GPU:
+// the features are rounded on the device (halo::cuda::convert_features, checked bit for bit against
+// the host rounding), the kernels read them through FeatureSpmmPlan::run_features, and the result
+// is compared with a double reference computed on the rounded features (spmm_exact_check.hpp), so
+// only the fp32 summation order differs. Widths 1 .. 1000, 16-byte-aligned rows (8-half vector
+// loads) and misaligned ones, the full range, the interior/boundary split and a middle range, empty
+// rows, a row of 10^6 nonzeros, y poisoned with NaN before each run.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -17,6 +17,7 @@
 #include "halo/core/error.hpp"
 #include "halo/core/feature_type.hpp"
 #include "halo/kernels/cuda/accel_gcn.hpp"
+#include "halo/kernels/cuda/autotune.hpp"
 #include "halo/kernels/cuda/backend.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
@@ -68,16 +69,14 @@ Plans make_plans(Context& ctx, const Csr& a)
     halo::cuda::MergePathOptions hints;
     hints.hint_hot_bytes = 4 * 128 * (a.num_cols / 2);
     p.plans.push_back(halo::cuda::make_mergepath_spmm_plan(ctx, a, kMaxDim, hints));
-    // halo-infer's default (the cost model's plan: the kernel it picks for each width and X
-    // type) and the autotuner (a choice per range, width and X type, cuSPARSE a failed
-    // candidate for 16-bit X), asked for every X type.
-    for (const char* name : {"auto", "autotune"}) {
-        const auto* k = halo::find_spmm_kernel(name, halo::spmm_use_infer);
-        halo::SpmmPlanRequest request{kMaxDim, none};
-        request.x_types = halo::spmm_x_all;
-        p.names.push_back(name);
-        p.plans.push_back(k->make(ctx, a, request));
-    }
+    // halo-infer's default, the cost model's plan (the kernel it picks for each width and X
+    // type), asked for every X type. The autotuner, which times every candidate per key, has
+    // its own smaller test below (AutotunerChoosesPerElementType).
+    const auto* modeled = halo::find_spmm_kernel("auto", halo::spmm_use_infer);
+    halo::SpmmPlanRequest request{kMaxDim, none};
+    request.x_types = halo::spmm_x_all;
+    p.names.push_back("auto");
+    p.plans.push_back(modeled->make(ctx, a, request));
     return p;
 }
 
@@ -236,6 +235,54 @@ TEST(SpmmLowp, RegistryElementTypesMatchThePlans)
     EXPECT_GE(lowp, 4);
     EXPECT_FALSE(
         halo::find_spmm_kernel("cusparse", halo::spmm_use_bench)->reads(FeatureType::fp16));
+}
+
+// The autotuned plan with 16-bit X: a choice per (range, width, X type), cuSPARSE a failed
+// candidate for fp16 / bf16, the result the reference of the rounded features; one small graph.
+TEST(SpmmLowp, AutotunerChoosesPerElementType)
+{
+    HALO_REQUIRE_GPUS(1);
+    Context ctx;
+    const Csr a = halo::testing::rmat_graph(10, 8, 11, halo::Normalization::gcn);
+    const std::int64_t n = a.num_rows;
+    const std::int64_t d = 32;
+    const auto plan = halo::cuda::make_autotuned_spmm_plan(ctx, a, d);
+    const cudaStream_t stream = ctx.compute_stream();
+    std::vector<float> x(static_cast<std::size_t>(a.num_cols * d));
+    halo::testing::signed_features(x.data(), a.num_cols, d, d, 77);
+    halo::cuda::DeviceBuffer<float> x32(ctx, x.size());
+    halo::cuda::DeviceBuffer<std::uint16_t> xh(ctx, x.size());
+    halo::cuda::DeviceBuffer<float> yd(ctx, static_cast<std::size_t>(n * d));
+    HALO_CUDA_TRY(cudaMemcpyAsync(x32.data(), x.data(), x.size() * sizeof(float),
+                                  cudaMemcpyHostToDevice, stream));
+    std::vector<std::int64_t> all_rows(static_cast<std::size_t>(n));
+    std::iota(all_rows.begin(), all_rows.end(), std::int64_t{0});
+    const std::vector<char> inside(static_cast<std::size_t>(n), 1);
+    for (const FeatureType type : {FeatureType::fp32, FeatureType::bf16, FeatureType::fp16}) {
+        std::vector<float> rounded = x;
+        halo::round_features(rounded, type);
+        const auto exact = halo::testing::exact_rows(a, rounded.data(), d, d, all_rows);
+        halo::cuda::FeatureView xv{x32.data(), FeatureType::fp32, a.num_cols, d, d};
+        if (type != FeatureType::fp32) {
+            halo::cuda::convert_features(stream, {x32.data(), a.num_cols, d, d}, type, xh.data(),
+                                         d);
+            xv = {xh.data(), type, a.num_cols, d, d};
+        }
+        HALO_CUDA_TRY(cudaMemsetAsync(yd.data(), 0xFF, yd.bytes(), stream));
+        plan->run_features(xv, {yd.data(), n, d, d}, {0, n});
+        std::vector<float> got(static_cast<std::size_t>(n * d));
+        HALO_CUDA_TRY(cudaMemcpyAsync(got.data(), yd.data(), got.size() * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+        HALO_CUDA_TRY(cudaStreamSynchronize(stream));
+        EXPECT_TRUE(halo::testing::rows_match(exact, got, d, inside)) << halo::to_string(type);
+        const auto* choice = plan->table().find({0, n, d, type});
+        ASSERT_NE(choice, nullptr) << halo::to_string(type);
+        const bool cusparse_failed = !choice->failures[0].empty();
+        EXPECT_EQ(choice->names[0], "cusparse");
+        EXPECT_EQ(cusparse_failed, type != FeatureType::fp32) << choice->failures[0];
+    }
+    EXPECT_EQ(plan->table().size(), 3u);
+    EXPECT_NE(plan->report().find("d=32 bf16: "), std::string::npos) << plan->report();
 }
 
 TEST(SpmmLowp, ConversionRoundsEdgeValuesLikeTheHost)
