@@ -121,7 +121,8 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
                  "operators as ",
                  to_string(form));
     auto choice = pick_rule(s, width, cache_bytes, zeroing_overlapped, form, x_type);
-    if (choice.kernel != ModeledKernel::cusparse || cusparse.reads(x_type)) {
+    if (choice.kernel != ModeledKernel::cusparse ||
+        fallback_kernel(x_type) == ModeledKernel::cusparse) {
         return choice;
     }
     // cuSPARSE does not read 16-bit X with fp32 products: MergePath, which reads every type and
@@ -142,6 +143,12 @@ ModeledChoice pick_kernel(const OperatorShape& s, std::int64_t width, std::int64
 }
 
 }  // namespace
+
+ModeledKernel fallback_kernel(FeatureType x_type)
+{
+    return registry_entry(ModeledKernel::cusparse).reads(x_type) ? ModeledKernel::cusparse
+                                                                 : ModeledKernel::mergepath;
+}
 
 ModeledChoice spmm_cost_model(const OperatorShape& s, std::int64_t width, std::int64_t cache_bytes,
                               bool zeroing_overlapped, SpmmForm form, FeatureType x_type)

@@ -87,6 +87,11 @@ struct ModeledChoice {
 /// a rule's kernel (cuSPARSE: rules 1, 6 and the fallbacks) does not read the type, MergePath
 /// takes its place, and past 2^31 - 1 nonzeros no kernel does: halo::InputError, naming the
 /// nonzeros and the type.
+/// The kernel that runs X of `x_type` where the model's kernel cannot: cuSPARSE, or MergePath for
+/// X that cuSPARSE does not read (both take every form). The cost model's own fallback and the
+/// cost model's plan's, where a kernel rejects the operator.
+ModeledKernel fallback_kernel(FeatureType x_type);
+
 ModeledChoice spmm_cost_model(const OperatorShape& shape, std::int64_t width,
                               std::int64_t cache_bytes = 0, bool zeroing_overlapped = false,
                               SpmmForm form = spmm_form_values,

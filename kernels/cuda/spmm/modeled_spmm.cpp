@@ -37,14 +37,6 @@ std::size_t slot(ModeledKernel k)
     return static_cast<std::size_t>(k);
 }
 
-// The kernel that runs where the model's kernel rejected the operator: cuSPARSE, or MergePath
-// for X that cuSPARSE does not read.
-ModeledKernel fallback(FeatureType type)
-{
-    return registry_entry(ModeledKernel::cusparse).reads(type) ? ModeledKernel::cusparse
-                                                               : ModeledKernel::mergepath;
-}
-
 class ModeledSpmmPlan final : public FeatureSpmmPlan {
 public:
     ModeledSpmmPlan(Context& ctx, const Csr& a, const SpmmPlanRequest& request,
@@ -170,7 +162,7 @@ private:
             if ((types & spmm_x_bit(type)) == 0) {
                 continue;
             }
-            const auto f = fallback(type);
+            const auto f = fallback_kernel(type);
             if (f == k) {
                 HALO_THROW(InputError, to_string(k), " rejected the operator, and no other ",
                            "kernel of the cost model reads ", to_string(type), " X: ", why);
@@ -191,7 +183,7 @@ private:
         const auto choice = choose(x.cols, x.type);
         std::size_t k = slot(choice.kernel);
         if (plans_[k] == nullptr) {
-            k = slot(fallback(x.type));  // the kernel rejected the operator (notes_)
+            k = slot(fallback_kernel(x.type));  // the kernel rejected the operator (notes_)
         }
         SpmmPlan& plan = *plans_[k];
         FeatureSpmmPlan* features = as_feature_plan(plan);
