@@ -33,6 +33,12 @@ public:
         reference::spmm_add(a_.view(), x, y, rows);
     }
 
+    bool reads_features(FeatureType) const override { return true; }
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        reference::run_widened(*this, x, y, rows);
+    }
+
     std::string algorithm() const override { return "reference"; }
 
 private:
@@ -49,6 +55,12 @@ public:
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
         reference::aes_spmm(a_.view(), x, y, rows, options_);
+    }
+
+    bool reads_features(FeatureType) const override { return true; }
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override
+    {
+        reference::run_widened(*this, x, y, rows);
     }
 
     std::string algorithm() const override
@@ -85,6 +97,23 @@ public:
     std::string name() const override { return "cpu"; }
     bool uses_host_memory() const override { return true; }
     bool stores_activations(FeatureType) const override { return true; }
+    bool stores_16bit() const override { return true; }
+    std::optional<ActivationOverflow> gemm_features(FeatureView a, FeatureView b,
+                                                    MutableFeatureView c,
+                                                    std::int32_t store) override
+    {
+        return reference::gemm_host(a, b, c, store);
+    }
+    std::optional<ActivationOverflow> store_features(DenseView<const float> src, const float* bias,
+                                                     Activation act, MutableFeatureView dst,
+                                                     std::int32_t store) override
+    {
+        return reference::store_host(src, bias, act, dst, store);
+    }
+    void widen_features(FeatureView src, DenseView<float> dst) override
+    {
+        reference::widen_host(src, dst);
+    }
 
     // The 16-bit stores of a device, in fp32 memory: each element as round_feature makes it.
     std::optional<ActivationOverflow> round_activations(DenseView<float> y, FeatureType type,

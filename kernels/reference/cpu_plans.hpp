@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "halo/kernels_host/backend.hpp"
 
@@ -24,5 +25,26 @@ std::unique_ptr<QuantizedSpmmPlan> make_cpu_quantized_spmm_plan(const Csr& a,
 /// Attention in double precision (reference::sparse_attention / additive_attention), rounded to
 /// float; the kernel choice does not matter on the host (both are exact).
 std::unique_ptr<AttentionPlan> make_cpu_attention_plan(const Csr& a);
+
+/// Matrices of 16-bit elements on the host (cpu_features.cpp): x widened exactly into dst, or
+/// into a new rows x cols vector; Backend::store_features and gemm_features of the CPU backend.
+void widen_host(FeatureView x, DenseView<float> dst);
+std::vector<float> widened(FeatureView x);
+std::optional<ActivationOverflow> store_host(DenseView<const float> src, const float* bias,
+                                             Activation act, MutableFeatureView dst,
+                                             std::int32_t store);
+std::optional<ActivationOverflow> gemm_host(FeatureView a, FeatureView b, MutableFeatureView c,
+                                            std::int32_t store);
+
+/// run_features of a CPU plan: `plan.run` on x widened to fp32 (X of every type).
+inline void run_widened(SpmmPlan& plan, FeatureView x, DenseView<float> y, RowRange rows)
+{
+    if (x.type == FeatureType::fp32) {
+        plan.run({static_cast<const float*>(x.data), x.rows, x.cols, x.ld}, y, rows);
+        return;
+    }
+    const auto wide = widened(x);
+    plan.run(dense_view(wide.data(), x.rows, x.cols), y, rows);
+}
 
 }  // namespace halo::reference

@@ -12,6 +12,7 @@
 #include "halo/core/csr.hpp"
 #include "halo/core/dense.hpp"
 #include "halo/core/feature_type.hpp"
+#include "halo/core/feature_view.hpp"
 #include "halo/core/kernel_metadata.hpp"
 #include "halo/core/memory_report.hpp"
 #include "halo/core/model.hpp"
@@ -60,6 +61,14 @@ public:
     /// Only where adds_in_place(); throws halo::LogicError elsewhere.
     virtual void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows);
     virtual std::string algorithm() const = 0;
+    /// Whether run_features() takes X of `type`: fp32 always; fp16 / bf16 where the plan gathers
+    /// 16-bit rows (the CUDA backend's kernels that the registry says read them, asked for
+    /// through SpmmPlanHints::activations; every CPU plan, which widens them exactly).
+    virtual bool reads_features(FeatureType type) const { return type == FeatureType::fp32; }
+    /// run() with X of any type that reads_features() takes: the products and sums in fp32, as
+    /// run() on X's values widened to fp32. The default runs fp32 X and throws
+    /// halo::LogicError for another type.
+    virtual void run_features(FeatureView x, DenseView<float> y, RowRange rows);
     /// Whether run() computes the exact product; false for a sampling approximation (AES),
     /// whose result depends on the whole row it samples from, so that the engine never splits
     /// its operator into column blocks (OverlapMode::split).
@@ -92,6 +101,9 @@ struct SpmmPlanHints {
     std::vector<RowRange> ranges;
     /// This operator's kernel metadata from the dataset (any kernel; a plan takes what it uses).
     std::vector<KernelMetadata> stored;
+    /// The element type the engine stores activations in (EngineOptions::activations): a
+    /// 16-bit type asks the plan to read it too (SpmmPlan::run_features), where its kernels can.
+    FeatureType activations = FeatureType::fp32;
 };
 
 /// MaxK-GNN's aggregation (paper 000; halo/kernels_host/maxk.hpp) as the engine drives it: the plan
@@ -276,6 +288,34 @@ public:
     virtual std::optional<ActivationOverflow> round_activations(DenseView<float> y,
                                                                 FeatureType type,
                                                                 std::int32_t store);
+    /// Whether this backend stores matrices of 16-bit elements (FeatureView of fp16 / bf16 in
+    /// its memory, two elements per word of a Matrix; halo/core/feature_view.hpp) and computes
+    /// on them through gemm_features, store_features, widen_features and
+    /// SpmmPlan::run_features: the engine then stores 16-bit activations in 16 bits
+    /// (docs/KERNELS.md "Storage in 16 bits"). The CPU and CUDA backends do.
+    virtual bool stores_16bit() const { return false; }
+    /// c = a b: a and b of one type (fp32, fp16 or bf16), products and sums in fp32, c of that
+    /// type (the fp32 sums stored rounded to nearest even) or fp32. A 16-bit c is range-checked
+    /// as store_features checks it (one rounding), tagged `store`; a backend that checks on the
+    /// device may report an element that became infinite with the value inf. The default takes
+    /// fp32 alone (gemm); another type throws halo::LogicError.
+    virtual std::optional<ActivationOverflow> gemm_features(FeatureView a, FeatureView b,
+                                                            MutableFeatureView c,
+                                                            std::int32_t store);
+    /// dst = round(act(round(src) + bias)) element by element, round() the store to dst's type
+    /// (round_feature; fp32: none), bias (backend memory, src.cols entries) may be null: what a
+    /// step that writes src, stores it, adds the bias, applies the activation and stores it again
+    /// computes (without a bias and activation: dst = round(src)). Equal shapes; dst and src must
+    /// not overlap. The range check is round_activations': the first finite element that a
+    /// rounding turns infinite (row-major over src; the first rounding's before the second's
+    /// within an element), tagged `store`, returned, or recorded for take_activation_overflow()
+    /// where the backend checks on the device. The default takes fp32 dst alone.
+    virtual std::optional<ActivationOverflow> store_features(DenseView<const float> src,
+                                                             const float* bias, Activation act,
+                                                             MutableFeatureView dst,
+                                                             std::int32_t store);
+    /// dst = src widened exactly to fp32 (equal shapes). The default takes fp32 src alone.
+    virtual void widen_features(FeatureView src, DenseView<float> dst);
     /// The first overflow that round_activations calls recorded instead of returning it, in the
     /// order they were issued, since the last take; forgets it. Waits for the work issued so far
     /// where there is one to read (never while recording). The default: nullopt (a backend that

@@ -11,19 +11,13 @@
 
 #include "halo/core/dense.hpp"
 #include "halo/core/feature_type.hpp"
+#include "halo/core/feature_view.hpp"
 #include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda {
 
-/// A row-major device matrix of features of `type`: element (i, j) at byte
-/// (i * ld + j) * feature_bytes(type) from data.
-struct FeatureView {
-    const void* data = nullptr;
-    FeatureType type = FeatureType::fp32;
-    std::int64_t rows = 0;
-    std::int64_t cols = 0;
-    std::int64_t ld = 0;  // in elements, >= cols
-};
+/// A row-major device matrix of features of `type` (halo/core/feature_view.hpp).
+using halo::FeatureView;
 
 /// An SpmmPlan that also reads fp16 / bf16 features. run_features() has run()'s contract (rows of
 /// y outside `rows` untouched, asynchronous on the plan's compute stream, widths up to max_dim)
@@ -31,7 +25,9 @@ struct FeatureView {
 /// halves) where x, y, the width and both leading dimensions allow them, scalar loads otherwise.
 class FeatureSpmmPlan : public SpmmPlan {
 public:
-    virtual void run_features(FeatureView x, DenseView<float> y, RowRange rows) = 0;
+    void run_features(FeatureView x, DenseView<float> y, RowRange rows) override = 0;
+    /// Every type by default; a plan that builds its 16-bit kernels on request says which.
+    bool reads_features(FeatureType) const override { return true; }
     void run(DenseView<const float> x, DenseView<float> y, RowRange rows) final
     {
         run_features(fp32_features(x), y, rows);

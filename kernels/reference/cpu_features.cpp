@@ -1,0 +1,202 @@
+// Matrices of 16-bit elements in host memory (halo/core/feature_view.hpp): the CPU backend's
+// gemm_features, store_features, widen_features and its plans' run_features. Each widens its
+// 16-bit operands exactly to fp32, computes as the fp32 operation does, and rounds what it
+// stores as halo::round_feature: so a step stored in 16 bits gives, bit for bit, what the same
+// step gives with its stores rounded in fp32 memory (the definition, docs/KERNELS.md).
+// Also Backend's and SpmmPlan's defaults of those calls (fp32 alone).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "cpu_plans.hpp"
+#include "halo/core/error.hpp"
+#include "halo/core/feature_type.hpp"
+#include "halo/core/feature_view.hpp"
+#include "halo/kernels_host/backend.hpp"
+#include "halo/kernels_host/dense_ops.hpp"
+
+namespace halo {
+namespace {
+
+void check_view(FeatureView x, const char* what)
+{
+    HALO_EXPECTS(x.rows >= 0 && x.cols >= 0 && x.ld >= x.cols, what, ": bad shape ", x.rows, "x",
+                 x.cols, " ld ", x.ld);
+    HALO_EXPECTS(x.data != nullptr || x.rows == 0 || x.cols == 0, what, ": no data");
+}
+
+DenseView<const float> as_fp32(FeatureView x)
+{
+    return {static_cast<const float*>(x.data), x.rows, x.cols, x.ld};
+}
+
+}  // namespace
+
+void SpmmPlan::run_features(FeatureView x, DenseView<float> y, RowRange rows)
+{
+    HALO_EXPECTS(x.type == FeatureType::fp32, "the SpMM plan ", algorithm(), " does not read ",
+                 to_string(x.type), " X");
+    run(as_fp32(x), y, rows);
+}
+
+std::optional<ActivationOverflow> Backend::gemm_features(FeatureView a, FeatureView b,
+                                                         MutableFeatureView c, std::int32_t store)
+{
+    static_cast<void>(store);
+    HALO_EXPECTS(a.type == FeatureType::fp32 && b.type == FeatureType::fp32 &&
+                     c.type == FeatureType::fp32,
+                 "the ", name(), " backend does not store 16-bit matrices");
+    gemm(as_fp32(a), as_fp32(b), {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, 0.0f);
+    return std::nullopt;
+}
+
+std::optional<ActivationOverflow> Backend::store_features(DenseView<const float> src,
+                                                          const float* bias, Activation act,
+                                                          MutableFeatureView dst,
+                                                          std::int32_t store)
+{
+    static_cast<void>(store);
+    HALO_EXPECTS(dst.type == FeatureType::fp32, "the ", name(), " backend does not store ",
+                 to_string(dst.type), " matrices");
+    const DenseView<float> out{static_cast<float*>(dst.data), dst.rows, dst.cols, dst.ld};
+    HALO_EXPECTS(src.rows == out.rows && src.cols == out.cols, "store_features shapes differ");
+    axpby(1.0f, src, 0.0f, out);
+    bias_activation(out, bias, act, {0, out.rows});
+    return std::nullopt;
+}
+
+void Backend::widen_features(FeatureView src, DenseView<float> dst)
+{
+    HALO_EXPECTS(src.type == FeatureType::fp32, "the ", name(), " backend does not store ",
+                 to_string(src.type), " matrices");
+    axpby(1.0f, as_fp32(src), 0.0f, dst);
+}
+
+namespace reference {
+
+void widen_host(FeatureView x, DenseView<float> dst)
+{
+    check_view(x, "widen");
+    HALO_EXPECTS(dst.rows == x.rows && dst.cols == x.cols, "widen: shapes differ: ", x.rows, "x",
+                 x.cols, " into ", dst.rows, "x", dst.cols);
+#pragma omp parallel for schedule(static) if (x.rows > (1 << 10))
+    for (std::int64_t i = 0; i < x.rows; ++i) {
+        const auto n = static_cast<std::size_t>(x.cols);
+        if (x.type == FeatureType::fp32) {
+            std::memcpy(dst.row(i), static_cast<const float*>(x.data) + i * x.ld, n * 4);
+        } else {
+            decode_features({static_cast<const std::uint16_t*>(x.data) + i * x.ld, n}, x.type,
+                            {dst.row(i), n});
+        }
+    }
+}
+
+std::vector<float> widened(FeatureView x)
+{
+    std::vector<float> out(static_cast<std::size_t>(x.rows * x.cols));
+    widen_host(x, dense_view(out.data(), x.rows, x.cols));
+    return out;
+}
+
+namespace {
+
+// The first element of rows [0, v.rows) that `type` stores as infinity, or nullopt.
+std::optional<ActivationOverflow> first_overflow(DenseView<const float> v, FeatureType type,
+                                                 std::int32_t store)
+{
+    std::int64_t first = v.rows;
+#pragma omp parallel for schedule(static) reduction(min : first) if (v.rows > (1 << 10))
+    for (std::int64_t i = 0; i < v.rows; ++i) {
+        if (first_out_of_range({v.row(i), static_cast<std::size_t>(v.cols)}, type) >= 0) {
+            first = std::min(first, i);
+        }
+    }
+    if (first == v.rows) {
+        return std::nullopt;
+    }
+    const std::span<const float> row{v.row(first), static_cast<std::size_t>(v.cols)};
+    const auto col = first_out_of_range(row, type);
+    return ActivationOverflow{first, col, row[static_cast<std::size_t>(col)], store};
+}
+
+void round_rows(DenseView<float> v, FeatureType type)
+{
+#pragma omp parallel for schedule(static) if (v.rows > (1 << 10))
+    for (std::int64_t i = 0; i < v.rows; ++i) {
+        round_features({v.row(i), static_cast<std::size_t>(v.cols)}, type);
+    }
+}
+
+}  // namespace
+
+std::optional<ActivationOverflow> store_host(DenseView<const float> src, const float* bias,
+                                             Activation act, MutableFeatureView dst,
+                                             std::int32_t store)
+{
+    check_view(dst, "store_features");
+    HALO_EXPECTS(src.rows == dst.rows && src.cols == dst.cols, "store_features: shapes differ: ",
+                 src.rows, "x", src.cols, " into ", dst.rows, "x", dst.cols);
+    const auto type = dst.type;
+    std::vector<float> work(static_cast<std::size_t>(src.rows * src.cols));
+    const auto w = dense_view(work.data(), src.rows, src.cols);
+#pragma omp parallel for schedule(static) if (src.rows > (1 << 10))
+    for (std::int64_t i = 0; i < src.rows; ++i) {
+        std::copy_n(src.row(i), src.cols, w.row(i));
+    }
+    auto overflow = first_overflow(w, type, store);
+    round_rows(w, type);
+    reference::bias_activation(w, bias, act, {0, w.rows});
+    if (!overflow) {
+        overflow = first_overflow(w, type, store);
+    }
+#pragma omp parallel for schedule(static) if (src.rows > (1 << 10))
+    for (std::int64_t i = 0; i < w.rows; ++i) {
+        const auto n = static_cast<std::size_t>(w.cols);
+        if (type == FeatureType::fp32) {
+            std::memcpy(static_cast<float*>(dst.data) + i * dst.ld, w.row(i), n * 4);
+        } else {
+            encode_features({w.row(i), n}, type,
+                            {static_cast<std::uint16_t*>(dst.data) + i * dst.ld, n});
+        }
+    }
+    return overflow;
+}
+
+std::optional<ActivationOverflow> gemm_host(FeatureView a, FeatureView b, MutableFeatureView c,
+                                            std::int32_t store)
+{
+    check_view(a, "gemm_features a");
+    check_view(b, "gemm_features b");
+    check_view(c, "gemm_features c");
+    HALO_EXPECTS(a.type == b.type && (c.type == a.type || c.type == FeatureType::fp32),
+                 "gemm_features: a ", to_string(a.type), ", b ", to_string(b.type), ", c ",
+                 to_string(c.type), " (a and b of one type, c of it or fp32)");
+    HALO_EXPECTS(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols,
+                 "gemm_features: shapes ", a.rows, "x", a.cols, " * ", b.rows, "x", b.cols,
+                 " into ", c.rows, "x", c.cols);
+    const auto wa = widened(a);
+    const auto wb = widened(b);
+    if (c.type == FeatureType::fp32) {
+        reference::gemm(dense_view(wa.data(), a.rows, a.cols), dense_view(wb.data(), b.rows, b.cols),
+                        {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, 0.0f);
+        return std::nullopt;
+    }
+    std::vector<float> wc(static_cast<std::size_t>(c.rows * c.cols));
+    const auto out = dense_view(wc.data(), c.rows, c.cols);
+    reference::gemm(dense_view(wa.data(), a.rows, a.cols), dense_view(wb.data(), b.rows, b.cols),
+                    out, 1.0f, 0.0f);
+    const auto overflow = first_overflow(out, c.type, store);
+#pragma omp parallel for schedule(static) if (c.rows > (1 << 10))
+    for (std::int64_t i = 0; i < c.rows; ++i) {
+        const auto n = static_cast<std::size_t>(c.cols);
+        encode_features({out.row(i), n}, c.type,
+                        {static_cast<std::uint16_t*>(c.data) + i * c.ld, n});
+    }
+    return overflow;
+}
+
+}  // namespace reference
+}  // namespace halo
