@@ -33,10 +33,7 @@ void StepContext::store(DenseView<float> y)
         return;
     }
     // The tag says which store met an overflow where the backend reports it later.
-    const auto tag = static_cast<std::int32_t>(store_layer_ * 2 + (store_input_ ? 1 : 0));
-    if (const auto overflow = backend.round_activations(y, type, tag)) {
-        raise_overflow(*overflow);
-    }
+    raise_if(backend.round_activations(y, type, store_tag()));
 }
 
 void StepContext::check_stores()

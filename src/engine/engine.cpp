@@ -79,6 +79,7 @@ Engine::Impl::Impl(Backend& b, HaloExchanger& e, const Shard& s, const Model& m,
                        layer.out_dim, ") on ", ctx.backend.name(), ": ", e.message());
         }
     }
+    ctx.decide_storage();
     ctx.allocate_shared();
 }
 
@@ -104,17 +105,51 @@ std::span<const float> Engine::Impl::download(int buffer)
     return {host_output.get(), count};
 }
 
+bool Engine::Impl::packed_input(std::size_t first) const
+{
+    return ctx.packed() && first < model.layers.size();
+}
+
+DenseView<float> Engine::Impl::input_view(std::size_t first)
+{
+    const auto w = first == 0 ? model.input_dim() : model.layers[first - 1].out_dim;
+    // In 16 bits the input is stored from the scratch into buffer 0 (store_input).
+    return packed_input(first) ? ctx.scratch(ctx.n_owned, w) : ctx.view(0, ctx.n_owned, w);
+}
+
 void Engine::Impl::store_input(std::size_t first)
 {
     if (options.activations == FeatureType::fp32 || first >= model.layers.size()) {
         return;  // fp32, or a run from past the last layer: its input is the fp32 output
     }
     ctx.begin_input(first);
-    ctx.store(ctx.view(0, ctx.n_owned, model.layers[first].in_dim));
+    const auto w = model.layers[first].in_dim;
+    if (packed_input(first)) {
+        ctx.store_features(ctx.scratch(ctx.n_owned, w), {}, Activation::none,
+                           ctx.fview(0, ctx.n_owned, w));
+        return;
+    }
+    ctx.store(ctx.view(0, ctx.n_owned, w));
+}
+
+std::vector<float> Engine::Impl::layer_rows(std::size_t l, int buffer)
+{
+    const auto w = model.layers[l].out_dim;
+    std::vector<float> host(static_cast<std::size_t>(ctx.n_owned * w));
+    auto rows = ctx.view(buffer, ctx.n_owned, w);
+    if (ctx.packed() && l + 1 < model.layers.size()) {  // 16 bits, widened on the way out
+        rows = ctx.scratch(ctx.n_owned, w);
+        ctx.backend.widen_features(ctx.fview(buffer, ctx.n_owned, w), rows);
+    }
+    ctx.backend.copy_to_host(rows, host.data());
+    return host;
 }
 
 void Engine::Impl::store_output(std::size_t l, int buffer)
 {
+    if (ctx.packed()) {
+        return;  // every packed step stored what it wrote
+    }
     // The layer types that widen 16-bit activations (attention, maxk) store their output here;
     // the others stored every matrix they wrote already, and rounding again changes nothing.
     if (l + 1 < model.layers.size()) {
@@ -180,7 +215,7 @@ std::span<const float> Engine::forward(const std::vector<float>& features)
         return run_row_blocks(seconds_since(t0));
     }
     const auto t0 = std::chrono::steady_clock::now();
-    im.ctx.backend.copy_from_host(features.data(), im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.ctx.backend.copy_from_host(features.data(), im.input_view(0));
     im.store_input(0);
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
@@ -201,7 +236,7 @@ std::span<const float> Engine::forward(const Matrix& features)
         return run_row_blocks(seconds_since(t0));
     }
     // alpha = 1, beta = 0: a copy, bit for bit.
-    im.ctx.backend.axpby(1.0f, features.view(), 0.0f, im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.ctx.backend.axpby(1.0f, features.view(), 0.0f, im.input_view(0));
     im.store_input(0);
     im.ctx.backend.synchronize();
     input_seconds_ = seconds_since(t0);
@@ -238,8 +273,7 @@ std::span<const float> Engine::forward_random(std::uint64_t seed)
         return run_row_blocks(seconds_since(t0));
     }
     const auto t0 = std::chrono::steady_clock::now();
-    im.ctx.backend.fill_random_features(im.ctx.shard.global_ids.data(), seed,
-                                        im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.ctx.backend.fill_random_features(im.ctx.shard.global_ids.data(), seed, im.input_view(0));
     im.store_input(0);
     im.ctx.backend.synchronize();
     input_seconds_ = seconds_since(t0);
@@ -326,6 +360,11 @@ std::string Engine::sparse_input_note() const
     return impl_->sparse_note;
 }
 
+std::string Engine::activation_storage() const
+{
+    return impl_->ctx.storage_note();
+}
+
 void Engine::defer_download()
 {
     impl_->defer_next = true;
@@ -381,7 +420,7 @@ std::span<const float> Engine::forward_from(std::size_t first_layer,
     HALO_EXPECTS(static_cast<std::int64_t>(input.size()) == im.ctx.n_owned * in_w, "input holds ",
                  input.size(), " values, expected ", im.ctx.n_owned, " x ", in_w);
     const auto t0 = std::chrono::steady_clock::now();
-    im.ctx.backend.copy_from_host(input.data(), im.ctx.view(0, im.ctx.n_owned, in_w));
+    im.ctx.backend.copy_from_host(input.data(), im.input_view(first_layer));
     im.store_input(first_layer);
     input_seconds_ = seconds_since(t0);
     im.ctx.clear_int8_input();
@@ -476,9 +515,7 @@ std::span<const float> Engine::run_layers(std::size_t first)
         t.exchanged_bytes = (stats.bytes_sent - stats_before.bytes_sent) +
                             (stats.bytes_received - stats_before.bytes_received);
         if (im.options.keep_layers || im.options.after_layer) {
-            const auto w = im.model.layers[l].out_dim;
-            std::vector<float> host(static_cast<std::size_t>(im.ctx.n_owned * w));
-            im.ctx.backend.copy_to_host(im.ctx.view(cur, im.ctx.n_owned, w), host.data());
+            auto host = im.layer_rows(l, cur);
             if (im.options.after_layer) {
                 im.options.after_layer(l, host);
             }

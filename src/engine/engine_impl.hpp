@@ -66,6 +66,13 @@ struct Engine::Impl {
     /// layers store their matrices; the output of layer l in `buffer` the same unless l is the
     /// last (StepContext::store).
     void store_input(std::size_t first);
+    /// Whether a run from layer `first` stores its input in 16 bits (StepContext::packed()).
+    bool packed_input(std::size_t first) const;
+    /// Where a run from layer `first` writes its fp32 input (owned rows) before store_input:
+    /// buffer 0, or the scratch that store_input stores into buffer 0 in 16 bits.
+    DenseView<float> input_view(std::size_t first);
+    /// Layer l's output rows (in work buffer `buffer`) on the host, fp32.
+    std::vector<float> layer_rows(std::size_t l, int buffer);
     void store_output(std::size_t l, int buffer);
     // The driver takes each layer's host operator (the one it aggregates with, or attends over
     // with self-loops); no plans are made here.

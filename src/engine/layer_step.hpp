@@ -162,6 +162,34 @@ public:
         }
     }
     FeatureType activations() const { return options.activations; }
+    bool last_layer() const { return last_layer_; }
+
+    // --- 16-bit storage (src/engine/packed.cpp; docs/KERNELS.md "Storage in 16 bits") ---
+
+    /// Decides once, after every step is made and before a run, whether 16-bit activations are
+    /// stored in 16 bits (packed()): the backend stores 16-bit matrices, every layer's kind
+    /// packs_16bit, and every SpMM plan reads the type. Otherwise they are rounded in fp32
+    /// memory, as defined; storage_note() says which and why.
+    void decide_storage();
+    bool packed() const { return packed_; }
+    const std::string& storage_note() const { return storage_note_; }
+    /// Work buffer k as rows x cols elements of the activation type (two per word).
+    MutableFeatureView fview(int k, std::int64_t rows, std::int64_t cols);
+    /// fp32 rows (at most n_owned) x cols (at most the widest width) apart from the work
+    /// buffers: what a kernel writes in fp32 before it is stored in 16 bits.
+    DenseView<float> scratch(std::int64_t rows, std::int64_t cols);
+    /// c = a w: w a step's weight matrix (fp32, rounded to the activation type once) read as
+    /// that type (its 16-bit copy made on first use); a 16-bit c is stored as store() stores.
+    void gemm_features(FeatureView a, const Matrix& w, MutableFeatureView c);
+    /// dst = round(act(round(src) + bias)) (Backend::store_features): what a step computes
+    /// when it stores src, adds the bias, applies the activation and stores again; bias may
+    /// be empty. An fp16 overflow is raised as store() raises it.
+    void store_features(DenseView<const float> src, const Matrix& bias, Activation act,
+                        MutableFeatureView dst);
+    /// aggregate() over a matrix of any element type (src: n_total rows; its words are what
+    /// the exchange moves), the SpMM through SpmmPlan::run_features.
+    void aggregate_features(SpmmPlan& op, MutableFeatureView src, DenseView<float> dst,
+                            LayerTiming& t);
     /// Runs fn; with step timing, synchronizes and adds its time to t.dense.
     template <typename Fn>
     void timed(LayerTiming& t, Fn&& fn)
@@ -258,6 +286,23 @@ private:
     /// for a layer's input).
     [[noreturn]] void raise_overflow(const ActivationOverflow& overflow) const;
 
+    /// The tag of the stores that follow (ActivationOverflow::store).
+    std::int32_t store_tag() const
+    {
+        return static_cast<std::int32_t>(store_layer_ * 2 + (store_input_ ? 1 : 0));
+    }
+    /// raise_overflow where a call returned one.
+    void raise_if(const std::optional<ActivationOverflow>& overflow) const
+    {
+        if (overflow) {
+            raise_overflow(*overflow);
+        }
+    }
+
+    bool packed_ = false;  // decide_storage
+    std::string storage_note_;
+    Matrix scratch_;                                    // scratch(), allocated by decide_storage
+    std::map<const float*, Matrix> packed_weights_;     // gemm_features' 16-bit weights
     std::size_t store_layer_ = 0;  // begin_layer / begin_input
     bool store_input_ = false;
     bool last_layer_ = false;
@@ -477,6 +522,10 @@ struct LayerKind {
     AttentionPattern attention = AttentionPattern::none;
     /// True when the layer runs in two work buffers (its input's and one more).
     bool two_buffers = false;
+    /// Whether its step stores 16-bit activations in 16 bits (StepContext::packed(): reads
+    /// and writes its work buffers through fview); the others run on 16-bit activations
+    /// rounded in fp32 memory.
+    bool packs_16bit = false;
     std::unique_ptr<LayerStep> (*make)(const Layer& layer, StepContext& ctx) = nullptr;
     /// Its step out of core; null where row blocks do not run the type.
     std::unique_ptr<BlockStep> (*make_blocks)(const Layer& layer, Backend& backend) = nullptr;

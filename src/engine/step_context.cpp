@@ -186,11 +186,13 @@ SpmmPlan& StepContext::spmm(Aggregation kind)
         // Each block in the operator's form: a backend makes a scaled plan wherever its kernel
         // takes the form (SpmmKernel::forms), never by the operator's shape, so a block whose
         // shape differs from the operator's gets one too. A null here is the backend's bug.
+        SpmmPlanHints block_hints;
+        block_hints.activations = hints.activations;
         auto make = [&](const Csr& block, const char* which) {
             if (!scaling) {
-                return backend.make_spmm_plan(block);
+                return backend.make_spmm_plan(block, block_hints);
             }
-            auto p = backend.make_scaled_spmm_plan(block, {}, *scaling);
+            auto p = backend.make_scaled_spmm_plan(block, block_hints, *scaling);
             if (p == nullptr) {
                 HALO_THROW(LogicError, "the ", backend.name(), " backend made a plan of the ",
                            to_string(kind), " operator as its pattern and scalings (",
@@ -312,6 +314,10 @@ SpmmPlanHints StepContext::hints_for(const std::string& op) const
         if (md.op == hints.op) {
             hints.stored.push_back(md);
         }
+    }
+    // Plans that may read 16-bit activations build their 16-bit kernels (decide_storage).
+    if (backend.stores_16bit()) {
+        hints.activations = options.activations;
     }
     return hints;
 }
@@ -439,15 +445,25 @@ void StepContext::exchange_around(DenseView<float> exchanged, std::int64_t width
 void StepContext::aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float> dst,
                             LayerTiming& t)
 {
+    aggregate_features(op, feature_view(src), dst, t);
+}
+
+// src's words are what the exchange moves (half of fp32's for a 16-bit matrix); the plans read
+// src's element type (run_features: run for fp32).
+void StepContext::aggregate_features(SpmmPlan& op, MutableFeatureView src, DenseView<float> dst,
+                                     LayerTiming& t)
+{
+    const auto words = words_of(src);
     auto* split = options.overlap ? split_of(op) : nullptr;
     if (split == nullptr) {
         exchange_and_compute(
-            src, src.cols, [&](RowRange rows) { op.run(src, dst, rows); }, [] {}, t);
+            words, src.cols, [&](RowRange rows) { op.run_features(src, dst, rows); }, [] {}, t);
         return;
     }
     // A halo plan that adds in place adds the halo columns' sums to dst in one pass; another
-    // writes them to a buffer of their own, added to dst after it (y read and written twice more).
-    const bool in_place = split->halo->adds_in_place();
+    // writes them to a buffer of their own, added to dst after it (y read and written twice
+    // more). run_add reads fp32 X only.
+    const bool in_place = split->halo->adds_in_place() && src.type == FeatureType::fp32;
     if (!in_place && split->partial.data() == nullptr) {  // the first run allocates (see view())
         split->partial = backend.allocate(n_owned, std::max<std::int64_t>(model.max_dim(), 1));
     }
@@ -456,22 +472,22 @@ void StepContext::aggregate(SpmmPlan& op, DenseView<float> src, DenseView<float>
     const RowRange split_rows{shard.num_interior, split->end};
     const RowRange whole_rows{split->end, n_owned};
     exchange_around(
-        src, src.cols,
+        words, src.cols,
         [&] {
-            split->local->run(src, dst, {0, split->end});
+            split->local->run_features(src, dst, {0, split->end});
         },
         [] {},
         [&] {
             if (!split_rows.empty() && in_place) {
-                split->halo->run_add(src, dst, split_rows);
+                split->halo->run_add(words, dst, split_rows);
             } else if (!split_rows.empty()) {
                 const auto partial = dense_view(split->partial.data(), n_owned, dst.cols);
-                split->halo->run(src, partial, split_rows);
+                split->halo->run_features(src, partial, split_rows);
                 backend.axpby(1.0f, row_range(partial, split_rows), 1.0f,
                               row_range(dst, split_rows));
             }
             if (!whole_rows.empty()) {
-                op.run(src, dst, whole_rows);
+                op.run_features(src, dst, whole_rows);
             }
         },
         t);

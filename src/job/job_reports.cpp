@@ -173,6 +173,7 @@ void write_manifest(const State& job, const Exchange& exchange, const Engine& en
     manifest["attention"] = o.attention;
     manifest["int8_features"] = o.int8_features;
     manifest["activations"] = o.activations;
+    manifest["activation_storage"] = engine.activation_storage();
     // Rank 0's choice (--input-transform); empty note: dense (no sparse input was set up).
     manifest["input_transform"] = {{"option", o.input_transform},
                                    {"note", engine.sparse_input_note()}};

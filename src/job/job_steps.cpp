@@ -223,6 +223,10 @@ JobSummary run_phases(State& job)
                                     100.0 * density));
     }
 
+    if (const auto storage = engine.activation_storage(); !storage.empty()) {
+        job.say(storage);  // 16-bit activations: stored in 16 bits, or rounded and why
+    }
+
     // tune and run, then write.
     auto runs = run_repeats(job, engine, shard, uploaded, progress, restart, first_layer);
     job.say(fmt::format("forward: {:.3f} s (median of {}, slowest rank), tuning {:.3f} s",

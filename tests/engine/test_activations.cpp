@@ -191,20 +191,24 @@ struct Reference {
 struct Run {
     std::vector<float> out;
     std::vector<std::vector<float>> layers;
+    std::string storage;  // Engine::activation_storage
 };
 
+// store_16bit: EngineOptions' (in 16 bits where the layers can; false: rounded in fp32 memory).
 Run run(const halo::Shard& shard, const halo::Model& model, const std::vector<float>& x,
-        FeatureType type)
+        FeatureType type, bool store_16bit = true)
 {
     auto backend = halo::make_cpu_backend();
     auto exchanger = halo::make_local_exchanger(shard);
     halo::EngineOptions o;
     o.activations = type;
     o.keep_layers = true;
+    o.store_16bit = store_16bit;
     halo::Engine engine(*backend, *exchanger, shard, model, o);
     Run r;
     r.out = engine.run(x);
     r.layers = engine.layer_outputs();
+    r.storage = engine.activation_storage();
     return r;
 }
 
@@ -286,6 +290,66 @@ INSTANTIATE_TEST_SUITE_P(
         return halo::to_string(std::get<0>(info.param)) + "_" +
                halo::to_string(std::get<1>(info.param));
     });
+
+// Stored in 16 bits (two elements per word, the SpMM gathering 16-bit rows, the GEMMs reading
+// them) the CPU backend computes exactly what the rounding in fp32 memory computes: every output
+// and every layer's rows bit for bit. gcn and linear store in 16 bits; a model with another type
+// is rounded in fp32 memory and says which layer.
+class PackedTypes
+    : public ::testing::TestWithParam<std::tuple<LayerType, FeatureType>> {};
+
+TEST_P(PackedTypes, StoredInSixteenBitsEqualRoundedInFp32Memory)
+{
+    const auto [type, act] = GetParam();
+    const auto& shard = test_part();
+    // Odd widths (a pad element per row), aggregate first and transform first, three layers.
+    for (const auto& dims : {std::vector<std::int64_t>{23, 40, 7}, {40, 25, 41, 6}}) {
+        const auto model = halo::random_model(type, dims, 37);
+        const auto x = halo::random_node_features(shard.global_ids, dims.front(), 9);
+        const auto packed = run(shard, model, x, act);
+        const auto rounded = run(shard, model, x, act, false);
+        EXPECT_EQ(packed.storage, "--activations " + halo::to_string(act) + ": stored in 16 bits");
+        EXPECT_NE(rounded.storage.find("rounded in fp32 memory"), std::string::npos)
+            << rounded.storage;
+        ASSERT_EQ(packed.out.size(), rounded.out.size());
+        for (std::size_t q = 0; q < packed.out.size(); ++q) {
+            ASSERT_EQ(packed.out[q], rounded.out[q]) << "output value " << q;
+        }
+        ASSERT_EQ(packed.layers.size(), rounded.layers.size());
+        for (std::size_t l = 0; l < packed.layers.size(); ++l) {
+            ASSERT_EQ(packed.layers[l], rounded.layers[l]) << "layer " << l;
+        }
+        // And both are the definition's (the reference of the same roundings).
+        const auto ref = Reference{shard, act}.forward(model, x);
+        double worst = 0.0, scale = 0.0;
+        for (std::size_t q = 0; q < ref.size(); ++q) {
+            scale = std::max(scale, double(std::abs(ref[q])));
+            worst = std::max(worst, double(std::abs(packed.out[q] - ref[q])));
+        }
+        EXPECT_LE(worst, bound(act, scale));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Activations, PackedTypes,
+    ::testing::Combine(::testing::Values(LayerType::gcn, LayerType::linear),
+                       ::testing::Values(FeatureType::bf16, FeatureType::fp16)),
+    [](const auto& info) {
+        return halo::to_string(std::get<0>(info.param)) + "_" +
+               halo::to_string(std::get<1>(info.param));
+    });
+
+TEST(Activations, AModelWithAnUnpackedTypeIsRoundedAndSaysWhy)
+{
+    const auto& shard = test_part();
+    auto model = halo::random_model(LayerType::gcn, {16, 16, 4}, 3);
+    model.layers[1] = halo::random_model(LayerType::sage, {16, 4}, 4).layers[0];
+    const auto x = halo::random_node_features(shard.global_ids, 16, 2);
+    const auto r = run(shard, model, x, FeatureType::bf16);
+    EXPECT_EQ(r.storage, "--activations bf16: rounded in fp32 memory (layer 1 (sage) reads fp32 "
+                         "rows)");
+    EXPECT_EQ(run(shard, model, x, FeatureType::fp32).storage, "");
+}
 
 // maxk, agnn, transformer, gat widen: the layer is its fp32 self on the stored (rounded) input,
 // its output stored as the activations are (fp32 in the last layer).

@@ -172,6 +172,7 @@ struct Run {
     std::vector<float> out;
     std::vector<std::vector<float>> layers;
     bool replayed = false;
+    std::string report;  // Engine::kernel_report (why a pass was not recorded)
 };
 
 const halo::Shard& test_part()
@@ -209,6 +210,7 @@ Run run(halo::Backend& backend, const halo::Model& model, const std::vector<floa
     }
     r.layers = engine.layer_outputs();
     r.replayed = engine.replayed();
+    r.report = engine.kernel_report();
     return r;
 }
 
@@ -260,9 +262,10 @@ TEST_P(LayerTypes, MatchTheCpuBackendOfTheSameRoundings)
     const auto replayed = run(*gpu.backend, model, x, act, false);
     const auto fp32 = run(*gpu.backend, model, x, FeatureType::fp32, false);
     // The 16-bit stores are recorded in the CUDA graph wherever the fp32 pass is.
-    EXPECT_EQ(replayed.replayed, fp32.replayed);
+    EXPECT_EQ(replayed.replayed, fp32.replayed) << replayed.report << fp32.report;
     if (type == LayerType::gcn) {
-        EXPECT_TRUE(replayed.replayed) << "the forward pass was not replayed as a CUDA graph";
+        EXPECT_TRUE(replayed.replayed) << "the forward pass was not replayed as a CUDA graph:\n"
+                                       << replayed.report;
     }
     ASSERT_EQ(kept.layers.size(), model.layers.size());
     ASSERT_EQ(want.layers.size(), model.layers.size());

@@ -153,6 +153,11 @@ struct EngineOptions {
     /// sums, the GEMMs' weights rounded to the same type once, the last layer's output fp32.
     /// Needs a backend that stores_activations(); refused out of core and with int8 input.
     FeatureType activations = FeatureType::fp32;
+    /// 16-bit activations stored in 16 bits (the work buffers two elements per word, the
+    /// exchange moving half the bytes) where the backend, every layer type and every SpMM plan
+    /// can (docs/KERNELS.md "Storage in 16 bits"; activation_storage() says what ran); false:
+    /// rounded in fp32 memory everywhere. Both compute the same roundings.
+    bool store_16bit = true;
 };
 
 class Engine {
@@ -211,6 +216,9 @@ public:
     bool set_sparse_input(const Csr& features);
     /// What set_sparse_input() chose, one line (empty when it was not called).
     std::string sparse_input_note() const;
+    /// How 16-bit activations are stored, one line ("--activations bf16: stored in 16 bits",
+    /// or rounded in fp32 memory and why); empty for fp32 and out of core.
+    std::string activation_storage() const;
     /// The next run leaves its output in backend memory: forward() returns an empty span
     /// (download_seconds() 0), and download_rows() copies rows of the output to the host until
     /// the run after it (halo-infer downloads the rows batch by batch while it writes them). Out

@@ -14,6 +14,9 @@ public:
     // intermediate the first free one: a gcn model runs in two buffers of n_total x max_dim.
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {
+        if (ctx.packed()) {
+            return forward_packed(ctx, buf, t);
+        }
         const auto in_w = layer_.in_dim;
         const auto out_w = layer_.out_dim;
         // Every matrix written is stored as the activations are (ctx.store: rounded where they
@@ -36,6 +39,44 @@ public:
         }
         ctx.activate(t, out, w_.bias, layer_.activation);
         ctx.store_output(out);
+        return buf.in;
+    }
+
+private:
+    // forward() with the buffers in 16 bits (StepContext::packed()): the same stores, each
+    // fused into the kernel or the store after it; the SpMM's and the GEMM's fp32 sums go through
+    // the scratch (the last layer's output is fp32 and takes them directly).
+    int forward_packed(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t)
+    {
+        const auto in_w = layer_.in_dim;
+        const auto out_w = layer_.out_dim;
+        const auto n = ctx.n_owned;
+        const bool last = ctx.last_layer();
+        const auto out = ctx.owned(buf.in, out_w);  // fp32, the last layer's
+        // The fp32 sums of the layer's output (before its bias): out itself in the last layer.
+        const auto sums = last ? out : ctx.scratch(n, out_w);
+        if (layer_.aggregate_first()) {
+            const auto agg = ctx.scratch(n, in_w);
+            ctx.aggregate_features(op_, ctx.fview(buf.in, ctx.n_total, in_w), agg, t);
+            ctx.timed(t, [&] {
+                const auto a = ctx.fview(buf.a, n, in_w);
+                ctx.store_features(agg, {}, Activation::none, a);
+                ctx.gemm_features(a, w_.weight, feature_view(sums));
+            });
+        } else {
+            const auto z = ctx.fview(buf.a, ctx.n_total, out_w);
+            ctx.timed(t, [&] {
+                ctx.gemm_features(ctx.fview(buf.in, n, in_w), w_.weight, feature_rows(z, 0, n));
+            });
+            ctx.aggregate_features(op_, z, sums, t);
+        }
+        if (last) {
+            ctx.activate(t, out, w_.bias, layer_.activation);
+        } else {
+            ctx.timed(t, [&] {
+                ctx.store_features(sums, w_.bias, layer_.activation, ctx.fview(buf.in, n, out_w));
+            });
+        }
         return buf.in;
     }
 };
@@ -240,6 +281,7 @@ public:
 const LayerKind gcn_kind{.type = LayerType::gcn,
                          .aggregation = Aggregation::gcn,
                          .two_buffers = true,
+                         .packs_16bit = true,
                          .make = make_step<GcnStep>,
                          .make_blocks = make_block_step<GcnBlocks>};
 
