@@ -58,8 +58,8 @@ public:
     {
         HALO_CUBLAS_TRY(cublasGetMathMode(handle_, &saved_));
         HALO_CUBLAS_TRY(cublasSetMathMode(
-            handle_, static_cast<cublasMath_t>(saved_ |
-                                               CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+            handle_,
+            static_cast<cublasMath_t>(saved_ | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     }
     ~FullPrecisionReductions() { static_cast<void>(cublasSetMathMode(handle_, saved_)); }
     FullPrecisionReductions(const FullPrecisionReductions&) = delete;
@@ -85,9 +85,8 @@ std::optional<ActivationOverflow> ActivationStoringBackend::gemm_features(Featur
     HALO_EXPECTS(a.type == b.type && (c.type == a.type || c.type == FeatureType::fp32),
                  "gemm_features: a ", to_string(a.type), ", b ", to_string(b.type), ", c ",
                  to_string(c.type), " (a and b of one type, c of it or fp32)");
-    HALO_EXPECTS(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols,
-                 "gemm_features: shapes ", a.rows, "x", a.cols, " * ", b.rows, "x", b.cols,
-                 " into ", c.rows, "x", c.cols);
+    HALO_EXPECTS(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, "gemm_features: shapes ",
+                 a.rows, "x", a.cols, " * ", b.rows, "x", b.cols, " into ", c.rows, "x", c.cols);
     if (a.type == FeatureType::fp32) {
         gemm({static_cast<const float*>(a.data), a.rows, a.cols, a.ld},
              {static_cast<const float*>(b.data), b.rows, b.cols, b.ld},
@@ -116,11 +115,11 @@ std::optional<ActivationOverflow> ActivationStoringBackend::gemm_features(Featur
     const float beta = 0.0f;  // c is not read
     {
         const FullPrecisionReductions mode(ctx.cublas());
-        HALO_CUBLAS_TRY(cublasGemmEx(
-            ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b.data, cuda_type(b.type),
-            checked_int(b.ld, "ldb"), a.data, cuda_type(a.type), checked_int(a.ld, "lda"), &beta,
-            c.data, cuda_type(c.type), checked_int(c.ld, "ldc"), CUBLAS_COMPUTE_32F,
-            CUBLAS_GEMM_DEFAULT));
+        HALO_CUBLAS_TRY(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+                                     b.data, cuda_type(b.type), checked_int(b.ld, "ldb"), a.data,
+                                     cuda_type(a.type), checked_int(a.ld, "lda"), &beta, c.data,
+                                     cuda_type(c.type), checked_int(c.ld, "ldc"),
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
     if (rec != nullptr) {
         launch_find_infinite(stream, c, rec, store);

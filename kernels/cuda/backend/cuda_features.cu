@@ -163,8 +163,8 @@ __global__ void __launch_bounds__(kBlock)
 
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
-    widen_kernel(const T* __restrict__ src, std::int64_t lds, std::int64_t rows,
-                 std::int64_t cols, float* __restrict__ dst, std::int64_t ldd)
+    widen_kernel(const T* __restrict__ src, std::int64_t lds, std::int64_t rows, std::int64_t cols,
+                 float* __restrict__ dst, std::int64_t ldd)
 {
     const std::int64_t total = rows * cols;
     for (std::int64_t t = first_index(); t < total; t += stride()) {
@@ -209,7 +209,7 @@ void launch_find(cudaStream_t stream, FeatureView c, OverflowRecord* rec, int st
     const int tpr = threads_per_row(c.cols);
     const auto blocks = grid_blocks(c.rows, kBlock / tpr, kMaxBlocks);
     find_infinite_kernel<T><<<blocks, kBlock, 0, stream>>>(static_cast<const T*>(c.data), c.ld,
-                                                          c.rows, c.cols, tpr, rec, store);
+                                                           c.rows, c.cols, tpr, rec, store);
     HALO_CUDA_CHECK_LAUNCH();
 }
 
@@ -218,7 +218,7 @@ void launch_widen(cudaStream_t stream, FeatureView src, DenseView<float> dst)
 {
     const auto blocks = grid_blocks(src.rows * src.cols, kBlock, kMaxBlocks);
     widen_kernel<T><<<blocks, kBlock, 0, stream>>>(static_cast<const T*>(src.data), src.ld,
-                                                  src.rows, src.cols, dst.data, dst.ld);
+                                                   src.rows, src.cols, dst.data, dst.ld);
     HALO_CUDA_CHECK_LAUNCH();
 }
 

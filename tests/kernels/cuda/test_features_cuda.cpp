@@ -204,7 +204,7 @@ TEST(CudaFeatures, GemmMatchesTheCpuBackend)
 {
     HALO_REQUIRE_GPUS(1);
     Device d;
-    const GemmCase cases[] = {{37, 19, 33, 0}, {64, 32, 48, 0}, {37, 19, 33, 3},
+    const GemmCase cases[] = {{37, 19, 33, 0}, {64, 32, 48, 0}, {37, 19, 33, 3}, {37, 19, 33, 2},
                               {64, 96, 48, 2}, {5, 0, 7, 0},    {5, 0, 7, 3}};
     for (const auto type : kTypes) {
         for (const auto& g : cases) {
@@ -264,8 +264,7 @@ TEST(CudaFeatures, StoreMatchesTheCpuBackendBitForBit)
                         auto ref = d.make(type, rows, cols, ld, false);
                         const halo::DenseView<const float> hs{src.host.data(), rows, cols,
                                                               cols + 1};
-                        const halo::DenseView<const float> ds{src.dev.data(), rows, cols,
-                                                              cols + 1};
+                        const halo::DenseView<const float> ds{src.dev.data(), rows, cols, cols + 1};
                         EXPECT_FALSE(d.cpu->store_features(
                             hs, with_bias ? bias.host.data() : nullptr, act, ref.host_view(), 1));
                         EXPECT_FALSE(d.gpu->store_features(
@@ -399,7 +398,8 @@ TEST(CudaFeatures, PlansReadTheActivationType)
         }
     }
     // Asked for fp32 alone, the cost model's plan builds no 16-bit kernels and says so.
-    EXPECT_FALSE(d.gpu->make_spmm_plan(a, halo::SpmmPlanHints{})->reads_features(FeatureType::bf16));
+    EXPECT_FALSE(
+        d.gpu->make_spmm_plan(a, halo::SpmmPlanHints{})->reads_features(FeatureType::bf16));
 }
 
 }  // namespace
