@@ -354,13 +354,14 @@ TEST(CudaFeatures, WidenIsExact)
 }
 
 // The plans read what the engine stores where their kernels can: halo-infer's default (`auto`,
-// the cost model) when the hints ask for it; cuSPARSE never (fp32 alone).
+// the cost model) when the hints ask for it, the autotuner; cuSPARSE never (fp32 alone).
 TEST(CudaFeatures, PlansReadTheActivationType)
 {
     HALO_REQUIRE_GPUS(1);
     Device d;
     const auto a = halo::testing::rmat_csr(10, 5, true);
     auto cusparse = halo::cuda::make_cuda_backend(d.ctx, "cusparse");
+    auto autotuned = halo::cuda::make_cuda_backend(d.ctx, "autotune");
     for (const auto type : {FeatureType::bf16, FeatureType::fp16}) {
         SCOPED_TRACE(halo::to_string(type));
         halo::SpmmPlanHints hints;
@@ -371,6 +372,8 @@ TEST(CudaFeatures, PlansReadTheActivationType)
         const auto baseline = cusparse->make_spmm_plan(a, hints);
         EXPECT_FALSE(baseline->reads_features(type));
         EXPECT_TRUE(baseline->reads_features(FeatureType::fp32));
+        // The autotuner's candidates but cuSPARSE read 16-bit X.
+        EXPECT_TRUE(autotuned->make_spmm_plan(a, hints)->reads_features(type));
         const auto cpu_plan = d.cpu->make_spmm_plan(a, hints);
         for (const std::int64_t width : {1, 7, 32, 33}) {
             SCOPED_TRACE("width " + std::to_string(width));
