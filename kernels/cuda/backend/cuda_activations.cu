@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cuda/backend/cuda_activations.hpp"
+#include "cuda/backend/cuda_overflow.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "halo/core/error.hpp"
 #include "halo/kernels/cuda_error.hpp"
@@ -17,19 +18,6 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr std::int64_t kMaxBlocks = 8192;
-
-// The device record (zero: empty). `first` and `blocks_done` belong to the launch in flight and
-// are zero between launches; the rest is the first overflow since the last take().
-struct OverflowRecord {
-    unsigned long long first;  // ~(row-major index) of the launch's first overflow; 0: none
-    unsigned int blocks_done;  // blocks of the launch that finished
-    int set;                   // 1: row, col, value and store hold an overflow
-    long long row;
-    long long col;
-    float value;
-    int store;
-};
-constexpr std::size_t kRecordWords = (sizeof(OverflowRecord) + 7) / 8;
 
 template <bool Half>
 __device__ __forceinline__ float rounded(float v)
@@ -113,21 +101,12 @@ void ActivationStores::round(DenseView<float> y, FeatureType type, std::int32_t 
                  "round_activations needs a device view with ld >= cols, got ", y.rows, " x ",
                  y.cols, " (ld ", y.ld, ")");
     const cudaStream_t stream = ctx_.compute_stream();
-    if (record_.data() == nullptr) {
-        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        HALO_CUDA_TRY(cudaStreamIsCapturing(stream, &capture));
-        HALO_EXPECTS(capture == cudaStreamCaptureStatusNone,
-                     "the first 16-bit store of a CUDA backend is being recorded: its overflow "
-                     "record cannot be allocated in a capture");
-        record_ = DeviceBuffer<std::uint64_t>(ctx_, kRecordWords);
-        HALO_CUDA_TRY(cudaMemsetAsync(record_.data(), 0, record_.bytes(), stream));
-    }
+    OverflowRecord* rec = record();
     int tpr = 1;
     while (tpr < kBlock && tpr < y.cols) {
         tpr *= 2;
     }
     const auto blocks = grid_blocks(y.rows, kBlock / tpr, kMaxBlocks);
-    auto* rec = reinterpret_cast<OverflowRecord*>(record_.data());
     if (type == FeatureType::fp16) {
         round_kernel<true>
             <<<blocks, kBlock, 0, stream>>>(y.data, y.rows, y.cols, y.ld, tpr, rec, store);
@@ -136,6 +115,21 @@ void ActivationStores::round(DenseView<float> y, FeatureType type, std::int32_t 
             <<<blocks, kBlock, 0, stream>>>(y.data, y.rows, y.cols, y.ld, tpr, rec, store);
     }
     HALO_CUDA_CHECK_LAUNCH();
+}
+
+OverflowRecord* ActivationStores::record()
+{
+    if (record_.data() == nullptr) {
+        const cudaStream_t stream = ctx_.compute_stream();
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        HALO_CUDA_TRY(cudaStreamIsCapturing(stream, &capture));
+        HALO_EXPECTS(capture == cudaStreamCaptureStatusNone,
+                     "the first 16-bit store of a CUDA backend is being recorded: its overflow "
+                     "record cannot be allocated in a capture");
+        record_ = DeviceBuffer<std::uint64_t>(ctx_, kRecordWords);
+        HALO_CUDA_TRY(cudaMemsetAsync(record_.data(), 0, record_.bytes(), stream));
+    }
+    return reinterpret_cast<OverflowRecord*>(record_.data());
 }
 
 std::optional<ActivationOverflow> ActivationStores::take()

@@ -13,10 +13,13 @@
 
 #include "halo/core/dense.hpp"
 #include "halo/core/feature_type.hpp"
+#include "halo/core/feature_view.hpp"
 #include "halo/kernels/cuda/context.hpp"
 #include "halo/kernels_host/backend.hpp"
 
 namespace halo::cuda::detail {
+
+struct OverflowRecord;  // cuda_overflow.cuh
 
 class ActivationStores {
 public:
@@ -30,6 +33,11 @@ public:
     /// The record's overflow, if any, after the work issued so far on the compute stream (a
     /// synchronization); clears it. nullopt without a synchronization where nothing was rounded.
     std::optional<ActivationOverflow> take();
+    /// The device record, allocated (and zeroed on the compute stream) on the first call, which
+    /// must not be in a capture: for the other kernels that store 16-bit activations
+    /// (cuda_features.hpp), which record into it with its conventions (cuda_overflow.cuh).
+    OverflowRecord* record();
+    Context& context() const noexcept { return ctx_; }
 
 private:
     Context& ctx_;
@@ -38,7 +46,8 @@ private:
 
 /// The part of the CUDA backend that stores 16-bit activations (CudaBackend derives from it):
 /// Backend's round_activations with the range check on the device, reported by
-/// take_activation_overflow().
+/// take_activation_overflow(); and matrices stored in 16 bits (stores_16bit: gemm_features,
+/// store_features, widen_features; cuda_features.cpp), range checked into the same record.
 class ActivationStoringBackend : public Backend {
 public:
     explicit ActivationStoringBackend(Context& ctx) : stores_(ctx) {}
@@ -51,6 +60,18 @@ public:
         return std::nullopt;  // recorded on the device
     }
     std::optional<ActivationOverflow> take_activation_overflow() override { return stores_.take(); }
+
+    bool stores_16bit() const override { return true; }
+    /// Returns nullopt: a 16-bit c's range check is recorded on the device.
+    std::optional<ActivationOverflow> gemm_features(FeatureView a, FeatureView b,
+                                                    MutableFeatureView c,
+                                                    std::int32_t store) override;
+    /// Returns nullopt: the range check is recorded on the device.
+    std::optional<ActivationOverflow> store_features(DenseView<const float> src,
+                                                     const float* bias, Activation act,
+                                                     MutableFeatureView dst,
+                                                     std::int32_t store) override;
+    void widen_features(FeatureView src, DenseView<float> dst) override;
 
 private:
     ActivationStores stores_;

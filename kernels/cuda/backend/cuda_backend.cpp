@@ -238,10 +238,10 @@ public:
 
     std::unique_ptr<SpmmPlan> make_spmm_plan(const Csr& a, const SpmmPlanHints& hints) override
     {
-        return spmm_.kernel->make(
-            ctx_, a,
-            SpmmPlanRequest{
-                kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{}), {}, false, spmm_.l2_hints});
+        SpmmPlanRequest request{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})};
+        request.l2_hints = spmm_.l2_hints;
+        request.x_types = spmm_x_fp32 | spmm_x_bit(hints.activations);  // what the engine stores
+        return spmm_.kernel->make(ctx_, a, request);
     }
 
     std::unique_ptr<SpmmPlan> make_scaled_spmm_plan(const Csr& pattern, const SpmmPlanHints& hints,
@@ -255,9 +255,9 @@ public:
         }
         HALO_EXPECTS(kernel.make_scaled != nullptr, "SpMM kernel ", kernel.name,
                      " takes scaled operators but has no scaled factory");
-        SpmmPlanRequest request{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{})};
-        request.pattern_operators = spmm_.pattern_operators;
-        request.l2_hints = spmm_.l2_hints;
+        SpmmPlanRequest request{kMaxSpmmWidth, hints, spmm_.aes.value_or(AesOptions{}), {},
+                                spmm_.pattern_operators, spmm_.l2_hints};
+        request.x_types = spmm_x_fp32 | spmm_x_bit(hints.activations);
         return kernel.make_scaled(ctx_, pattern, request, scaling);
     }
 

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
+#include "cuda/primitives/feature_store.cuh"
 #include "cuda/primitives/grid_stride.cuh"
 #include "halo/core/error.hpp"
 #include "halo/kernels/cuda/lowp_spmm.hpp"
@@ -20,18 +20,6 @@ constexpr int kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 65536;
 
 template <typename T>
-__device__ __forceinline__ T narrow(float v)
-{
-    if constexpr (std::is_same_v<T, __half>) {
-        return __float2half_rn(v);
-    } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-        return __float2bfloat16_rn(v);
-    } else {
-        return v;
-    }
-}
-
-template <typename T>
 __global__ void __launch_bounds__(kThreads)
     convert_kernel(const float* __restrict__ src, std::int64_t ld_src, std::int64_t rows,
                    std::int64_t cols, T* __restrict__ dst, std::int64_t ld_dst)
@@ -40,7 +28,7 @@ __global__ void __launch_bounds__(kThreads)
     for (std::int64_t t = detail::first_index(); t < total; t += detail::stride()) {
         const std::int64_t i = t / cols;
         const std::int64_t j = t - i * cols;
-        dst[i * ld_dst + j] = narrow<T>(src[i * ld_src + j]);
+        dst[i * ld_dst + j] = detail::narrow_feature<T>(src[i * ld_src + j]);
     }
 }
 

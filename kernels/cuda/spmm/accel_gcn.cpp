@@ -221,6 +221,7 @@ public:
     {
         features_->run_features(x, y, rows);
     }
+    bool reads_features(FeatureType type) const override { return plan_->reads_features(type); }
     std::string algorithm() const override { return plan_->algorithm(); }
     bool exact() const override { return plan_->exact(); }
     std::string report() const override

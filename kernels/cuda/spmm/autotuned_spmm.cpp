@@ -180,6 +180,20 @@ double AutotunedSpmmPlan::time_candidate(std::size_t i, FeatureView x, DenseView
     return timed(std::max(runs, 2));
 }
 
+bool AutotunedSpmmPlan::reads_features(FeatureType type) const
+{
+    return type == FeatureType::fp32 ||
+           std::any_of(candidates_.begin(), candidates_.end(), [type](const Candidate& c) {
+               if (c.unavailable) {
+                   return false;
+               }
+               if (const auto* kernel = find_spmm_kernel(c.name, spmm_use_autotune)) {
+                   return kernel->reads(type);
+               }
+               return c.plan != nullptr && c.plan->reads_features(type);
+           });
+}
+
 void AutotunedSpmmPlan::run_features(FeatureView x, DenseView<float> y, RowRange rows)
 {
     // The shared preconditions (but the width bound, each candidate's own), so that misuse is a

@@ -57,6 +57,11 @@ public:
         }
     }
 
+    bool reads_features(FeatureType type) const override
+    {
+        return feature_inner_ != nullptr ? inner_->reads_features(type)
+                                         : type == FeatureType::fp32;
+    }
     std::string algorithm() const override
     {
         return inner_->algorithm() + ", column slices of " + std::to_string(tile_);

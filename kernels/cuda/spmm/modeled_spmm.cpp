@@ -108,6 +108,12 @@ public:
         run_rows(x, y, rows, false);
     }
 
+    // The types its request asked for (x_types_): the kernels for those are built.
+    bool reads_features(FeatureType type) const override
+    {
+        return (x_types_ & spmm_x_bit(type)) != 0;
+    }
+
     void run_add(DenseView<const float> x, DenseView<float> y, RowRange rows) override
     {
         HALO_EXPECTS(adds_in_place(),

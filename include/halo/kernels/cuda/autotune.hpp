@@ -56,6 +56,9 @@ public:
     /// are passed to the first candidate untimed. Throws halo::InputError when every candidate
     /// rejects the shape.
     void run_features(FeatureView x, DenseView<float> y, RowRange rows) override;
+    /// fp32; fp16 / bf16 where a candidate that is not known unavailable reads it: its registry
+    /// entry's x_types (spmm_use_autotune), or, for a name outside the registry, its built plan.
+    bool reads_features(FeatureType type) const override;
     /// "autotune(<kernel of the last run>)", "autotune" before the first run.
     std::string algorithm() const override;
     /// AutotuneTable::report() plus one "unavailable: name: why" line per kernel not built.
