@@ -55,20 +55,10 @@ __global__ void round_kernel(float* y, std::int64_t rows, std::int64_t cols, std
             }
         }
     }
-    if (mine != 0) {
-        atomicMax(&rec->first, mine);
-    }
-    __threadfence();
-    __syncthreads();
-    __shared__ bool last;
-    if (threadIdx.x == 0) {
-        last = atomicAdd(&rec->blocks_done, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last) {
+    unsigned long long first = 0;
+    if (!last_block_of_launch(rec, mine, first)) {
         return;
     }
-    const unsigned long long first = atomicAdd(&rec->first, 0ull);  // every block's offer in
     if (first != 0) {
         if (threadIdx.x == 0 && rec->set == 0) {
             const auto index = static_cast<std::int64_t>(~first);
@@ -84,10 +74,7 @@ __global__ void round_kernel(float* y, std::int64_t rows, std::int64_t cols, std
             *p = rounded<Half>(*p);
         }
     }
-    if (threadIdx.x == 0) {
-        rec->first = 0;
-        rec->blocks_done = 0;
-    }
+    end_launch(rec);
 }
 
 }  // namespace
