@@ -99,10 +99,10 @@ public:
     bool stores_activations(FeatureType) const override { return true; }
     bool stores_16bit() const override { return true; }
     std::optional<ActivationOverflow> gemm_features(FeatureView a, FeatureView b,
-                                                    MutableFeatureView c,
-                                                    std::int32_t store) override
+                                                    MutableFeatureView c, std::int32_t store,
+                                                    float beta) override
     {
-        return reference::gemm_host(a, b, c, store);
+        return reference::gemm_host(a, b, c, store, beta);
     }
     std::optional<ActivationOverflow> store_features(DenseView<const float> src, const float* bias,
                                                      Activation act, MutableFeatureView dst,

@@ -43,13 +43,14 @@ void SpmmPlan::run_features(FeatureView x, DenseView<float> y, RowRange rows)
 }
 
 std::optional<ActivationOverflow> Backend::gemm_features(FeatureView a, FeatureView b,
-                                                         MutableFeatureView c, std::int32_t store)
+                                                         MutableFeatureView c, std::int32_t store,
+                                                         float beta)
 {
     static_cast<void>(store);
     HALO_EXPECTS(a.type == FeatureType::fp32 && b.type == FeatureType::fp32 &&
                      c.type == FeatureType::fp32,
                  "the ", name(), " backend does not store 16-bit matrices");
-    gemm(as_fp32(a), as_fp32(b), {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, 0.0f);
+    gemm(as_fp32(a), as_fp32(b), {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, beta);
     return std::nullopt;
 }
 
@@ -166,8 +167,9 @@ std::optional<ActivationOverflow> store_host(DenseView<const float> src, const f
 }
 
 std::optional<ActivationOverflow> gemm_host(FeatureView a, FeatureView b, MutableFeatureView c,
-                                            std::int32_t store)
+                                            std::int32_t store, float beta)
 {
+    HALO_EXPECTS(beta == 0.0f || beta == 1.0f, "gemm_features: beta ", beta, " (0 or 1)");
     check_view(a, "gemm_features a");
     check_view(b, "gemm_features b");
     check_view(c, "gemm_features c");
@@ -181,13 +183,15 @@ std::optional<ActivationOverflow> gemm_host(FeatureView a, FeatureView b, Mutabl
     const auto wb = widened(b);
     if (c.type == FeatureType::fp32) {
         reference::gemm(dense_view(wa.data(), a.rows, a.cols), dense_view(wb.data(), b.rows, b.cols),
-                        {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, 0.0f);
+                        {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, beta);
         return std::nullopt;
     }
-    std::vector<float> wc(static_cast<std::size_t>(c.rows * c.cols));
+    // A 16-bit c: its elements widened where they are added to.
+    std::vector<float> wc = beta == 0.0f ? std::vector<float>(static_cast<std::size_t>(c.rows * c.cols))
+                                         : widened(c);
     const auto out = dense_view(wc.data(), c.rows, c.cols);
     reference::gemm(dense_view(wa.data(), a.rows, a.cols), dense_view(wb.data(), b.rows, b.cols),
-                    out, 1.0f, 0.0f);
+                    out, 1.0f, beta);
     const auto overflow = first_overflow(out, c.type, store);
 #pragma omp parallel for schedule(static) if (c.rows > (1 << 10))
     for (std::int64_t i = 0; i < c.rows; ++i) {

@@ -34,7 +34,7 @@ std::optional<ActivationOverflow> store_host(DenseView<const float> src, const f
                                              Activation act, MutableFeatureView dst,
                                              std::int32_t store);
 std::optional<ActivationOverflow> gemm_host(FeatureView a, FeatureView b, MutableFeatureView c,
-                                            std::int32_t store);
+                                            std::int32_t store, float beta);
 
 /// run_features of a CPU plan: `plan.run` on x widened to fp32 (X of every type).
 inline void run_widened(SpmmPlan& plan, FeatureView x, DenseView<float> y, RowRange rows)

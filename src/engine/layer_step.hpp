@@ -178,9 +178,10 @@ public:
     /// fp32 rows (at most n_owned) x cols (at most the widest width) apart from the work
     /// buffers: what a kernel writes in fp32 before it is stored in 16 bits.
     DenseView<float> scratch(std::int64_t rows, std::int64_t cols);
-    /// c = a w: w a step's weight matrix (fp32, rounded to the activation type once) read as
-    /// that type (its 16-bit copy made on first use); a 16-bit c is stored as store() stores.
-    void gemm_features(FeatureView a, const Matrix& w, MutableFeatureView c);
+    /// c = a w + beta c (beta 0 or 1): w a step's weight matrix (fp32, rounded to the
+    /// activation type once) read as that type (its 16-bit copy made on first use); a 16-bit c
+    /// is stored as store() stores.
+    void gemm_features(FeatureView a, const Matrix& w, MutableFeatureView c, float beta = 0.0f);
     /// dst = round(act(round(src) + bias)) (Backend::store_features): what a step computes
     /// when it stores src, adds the bias, applies the activation and stores again; bias may
     /// be empty. An fp16 overflow is raised as store() raises it.

@@ -74,7 +74,7 @@ DenseView<float> StepContext::scratch(std::int64_t rows, std::int64_t cols)
     return {scratch_.data(), rows, cols, cols};
 }
 
-void StepContext::gemm_features(FeatureView a, const Matrix& w, MutableFeatureView c)
+void StepContext::gemm_features(FeatureView a, const Matrix& w, MutableFeatureView c, float beta)
 {
     const auto type = options.activations;
     auto found = packed_weights_.find(w.data());
@@ -88,7 +88,7 @@ void StepContext::gemm_features(FeatureView a, const Matrix& w, MutableFeatureVi
         found = packed_weights_.emplace(w.data(), std::move(words)).first;
     }
     const FeatureView b = packed_view(found->second.data(), type, w.rows(), w.cols());
-    raise_if(backend.gemm_features(a, b, c, store_tag()));
+    raise_if(backend.gemm_features(a, b, c, store_tag(), beta));
 }
 
 void StepContext::store_features(DenseView<const float> src, const Matrix& bias, Activation act,

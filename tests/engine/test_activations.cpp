@@ -293,8 +293,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Stored in 16 bits (two elements per word, the SpMM gathering 16-bit rows, the GEMMs reading
 // them) the CPU backend computes exactly what the rounding in fp32 memory computes: every output
-// and every layer's rows bit for bit. gcn and linear store in 16 bits; a model with another type
-// is rounded in fp32 memory and says which layer.
+// and every layer's rows bit for bit. gcn, sage, gin and linear store in 16 bits; a model with
+// another type is rounded in fp32 memory and says which layer.
 class PackedTypes
     : public ::testing::TestWithParam<std::tuple<LayerType, FeatureType>> {};
 
@@ -332,7 +332,8 @@ TEST_P(PackedTypes, StoredInSixteenBitsEqualRoundedInFp32Memory)
 
 INSTANTIATE_TEST_SUITE_P(
     Activations, PackedTypes,
-    ::testing::Combine(::testing::Values(LayerType::gcn, LayerType::linear),
+    ::testing::Combine(::testing::Values(LayerType::gcn, LayerType::sage, LayerType::gin,
+                                         LayerType::linear),
                        ::testing::Values(FeatureType::bf16, FeatureType::fp16)),
     [](const auto& info) {
         return halo::to_string(std::get<0>(info.param)) + "_" +
@@ -342,11 +343,13 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Activations, AModelWithAnUnpackedTypeIsRoundedAndSaysWhy)
 {
     const auto& shard = test_part();
+    halo::RandomModelOptions ropt;
+    ropt.k = 4;
     auto model = halo::random_model(LayerType::gcn, {16, 16, 4}, 3);
-    model.layers[1] = halo::random_model(LayerType::sage, {16, 4}, 4).layers[0];
+    model.layers[1] = halo::random_model(LayerType::maxk, {16, 4}, 4, ropt).layers[0];
     const auto x = halo::random_node_features(shard.global_ids, 16, 2);
     const auto r = run(shard, model, x, FeatureType::bf16);
-    EXPECT_EQ(r.storage, "--activations bf16: rounded in fp32 memory (layer 1 (sage) reads fp32 "
+    EXPECT_EQ(r.storage, "--activations bf16: rounded in fp32 memory (layer 1 (maxk) reads fp32 "
                          "rows)");
     EXPECT_EQ(run(shard, model, x, FeatureType::fp32).storage, "");
 }

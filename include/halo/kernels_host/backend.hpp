@@ -294,14 +294,16 @@ public:
     /// SpmmPlan::run_features: the engine then stores 16-bit activations in 16 bits
     /// (docs/KERNELS.md "Storage in 16 bits"). The CPU and CUDA backends do.
     virtual bool stores_16bit() const { return false; }
-    /// c = a b: a and b of one type (fp32, fp16 or bf16), products and sums in fp32, c of that
-    /// type (the fp32 sums stored rounded to nearest even) or fp32. A 16-bit c is range-checked
+    /// c = a b + beta c, beta 0 (c not read) or 1: a and b of one type (fp32, fp16 or bf16),
+    /// products and sums in fp32 (c's elements widened where beta is 1), c of that type (the
+    /// fp32 sums stored rounded to nearest even) or fp32. A 16-bit c is range-checked
     /// as store_features checks it (one rounding), tagged `store`; a backend that checks on the
     /// device may report an element that became infinite with the value inf. The default takes
     /// fp32 alone (gemm); another type throws halo::LogicError.
     virtual std::optional<ActivationOverflow> gemm_features(FeatureView a, FeatureView b,
                                                             MutableFeatureView c,
-                                                            std::int32_t store);
+                                                            std::int32_t store,
+                                                            float beta = 0.0f);
     /// dst = round(act(round(src) + bias)) element by element, round() the store to dst's type
     /// (round_feature; fp32: none), bias (backend memory, src.cols entries) may be null: what a
     /// step that writes src, stores it, adds the bias, applies the activation and stores it again

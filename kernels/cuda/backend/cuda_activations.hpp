@@ -64,8 +64,8 @@ public:
     bool stores_16bit() const override { return true; }
     /// Returns nullopt: a 16-bit c's range check is recorded on the device.
     std::optional<ActivationOverflow> gemm_features(FeatureView a, FeatureView b,
-                                                    MutableFeatureView c,
-                                                    std::int32_t store) override;
+                                                    MutableFeatureView c, std::int32_t store,
+                                                    float beta) override;
     /// Returns nullopt: the range check is recorded on the device.
     std::optional<ActivationOverflow> store_features(DenseView<const float> src,
                                                      const float* bias, Activation act,

@@ -77,8 +77,10 @@ private:
 std::optional<ActivationOverflow> ActivationStoringBackend::gemm_features(FeatureView a,
                                                                           FeatureView b,
                                                                           MutableFeatureView c,
-                                                                          std::int32_t store)
+                                                                          std::int32_t store,
+                                                                          float beta)
 {
+    HALO_EXPECTS(beta == 0.0f || beta == 1.0f, "gemm_features: beta ", beta, " (0 or 1)");
     check_view(a, "gemm_features a");
     check_view(b, "gemm_features b");
     check_view(c, "gemm_features c");
@@ -90,7 +92,7 @@ std::optional<ActivationOverflow> ActivationStoringBackend::gemm_features(Featur
     if (a.type == FeatureType::fp32) {
         gemm({static_cast<const float*>(a.data), a.rows, a.cols, a.ld},
              {static_cast<const float*>(b.data), b.rows, b.cols, b.ld},
-             {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, 0.0f);
+             {static_cast<float*>(c.data), c.rows, c.cols, c.ld}, 1.0f, beta);
         return std::nullopt;
     }
     const int m = checked_int(c.rows, "gemm rows");
@@ -102,6 +104,9 @@ std::optional<ActivationOverflow> ActivationStoringBackend::gemm_features(Featur
     Context& ctx = stores_.context();
     const cudaStream_t stream = ctx.compute_stream();
     const auto bytes = feature_bytes(c.type);
+    if (k == 0 && beta != 0.0f) {
+        return std::nullopt;  // c + 0 = c
+    }
     if (k == 0) {
         // No products: c = 0 (all-zero bits: +0 in every type), as the fp32 gemm with beta 0.
         HALO_CUDA_TRY(cudaMemset2DAsync(c.data, static_cast<std::size_t>(c.ld) * bytes, 0,
@@ -111,8 +116,7 @@ std::optional<ActivationOverflow> ActivationStoringBackend::gemm_features(Featur
     }
     // The record before cuBLAS: its allocation is what may not happen in a capture.
     OverflowRecord* rec = c.type == FeatureType::fp32 ? nullptr : stores_.record();
-    const float alpha = 1.0f;
-    const float beta = 0.0f;  // c is not read
+    const float alpha = 1.0f;  // beta 0: c is not read
     {
         const FullPrecisionReductions mode(ctx.cublas());
         HALO_CUBLAS_TRY(cublasGemmEx(ctx.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,

@@ -5,6 +5,18 @@
 namespace halo::detail {
 namespace {
 
+// A packed step's end: the output's fp32 sums `sums` with the bias and activation, in the last
+// layer in place (sums is the fp32 output), else stored into `out` in 16 bits.
+void finish_packed(StepContext& ctx, LayerTiming& t, DenseView<float> sums, const Matrix& bias,
+                   Activation act, MutableFeatureView out)
+{
+    if (ctx.last_layer()) {
+        ctx.activate(t, sums, bias, act);
+    } else {
+        ctx.timed(t, [&] { ctx.store_features(sums, bias, act, out); });
+    }
+}
+
 // gcn (PyG GCNConv): h = act(A_gcn x W + b), aggregating first when the input is the narrower.
 class GcnStep final : public SpmmStep {
 public:
@@ -70,13 +82,7 @@ private:
             });
             ctx.aggregate_features(op_, z, sums, t);
         }
-        if (last) {
-            ctx.activate(t, out, w_.bias, layer_.activation);
-        } else {
-            ctx.timed(t, [&] {
-                ctx.store_features(sums, w_.bias, layer_.activation, ctx.fview(buf.in, n, out_w));
-            });
-        }
+        finish_packed(ctx, t, sums, w_.bias, layer_.activation, ctx.fview(buf.in, n, out_w));
         return buf.in;
     }
 };
@@ -122,6 +128,9 @@ public:
     // output in a.
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {
+        if (ctx.packed()) {
+            return forward_packed(ctx, buf, t);
+        }
         const auto in_w = layer_.in_dim;
         const auto out_w = layer_.out_dim;
         const auto x = ctx.owned(buf.in, in_w);
@@ -151,6 +160,51 @@ public:
         }
         ctx.activate(t, out, w_.bias, layer_.activation);
         ctx.store_output(out);
+        return buf.a;
+    }
+
+private:
+    // forward() with the buffers in 16 bits: the output's fp32 sums in the scratch (rounded in
+    // place where the definition stores them, then the second GEMM or the aggregate added), the
+    // aggregate in fp32 in buffer c; the last layer's output fp32 in buffer a.
+    int forward_packed(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t)
+    {
+        const auto in_w = layer_.in_dim;
+        const auto out_w = layer_.out_dim;
+        const auto n = ctx.n_owned;
+        const bool last = ctx.last_layer();
+        const auto x = ctx.fview(buf.in, n, in_w);
+        const auto out = ctx.owned(buf.a, out_w);
+        const auto sums = last ? out : ctx.scratch(n, out_w);
+        const auto root = [&] {  // sums = x W_root, stored
+            ctx.gemm_features(x, w_.root_weight, feature_view(sums));
+            if (!last) {
+                ctx.store(sums);
+            }
+        };
+        if (layer_.aggregate_first()) {
+            const auto agg = ctx.owned(buf.c, in_w);
+            ctx.aggregate_features(op_, ctx.fview(buf.in, ctx.n_total, in_w), agg, t);
+            ctx.timed(t, [&] {
+                const auto b = ctx.fview(buf.b, n, in_w);
+                ctx.store_features(agg, {}, Activation::none, b);
+                root();
+                ctx.gemm_features(b, w_.weight, feature_view(sums), 1.0f);
+            });
+        } else {
+            const auto z = ctx.fview(buf.b, ctx.n_total, out_w);
+            ctx.timed(t, [&] {
+                ctx.gemm_features(x, w_.weight, feature_rows(z, 0, n));
+                root();
+            });
+            const auto agg = ctx.owned(buf.c, out_w);
+            ctx.aggregate_features(op_, z, agg, t);
+            ctx.timed(t, [&] {
+                ctx.store(agg);
+                ctx.backend.axpby(1.0f, agg, 1.0f, sums);
+            });
+        }
+        finish_packed(ctx, t, sums, w_.bias, layer_.activation, ctx.fview(buf.a, n, out_w));
         return buf.a;
     }
 };
@@ -195,6 +249,9 @@ public:
     // The MLP's input in buffer b, its hidden rows in c, the output in a.
     int forward(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t) override
     {
+        if (ctx.packed()) {
+            return forward_packed(ctx, buf, t);
+        }
         const auto in_w = layer_.in_dim;
         const auto hid = layer_.hidden_dim;
         const float self = 1.0f + layer_.eps;
@@ -231,6 +288,54 @@ public:
             ctx.backend.bias_activation(out, w_.bias2.data(), layer_.activation, {0, ctx.n_owned});
             ctx.store_output(out);
         });
+        return buf.a;
+    }
+
+private:
+    // forward() with the buffers in 16 bits: the sum (1 + eps) x + sum_N(x) in the scratch, the
+    // self term widened into buffer c first; the MLP's hidden rows in 16 bits in buffer c.
+    int forward_packed(StepContext& ctx, const LayerBuffers& buf, LayerTiming& t)
+    {
+        const auto in_w = layer_.in_dim;
+        const auto hid = layer_.hidden_dim;
+        const auto n = ctx.n_owned;
+        const float self = 1.0f + layer_.eps;
+        const auto x = ctx.fview(buf.in, n, in_w);
+        const auto hidden = ctx.fview(buf.c, n, hid);
+        // sum += self * own (16-bit rows, widened into buffer c), then hidden stored from it.
+        const auto add_self = [&](FeatureView own, DenseView<float> sum) {
+            ctx.store(sum);
+            const auto wide = ctx.owned(buf.c, own.cols);
+            ctx.backend.widen_features(own, wide);
+            ctx.backend.axpby(self, wide, 1.0f, sum);
+        };
+        if (layer_.aggregate_first()) {
+            const auto sum = ctx.scratch(n, in_w);
+            ctx.aggregate_features(op_, ctx.fview(buf.in, ctx.n_total, in_w), sum, t);
+            ctx.timed(t, [&] {
+                add_self(x, sum);
+                const auto b = ctx.fview(buf.b, n, in_w);
+                ctx.store_features(sum, {}, Activation::none, b);
+                const auto h = ctx.scratch(n, hid);  // the scratch again: sum is stored
+                ctx.gemm_features(b, w_.weight, feature_view(h));
+                ctx.store_features(h, w_.bias, Activation::relu, hidden);
+            });
+        } else {
+            const auto z = ctx.fview(buf.b, ctx.n_total, hid);
+            ctx.timed(t, [&] { ctx.gemm_features(x, w_.weight, feature_rows(z, 0, n)); });
+            const auto h = ctx.scratch(n, hid);
+            ctx.aggregate_features(op_, z, h, t);
+            ctx.timed(t, [&] {
+                add_self(feature_rows(z, 0, n), h);
+                ctx.store_features(h, w_.bias, Activation::relu, hidden);
+            });
+        }
+        const bool last = ctx.last_layer();
+        const auto out = ctx.owned(buf.a, layer_.out_dim);
+        const auto sums = last ? out : ctx.scratch(n, layer_.out_dim);
+        ctx.timed(t, [&] { ctx.gemm_features(hidden, w_.weight2, feature_view(sums)); });
+        finish_packed(ctx, t, sums, w_.bias2, layer_.activation,
+                      ctx.fview(buf.a, n, layer_.out_dim));
         return buf.a;
     }
 };
@@ -287,11 +392,13 @@ const LayerKind gcn_kind{.type = LayerType::gcn,
 
 const LayerKind sage_kind{.type = LayerType::sage,
                           .aggregation = Aggregation::mean,
+                          .packs_16bit = true,
                           .make = make_step<SageStep>,
                           .make_blocks = make_block_step<SageBlocks>};
 
 const LayerKind gin_kind{.type = LayerType::gin,
                          .aggregation = Aggregation::sum,
+                         .packs_16bit = true,
                          .make = make_step<GinStep>,
                          .make_blocks = make_block_step<GinBlocks>};
 
