@@ -108,6 +108,9 @@ namespace {
 std::optional<ActivationOverflow> first_overflow(DenseView<const float> v, FeatureType type,
                                                  std::int32_t store)
 {
+    if (type == FeatureType::fp32) {
+        return std::nullopt;  // an fp32 store rounds nothing
+    }
     std::int64_t first = v.rows;
 #pragma omp parallel for schedule(static) reduction(min : first) if (v.rows > (1 << 10))
     for (std::int64_t i = 0; i < v.rows; ++i) {
