@@ -160,6 +160,9 @@ void Engine::Impl::store_output(std::size_t l, int buffer)
 int Engine::Impl::forward(std::size_t l, int in, LayerTiming& t)
 {
     ctx.begin_layer(l, l + 1 == model.layers.size());
+    if (ctx.packed() && !detail::layer_kind(model.layers[l].type).packs_16bit) {
+        return forward_widened(l, in, t);
+    }
     int free_buffer[3];
     for (int k = 0, f = 0; k < 4; ++k) {
         if (k != in) {
@@ -169,6 +172,36 @@ int Engine::Impl::forward(std::size_t l, int in, LayerTiming& t)
     return steps[l]->forward(ctx, {in, free_buffer[0], free_buffer[1], free_buffer[2]}, t);
 }
 
+
+// A layer type that widens 16-bit activations (maxk, the attention types) in a run stored in 16
+// bits: its input widened into fp32 rows of another buffer, its fp32 step on them (the 16-bit
+// buffer free for it), its output stored in 16 bits into a buffer it does not occupy (fp32 in
+// the last layer): the definition's rounded input, fp32 layer and stored output.
+int Engine::Impl::forward_widened(std::size_t l, int in, LayerTiming& t)
+{
+    const auto& layer = model.layers[l];
+    const auto n = ctx.n_owned;
+    const int wide = in == 0 ? 1 : 0;
+    ctx.timed(t, [&] {
+        ctx.backend.widen_features(ctx.fview(in, n, layer.in_dim), ctx.view(wide, n, layer.in_dim));
+    });
+    int free_buffer[3];
+    for (int k = 0, f = 0; k < 4; ++k) {
+        if (k != wide) {
+            free_buffer[f++] = k;
+        }
+    }
+    const int out = steps[l]->forward(ctx, {wide, free_buffer[0], free_buffer[1], free_buffer[2]}, t);
+    if (l + 1 == model.layers.size()) {
+        return out;
+    }
+    const int stored = out == 0 ? 1 : 0;
+    ctx.timed(t, [&] {
+        ctx.store_features(ctx.view(out, n, layer.out_dim), {}, Activation::none,
+                           ctx.fview(stored, n, layer.out_dim));
+    });
+    return stored;
+}
 
 Engine::Engine(Backend& backend, HaloExchanger& exchanger, const Shard& shard, const Model& model,
                EngineOptions options)

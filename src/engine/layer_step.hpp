@@ -167,9 +167,9 @@ public:
     // --- 16-bit storage (src/engine/packed.cpp; docs/KERNELS.md "Storage in 16 bits") ---
 
     /// Decides once, after every step is made and before a run, whether 16-bit activations are
-    /// stored in 16 bits (packed()): the backend stores 16-bit matrices, every layer's kind
-    /// packs_16bit, and every SpMM plan reads the type. Otherwise they are rounded in fp32
-    /// memory, as defined; storage_note() says which and why.
+    /// stored in 16 bits (packed()): the backend stores 16-bit matrices and every SpMM plan
+    /// reads the type (layer kinds that do not pack_16bit widen). Otherwise they are rounded in
+    /// fp32 memory, as defined; storage_note() says which and why.
     void decide_storage();
     bool packed() const { return packed_; }
     const std::string& storage_note() const { return storage_note_; }
@@ -524,8 +524,9 @@ struct LayerKind {
     /// True when the layer runs in two work buffers (its input's and one more).
     bool two_buffers = false;
     /// Whether its step stores 16-bit activations in 16 bits (StepContext::packed(): reads
-    /// and writes its work buffers through fview); the others run on 16-bit activations
-    /// rounded in fp32 memory.
+    /// and writes its work buffers through fview); the others widen: their fp32 step runs on
+    /// the input widened from 16 bits, and their output is stored in 16 bits after it
+    /// (Engine::Impl::forward_widened).
     bool packs_16bit = false;
     std::unique_ptr<LayerStep> (*make)(const Layer& layer, StepContext& ctx) = nullptr;
     /// Its step out of core; null where row blocks do not run the type.

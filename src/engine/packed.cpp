@@ -31,12 +31,14 @@ void StepContext::decide_storage()
         storage_note_ = rounded + "the " + backend.name() + " backend stores no 16-bit matrices)";
         return;
     }
-    for (std::size_t l = 0; l < model.layers.size(); ++l) {
+    // A layer type that reads fp32 rows widens its input and stores its output
+    // (Engine::Impl::forward_widened); the note names the first.
+    std::string widened;
+    for (std::size_t l = 0; l < model.layers.size() && widened.empty(); ++l) {
         const auto& layer = model.layers[l];
         if (!layer_kind(layer.type).packs_16bit) {
-            storage_note_ = rounded + "layer " + std::to_string(l) + " (" +
-                            to_string(layer.type) + ") reads fp32 rows)";
-            return;
+            widened = "; layer " + std::to_string(l) + " (" + to_string(layer.type) +
+                      ") widens its input to fp32";
         }
     }
     for (const auto& [kind, plan] : spmm_) {
@@ -51,7 +53,7 @@ void StepContext::decide_storage()
         }
     }
     packed_ = true;
-    storage_note_ = "--activations " + to_string(type) + ": stored in 16 bits";
+    storage_note_ = "--activations " + to_string(type) + ": stored in 16 bits" + widened;
     scratch_ = backend.allocate(std::max<std::int64_t>(n_owned, 1),
                                 std::max<std::int64_t>(model.max_dim(), 1));
 }

@@ -340,17 +340,24 @@ INSTANTIATE_TEST_SUITE_P(
                halo::to_string(std::get<1>(info.param));
     });
 
-TEST(Activations, AModelWithAnUnpackedTypeIsRoundedAndSaysWhy)
+// A layer that widens (maxk here) between layers stored in 16 bits: its input widened from the
+// 16-bit rows, its output stored in 16 bits; the model equals its run rounded in fp32 memory.
+TEST(Activations, AWideningLayerAmongPackedOnesEqualsTheRoundedRun)
 {
     const auto& shard = test_part();
     halo::RandomModelOptions ropt;
     ropt.k = 4;
-    auto model = halo::random_model(LayerType::gcn, {16, 16, 4}, 3);
-    model.layers[1] = halo::random_model(LayerType::maxk, {16, 4}, 4, ropt).layers[0];
+    auto model = halo::random_model(LayerType::gcn, {16, 16, 12, 5}, 3);
+    model.layers[1] = halo::random_model(LayerType::maxk, {16, 12}, 4, ropt).layers[0];
     const auto x = halo::random_node_features(shard.global_ids, 16, 2);
-    const auto r = run(shard, model, x, FeatureType::bf16);
-    EXPECT_EQ(r.storage, "--activations bf16: rounded in fp32 memory (layer 1 (maxk) reads fp32 "
-                         "rows)");
+    for (const auto act : {FeatureType::bf16, FeatureType::fp16}) {
+        const auto packed = run(shard, model, x, act);
+        const auto rounded = run(shard, model, x, act, false);
+        EXPECT_EQ(packed.storage, "--activations " + halo::to_string(act) +
+                                      ": stored in 16 bits; layer 1 (maxk) widens its input to fp32");
+        ASSERT_EQ(packed.out, rounded.out);
+        ASSERT_EQ(packed.layers, rounded.layers);
+    }
     EXPECT_EQ(run(shard, model, x, FeatureType::fp32).storage, "");
 }
 
@@ -369,6 +376,9 @@ TEST_P(WideningTypes, AreTheirFp32LayerBetweenRoundedStores)
     const auto model = halo::random_model(type, {16, 32, 8}, 41, ropt);
     const auto x = halo::random_node_features(shard.global_ids, 16, 9);
     const auto got = run(shard, model, x, act);
+    // Stored in 16 bits on the CPU backend: each layer widens its 16-bit input.
+    EXPECT_EQ(got.storage, "--activations " + halo::to_string(act) + ": stored in 16 bits; layer 0 (" +
+                               halo::to_string(type) + ") widens its input to fp32");
     // Layer by layer in fp32, from the rounded input, each output rounded but the last.
     auto h = x;
     round_features(h, act);
