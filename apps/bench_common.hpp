@@ -219,6 +219,7 @@ struct E2eOptions {
     std::string layer = "gcn";  // a name of the layer table (halo/core/layer_types.def)
     bool step_timing = false;   // halo-infer --step-timing: SpMM and dense per layer
     bool no_cuda_graph = false; // halo-infer --no-cuda-graph: per-layer times without it
+    std::string activations = "fp32";  // halo-infer --activations: fp32 | bf16 | fp16
 };
 
 /// halo-bench --e2e (apps/bench_e2e.cpp): the graph of `g` written as a one-part dataset into a

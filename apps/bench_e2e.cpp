@@ -91,6 +91,7 @@ InferOptions job_options(const KernelRunOptions& o, const E2eOptions& e2e)
     job.repeat = o.warmup + o.runs;
     job.step_timing = e2e.step_timing;
     job.no_cuda_graph = e2e.no_cuda_graph;
+    job.activations = e2e.activations;
     job.quiet = true;
     job.dataset = "dataset.h5";  // replaced by the temporary one; validate wants a name
     job.out = "out";
@@ -193,9 +194,10 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& e2e, const GraphOptions
     };
     const auto value = [](double v, bool measured) { return measured ? Json(v) : Json(nullptr); };
     fmt::print(
-        "\ne2e: random {} model {} on {} ({} rows, {} nonzeros), {} backend, one part, "
-        "halo::InferenceJob; medians of {} runs after {} warm-up; {}\n",
-        e2e.layer, e2e.model_dims, graph.source, a.num_rows, a.nnz(), options.backend, o.runs,
+        "\ne2e: random {} model {} on {} ({} rows, {} nonzeros), {} backend, {} activations, "
+        "one part, halo::InferenceJob; medians of {} runs after {} warm-up; {}\n",
+        e2e.layer, e2e.model_dims, graph.source, a.num_rows, a.nnz(), options.backend,
+        e2e.activations, o.runs,
         o.warmup,
         replayed              ? "replayed as a CUDA graph (--no-cuda-graph times each layer)"
         : options.step_timing ? "synchronized after every step (--step-timing)"
@@ -234,6 +236,7 @@ int run_e2e(const KernelRunOptions& o, const E2eOptions& e2e, const GraphOptions
                      {"halo-bench --e2e", date, command, device ? &*device : nullptr, &graph, &g},
                      std::move(settings),
                      {{"backend", options.backend},
+                      {"activations", e2e.activations},
                       {"model", {{"layer", e2e.layer}, {"dims", e2e.model_dims}, {"seed", o.seed}}},
                       {"replayed", replayed},
                       {"step_timing", options.step_timing},

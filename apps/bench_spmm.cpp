@@ -554,6 +554,10 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
     app.add_option("--model-dims", o->e2e_model.model_dims,
                    "with --e2e: widths of the random model")
         ->capture_default_str();
+    app.add_option("--activations", o->e2e_model.activations,
+                   "with --e2e: halo-infer --activations (fp32 | bf16 | fp16)")
+        ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+        ->capture_default_str();
     app.add_option("--layer", o->e2e_model.layer, "with --e2e: " + halo::layer_type_list())
         ->check(CLI::IsMember(halo::layer_type_names()))
         ->capture_default_str();

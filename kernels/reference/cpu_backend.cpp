@@ -122,20 +122,7 @@ public:
         if (type == FeatureType::fp32 || y.rows == 0 || y.cols == 0) {
             return std::nullopt;
         }
-        std::int64_t first = y.rows;  // the first row holding an overflow
-#pragma omp parallel for schedule(static) reduction(min : first) if (y.rows > (1 << 10))
-        for (std::int64_t i = 0; i < y.rows; ++i) {
-            const std::span<float> row{y.row(i), static_cast<std::size_t>(y.cols)};
-            if (first_out_of_range(row, type) >= 0) {
-                first = std::min(first, i);
-            }
-        }
-        std::optional<ActivationOverflow> out;
-        if (first < y.rows) {
-            const std::span<const float> row{y.row(first), static_cast<std::size_t>(y.cols)};
-            const auto col = first_out_of_range(row, type);
-            out = ActivationOverflow{first, col, row[col], store};
-        }
+        const auto out = reference::first_overflow(y, type, store);
 #pragma omp parallel for schedule(static) if (y.rows > (1 << 10))
         for (std::int64_t i = 0; i < y.rows; ++i) {
             round_features({y.row(i), static_cast<std::size_t>(y.cols)}, type);

@@ -5,6 +5,7 @@
 // step gives with its stores rounded in fp32 memory (the definition, docs/KERNELS.md).
 // Also Backend's and SpmmPlan's defaults of those calls (fp32 alone).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -31,6 +32,23 @@ void check_view(FeatureView x, const char* what)
 DenseView<const float> as_fp32(FeatureView x)
 {
     return {static_cast<const float*>(x.data), x.rows, x.cols, x.ld};
+}
+
+// One row's conversions, element by element: the callers run rows in parallel, and the span
+// functions of feature_type.hpp open a parallel region of their own per call (one per row
+// costs milliseconds each on a loaded machine).
+void encode_row(const float* v, std::int64_t n, FeatureType type, std::uint16_t* bits)
+{
+    for (std::int64_t j = 0; j < n; ++j) {
+        bits[j] = type == FeatureType::fp16 ? float_to_half_bits(v[j]) : float_to_bf16_bits(v[j]);
+    }
+}
+
+void decode_row(const std::uint16_t* bits, std::int64_t n, FeatureType type, float* v)
+{
+    for (std::int64_t j = 0; j < n; ++j) {
+        v[j] = type == FeatureType::fp16 ? half_bits_to_float(bits[j]) : bf16_bits_to_float(bits[j]);
+    }
 }
 
 }  // namespace
@@ -89,8 +107,8 @@ void widen_host(FeatureView x, DenseView<float> dst)
         if (x.type == FeatureType::fp32) {
             std::memcpy(dst.row(i), static_cast<const float*>(x.data) + i * x.ld, n * 4);
         } else {
-            decode_features({static_cast<const std::uint16_t*>(x.data) + i * x.ld, n}, x.type,
-                            {dst.row(i), n});
+            decode_row(static_cast<const std::uint16_t*>(x.data) + i * x.ld, x.cols, x.type,
+                       dst.row(i));
         }
     }
 }
@@ -102,8 +120,6 @@ std::vector<float> widened(FeatureView x)
     return out;
 }
 
-namespace {
-
 // The first element of rows [0, v.rows) that `type` stores as infinity, or nullopt.
 std::optional<ActivationOverflow> first_overflow(DenseView<const float> v, FeatureType type,
                                                  std::int32_t store)
@@ -111,20 +127,27 @@ std::optional<ActivationOverflow> first_overflow(DenseView<const float> v, Featu
     if (type == FeatureType::fp32) {
         return std::nullopt;  // an fp32 store rounds nothing
     }
-    std::int64_t first = v.rows;
+    // The first element (row-major) that is finite and rounds to infinity.
+    std::int64_t first = v.rows * v.cols;
 #pragma omp parallel for schedule(static) reduction(min : first) if (v.rows > (1 << 10))
     for (std::int64_t i = 0; i < v.rows; ++i) {
-        if (first_out_of_range({v.row(i), static_cast<std::size_t>(v.cols)}, type) >= 0) {
-            first = std::min(first, i);
+        for (std::int64_t j = 0; j < v.cols; ++j) {
+            const float x = v(i, j);
+            if (std::isfinite(x) && std::isinf(round_feature(x, type))) {
+                first = std::min(first, i * v.cols + j);
+                break;
+            }
         }
     }
-    if (first == v.rows) {
+    if (first == v.rows * v.cols) {
         return std::nullopt;
     }
-    const std::span<const float> row{v.row(first), static_cast<std::size_t>(v.cols)};
-    const auto col = first_out_of_range(row, type);
-    return ActivationOverflow{first, col, row[static_cast<std::size_t>(col)], store};
+    const auto row = first / v.cols;
+    const auto col = first % v.cols;
+    return ActivationOverflow{row, col, v(row, col), store};
 }
+
+namespace {
 
 void round_rows(DenseView<float> v, FeatureType type)
 {
@@ -162,8 +185,7 @@ std::optional<ActivationOverflow> store_host(DenseView<const float> src, const f
         if (type == FeatureType::fp32) {
             std::memcpy(static_cast<float*>(dst.data) + i * dst.ld, w.row(i), n * 4);
         } else {
-            encode_features({w.row(i), n}, type,
-                            {static_cast<std::uint16_t*>(dst.data) + i * dst.ld, n});
+            encode_row(w.row(i), w.cols, type, static_cast<std::uint16_t*>(dst.data) + i * dst.ld);
         }
     }
     return overflow;
@@ -198,9 +220,7 @@ std::optional<ActivationOverflow> gemm_host(FeatureView a, FeatureView b, Mutabl
     const auto overflow = first_overflow(out, c.type, store);
 #pragma omp parallel for schedule(static) if (c.rows > (1 << 10))
     for (std::int64_t i = 0; i < c.rows; ++i) {
-        const auto n = static_cast<std::size_t>(c.cols);
-        encode_features({out.row(i), n}, c.type,
-                        {static_cast<std::uint16_t*>(c.data) + i * c.ld, n});
+        encode_row(out.row(i), c.cols, c.type, static_cast<std::uint16_t*>(c.data) + i * c.ld);
     }
     return overflow;
 }

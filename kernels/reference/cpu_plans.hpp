@@ -30,6 +30,10 @@ std::unique_ptr<AttentionPlan> make_cpu_attention_plan(const Csr& a);
 /// into a new rows x cols vector; Backend::store_features and gemm_features of the CPU backend.
 void widen_host(FeatureView x, DenseView<float> dst);
 std::vector<float> widened(FeatureView x);
+/// The first element (row-major) of v that is finite and `type` stores as infinity, tagged
+/// `store`; nullopt where none (fp32: never).
+std::optional<ActivationOverflow> first_overflow(DenseView<const float> v, FeatureType type,
+                                                 std::int32_t store);
 std::optional<ActivationOverflow> store_host(DenseView<const float> src, const float* bias,
                                              Activation act, MutableFeatureView dst,
                                              std::int32_t store);
