@@ -80,6 +80,12 @@ MemoryReport Engine::Impl::in_memory_estimate() const
         r.feature_buffers += copies == 2 ? 4 * n_owned * width : 0;
     }
     r.feature_buffers += (two_buffers ? 2 : 4) * 4 * ctx.n_total * width;
+    // 16-bit activations stored in 16 bits: the fp32 scratch of the owned rows
+    // (StepContext::scratch; the buffers keep their fp32 size, an upper bound).
+    if (options.activations != FeatureType::fp32 && options.store_16bit &&
+        ctx.backend.stores_16bit()) {
+        r.feature_buffers += 4 * n_owned * std::max<std::int64_t>(model.max_dim(), 1);
+    }
     r.limit = memory_limit;
     return r;
 }

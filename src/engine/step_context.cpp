@@ -568,7 +568,10 @@ void StepContext::add_memory(MemoryReport& r) const
         r.feature_buffers += matrix_bytes(b);
     }
     r.feature_buffers += matrix_bytes(wide_) + matrix_bytes(q_rows_) + matrix_bytes(q_scale_) +
-                         matrix_bytes(q_zero_);
+                         matrix_bytes(q_zero_) + matrix_bytes(scratch_);
+    for (const auto& [w, words] : packed_weights_) {  // 16-bit copies of the weights
+        r.weights += matrix_bytes(words);
+    }
     if (sparse_input_) {
         // The input's sparse copy: its arrays, not nonzeros of a graph operator.
         auto m = sparse_input_->memory();
