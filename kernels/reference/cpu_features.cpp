@@ -22,13 +22,6 @@
 namespace halo {
 namespace {
 
-void check_view(FeatureView x, const char* what)
-{
-    HALO_EXPECTS(x.rows >= 0 && x.cols >= 0 && x.ld >= x.cols, what, ": bad shape ", x.rows, "x",
-                 x.cols, " ld ", x.ld);
-    HALO_EXPECTS(x.data != nullptr || x.rows == 0 || x.cols == 0, what, ": no data");
-}
-
 DenseView<const float> as_fp32(FeatureView x)
 {
     return {static_cast<const float*>(x.data), x.rows, x.cols, x.ld};
@@ -52,6 +45,27 @@ void decode_row(const std::uint16_t* bits, std::int64_t n, FeatureType type, flo
 }
 
 }  // namespace
+
+void check_feature_view(FeatureView x, const char* what)
+{
+    HALO_EXPECTS(x.rows >= 0 && x.cols >= 0 && x.ld >= x.cols, what, ": bad shape ", x.rows, "x",
+                 x.cols, " ld ", x.ld);
+    HALO_EXPECTS(x.data != nullptr || x.rows == 0 || x.cols == 0, what, ": no data");
+}
+
+void check_gemm_features(FeatureView a, FeatureView b, FeatureView c, float beta)
+{
+    HALO_EXPECTS(beta == 0.0f || beta == 1.0f, "gemm_features: beta ", beta, " (0 or 1)");
+    check_feature_view(a, "gemm_features a");
+    check_feature_view(b, "gemm_features b");
+    check_feature_view(c, "gemm_features c");
+    HALO_EXPECTS(a.type == b.type && (c.type == a.type || c.type == FeatureType::fp32),
+                 "gemm_features: a ", to_string(a.type), ", b ", to_string(b.type), ", c ",
+                 to_string(c.type), " (a and b of one type, c of it or fp32)");
+    HALO_EXPECTS(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols,
+                 "gemm_features: shapes ", a.rows, "x", a.cols, " * ", b.rows, "x", b.cols,
+                 " into ", c.rows, "x", c.cols);
+}
 
 void SpmmPlan::run_features(FeatureView x, DenseView<float> y, RowRange rows)
 {
@@ -98,7 +112,7 @@ namespace reference {
 
 void widen_host(FeatureView x, DenseView<float> dst)
 {
-    check_view(x, "widen");
+    check_feature_view(x, "widen");
     HALO_EXPECTS(dst.rows == x.rows && dst.cols == x.cols, "widen: shapes differ: ", x.rows, "x",
                  x.cols, " into ", dst.rows, "x", dst.cols);
 #pragma omp parallel for schedule(static) if (x.rows > (1 << 10))
@@ -163,7 +177,7 @@ std::optional<ActivationOverflow> store_host(DenseView<const float> src, const f
                                              Activation act, MutableFeatureView dst,
                                              std::int32_t store)
 {
-    check_view(dst, "store_features");
+    check_feature_view(dst, "store_features");
     HALO_EXPECTS(src.rows == dst.rows && src.cols == dst.cols, "store_features: shapes differ: ",
                  src.rows, "x", src.cols, " into ", dst.rows, "x", dst.cols);
     const auto type = dst.type;
@@ -194,16 +208,7 @@ std::optional<ActivationOverflow> store_host(DenseView<const float> src, const f
 std::optional<ActivationOverflow> gemm_host(FeatureView a, FeatureView b, MutableFeatureView c,
                                             std::int32_t store, float beta)
 {
-    HALO_EXPECTS(beta == 0.0f || beta == 1.0f, "gemm_features: beta ", beta, " (0 or 1)");
-    check_view(a, "gemm_features a");
-    check_view(b, "gemm_features b");
-    check_view(c, "gemm_features c");
-    HALO_EXPECTS(a.type == b.type && (c.type == a.type || c.type == FeatureType::fp32),
-                 "gemm_features: a ", to_string(a.type), ", b ", to_string(b.type), ", c ",
-                 to_string(c.type), " (a and b of one type, c of it or fp32)");
-    HALO_EXPECTS(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols,
-                 "gemm_features: shapes ", a.rows, "x", a.cols, " * ", b.rows, "x", b.cols,
-                 " into ", c.rows, "x", c.cols);
+    check_gemm_features(a, b, c, beta);
     const auto wa = widened(a);
     const auto wb = widened(b);
     if (c.type == FeatureType::fp32) {

@@ -403,6 +403,12 @@ public:
     virtual void synchronize() = 0;
 };
 
+/// The checks every backend's 16-bit calls make (kernels/reference/cpu_features.cpp): a view's
+/// shape (ld >= cols, data unless empty), named `what` in the LogicError; gemm_features'
+/// operands (each view, one type for a and b, c of it or fp32, the shapes, beta 0 or 1).
+void check_feature_view(FeatureView x, const char* what);
+void check_gemm_features(FeatureView a, FeatureView b, FeatureView c, float beta);
+
 struct CpuBackendOptions {
     /// Set: SpMM plans run AES-SpMM's sampling (halo/kernels_host/aes.hpp, reference::aes_spmm),
     /// approximate; unset: the exact reference SpMM.

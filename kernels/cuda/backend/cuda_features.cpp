@@ -22,13 +22,6 @@
 namespace halo::cuda::detail {
 namespace {
 
-void check_view(FeatureView x, const char* what)
-{
-    HALO_EXPECTS(x.rows >= 0 && x.cols >= 0 && x.ld >= x.cols, what, ": bad shape ", x.rows, "x",
-                 x.cols, " ld ", x.ld);
-    HALO_EXPECTS(x.data != nullptr || x.rows == 0 || x.cols == 0, what, ": no data");
-}
-
 int checked_int(std::int64_t value, const char* what)
 {
     HALO_EXPECTS(value >= 0 && value <= INT_MAX, what, " = ", value,
@@ -80,15 +73,7 @@ std::optional<ActivationOverflow> ActivationStoringBackend::gemm_features(Featur
                                                                           std::int32_t store,
                                                                           float beta)
 {
-    HALO_EXPECTS(beta == 0.0f || beta == 1.0f, "gemm_features: beta ", beta, " (0 or 1)");
-    check_view(a, "gemm_features a");
-    check_view(b, "gemm_features b");
-    check_view(c, "gemm_features c");
-    HALO_EXPECTS(a.type == b.type && (c.type == a.type || c.type == FeatureType::fp32),
-                 "gemm_features: a ", to_string(a.type), ", b ", to_string(b.type), ", c ",
-                 to_string(c.type), " (a and b of one type, c of it or fp32)");
-    HALO_EXPECTS(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, "gemm_features: shapes ",
-                 a.rows, "x", a.cols, " * ", b.rows, "x", b.cols, " into ", c.rows, "x", c.cols);
+    check_gemm_features(a, b, c, beta);
     if (a.type == FeatureType::fp32) {
         gemm({static_cast<const float*>(a.data), a.rows, a.cols, a.ld},
              {static_cast<const float*>(b.data), b.rows, b.cols, b.ld},
@@ -135,7 +120,7 @@ std::optional<ActivationOverflow> ActivationStoringBackend::store_features(
     DenseView<const float> src, const float* bias, Activation act, MutableFeatureView dst,
     std::int32_t store)
 {
-    check_view(dst, "store_features");
+    check_feature_view(dst, "store_features");
     HALO_EXPECTS(src.rows == dst.rows && src.cols == dst.cols && src.ld >= src.cols,
                  "store_features: shapes differ: ", src.rows, "x", src.cols, " (ld ", src.ld,
                  ") into ", dst.rows, "x", dst.cols);
@@ -151,7 +136,7 @@ std::optional<ActivationOverflow> ActivationStoringBackend::store_features(
 
 void ActivationStoringBackend::widen_features(FeatureView src, DenseView<float> dst)
 {
-    check_view(src, "widen_features");
+    check_feature_view(src, "widen_features");
     HALO_EXPECTS(dst.rows == src.rows && dst.cols == src.cols && dst.ld >= dst.cols,
                  "widen_features: shapes differ: ", src.rows, "x", src.cols, " into ", dst.rows,
                  "x", dst.cols, " (ld ", dst.ld, ")");
