@@ -488,8 +488,9 @@ std::span<const float> Engine::run_layers(std::size_t first)
     if (replayable && im.recorded && im.recorded_int8 == int8 && im.recorded_sparse == sparse) {
         return replay();
     }
-    if (replayable && im.runs > 0 && im.replay_note.empty()) {
-        // Record (plans allocated what they need in the first run), then replay the recording.
+    if (replayable && im.complete_runs > 0 && im.replay_note.empty()) {
+        // Record (plans and 16-bit weights allocated what they need in the first complete run),
+        // then replay the recording.
         if (im.ctx.backend.begin_capture()) {
             try {
                 int cur = 0;
@@ -523,7 +524,6 @@ std::span<const float> Engine::run_layers(std::size_t first)
             im.replay_note = "the " + im.ctx.backend.name() + " backend cannot record";
         }
     }
-    ++im.runs;
     int cur = 0;
     for (std::size_t l = first; l < im.model.layers.size(); ++l) {
         auto& t = timings_[l];
@@ -561,9 +561,9 @@ std::span<const float> Engine::run_layers(std::size_t first)
     for (const auto& t : timings_) {
         forward_seconds_ += t.total;
     }
-    if (im.runs == 1) {
-        // The first run chose every plan's kernels (the autotuner timed its shapes): what was
-        // tried and not kept goes back before the next run (and before a recording).
+    if (first == 0 && ++im.complete_runs == 1) {
+        // The first complete run chose every plan's kernels (the autotuner timed its shapes):
+        // what was tried and not kept goes back before the next run (and before a recording).
         im.ctx.backend.synchronize();
         im.ctx.release_unkept();
     }

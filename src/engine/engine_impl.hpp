@@ -22,9 +22,11 @@ struct Engine::Impl {
     detail::StepContext ctx;
     std::vector<std::unique_ptr<detail::LayerStep>> steps;
     std::optional<QuantizedView> int8_input_host;  // the host rows of the current run, if int8
-    // EngineOptions::replay: runs so far, the recording's output buffer and input kind, and why
-    // recording failed (empty: it did not).
-    int runs = 0;
+    // EngineOptions::replay: the runs from layer 0 that completed (a run that threw, e.g. on an
+    // fp16 overflow, may have left later layers' plans and 16-bit weights unallocated, and an
+    // allocation inside a recording would become part of the graph), the recording's output
+    // buffer and input kind, and why recording failed (empty: it did not).
+    int complete_runs = 0;
     bool recorded = false;
     bool recorded_int8 = false;
     bool recorded_sparse = false;
