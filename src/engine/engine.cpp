@@ -163,6 +163,11 @@ int Engine::Impl::forward(std::size_t l, int in, LayerTiming& t)
     if (ctx.packed() && !detail::layer_kind(model.layers[l].type).packs_16bit) {
         return forward_widened(l, in, t);
     }
+    return step_on(l, in, t);
+}
+
+int Engine::Impl::step_on(std::size_t l, int in, LayerTiming& t)
+{
     int free_buffer[3];
     for (int k = 0, f = 0; k < 4; ++k) {
         if (k != in) {
@@ -185,13 +190,7 @@ int Engine::Impl::forward_widened(std::size_t l, int in, LayerTiming& t)
     ctx.timed(t, [&] {
         ctx.backend.widen_features(ctx.fview(in, n, layer.in_dim), ctx.view(wide, n, layer.in_dim));
     });
-    int free_buffer[3];
-    for (int k = 0, f = 0; k < 4; ++k) {
-        if (k != wide) {
-            free_buffer[f++] = k;
-        }
-    }
-    const int out = steps[l]->forward(ctx, {wide, free_buffer[0], free_buffer[1], free_buffer[2]}, t);
+    const int out = step_on(l, wide, t);
     if (l + 1 == model.layers.size()) {
         return out;
     }

@@ -70,6 +70,8 @@ struct Engine::Impl {
     void store_input(std::size_t first);
     /// forward() of a layer whose type reads fp32 rows in a run stored in 16 bits.
     int forward_widened(std::size_t l, int in, LayerTiming& t);
+    /// Layer l's step on buffer `in`, the other three buffers free for it; its output buffer.
+    int step_on(std::size_t l, int in, LayerTiming& t);
     /// Whether a run from layer `first` stores its input in 16 bits (StepContext::packed()).
     bool packed_input(std::size_t first) const;
     /// Where a run from layer `first` writes its fp32 input (owned rows) before store_input:
