@@ -128,7 +128,8 @@ struct EngineOptions {
     /// Record the forward pass once (a CUDA graph, on backends that can) and replay it on later
     /// runs: one launch instead of one per kernel, for small graphs where launches dominate.
     /// Only for a single part without step_timing and keep_layers; the first run() runs as usual
-    /// (plans allocate then), the second records and replays, later ones replay. When recording
+    /// (plans allocate then), the second records and replays, later ones replay; a run that
+    /// threw (an fp16 overflow) does not count as the first. When recording
     /// fails the engine runs as usual and kernel_report() says why. LayerTiming is then not
     /// measured per layer: forward_seconds() gives the replay's time.
     bool replay = false;
