@@ -510,7 +510,7 @@ void add_spmm_mode(CLI::App& app, const std::string& command, std::function<int(
                        " always runs as the baseline")
         ->delimiter(',')
         ->capture_default_str();
-    app.add_option("--feature-type", o->feature_type,
+    app.add_option("--feature-type,--x-type", o->feature_type,
                    "element type of X for every kernel but the baseline (fp32 | fp16 | bf16; "
                    "converted once on the device, fp32 accumulation and output; " +
                        std::string(kBaseline) + " reads fp32 always)")
