@@ -172,12 +172,22 @@ private:
 /// make_scaled, also makes in-memory plans from a pattern and its scalings
 /// (Backend::make_scaled_spmm_plan, the CUDA backend's cuSPARSE plans), recording them. With
 /// fail_allocations, allocate() throws halo::Error as a full device does. With add_in_place
-/// false, its plans do not add in place (NoAddInPlace).
+/// false, its plans do not add in place (NoAddInPlace). With packed, it stores 16-bit matrices
+/// (the CPU backend's gemm_features and store_features, their range checks deferred with
+/// deferred_checks). With records, it "records" as the CUDA backend does: between begin_capture
+/// and end_capture the work runs as usual, replay() runs nothing (the buffers keep the recorded
+/// run's results, the same for the same input), and an allocation while recording is counted
+/// and throws halo::Error, as cudaMalloc fails in a thread-local capture.
 class ScalingRecorder final : public halo::Backend {
 public:
     std::string name() const override { return cpu_->name(); }
     halo::Matrix allocate(std::int64_t rows, std::int64_t cols) override
     {
+        if (recording) {
+            ++allocations_while_recording;
+            HALO_THROW(halo::Error, "an allocation of ", rows, " x ", cols,
+                       " while recording (test)");
+        }
         if (fail_allocations) {
             HALO_THROW(halo::Error, "out of device memory allocating ", rows, " x ", cols,
                        " (test)");
@@ -205,21 +215,44 @@ public:
                                                               halo::FeatureType type,
                                                               std::int32_t store) override
     {
-        auto overflow = cpu_->round_activations(y, type, store);
-        if (!deferred_checks) {
-            return overflow;
-        }
-        if (overflow && !deferred_overflow) {
-            deferred_overflow = overflow;
-        }
-        ++deferred_stores;
-        return std::nullopt;
+        return defer(cpu_->round_activations(y, type, store));
     }
     std::optional<halo::ActivationOverflow> take_activation_overflow() override
     {
         ++overflow_checks;
         return std::exchange(deferred_overflow, std::nullopt);
     }
+    bool stores_16bit() const override { return packed; }
+    std::optional<halo::ActivationOverflow> gemm_features(halo::FeatureView a, halo::FeatureView b,
+                                                          halo::MutableFeatureView c,
+                                                          std::int32_t store,
+                                                          float beta) override
+    {
+        return defer(cpu_->gemm_features(a, b, c, store, beta));
+    }
+    std::optional<halo::ActivationOverflow> store_features(halo::DenseView<const float> src,
+                                                           const float* bias,
+                                                           halo::Activation act,
+                                                           halo::MutableFeatureView dst,
+                                                           std::int32_t store) override
+    {
+        return defer(cpu_->store_features(src, bias, act, dst, store));
+    }
+    void widen_features(halo::FeatureView src, halo::DenseView<float> dst) override
+    {
+        cpu_->widen_features(src, dst);
+    }
+    bool begin_capture() override
+    {
+        recording = records;
+        return records;
+    }
+    void end_capture() override
+    {
+        recording = false;
+        ++recordings;
+    }
+    void replay() override { ++replays; }
     std::unique_ptr<halo::SpmmPlan> make_spmm_plan(const halo::Csr& a) override
     {
         return wrapped(cpu_->make_spmm_plan(a));
@@ -295,6 +328,12 @@ public:
     bool add_in_place = true;
     bool fail_allocations = false;
     bool fp32_only = false;  // stores_activations: fp32 only
+    bool packed = false;     // stores_16bit
+    bool records = false;    // begin_capture records
+    bool recording = false;  // between begin_capture and end_capture
+    int allocations_while_recording = 0;
+    int recordings = 0;  // end_capture calls
+    int replays = 0;
     bool deferred_checks = false;  // round_activations: overflows kept for the next take
     std::optional<halo::ActivationOverflow> deferred_overflow;
     int deferred_stores = 0;  // round_activations calls with deferred_checks
@@ -306,6 +345,19 @@ public:
     std::vector<std::pair<const halo::Csr*, halo::OperatorScaling>> scaled;
 
 private:
+    // A 16-bit store's overflow, returned or (deferred_checks) kept as round_activations keeps it.
+    std::optional<halo::ActivationOverflow> defer(std::optional<halo::ActivationOverflow> overflow)
+    {
+        if (!deferred_checks) {
+            return overflow;
+        }
+        if (overflow && !deferred_overflow) {
+            deferred_overflow = overflow;
+        }
+        ++deferred_stores;
+        return std::nullopt;
+    }
+
     std::unique_ptr<halo::SpmmPlan> wrapped(std::unique_ptr<halo::SpmmPlan> plan) const
     {
         if (add_in_place) {

@@ -496,6 +496,76 @@ TEST(Activations, DeferredRangeChecksRaiseTheSameError)
     EXPECT_EQ(deferred.overflow_checks, 3);
 }
 
+// EngineOptions::replay records the second run, on the assumption that the first allocated
+// everything (plans, the 16-bit weight copies). A first run that threw (an fp16 overflow in
+// layer 0, checked after the layer as the CUDA backend checks it) allocated nothing for the
+// layers after it: the engine must not record then, or those allocations happen inside the
+// recording (on an H100 they became part of the CUDA graph, whose second launch failed with
+// cudaErrorInvalidValue). ScalingRecorder counts allocations while recording and fails them.
+TEST(Activations, RecordsOnlyAfterARunThatCompleted)
+{
+    const auto& shard = test_part();
+    const auto x = halo::random_node_features(shard.global_ids, 16, 9);
+    const auto options = [] {
+        halo::EngineOptions o;
+        o.activations = FeatureType::fp16;
+        o.replay = true;
+        o.step_timing = false;  // a pass with step timing is never recorded
+        return o;
+    };
+    const auto recorder = [] {
+        auto b = std::make_unique<halo::testing::ScalingRecorder>();
+        b->deferred_checks = true;
+        b->packed = true;
+        b->records = true;
+        return b;
+    };
+    auto loud = halo::random_model(LayerType::gcn, {16, 32, 24, 8}, 3);
+    for (auto& w : loud.layers[0].weight) {
+        w *= 1e5f;
+    }
+    {
+        auto backend = recorder();
+        auto exchanger = halo::make_local_exchanger(shard);
+        halo::Engine engine(*backend, *exchanger, shard, loud, options());
+        EXPECT_NE(engine.activation_storage().find("stored in 16 bits"), std::string::npos)
+            << engine.activation_storage();
+        for (int k = 0; k < 3; ++k) {
+            try {
+                engine.run(x);
+                ADD_FAILURE() << "no error, run " << k;
+            } catch (const halo::InputError& e) {
+                EXPECT_NE(std::string(e.what()).find("layer 0 (gcn, 16 -> 32)"),
+                          std::string::npos)
+                    << "run " << k << ": " << e.what();
+            }
+        }
+        EXPECT_EQ(backend->allocations_while_recording, 0);
+        EXPECT_EQ(backend->recordings, 0) << "no run completed: nothing to record after";
+        EXPECT_EQ(backend->replays, 0);
+    }
+    // A model that runs: the first run as usual, the second recorded and replayed, the third
+    // replayed. The first two give the CPU backend's output (the recording ran the work); the
+    // test backend's replay runs nothing, so the third's buffers are not the product.
+    const auto model = halo::random_model(LayerType::gcn, {16, 32, 24, 8}, 3);
+    const auto want = run(shard, model, x, FeatureType::fp16).out;
+    auto backend = recorder();
+    auto exchanger = halo::make_local_exchanger(shard);
+    halo::Engine engine(*backend, *exchanger, shard, model, options());
+    for (int k = 0; k < 3; ++k) {
+        const auto out = engine.run(x);
+        ASSERT_EQ(out.size(), want.size());
+        if (k < 2) {
+            EXPECT_EQ(std::memcmp(out.data(), want.data(), want.size() * sizeof(float)), 0)
+                << "run " << k;
+        }
+        EXPECT_EQ(engine.replayed(), k > 0) << "run " << k << "\n" << engine.kernel_report();
+    }
+    EXPECT_EQ(backend->allocations_while_recording, 0);
+    EXPECT_EQ(backend->recordings, 1);
+    EXPECT_EQ(backend->replays, 2);
+}
+
 TEST(Activations, PathsWithoutSixteenBitRowsRefuse)
 {
     const auto& shard = test_part();
