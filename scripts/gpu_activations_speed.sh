@@ -16,8 +16,8 @@
 # BACKEND (cuda; cpu checks the script on a machine without a GPU, with no SpMM timing), SPMM (1;
 # 0 skips the SpMM-alone timing).
 set -uo pipefail
-build=${1:?usage: $0 BUILD_DIR OUT_DIR [SCALE ...]}
-out=${2:?usage: $0 BUILD_DIR OUT_DIR [SCALE ...]}
+build=${1:?usage: $0 BUILD_DIR OUT_DIR [GRAPH ...]}
+out=${2:?usage: $0 BUILD_DIR OUT_DIR [GRAPH ...]}
 shift 2
 scales=("$@")
 [ ${#scales[@]} -eq 0 ] && scales=(22)
